@@ -1,0 +1,131 @@
+package physical
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cespare/xxhash/v2"
+)
+
+// nullHash is what a NULL contributes to a row hash.
+const nullHash = 0x9e3779b97f4a7c15
+
+func mix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb53ca5a8ef5d
+	h ^= h >> 33
+	return h
+}
+
+func combine(acc, h uint64) uint64 { return mix(acc*31 + h) }
+
+// HashRows writes into hashes (len = rows) a hash of each row's values in
+// cols. Equal values hash equally whatever array they come from, and the
+// hash is the same in every process (hash partitioning depends on it).
+// Values of different types never need to match: callers hash key columns
+// already cast to a common type.
+func HashRows(cols []arrow.Array, hashes []uint64) error {
+	for i := range hashes {
+		hashes[i] = 0
+	}
+	for _, col := range cols {
+		if err := hashColumn(col, hashes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hashColumn(col arrow.Array, hashes []uint64) error {
+	n := len(hashes)
+	nulls := col.NullN() > 0
+	switch a := col.(type) {
+	case *array.Int32:
+		v := a.Int32Values()
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				hashes[i] = combine(hashes[i], uint64(int64(v[i])))
+			}
+		}
+	case *array.Date32:
+		v := a.Date32Values()
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				hashes[i] = combine(hashes[i], uint64(int64(v[i])))
+			}
+		}
+	case *array.Int64:
+		v := a.Int64Values()
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				hashes[i] = combine(hashes[i], uint64(v[i]))
+			}
+		}
+	case *array.Timestamp:
+		v := a.TimestampValues()
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				hashes[i] = combine(hashes[i], uint64(v[i]))
+			}
+		}
+	case *array.Float64:
+		v := a.Float64Values()
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				f := v[i]
+				if f == 0 {
+					f = 0 // -0 and +0 are equal
+				}
+				hashes[i] = combine(hashes[i], math.Float64bits(f))
+			}
+		}
+	case *array.Decimal128:
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				d := a.Value(i)
+				hashes[i] = combine(combine(hashes[i], d.LowBits()), uint64(d.HighBits()))
+			}
+		}
+	case *array.String:
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				hashes[i] = combine(hashes[i], xxhash.Sum64String(a.Value(i)))
+			}
+		}
+	case *array.Boolean:
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else if a.Value(i) {
+				hashes[i] = combine(hashes[i], 1)
+			} else {
+				hashes[i] = combine(hashes[i], 2)
+			}
+		}
+	case *array.Null:
+		for i := 0; i < n; i++ {
+			hashes[i] = combine(hashes[i], nullHash)
+		}
+	default:
+		return fmt.Errorf("hashing %s values is not supported", col.DataType())
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package physical
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrResourcesExhausted is returned (wrapped) when a memory reservation is
+// refused.
+var ErrResourcesExhausted = errors.New("resources exhausted")
+
+// MemoryPool accounts bytes held by operators against a limit. A pool may
+// have a parent (a task's pool inside an executor's pool); growing a child
+// grows the parent too. Safe for concurrent use.
+type MemoryPool struct {
+	name   string
+	limit  int64 // <= 0: unlimited
+	parent *MemoryPool
+
+	mu   sync.Mutex
+	used int64
+	peak int64
+}
+
+// NewMemoryPool returns a pool with the given limit in bytes (<= 0: none).
+func NewMemoryPool(name string, limit int64, parent *MemoryPool) *MemoryPool {
+	return &MemoryPool{name: name, limit: limit, parent: parent}
+}
+
+func (p *MemoryPool) grow(n int64, owner string) error {
+	p.mu.Lock()
+	if p.limit > 0 && p.used+n > p.limit {
+		used := p.used
+		p.mu.Unlock()
+		return fmt.Errorf("%w: %s cannot reserve %d bytes: %s pool has %d of %d bytes in use",
+			ErrResourcesExhausted, owner, n, p.name, used, p.limit)
+	}
+	p.used += n
+	p.peak = max(p.peak, p.used)
+	p.mu.Unlock()
+	if p.parent != nil {
+		if err := p.parent.grow(n, owner); err != nil {
+			p.shrink(n)
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *MemoryPool) shrink(n int64) {
+	p.mu.Lock()
+	p.used -= n
+	p.mu.Unlock()
+	if p.parent != nil {
+		p.parent.shrink(n)
+	}
+}
+
+// Used returns the bytes currently reserved.
+func (p *MemoryPool) Used() int64 { p.mu.Lock(); defer p.mu.Unlock(); return p.used }
+
+// Peak returns the most bytes ever reserved at once.
+func (p *MemoryPool) Peak() int64 { p.mu.Lock(); defer p.mu.Unlock(); return p.peak }
+
+// NewReservation starts an empty reservation for owner (an operator name).
+func (p *MemoryPool) NewReservation(owner string) *Reservation {
+	return &Reservation{pool: p, owner: owner}
+}
+
+// Reservation is one operator's share of a pool. Not safe for concurrent use.
+type Reservation struct {
+	pool  *MemoryPool
+	owner string
+	size  int64
+}
+
+// Grow reserves n more bytes or returns a wrapped ErrResourcesExhausted.
+func (r *Reservation) Grow(n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := r.pool.grow(n, r.owner); err != nil {
+		return err
+	}
+	r.size += n
+	return nil
+}
+
+// Shrink returns n bytes (at most what is held).
+func (r *Reservation) Shrink(n int64) {
+	n = min(n, r.size)
+	if n > 0 {
+		r.size -= n
+		r.pool.shrink(n)
+	}
+}
+
+// Size is the bytes currently held.
+func (r *Reservation) Size() int64 { return r.size }
+
+// Free returns everything held.
+func (r *Reservation) Free() { r.Shrink(r.size) }

@@ -1,0 +1,446 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+// Expr is a logical scalar expression. Expressions are immutable values:
+// rewrites build new trees with WithChildren.
+type Expr interface {
+	// Type is the expression's result type.
+	Type() arrow.DataType
+	// Children are the direct sub-expressions, in a fixed order.
+	Children() []Expr
+	// WithChildren returns a copy with the children replaced (same count).
+	WithChildren(children []Expr) Expr
+	// String renders the expression for EXPLAIN and error messages.
+	String() string
+}
+
+// ColRef refers to a column produced by some node below, by its ID.
+type ColRef struct {
+	ID   ColumnID
+	Name string // display name, e.g. "l_orderkey" or "lineitem.l_orderkey"
+	Typ  arrow.DataType
+}
+
+// Literal is a constant. Val holds, by type: nil (NULL of any type), bool,
+// int32 (INT, and DATE as days since the epoch), int64 (BIGINT, and TIMESTAMP
+// as microseconds since the epoch), float64, decimal128.Num (unscaled, with the
+// scale of Typ), string, arrow.MonthDayNanoInterval (INTERVAL).
+type Literal struct {
+	Typ arrow.DataType
+	Val any
+}
+
+// BinaryOp is an operator with two operands.
+type BinaryOp int
+
+// Binary operators.
+const (
+	OpAdd BinaryOp = iota
+	OpSub
+	OpMul
+	OpDiv
+	OpMod
+	OpEq
+	OpNotEq
+	OpLt
+	OpLtEq
+	OpGt
+	OpGtEq
+	OpAnd
+	OpOr
+	OpConcat
+)
+
+var binaryOpNames = [...]string{"+", "-", "*", "/", "%", "=", "<>", "<", "<=", ">", ">=", "AND", "OR", "||"}
+
+func (o BinaryOp) String() string { return binaryOpNames[o] }
+
+// IsComparison reports whether o is = <> < <= > >=.
+func (o BinaryOp) IsComparison() bool { return o >= OpEq && o <= OpGtEq }
+
+// Flip returns the comparison with operands swapped (a < b ⇔ b > a).
+func (o BinaryOp) Flip() BinaryOp {
+	switch o {
+	case OpLt:
+		return OpGt
+	case OpLtEq:
+		return OpGtEq
+	case OpGt:
+		return OpLt
+	case OpGtEq:
+		return OpLtEq
+	}
+	return o
+}
+
+// Binary applies Op to L and R. Operands of comparisons and arithmetic have
+// already been cast by the binder to the types the operator expects (for
+// comparisons: the same type; for arithmetic: see ArithmeticType); Typ is the
+// result type.
+type Binary struct {
+	Op   BinaryOp
+	L, R Expr
+	Typ  arrow.DataType
+}
+
+// Not is boolean negation (three-valued).
+type Not struct{ X Expr }
+
+// Negate is arithmetic negation.
+type Negate struct{ X Expr }
+
+// IsNull is X IS NULL, or X IS NOT NULL when Negated.
+type IsNull struct {
+	X       Expr
+	Negated bool
+}
+
+// Cast converts X to To.
+type Cast struct {
+	X  Expr
+	To arrow.DataType
+}
+
+// When is one WHEN cond THEN result arm of a CASE.
+type When struct{ Cond, Then Expr }
+
+// Case is a searched CASE (a simple CASE x WHEN v is bound as x = v). Else
+// is nil for no ELSE (NULL). All Then and Else have type Typ.
+type Case struct {
+	Whens []When
+	Else  Expr
+	Typ   arrow.DataType
+}
+
+// Like is X [NOT] LIKE Pattern ('%' and '_' wildcards, '\' escapes).
+type Like struct {
+	X, Pattern Expr
+	Negated    bool
+}
+
+// InList is X [NOT] IN (List...). All list items have X's type.
+type InList struct {
+	X       Expr
+	List    []Expr
+	Negated bool
+}
+
+// Func is a scalar function call. Name is lower case; the set is:
+// substring(str, start[, len]) (1-based), extract_year/extract_month/
+// extract_day(date), coalesce(args...), upper, lower, length, abs, round(x[, n]),
+// trim, nullif(a, b).
+type Func struct {
+	Name string
+	Args []Expr
+	Typ  arrow.DataType
+}
+
+// AggFunc names an aggregate function.
+type AggFunc int
+
+// Aggregate functions.
+const (
+	AggCountStar AggFunc = iota
+	AggCount
+	AggSum
+	AggAvg
+	AggMin
+	AggMax
+)
+
+var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max"}
+
+func (a AggFunc) String() string { return aggNames[a] }
+
+// AggCall is an aggregate; it appears only in Aggregate.Aggs. Arg is nil for
+// count(*).
+type AggCall struct {
+	Func     AggFunc
+	Arg      Expr
+	Distinct bool
+	Typ      arrow.DataType
+}
+
+// SubqueryKind distinguishes the shapes a subquery takes in an expression.
+type SubqueryKind int
+
+// Subquery kinds.
+const (
+	SubqueryScalar SubqueryKind = iota // (SELECT x ...): one column, at most one row
+	SubqueryExists                     // EXISTS (SELECT ...)
+	SubqueryIn                         // X IN (SELECT y ...)
+)
+
+// Subquery is a nested query inside an expression. Plan may refer to columns
+// of enclosing queries (correlation): those are ColRefs whose IDs the plan does
+// not produce itself. The optimizer's decorrelation rule removes every
+// Subquery before physical planning.
+type Subquery struct {
+	Kind    SubqueryKind
+	Plan    Node
+	X       Expr // the left operand of IN; nil otherwise
+	Negated bool // NOT EXISTS, NOT IN
+	Typ     arrow.DataType
+}
+
+func (e *ColRef) Type() arrow.DataType   { return e.Typ }
+func (e *Literal) Type() arrow.DataType  { return e.Typ }
+func (e *Binary) Type() arrow.DataType   { return e.Typ }
+func (e *Not) Type() arrow.DataType      { return Bool }
+func (e *Negate) Type() arrow.DataType   { return e.X.Type() }
+func (e *IsNull) Type() arrow.DataType   { return Bool }
+func (e *Cast) Type() arrow.DataType     { return e.To }
+func (e *Case) Type() arrow.DataType     { return e.Typ }
+func (e *Like) Type() arrow.DataType     { return Bool }
+func (e *InList) Type() arrow.DataType   { return Bool }
+func (e *Func) Type() arrow.DataType     { return e.Typ }
+func (e *AggCall) Type() arrow.DataType  { return e.Typ }
+func (e *Subquery) Type() arrow.DataType { return e.Typ }
+
+func (e *ColRef) Children() []Expr  { return nil }
+func (e *Literal) Children() []Expr { return nil }
+func (e *Binary) Children() []Expr  { return []Expr{e.L, e.R} }
+func (e *Not) Children() []Expr     { return []Expr{e.X} }
+func (e *Negate) Children() []Expr  { return []Expr{e.X} }
+func (e *IsNull) Children() []Expr  { return []Expr{e.X} }
+func (e *Cast) Children() []Expr    { return []Expr{e.X} }
+func (e *Like) Children() []Expr    { return []Expr{e.X, e.Pattern} }
+func (e *Func) Children() []Expr    { return e.Args }
+
+// Children of a Case are Cond0, Then0, Cond1, Then1, ..., then Else if set.
+func (e *Case) Children() []Expr {
+	out := make([]Expr, 0, 2*len(e.Whens)+1)
+	for _, w := range e.Whens {
+		out = append(out, w.Cond, w.Then)
+	}
+	if e.Else != nil {
+		out = append(out, e.Else)
+	}
+	return out
+}
+
+// Children of an InList are X then the list.
+func (e *InList) Children() []Expr { return append([]Expr{e.X}, e.List...) }
+
+// Children of an AggCall are its argument, if any.
+func (e *AggCall) Children() []Expr {
+	if e.Arg == nil {
+		return nil
+	}
+	return []Expr{e.Arg}
+}
+
+// Children of a Subquery are X, if any; the plan is not an expression child.
+func (e *Subquery) Children() []Expr {
+	if e.X == nil {
+		return nil
+	}
+	return []Expr{e.X}
+}
+
+func (e *ColRef) WithChildren([]Expr) Expr  { return e }
+func (e *Literal) WithChildren([]Expr) Expr { return e }
+func (e *Binary) WithChildren(c []Expr) Expr {
+	return &Binary{Op: e.Op, L: c[0], R: c[1], Typ: e.Typ}
+}
+func (e *Not) WithChildren(c []Expr) Expr    { return &Not{X: c[0]} }
+func (e *Negate) WithChildren(c []Expr) Expr { return &Negate{X: c[0]} }
+func (e *IsNull) WithChildren(c []Expr) Expr { return &IsNull{X: c[0], Negated: e.Negated} }
+func (e *Cast) WithChildren(c []Expr) Expr   { return &Cast{X: c[0], To: e.To} }
+func (e *Like) WithChildren(c []Expr) Expr {
+	return &Like{X: c[0], Pattern: c[1], Negated: e.Negated}
+}
+func (e *Func) WithChildren(c []Expr) Expr {
+	return &Func{Name: e.Name, Args: append([]Expr(nil), c...), Typ: e.Typ}
+}
+func (e *Case) WithChildren(c []Expr) Expr {
+	out := &Case{Typ: e.Typ, Whens: make([]When, len(e.Whens))}
+	for i := range e.Whens {
+		out.Whens[i] = When{Cond: c[2*i], Then: c[2*i+1]}
+	}
+	if e.Else != nil {
+		out.Else = c[2*len(e.Whens)]
+	}
+	return out
+}
+func (e *InList) WithChildren(c []Expr) Expr {
+	return &InList{X: c[0], List: append([]Expr(nil), c[1:]...), Negated: e.Negated}
+}
+func (e *AggCall) WithChildren(c []Expr) Expr {
+	out := *e
+	if len(c) > 0 {
+		out.Arg = c[0]
+	}
+	return &out
+}
+func (e *Subquery) WithChildren(c []Expr) Expr {
+	out := *e
+	if len(c) > 0 {
+		out.X = c[0]
+	}
+	return &out
+}
+
+func (e *ColRef) String() string { return e.Name }
+func (e *Literal) String() string {
+	if e.Val == nil {
+		return "NULL"
+	}
+	switch v := e.Val.(type) {
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case decimal128.Num:
+		return v.ToString(e.Typ.(*arrow.Decimal128Type).Scale)
+	case int32:
+		if e.Typ.ID() == arrow.DATE32 {
+			return "DATE '" + arrow.Date32(v).FormattedString() + "'"
+		}
+	case arrow.MonthDayNanoInterval:
+		return fmt.Sprintf("INTERVAL '%d months %d days'", v.Months, v.Days)
+	}
+	return fmt.Sprint(e.Val)
+}
+func (e *Binary) String() string { return "(" + e.L.String() + " " + e.Op.String() + " " + e.R.String() + ")" }
+func (e *Not) String() string    { return "NOT " + e.X.String() }
+func (e *Negate) String() string { return "-" + e.X.String() }
+func (e *IsNull) String() string {
+	if e.Negated {
+		return e.X.String() + " IS NOT NULL"
+	}
+	return e.X.String() + " IS NULL"
+}
+func (e *Cast) String() string { return "CAST(" + e.X.String() + " AS " + TypeName(e.To) + ")" }
+func (e *Case) String() string {
+	var b strings.Builder
+	b.WriteString("CASE")
+	for _, w := range e.Whens {
+		b.WriteString(" WHEN " + w.Cond.String() + " THEN " + w.Then.String())
+	}
+	if e.Else != nil {
+		b.WriteString(" ELSE " + e.Else.String())
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+func (e *Like) String() string {
+	if e.Negated {
+		return e.X.String() + " NOT LIKE " + e.Pattern.String()
+	}
+	return e.X.String() + " LIKE " + e.Pattern.String()
+}
+func (e *InList) String() string {
+	parts := make([]string, len(e.List))
+	for i, x := range e.List {
+		parts[i] = x.String()
+	}
+	not := ""
+	if e.Negated {
+		not = "NOT "
+	}
+	return e.X.String() + " " + not + "IN (" + strings.Join(parts, ", ") + ")"
+}
+func (e *Func) String() string {
+	parts := make([]string, len(e.Args))
+	for i, x := range e.Args {
+		parts[i] = x.String()
+	}
+	return e.Name + "(" + strings.Join(parts, ", ") + ")"
+}
+func (e *AggCall) String() string {
+	if e.Func == AggCountStar {
+		return "count(*)"
+	}
+	d := ""
+	if e.Distinct {
+		d = "DISTINCT "
+	}
+	return e.Func.String() + "(" + d + e.Arg.String() + ")"
+}
+func (e *Subquery) String() string {
+	not := ""
+	if e.Negated {
+		not = "NOT "
+	}
+	switch e.Kind {
+	case SubqueryExists:
+		return not + "EXISTS (<subquery>)"
+	case SubqueryIn:
+		return e.X.String() + " " + not + "IN (<subquery>)"
+	}
+	return "(<scalar subquery>)"
+}
+
+// Transform rewrites e bottom-up: children first, then f on the node.
+func Transform(e Expr, f func(Expr) Expr) Expr {
+	if e == nil {
+		return nil
+	}
+	kids := e.Children()
+	if len(kids) > 0 {
+		nk := make([]Expr, len(kids))
+		changed := false
+		for i, k := range kids {
+			nk[i] = Transform(k, f)
+			changed = changed || nk[i] != k
+		}
+		if changed {
+			e = e.WithChildren(nk)
+		}
+	}
+	return f(e)
+}
+
+// Walk visits e and its descendants pre-order; returning false skips a subtree.
+// It does not descend into subquery plans.
+func Walk(e Expr, f func(Expr) bool) {
+	if e == nil || !f(e) {
+		return
+	}
+	for _, c := range e.Children() {
+		Walk(c, f)
+	}
+}
+
+// ColumnsOf returns the set of column IDs e refers to, not counting columns
+// referenced only inside subquery plans.
+func ColumnsOf(e Expr) ColumnSet {
+	s := ColumnSet{}
+	Walk(e, func(x Expr) bool {
+		if c, ok := x.(*ColRef); ok {
+			s[c.ID] = struct{}{}
+		}
+		return true
+	})
+	return s
+}
+
+// SplitConjunction flattens nested ANDs into a list.
+func SplitConjunction(e Expr) []Expr {
+	if b, ok := e.(*Binary); ok && b.Op == OpAnd {
+		return append(SplitConjunction(b.L), SplitConjunction(b.R)...)
+	}
+	if e == nil {
+		return nil
+	}
+	return []Expr{e}
+}
+
+// Conjunction ANDs the list together; nil for an empty list.
+func Conjunction(es []Expr) Expr {
+	var out Expr
+	for _, e := range es {
+		if out == nil {
+			out = e
+		} else {
+			out = &Binary{Op: OpAnd, L: out, R: e, Typ: Bool}
+		}
+	}
+	return out
+}
