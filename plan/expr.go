@@ -307,7 +307,9 @@ func (e *Literal) String() string {
 	}
 	return fmt.Sprint(e.Val)
 }
-func (e *Binary) String() string { return "(" + e.L.String() + " " + e.Op.String() + " " + e.R.String() + ")" }
+func (e *Binary) String() string {
+	return "(" + e.L.String() + " " + e.Op.String() + " " + e.R.String() + ")"
+}
 func (e *Not) String() string    { return "NOT " + e.X.String() }
 func (e *Negate) String() string { return "-" + e.X.String() }
 func (e *IsNull) String() string {
