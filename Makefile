@@ -1,0 +1,28 @@
+# sluice — build, run, test.
+GO      ?= go
+BIN     := bin/sluice
+SF      ?= 1
+
+.PHONY: build run test vet bench-engine clean
+
+build:
+	$(GO) build -o $(BIN) .
+
+# Start the shell with the TPC-H tables registered (generated on first use).
+run: build
+	./$(BIN) --tpch $(SF)
+
+vet:
+	$(GO) vet ./...
+
+# Everything: vet, unit tests, sqllogictest files and TPC-H SF 1 against the
+# official answers (SF 1 is generated once into .cache/).
+test: vet
+	$(GO) test -timeout 60m -p 1 ./...
+
+# Per-query TPC-H SF 1 times of the in-process engine.
+bench-engine:
+	$(GO) test -run '^$$' -bench BenchmarkTPCH -benchtime 3x -timeout 60m ./session/
+
+clean:
+	rm -rf bin .cache

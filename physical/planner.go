@@ -1,0 +1,421 @@
+package physical
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/catalog"
+	"sluice/physical/expr"
+	"sluice/plan"
+)
+
+// PlannerConfig holds the settings that shape a physical plan.
+type PlannerConfig struct {
+	// TargetPartitions is how many partitions scans and repartitions produce.
+	TargetPartitions int
+}
+
+// Plan turns an optimized logical plan into a physical operator tree. The
+// operator for a logical node always produces that node's Schema() columns in
+// the same order, so expressions compile against the logical input schema.
+// The root may have several partitions; callers that want one stream use
+// NewCoalescePartitions (or read the partitions concurrently).
+func Plan(n plan.Node, cfg PlannerConfig) (Operator, error) {
+	if cfg.TargetPartitions <= 0 {
+		cfg.TargetPartitions = DefaultTargetPartitions()
+	}
+	p := &planner{cfg: cfg}
+	return p.plan(n)
+}
+
+type planner struct {
+	cfg PlannerConfig
+}
+
+func (p *planner) plan(n plan.Node) (Operator, error) {
+	switch n := n.(type) {
+	case *plan.Scan:
+		return p.scan(n)
+	case *plan.Filter:
+		in, err := p.plan(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		pred, err := expr.Compile(n.Pred, n.Input.Schema())
+		if err != nil {
+			return nil, err
+		}
+		return NewFilter(in, pred), nil
+	case *plan.Project:
+		in, err := p.plan(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		exprs, err := compileAll(n.Exprs, n.Input.Schema())
+		if err != nil {
+			return nil, err
+		}
+		return NewProjection(in, exprs, names(n.Cols)), nil
+	case *plan.Aggregate:
+		return p.aggregate(n)
+	case *plan.Join:
+		return p.join(n)
+	case *plan.Sort:
+		return p.sort(n, -1)
+	case *plan.Limit:
+		return p.limit(n)
+	case *plan.Union:
+		ins := make([]Operator, len(n.Inputs))
+		for i, c := range n.Inputs {
+			op, err := p.plan(c)
+			if err != nil {
+				return nil, err
+			}
+			// Inputs are matched by position; rename to the union's names.
+			ins[i] = renameTo(op, c.Schema(), n.Cols)
+		}
+		return NewUnion(ins), nil
+	case *plan.Values:
+		rows := make([][]expr.Expr, len(n.Rows))
+		for i, r := range n.Rows {
+			row, err := compileAll(r, nil)
+			if err != nil {
+				return nil, err
+			}
+			rows[i] = row
+		}
+		return NewValues(ArrowSchema(n.Cols), rows), nil
+	}
+	return nil, fmt.Errorf("internal: no physical plan for %T", n)
+}
+
+// ArrowSchema converts a logical schema to an Arrow schema.
+func ArrowSchema(s plan.Schema) *arrow.Schema {
+	fields := make([]arrow.Field, len(s))
+	for i, c := range s {
+		fields[i] = arrow.Field{Name: c.Name, Type: c.Type, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+func names(s plan.Schema) []string {
+	out := make([]string, len(s))
+	for i, c := range s {
+		out[i] = c.Name
+	}
+	return out
+}
+
+func compileAll(es []plan.Expr, in plan.Schema) ([]expr.Expr, error) {
+	out := make([]expr.Expr, len(es))
+	for i, e := range es {
+		c, err := expr.Compile(e, in)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// renameTo projects op's columns (schema from) under the names of to, when
+// they differ.
+func renameTo(op Operator, from, to plan.Schema) Operator {
+	same := true
+	for i := range from {
+		if from[i].Name != to[i].Name {
+			same = false
+		}
+	}
+	if same {
+		return op
+	}
+	exprs := make([]expr.Expr, len(from))
+	for i, c := range from {
+		exprs[i] = &expr.Column{Index: i, Name: c.Name, Type: c.Type}
+	}
+	return NewProjection(op, exprs, names(to))
+}
+
+func (p *planner) scan(n *plan.Scan) (Operator, error) {
+	var op Operator
+	switch t := n.Table.(type) {
+	case *catalog.ParquetTable:
+		op = NewParquetScan(n.TableName, t, n.Projection, pruningPredicates(n), p.cfg.TargetPartitions)
+	case *catalog.CSVTable:
+		op = NewCSVScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)
+	case *catalog.MemTable:
+		op = NewMemScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)
+	default:
+		return nil, fmt.Errorf("internal: cannot scan table %s of type %T", n.TableName, n.Table)
+	}
+	if len(n.Filters) == 0 {
+		return op, nil
+	}
+	pred, err := expr.Compile(plan.Conjunction(n.Filters), n.Cols)
+	if err != nil {
+		return nil, err
+	}
+	return NewFilter(op, pred), nil
+}
+
+// pruningPredicates extracts `column op literal` conjuncts from a scan's
+// filters, for row-group pruning. The filters themselves are still applied.
+func pruningPredicates(n *plan.Scan) []ColumnPredicate {
+	var out []ColumnPredicate
+	for _, f := range n.Filters {
+		b, ok := f.(*plan.Binary)
+		if !ok || !b.Op.IsComparison() || b.Op == plan.OpNotEq {
+			continue
+		}
+		col, lok := b.L.(*plan.ColRef)
+		lit, rok := b.R.(*plan.Literal)
+		op := b.Op
+		if !lok || !rok {
+			col, lok = b.R.(*plan.ColRef)
+			lit, rok = b.L.(*plan.Literal)
+			op = op.Flip()
+		}
+		if !lok || !rok || lit.Val == nil {
+			continue
+		}
+		i := n.Cols.IndexOf(col.ID)
+		if i < 0 || !arrow.TypeEqual(n.Cols[i].Type, lit.Typ) {
+			continue
+		}
+		out = append(out, ColumnPredicate{Column: n.Projection[i], Op: op, Value: *lit})
+	}
+	return out
+}
+
+func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
+	in, err := p.plan(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	inSchema := n.Input.Schema()
+	groups, err := compileAll(n.GroupBy, inSchema)
+	if err != nil {
+		return nil, err
+	}
+	k := len(n.GroupBy)
+	groupNames := names(n.Cols[:k])
+	aggs := make([]AggregateExpr, len(n.Aggs))
+	distinct := false
+	for i, a := range n.Aggs {
+		aggs[i] = AggregateExpr{Func: a.Func, Distinct: a.Distinct, Name: n.Cols[k+i].Name, Type: a.Typ}
+		if a.Arg != nil {
+			if aggs[i].Arg, err = expr.Compile(a.Arg, inSchema); err != nil {
+				return nil, err
+			}
+		}
+		distinct = distinct || a.Distinct
+	}
+	parts := in.OutputPartitioning().Count
+	if parts <= 1 {
+		return NewHashAggregate(in, AggSingle, groups, groupNames, aggs)
+	}
+	if distinct {
+		// Every row of a group must reach one partition before aggregating.
+		if k == 0 {
+			in = NewCoalescePartitions(in)
+		} else {
+			in = NewRepartition(in, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: groups})
+		}
+		return NewHashAggregate(in, AggSingle, groups, groupNames, aggs)
+	}
+	partial, err := NewHashAggregate(in, AggPartial, groups, groupNames, aggs)
+	if err != nil {
+		return nil, err
+	}
+	var mid Operator
+	if k == 0 {
+		mid = NewCoalescePartitions(partial)
+	} else {
+		keys := make([]expr.Expr, k)
+		for i, g := range groups {
+			keys[i] = &expr.Column{Index: i, Name: groupNames[i], Type: g.DataType()}
+		}
+		mid = NewRepartition(partial, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
+	}
+	return NewHashAggregate(mid, AggFinal, groups, groupNames, aggs)
+}
+
+// equiKeys splits a join condition into equality pairs (left expr, right
+// expr) and the remaining conjuncts.
+func equiKeys(cond plan.Expr, left, right plan.Schema) (lk, rk []plan.Expr, rest []plan.Expr) {
+	lids, rids := left.IDs(), right.IDs()
+	for _, c := range plan.SplitConjunction(cond) {
+		b, ok := c.(*plan.Binary)
+		if ok && b.Op == plan.OpEq {
+			lc, rc := plan.ColumnsOf(b.L), plan.ColumnsOf(b.R)
+			if len(lc) > 0 && len(rc) > 0 {
+				if lc.SubsetOf(lids) && rc.SubsetOf(rids) {
+					lk, rk = append(lk, b.L), append(rk, b.R)
+					continue
+				}
+				if lc.SubsetOf(rids) && rc.SubsetOf(lids) {
+					lk, rk = append(lk, b.R), append(rk, b.L)
+					continue
+				}
+			}
+		}
+		rest = append(rest, c)
+	}
+	return lk, rk, rest
+}
+
+func (p *planner) join(n *plan.Join) (Operator, error) {
+	left, err := p.plan(n.Left)
+	if err != nil {
+		return nil, err
+	}
+	right, err := p.plan(n.Right)
+	if err != nil {
+		return nil, err
+	}
+	ls, rs := n.Left.Schema(), n.Right.Schema()
+	lk, rk, rest := equiKeys(n.Cond, ls, rs)
+
+	// The physical join builds its left input. Pick the physical type and
+	// whether the logical sides are swapped (build = logical right).
+	var jt JoinType
+	swap := false
+	switch n.Kind {
+	case plan.JoinInner:
+		jt = JoinInner
+	case plan.JoinLeft:
+		jt, swap = JoinRight, true
+	case plan.JoinRight:
+		jt = JoinRight
+	case plan.JoinFull:
+		jt = JoinFull
+	case plan.JoinSemi:
+		jt, swap = JoinRightSemi, true
+	case plan.JoinAnti:
+		jt, swap = JoinRightAnti, true
+	}
+	bl, pr, bs, ps, bk, pk := left, right, ls, rs, lk, rk
+	if swap {
+		bl, pr, bs, ps, bk, pk = right, left, rs, ls, rk, lk
+	}
+	combined := append(append(plan.Schema{}, bs...), ps...)
+	var filter expr.Expr
+	if len(rest) > 0 {
+		if filter, err = expr.Compile(plan.Conjunction(rest), combined); err != nil {
+			return nil, err
+		}
+	}
+	var op Operator
+	if len(bk) == 0 {
+		if jt.EmitsUnmatchedBuild() {
+			pr = NewCoalescePartitions(pr)
+		}
+		op, err = NewNestedLoopJoin(bl, pr, jt, filter)
+	} else {
+		buildKeys, err := compileAll(bk, bs)
+		if err != nil {
+			return nil, err
+		}
+		probeKeys, err := compileAll(pk, ps)
+		if err != nil {
+			return nil, err
+		}
+		if jt.EmitsUnmatchedBuild() {
+			// Each partition must see all rows of its keys on both sides.
+			t := p.cfg.TargetPartitions
+			bl = NewRepartition(bl, Partitioning{Kind: PartHash, Count: t, Keys: buildKeys})
+			pr = NewRepartition(pr, Partitioning{Kind: PartHash, Count: t, Keys: probeKeys})
+			op, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
+		} else {
+			op, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinCollectLeft)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if swap && jt != JoinRightSemi && jt != JoinRightAnti {
+		// Restore the logical column order: left columns, then right.
+		out := n.Schema()
+		exprs := make([]expr.Expr, len(out))
+		for i, c := range out {
+			j := combined.IndexOf(c.ID)
+			exprs[i] = &expr.Column{Index: j, Name: c.Name, Type: c.Type}
+		}
+		op = NewProjection(op, exprs, names(out))
+	}
+	return op, nil
+}
+
+func (p *planner) sortKeys(keys []plan.SortKey, in plan.Schema) ([]SortKey, error) {
+	out := make([]SortKey, len(keys))
+	for i, k := range keys {
+		e, err := expr.Compile(k.Expr, in)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = SortKey{Expr: e, Desc: k.Desc, NullsFirst: k.NullsFirst}
+	}
+	return out, nil
+}
+
+// sort plans a Sort; fetch >= 0 keeps only the first fetch rows (top-K).
+func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
+	in, err := p.plan(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := p.sortKeys(n.Keys, n.Input.Schema())
+	if err != nil {
+		return nil, err
+	}
+	op := Operator(NewSort(in, keys, fetch))
+	if in.OutputPartitioning().Count > 1 {
+		op = NewSortPreservingMerge(op, keys, fetch)
+	}
+	return op, nil
+}
+
+func (p *planner) limit(n *plan.Limit) (Operator, error) {
+	fetch := int64(-1)
+	if n.Count >= 0 {
+		fetch = n.Offset + n.Count
+	}
+	var in Operator
+	var err error
+	if s, ok := n.Input.(*plan.Sort); ok {
+		in, err = p.sort(s, fetch)
+	} else {
+		in, err = p.plan(n.Input)
+		if err == nil && in.OutputPartitioning().Count > 1 {
+			if fetch >= 0 {
+				in = NewLimit(in, 0, fetch)
+			}
+			in = NewCoalescePartitions(in)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return NewLimit(in, n.Offset, n.Count), nil
+}
+
+// Format renders an operator tree, one operator per line, children
+// indented, with each operator's output partitioning.
+func Format(op Operator) string {
+	var out []byte
+	var rec func(op Operator, depth int)
+	rec = func(op Operator, depth int) {
+		for i := 0; i < depth; i++ {
+			out = append(out, "  "...)
+		}
+		out = append(out, op.String()...)
+		out = append(out, "  ["+op.OutputPartitioning().String()+"]\n"...)
+		for _, c := range op.Children() {
+			rec(c, depth+1)
+		}
+	}
+	rec(op, 0)
+	return string(out)
+}

@@ -1,0 +1,52 @@
+// Package render writes query results: a streaming table for people, and
+// csv for programs. Values are formatted the same way in every format.
+package render
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// FormatValue renders row i of a; ok is false for NULL.
+func FormatValue(a arrow.Array, i int) (s string, ok bool) {
+	if a.IsNull(i) {
+		return "", false
+	}
+	switch a := a.(type) {
+	case *array.String:
+		return a.Value(i), true
+	case *array.Int64:
+		return strconv.FormatInt(a.Value(i), 10), true
+	case *array.Int32:
+		return strconv.FormatInt(int64(a.Value(i)), 10), true
+	case *array.Float64:
+		return strconv.FormatFloat(a.Value(i), 'f', -1, 64), true
+	case *array.Decimal128:
+		return a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale), true
+	case *array.Date32:
+		return a.Value(i).FormattedString(), true
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		t := a.Value(i).ToTime(unit).UTC()
+		if t.Nanosecond() == 0 {
+			return t.Format(time.DateTime), true
+		}
+		return t.Format("2006-01-02 15:04:05.999999"), true
+	case *array.Boolean:
+		return strconv.FormatBool(a.Value(i)), true
+	}
+	return a.ValueStr(i), true
+}
+
+// IsNumeric reports whether values of t are right-aligned in tables.
+func IsNumeric(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT32, arrow.FLOAT64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return true
+	}
+	return false
+}

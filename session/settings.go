@@ -1,0 +1,118 @@
+package session
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sluice/physical"
+)
+
+// setting describes one SET-able key: its default and how to check a value.
+type setting struct {
+	def      func() string
+	validate func(string) (string, error)
+	help     string
+}
+
+func positiveInt(v string) (string, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return "", fmt.Errorf("expected a positive integer, got %q", v)
+	}
+	return strconv.Itoa(n), nil
+}
+
+func nonNegativeInt(v string) (string, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("expected a non-negative integer, got %q", v)
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+func oneOf(opts ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		l := strings.ToLower(v)
+		for _, o := range opts {
+			if l == o {
+				return l, nil
+			}
+		}
+		return "", fmt.Errorf("expected one of %s, got %q", strings.Join(opts, ", "), v)
+	}
+}
+
+func constant(s string) func() string { return func() string { return s } }
+
+var knownSettings = map[string]setting{
+	"execution.target_partitions": {
+		def:      func() string { return strconv.Itoa(physical.DefaultTargetPartitions()) },
+		validate: positiveInt,
+		help:     "partitions per scan and repartition (default: CPU count)",
+	},
+	"execution.batch_size": {
+		def:      constant(strconv.Itoa(physical.DefaultBatchSize)),
+		validate: positiveInt,
+		help:     "target rows per record batch",
+	},
+	"execution.memory_limit": {
+		def:      constant("0"),
+		validate: nonNegativeInt,
+		help:     "bytes a query's operators may reserve (0: no limit)",
+	},
+}
+
+// Settings are a session's SET values. The zero value is not usable; use
+// NewSettings.
+type Settings struct {
+	values map[string]string
+}
+
+// NewSettings returns the defaults.
+func NewSettings() *Settings {
+	s := &Settings{values: map[string]string{}}
+	for k, d := range knownSettings {
+		s.values[k] = d.def()
+	}
+	return s
+}
+
+// Set validates and stores a value.
+func (s *Settings) Set(key, value string) error {
+	key = strings.ToLower(key)
+	d, ok := knownSettings[key]
+	if !ok {
+		return fmt.Errorf("unknown setting %q (SHOW ALL lists the settings)", key)
+	}
+	v, err := d.validate(strings.Trim(value, "'\""))
+	if err != nil {
+		return fmt.Errorf("invalid value for %s: %w", key, err)
+	}
+	s.values[key] = v
+	return nil
+}
+
+// Get returns a value; ok is false for unknown keys.
+func (s *Settings) Get(key string) (string, bool) {
+	v, ok := s.values[strings.ToLower(key)]
+	return v, ok
+}
+
+// Int returns a setting known to be an integer.
+func (s *Settings) Int(key string) int64 {
+	v, _ := s.Get(key)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+// Keys returns every setting name, sorted.
+func (s *Settings) Keys() []string {
+	out := make([]string, 0, len(s.values))
+	for k := range s.values {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

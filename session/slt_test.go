@@ -1,0 +1,175 @@
+package session_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"sluice/catalog"
+	"sluice/render"
+	"sluice/session"
+)
+
+// sqllogictest files under testdata/slt. Supported records:
+//
+//	statement ok | statement error <regexp>     then SQL up to a blank line
+//	query <types> [rowsort|nosort]              then SQL, "----", expected rows
+//	query error <regexp>                        then SQL
+//
+// Rows print their values separated by one space; NULL prints as NULL and an
+// empty string as (empty). Paths in SQL may use ${SLT_DIR} for the folder of
+// the .slt file.
+func TestSQLLogic(t *testing.T) {
+	files, err := filepath.Glob("../testdata/slt/*.slt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no .slt files found")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			for _, parts := range []string{"1", "3"} {
+				runSLT(t, f, parts)
+			}
+		})
+	}
+}
+
+type sltRecord struct {
+	line     int
+	kind     string // "statement" or "query"
+	errRe    string // non-empty: an error matching this is expected
+	wantErr  bool
+	sortMode string
+	sql      string
+	expected []string
+}
+
+func parseSLT(path string) ([]sltRecord, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dir, _ := filepath.Abs(filepath.Dir(path))
+	sc := bufio.NewScanner(f)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, strings.ReplaceAll(sc.Text(), "${SLT_DIR}", dir))
+	}
+	var out []sltRecord
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		fields := strings.Fields(l)
+		rec := sltRecord{line: i + 1, kind: fields[0]}
+		switch {
+		case fields[0] == "statement" && len(fields) >= 2 && fields[1] == "ok":
+		case (fields[0] == "statement" || fields[0] == "query") && len(fields) >= 2 && fields[1] == "error":
+			rec.wantErr = true
+			rec.errRe = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(l, fields[0]), " error"))
+		case fields[0] == "query":
+			if len(fields) >= 3 {
+				rec.sortMode = fields[2]
+			}
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown record %q", path, i+1, l)
+		}
+		var sqlLines []string
+		i++
+		for ; i < len(lines) && strings.TrimSpace(lines[i]) != "" && lines[i] != "----"; i++ {
+			sqlLines = append(sqlLines, lines[i])
+		}
+		rec.sql = strings.Join(sqlLines, "\n")
+		if i < len(lines) && lines[i] == "----" {
+			i++
+			for ; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+				rec.expected = append(rec.expected, strings.TrimSpace(lines[i]))
+			}
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+func runSLT(t *testing.T, path, partitions string) {
+	recs, err := parseSLT(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session.New(catalog.New())
+	if err := s.Settings.Set("execution.target_partitions", partitions); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, rec := range recs {
+		rows, err := sltRun(ctx, s, rec.sql)
+		where := fmt.Sprintf("%s:%d (target_partitions=%s)", filepath.Base(path), rec.line, partitions)
+		if rec.wantErr {
+			if err == nil {
+				t.Errorf("%s: expected an error matching %q, got success\n%s", where, rec.errRe, rec.sql)
+			} else if rec.errRe != "" && !regexp.MustCompile(rec.errRe).MatchString(err.Error()) {
+				t.Errorf("%s: error %q does not match %q", where, err, rec.errRe)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v\n%s", where, err, rec.sql)
+			continue
+		}
+		if rec.kind != "query" {
+			continue
+		}
+		if rec.sortMode == "rowsort" {
+			sort.Strings(rows)
+		}
+		if strings.Join(rows, "\n") != strings.Join(rec.expected, "\n") {
+			t.Errorf("%s: wrong result for\n%s\n--- got\n%s\n--- want\n%s", where, rec.sql,
+				strings.Join(rows, "\n"), strings.Join(rec.expected, "\n"))
+		}
+	}
+}
+
+func sltRun(ctx context.Context, s *session.Session, sql string) ([]string, error) {
+	res, err := s.Execute(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var rows []string
+	for {
+		b, err := res.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for r := 0; r < int(b.NumRows()); r++ {
+			vals := make([]string, b.NumCols())
+			for c := range vals {
+				v, ok := render.FormatValue(b.Column(c), r)
+				switch {
+				case !ok:
+					v = "NULL"
+				case v == "":
+					v = "(empty)"
+				}
+				vals[c] = v
+			}
+			rows = append(rows, strings.Join(vals, " "))
+		}
+		b.Release()
+	}
+}
