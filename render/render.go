@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // Writer renders one result: Begin with the schema, Write each batch as it
@@ -24,10 +22,16 @@ type Writer interface {
 type Options struct {
 	// NullValue is printed for NULL in human formats (default "NULL").
 	NullValue string
+	// MaxRows limits the rows a table draws (0: all); the rest are counted.
+	MaxRows int
+	// MaxWidth is the widest a table column is pinned (0: DefaultMaxWidth).
+	MaxWidth int
+	// NoFooter drops the table's "N rows" footer.
+	NoFooter bool
 }
 
 // Formats lists the accepted format names.
-var Formats = []string{"table", "csv"}
+var Formats = []string{"table", "csv", "tsv", "json", "ndjson", "markdown", "line"}
 
 // New returns a writer for format.
 func New(format string, w io.Writer, opts Options) (Writer, error) {
@@ -39,6 +43,16 @@ func New(format string, w io.Writer, opts Options) (Writer, error) {
 		return &csvWriter{w: csv.NewWriter(w)}, nil
 	case "table":
 		return &tableWriter{out: w, opts: opts}, nil
+	case "tsv":
+		return &delimWriter{w: newBuffered(w)}, nil
+	case "json":
+		return &jsonWriter{w: newBuffered(w), array: true}, nil
+	case "ndjson":
+		return &jsonWriter{w: newBuffered(w)}, nil
+	case "markdown":
+		return &markdownWriter{w: newBuffered(w), opts: opts}, nil
+	case "line":
+		return &lineWriter{w: newBuffered(w), opts: opts}, nil
 	}
 	return nil, fmt.Errorf("unknown format %q (expected one of %s)", format, strings.Join(Formats, ", "))
 }
@@ -78,54 +92,3 @@ func (c *csvWriter) End() (int64, error) {
 	return c.rows, c.w.Error()
 }
 
-// tableWriter draws a box table; numbers are right-aligned.
-type tableWriter struct {
-	out   io.Writer
-	opts  Options
-	table *tablewriter.Table
-	cols  int
-	rows  int64
-}
-
-func (t *tableWriter) Begin(schema *arrow.Schema) error {
-	t.cols = schema.NumFields()
-	aligns := make([]tw.Align, t.cols)
-	header := make([]any, t.cols)
-	for i, f := range schema.Fields() {
-		header[i] = f.Name
-		aligns[i] = tw.AlignLeft
-		if IsNumeric(f.Type) {
-			aligns[i] = tw.AlignRight
-		}
-	}
-	t.table = tablewriter.NewTable(t.out,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: aligns}),
-	)
-	t.table.Header(header...)
-	return nil
-}
-
-func (t *tableWriter) Write(b arrow.RecordBatch) error {
-	n := int(b.NumRows())
-	for r := 0; r < n; r++ {
-		row := make([]string, t.cols)
-		for i := range row {
-			s, ok := FormatValue(b.Column(i), r)
-			if !ok {
-				s = t.opts.NullValue
-			}
-			row[i] = s
-		}
-		if err := t.table.Append(row); err != nil {
-			return err
-		}
-	}
-	t.rows += int64(n)
-	return nil
-}
-
-func (t *tableWriter) End() (int64, error) {
-	return t.rows, t.table.Render()
-}
