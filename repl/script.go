@@ -5,63 +5,130 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"sluice/render"
 	"sluice/session"
 	"sluice/sql"
 )
 
-// Runner executes statements and renders their results.
+// Runner executes statements and dot commands and renders their results.
+// It holds the shell's output settings, which dot commands change.
 type Runner struct {
 	Session *session.Session
 	Out     io.Writer // query results
-	Err     io.Writer // errors and status
+	Err     io.Writer // errors, status lines, timings
 	Format  string
+	// MaxRows limits rows drawn by the table format (0: all).
+	MaxRows int
+	// MaxWidth caps table column widths (0: render's default).
+	MaxWidth  int
+	NullValue string
+	Timer     bool
+	Echo      bool
+	Quiet     bool // no footers
+	// ContinueOnError keeps running a script after a failed statement.
+	ContinueOnError bool
+
+	outFile *os.File // set by .output FILE
+	stdout  io.Writer
 }
 
-// RunScript runs every statement of text in order and stops at the first
-// error, which it has already printed to Err. source names the script in
-// messages ("-c", a file name, "stdin").
+// ErrExit is returned by RunStatement for .quit/.exit.
+var ErrExit = errors.New("exit requested")
+
+// RunScript runs every statement of text in order. It stops at the first
+// error (already printed to Err) unless ContinueOnError, and returns the
+// first error. source names the script in messages ("-c", a file, "stdin").
 func (r *Runner) RunScript(ctx context.Context, source, text string) error {
 	sp := NewSplitter()
-	pieces := sp.Feed(text)
-	if p, ok := sp.Pending(); ok {
-		pieces = append(pieces, p) // a last statement may omit its `;`
-	}
-	for _, p := range pieces {
-		if err := r.RunStatement(ctx, p); err != nil {
+	var first error
+	run := func(p Piece) bool {
+		if r.Echo {
+			fmt.Fprintln(r.Out, p.SQL+terminator(p.SQL))
+		}
+		err := r.RunStatement(ctx, p)
+		if errors.Is(err, ErrExit) {
+			first = err
+			return false
+		}
+		if err != nil {
 			r.PrintError(source, p, err)
-			return err
+			if first == nil {
+				first = err
+			}
+			return r.ContinueOnError
+		}
+		return true
+	}
+	for _, line := range strings.SplitAfter(text, "\n") {
+		// Dot commands stand alone on a line, outside any pending statement.
+		if _, pending := sp.Pending(); !pending && strings.HasPrefix(strings.TrimSpace(line), ".") {
+			p := Piece{SQL: strings.TrimSpace(line), Line: sp.line}
+			sp.line++
+			if !run(p) {
+				return first
+			}
+			continue
+		}
+		for _, p := range sp.Feed(line) {
+			if !run(p) {
+				return first
+			}
 		}
 	}
-	return nil
+	if p, ok := sp.Pending(); ok { // a last statement may omit its `;`
+		run(p)
+	}
+	return first
 }
 
-// RunStatement executes one statement and renders its result.
+func terminator(s string) string {
+	if strings.HasPrefix(s, ".") {
+		return ""
+	}
+	return ";"
+}
+
+// RunStatement executes one statement or dot command and renders its result.
 func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
+	if strings.HasPrefix(p.SQL, ".") {
+		return r.dot(ctx, p.SQL)
+	}
+	start := time.Now()
 	res, err := r.Session.Execute(ctx, p.SQL)
 	if err != nil {
 		return err
 	}
 	defer res.Close()
 	if res.Schema == nil {
+		r.timing(start, time.Time{})
 		return nil
 	}
-	w, err := render.New(r.Format, r.Out, render.Options{})
+	opts := render.Options{NullValue: r.NullValue, MaxRows: r.MaxRows, MaxWidth: r.MaxWidth, NoFooter: r.Quiet}
+	w, err := render.New(r.Format, r.Out, opts)
 	if err != nil {
 		return err
 	}
 	if err := w.Begin(res.Schema); err != nil {
 		return err
 	}
+	var firstRow time.Time
 	for {
 		b, err := res.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("query cancelled")
+			}
 			return err
+		}
+		if firstRow.IsZero() {
+			firstRow = time.Now()
 		}
 		err = w.Write(b)
 		b.Release()
@@ -69,17 +136,39 @@ func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
 			return err
 		}
 	}
-	_, err = w.End()
-	return err
+	if _, err = w.End(); err != nil {
+		return err
+	}
+	r.timing(start, firstRow)
+	return nil
 }
 
-// PrintError writes err for statement p of source to r.Err, with the
-// position translated to the script's lines and the offending line marked.
+func (r *Runner) timing(start, firstRow time.Time) {
+	if !r.Timer {
+		return
+	}
+	total := time.Since(start)
+	if firstRow.IsZero() {
+		fmt.Fprintf(r.Err, "Time: total %.1f ms\n", ms(total))
+		return
+	}
+	fmt.Fprintf(r.Err, "Time: first row %.1f ms, total %.1f ms\n", ms(firstRow.Sub(start)), ms(total))
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// PrintError writes err for statement p of source to r.Err: syntax and
+// binder errors show the line and column in the script and mark the spot.
 func (r *Runner) PrintError(source string, p Piece, err error) {
 	var se *sql.Error
 	if errors.As(err, &se) && se.Line > 0 {
 		line := p.Line + se.Line - 1
-		fmt.Fprintf(r.Err, "Error: %s\n  at %s line %d, column %d\n", se.Msg, source, line, se.Column)
+		fmt.Fprintf(r.Err, "Error: %s\n", se.Msg)
+		if source != "" {
+			fmt.Fprintf(r.Err, "  at %s line %d, column %d\n", source, line, se.Column)
+		} else {
+			fmt.Fprintf(r.Err, "  at line %d, column %d\n", line, se.Column)
+		}
 		lines := strings.Split(p.SQL, "\n")
 		if se.Line-1 < len(lines) {
 			src := lines[se.Line-1]
