@@ -142,6 +142,10 @@ func checkOutDir(outDir string) error {
 func runDbgen(ctx context.Context, sf int, dir string, steps []string, progress func(string, int64, int64)) (err error) {
 	genMu.Lock()
 	defer genMu.Unlock()
+	// dbgen's set-up alone takes seconds; do not start it for nothing.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("tpch: %w", err)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
