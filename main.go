@@ -2,8 +2,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"sluice/catalog"
+	"sluice/render"
 	"sluice/repl"
 	"sluice/session"
 	"sluice/tpch"
@@ -40,31 +41,64 @@ func (f scriptFlag) Set(v string) error {
 	return nil
 }
 
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "tpch" {
 		return runTPCH(args[1:])
 	}
 	fs := pflag.NewFlagSet("sluice", pflag.ContinueOnError)
+	fs.SortFlags = false
 	var items []scriptItem
-	fs.VarP(scriptFlag{"c", &items}, "command", "c", "run SQL and exit (repeatable)")
+	fs.VarP(scriptFlag{"c", &items}, "command", "c", "run SQL and exit (repeatable; runs in order with -f)")
 	fs.VarP(scriptFlag{"f", &items}, "file", "f", "run a SQL script and exit (repeatable)")
-	format := fs.String("format", "", "output format: table or csv (default: table on a terminal, csv otherwise)")
+	format := fs.String("format", "", "output format: table, csv, tsv, json, ndjson, markdown, line (default: table on a terminal, csv otherwise)")
 	tpchSF := fs.Int("tpch", 0, "register the TPC-H tables at this scale factor (generated once, cached)")
+	echo := fs.Bool("echo", false, "print each statement before its result")
+	cont := fs.Bool("continue-on-error", false, "keep running a script after a failed statement")
+	noRC := fs.Bool("no-rc", false, "do not run ~/.sluicerc at start")
+	quiet := fs.BoolP("quiet", "q", false, "no banner, no footers")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: sluice [flags]          interactive on a terminal; reads a script from stdin otherwise\n")
+		fmt.Fprintf(os.Stderr, "       sluice tpch gen --sf N --out DIR\n\nFlags:\n%s", fs.FlagUsages())
+	}
 	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
+		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintf(os.Stderr, "Error: %v (see sluice --help)\n", err)
 		return 2
 	}
-	interactive := len(items) == 0 && isatty.IsTerminal(os.Stdin.Fd())
+	if *showVersion {
+		fmt.Println("sluice", version)
+		return 0
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (SQL goes in -c, scripts in -f; see sluice --help)\n", fs.Arg(0))
+		return 2
+	}
+	stdinTerminal := isatty.IsTerminal(os.Stdin.Fd())
+	stdoutTerminal := isatty.IsTerminal(os.Stdout.Fd())
+	interactive := len(items) == 0 && stdinTerminal
 	if *format == "" {
 		*format = "csv"
-		if isatty.IsTerminal(os.Stdout.Fd()) {
+		if stdoutTerminal {
 			*format = "table"
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	if _, err := render.New(*format, io.Discard, render.Options{}); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 2
+	}
+	ctx := context.Background()
+	if !interactive {
+		// In scripts Ctrl-C cancels the running statement and ends the run.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+	}
 
 	cat := catalog.New()
 	if *tpchSF > 0 {
@@ -73,7 +107,55 @@ func run(args []string) int {
 			return 1
 		}
 	}
-	r := &repl.Runner{Session: session.New(cat), Out: os.Stdout, Err: os.Stderr, Format: *format}
+	r := &repl.Runner{
+		Session: session.New(cat), Out: os.Stdout, Err: os.Stderr, Format: *format,
+		Echo: *echo, ContinueOnError: *cont, Quiet: *quiet, NullValue: "NULL",
+	}
+	defer r.Close()
+	if interactive && stdoutTerminal {
+		r.MaxRows = 40
+	}
+	if !*noRC {
+		if home, err := os.UserHomeDir(); err == nil {
+			rc := filepath.Join(home, ".sluicerc")
+			if b, err := os.ReadFile(rc); err == nil {
+				if err := r.RunScript(ctx, rc, string(b)); err != nil && !interactive {
+					return 1
+				}
+			}
+		}
+	}
+	if len(items) > 0 {
+		return runItems(ctx, r, items, *cont)
+	}
+	if interactive {
+		banner := ""
+		if !*quiet {
+			banner = "sluice " + version + " — SQL over Arrow. Statements end with ';'. Type .help for commands, Ctrl-D to exit."
+			if *tpchSF > 0 {
+				banner += fmt.Sprintf("\nTPC-H SF %d tables are registered (.tables lists them).", *tpchSF)
+			}
+		}
+		if err := r.Interactive(ctx, repl.ShellOptions{HistoryFile: repl.DefaultHistoryFile(), Banner: banner}); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	b, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: reading stdin: %v\n", err)
+		return 1
+	}
+	if err := r.RunScript(ctx, "stdin", string(b)); err != nil && !errors.Is(err, repl.ErrExit) {
+		return 1
+	}
+	return 0
+}
+
+// runItems runs -c and -f in order; the exit code is 1 if any failed.
+func runItems(ctx context.Context, r *repl.Runner, items []scriptItem, cont bool) int {
+	failed := false
 	for _, it := range items {
 		source, text := "-c", it.value
 		if it.kind == "f" {
@@ -84,52 +166,21 @@ func run(args []string) int {
 			}
 			source, text = it.value, string(b)
 		}
-		if err := r.RunScript(ctx, source, text); err != nil {
-			return 1
+		err := r.RunScript(ctx, source, text)
+		if errors.Is(err, repl.ErrExit) {
+			break
 		}
-	}
-	if len(items) > 0 {
-		return 0
-	}
-	if interactive {
-		return interactiveLoop(ctx, r, *tpchSF > 0)
-	}
-	b, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: reading stdin: %v\n", err)
-		return 1
-	}
-	if err := r.RunScript(ctx, "stdin", string(b)); err != nil {
-		return 1
-	}
-	return 0
-}
-
-// interactiveLoop is a plain line-based prompt.
-func interactiveLoop(ctx context.Context, r *repl.Runner, hasTPCH bool) int {
-	fmt.Fprintln(os.Stderr, "sluice — end statements with ';', Ctrl-D to exit.")
-	if hasTPCH {
-		fmt.Fprintln(os.Stderr, "TPC-H tables are registered: try SHOW TABLES;")
-	}
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<26)
-	sp := repl.NewSplitter()
-	for {
-		if _, ok := sp.Pending(); ok {
-			fmt.Fprint(os.Stderr, "     -> ")
-		} else {
-			fmt.Fprint(os.Stderr, "sluice> ")
-		}
-		if !in.Scan() {
-			fmt.Fprintln(os.Stderr)
-			return 0
-		}
-		for _, p := range sp.Feed(in.Text() + "\n") {
-			if err := r.RunStatement(ctx, p); err != nil {
-				r.PrintError("input", p, err)
+		if err != nil {
+			failed = true
+			if !cont {
+				return 1
 			}
 		}
 	}
+	if failed {
+		return 1
+	}
+	return 0
 }
 
 // tpchDir is where TPC-H data at sf is cached.

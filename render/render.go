@@ -91,4 +91,3 @@ func (c *csvWriter) End() (int64, error) {
 	c.w.Flush()
 	return c.rows, c.w.Error()
 }
-

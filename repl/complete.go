@@ -1,0 +1,73 @@
+package repl
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// keywords offered by tab completion.
+var keywords = strings.Fields(`SELECT FROM WHERE GROUP BY HAVING ORDER LIMIT OFFSET JOIN LEFT RIGHT FULL OUTER INNER CROSS ON USING
+AS AND OR NOT IN EXISTS BETWEEN LIKE IS NULL CASE WHEN THEN ELSE END CAST DISTINCT UNION ALL WITH ASC DESC NULLS FIRST LAST
+COUNT SUM AVG MIN MAX COALESCE EXTRACT SUBSTRING INTERVAL DATE YEAR MONTH DAY TRUE FALSE
+CREATE EXTERNAL TABLE VIEW REPLACE STORED PARQUET CSV HEADER ROW DELIMITER LOCATION DROP IF SHOW TABLES DESCRIBE EXPLAIN SET`)
+
+// completer offers keywords, table and column names, dot commands and
+// setting names for the word before the cursor, case-insensitively.
+type completer struct{ r *Runner }
+
+func (c *completer) candidates(line string, word string) []string {
+	if strings.HasPrefix(strings.TrimSpace(line), ".") && !strings.Contains(strings.TrimSpace(line), " ") {
+		return DotCommandNames()
+	}
+	var out []string
+	upper := word != "" && strings.ToUpper(word) == word && strings.ToLower(word) != word
+	for _, k := range keywords {
+		if upper {
+			out = append(out, k)
+		} else {
+			out = append(out, strings.ToLower(k))
+		}
+	}
+	s := c.r.Session
+	out = append(out, s.Settings.Keys()...)
+	for _, name := range s.Catalog.Names() {
+		out = append(out, name)
+		if t, ok := s.Catalog.Table(name); ok {
+			for _, f := range t.Schema().Fields() {
+				out = append(out, f.Name)
+			}
+		}
+	}
+	return out
+}
+
+// Do implements readline.AutoCompleter.
+func (c *completer) Do(line []rune, pos int) ([][]rune, int) {
+	start := pos
+	for start > 0 && isWordRune(line[start-1]) {
+		start--
+	}
+	word := string(line[start:pos])
+	if word == "" {
+		return nil, 0
+	}
+	seen := map[string]bool{}
+	var matches []string
+	for _, cand := range c.candidates(string(line[:pos]), word) {
+		if len(cand) >= len(word) && strings.EqualFold(cand[:len(word)], word) && !seen[cand] {
+			seen[cand] = true
+			matches = append(matches, cand)
+		}
+	}
+	sort.Strings(matches)
+	out := make([][]rune, len(matches))
+	for i, m := range matches {
+		out[i] = []rune(m[len(word):])
+	}
+	return out, len([]rune(word))
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '.'
+}

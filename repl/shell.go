@@ -1,0 +1,140 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/chzyer/readline"
+)
+
+// ShellOptions configure the interactive shell.
+type ShellOptions struct {
+	// HistoryFile is where statements are remembered ("" disables history).
+	HistoryFile string
+	// Banner is printed to Err at start (empty: none).
+	Banner string
+}
+
+// DefaultHistoryFile returns $SLUICE_HISTORY when set (an empty value
+// disables history), else ~/.sluice_history.
+func DefaultHistoryFile() string {
+	if v, ok := os.LookupEnv("SLUICE_HISTORY"); ok {
+		return v
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".sluice_history")
+}
+
+const (
+	prompt         = "sluice> "
+	continuePrompt = "   ...> "
+)
+
+// Interactive runs the shell on a terminal until Ctrl-D or .quit. Ctrl-C
+// while a statement runs cancels it; at the prompt it clears the pending
+// statement.
+func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
+	rl, err := readline.NewEx(&readline.Config{
+		Prompt:                 prompt,
+		HistoryFile:            opts.HistoryFile,
+		DisableAutoSaveHistory: true,
+		HistorySearchFold:      true,
+		AutoComplete:           &completer{r: r},
+		InterruptPrompt:        "^C",
+		EOFPrompt:              "",
+		Stdout:                 r.Err,
+		Stderr:                 r.Err,
+	})
+	if err != nil {
+		return err
+	}
+	defer rl.Close()
+	if opts.Banner != "" {
+		fmt.Fprintln(r.Err, opts.Banner)
+	}
+	sp := NewSplitter()
+	var entry strings.Builder // the statement being typed, for history
+	for {
+		if _, pending := sp.Pending(); pending {
+			rl.SetPrompt(continuePrompt)
+		} else {
+			rl.SetPrompt(prompt)
+		}
+		line, err := rl.Readline()
+		if errors.Is(err, readline.ErrInterrupt) {
+			sp.Reset()
+			entry.Reset()
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, pending := sp.Pending(); !pending && strings.HasPrefix(strings.TrimSpace(line), ".") {
+			cmd := strings.TrimSpace(line)
+			rl.SaveHistory(cmd)
+			if r.runInterruptible(ctx, Piece{SQL: cmd, Line: 1}) {
+				return nil
+			}
+			continue
+		}
+		if entry.Len() > 0 {
+			entry.WriteString("\n")
+		}
+		entry.WriteString(line)
+		pieces := sp.Feed(line + "\n")
+		if len(pieces) > 0 {
+			if _, pending := sp.Pending(); !pending {
+				rl.SaveHistory(strings.TrimSpace(entry.String()))
+				entry.Reset()
+			}
+		}
+		for _, p := range pieces {
+			if r.runInterruptible(ctx, p) {
+				return nil
+			}
+		}
+	}
+}
+
+// runInterruptible runs one statement; Ctrl-C cancels it. It reports
+// whether the shell should exit.
+func (r *Runner) runInterruptible(ctx context.Context, p Piece) (exit bool) {
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-done:
+		}
+	}()
+	err := r.RunStatement(qctx, p)
+	if errors.Is(err, ErrExit) {
+		return true
+	}
+	if err != nil {
+		if qctx.Err() != nil && ctx.Err() == nil {
+			fmt.Fprintln(r.Err, "query cancelled")
+			return false
+		}
+		r.PrintError("", p, err)
+	}
+	return false
+}
