@@ -70,8 +70,8 @@ func dataBytes(d arrow.ArrayData) int64 {
 	for _, c := range d.Children() {
 		n += dataBytes(c)
 	}
-	if dict := d.Dictionary(); dict != nil {
-		n += dataBytes(dict)
+	if d.DataType().ID() == arrow.DICTIONARY {
+		n += dataBytes(d.Dictionary())
 	}
 	return n
 }
