@@ -414,3 +414,136 @@ func TestParquetScanString(t *testing.T) {
 		t.Fatalf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestParquetScanNormalizesTypes reads a file whose stored Arrow schema has
+// a dictionary string, a large string, int16 and a zoned millisecond
+// timestamp: the scan yields utf8, utf8, int32 and timestamp[us].
+func TestParquetScanNormalizesTypes(t *testing.T) {
+	gomem := memory.NewGoAllocator()
+	dictType := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	stored := arrow.NewSchema([]arrow.Field{
+		{Name: "d", Type: dictType},
+		{Name: "l", Type: arrow.BinaryTypes.LargeString},
+		{Name: "s", Type: arrow.PrimitiveTypes.Int16},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+	}, nil)
+	b := array.NewRecordBuilder(gomem, stored)
+	for i := range 10 {
+		b.Field(0).(*array.BinaryDictionaryBuilder).AppendString([]string{"x", "y"}[i%2])
+		b.Field(1).(*array.LargeStringBuilder).Append(itoa(i))
+		b.Field(2).(*array.Int16Builder).Append(int16(i))
+		b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(i * 1000))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "n.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(stored, f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32, &arrow.TimestampType{Unit: arrow.Microsecond}}
+	for i, w := range want {
+		if got := tbl.Schema().Field(i).Type; !arrow.TypeEqual(got, w) {
+			t.Fatalf("column %d: table type %s, want %s", i, got, w)
+		}
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	bs := drain(t, NewParquetScan("n", tbl, []int{0, 1, 2, 3}, nil, 1), 0, testTaskContext(mem, 100))
+	defer releaseAll(bs)
+	if len(bs) != 1 || bs[0].NumRows() != 10 {
+		t.Fatalf("got %d batches", len(bs))
+	}
+	out := bs[0]
+	for i := range 10 {
+		if got := out.Column(0).(*array.String).Value(i); got != []string{"x", "y"}[i%2] {
+			t.Fatalf("row %d: d = %q", i, got)
+		}
+		if got := out.Column(1).(*array.String).Value(i); got != itoa(i) {
+			t.Fatalf("row %d: l = %q", i, got)
+		}
+		if got := out.Column(2).(*array.Int32).Value(i); got != int32(i) {
+			t.Fatalf("row %d: s = %d", i, got)
+		}
+		if got := out.Column(3).(*array.Timestamp).Value(i); got != arrow.Timestamp(i*1000*1000) {
+			t.Fatalf("row %d: ts = %d", i, got)
+		}
+	}
+}
+
+// BenchmarkParquetScan scans 1M rows of lineitem-like columns over two
+// partitions.
+func BenchmarkParquetScan(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "bench.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(testParquetSchema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(128*1024)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for lo := 0; lo < 1<<20; lo += 64 * 1024 {
+		rec := testParquetBatch(lo, lo+64*1024)
+		if err := fw.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := fw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scan := NewParquetScan("bench", tbl, []int{0, 1, 2, 3}, nil, 2)
+	tc := NewTaskContext()
+	b.ResetTimer()
+	for range b.N {
+		var wg sync.WaitGroup
+		var rows [2]int64
+		for p := range 2 {
+			wg.Go(func() {
+				s, err := scan.Execute(context.Background(), p, tc)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer s.Close()
+				for {
+					rec, err := s.Next(context.Background())
+					if err != nil {
+						if !errors.Is(err, io.EOF) {
+							b.Error(err)
+						}
+						return
+					}
+					rows[p] += rec.NumRows()
+					rec.Release()
+				}
+			})
+		}
+		wg.Wait()
+		if rows[0]+rows[1] != 1<<20 {
+			b.Fatalf("%d rows", rows[0]+rows[1])
+		}
+	}
+}
