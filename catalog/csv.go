@@ -1,0 +1,229 @@
+package catalog
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// CSVOptions say how CSV files are laid out.
+type CSVOptions struct {
+	// Header: the first line of every file names the columns.
+	Header bool
+	// Delimiter separates fields; 0 means ','.
+	Delimiter rune
+}
+
+// csvInferRows is how many rows schema inference looks at.
+const csvInferRows = 1000
+
+// CSVTable is a table backed by one CSV file or a directory of them. Empty
+// fields read as NULL.
+type CSVTable struct {
+	path   string
+	schema *arrow.Schema
+	opts   CSVOptions
+	// Files are the table's files, sorted by path.
+	Files []CSVFile
+	rows  int64
+	bytes int64
+}
+
+// CSVFile is one file of a CSVTable.
+type CSVFile struct {
+	Path string
+	Size int64 // bytes on disk
+}
+
+// Schema implements Table.
+func (t *CSVTable) Schema() *arrow.Schema { return t.schema }
+
+// Statistics implements Table: file bytes, and rows estimated from the
+// average row width of a sample of the first file (-1 if it is empty).
+func (t *CSVTable) Statistics() Statistics {
+	return Statistics{NumRows: t.rows, TotalBytes: t.bytes}
+}
+
+// Options are the layout options the table was opened with, with the
+// delimiter defaulted.
+func (t *CSVTable) Options() CSVOptions { return t.opts }
+
+// Path is the file or directory the table was opened from.
+func (t *CSVTable) Path() string { return t.path }
+
+// OpenCSV opens a CSV file or every *.csv file under a directory. With a nil
+// schema, column types are inferred from the first rows of the first file
+// (int64, float64, date32 for YYYY-MM-DD, bool for true/false, else utf8)
+// and names come from the header, or are column_1, column_2… without one.
+func OpenCSV(path string, opts CSVOptions, schema *arrow.Schema) (*CSVTable, error) {
+	if opts.Delimiter == 0 {
+		opts.Delimiter = ','
+	}
+	paths, err := listFiles(path, ".csv")
+	if err != nil {
+		return nil, err
+	}
+	t := &CSVTable{path: path, opts: opts}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", p, err)
+		}
+		t.Files = append(t.Files, CSVFile{Path: p, Size: st.Size()})
+		t.bytes += st.Size()
+	}
+	sample, err := sampleCSV(paths[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	if schema == nil {
+		schema, err = inferCSVSchema(sample)
+		if err != nil {
+			return nil, fmt.Errorf("csv %s: %w", paths[0], err)
+		}
+	} else if sample.width > 0 && sample.width != schema.NumFields() {
+		return nil, fmt.Errorf("csv %s has %d columns, the schema %d", paths[0], sample.width, schema.NumFields())
+	}
+	t.schema = schema
+	t.rows = -1
+	if len(sample.rows) > 0 && sample.bytes > 0 {
+		if sample.complete && len(paths) == 1 {
+			t.rows = int64(len(sample.rows))
+		} else {
+			t.rows = int64(float64(t.bytes) * float64(len(sample.rows)) / float64(sample.bytes))
+		}
+	}
+	return t, nil
+}
+
+// csvSample is the start of a CSV file.
+type csvSample struct {
+	header   []string
+	rows     [][]string
+	width    int   // fields per row, 0 if the file is empty
+	bytes    int64 // bytes the sampled rows span
+	complete bool  // the sample is the whole file
+}
+
+func sampleCSV(path string, opts CSVOptions) (*csvSample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	r := csv.NewReader(bufio.NewReader(f))
+	r.Comma = opts.Delimiter
+	s := &csvSample{}
+	var headerBytes int64
+	if opts.Header {
+		s.header, err = r.Read()
+		if errors.Is(err, io.EOF) {
+			s.complete = true
+			return s, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("csv %s: header: %w", path, err)
+		}
+		s.width = len(s.header)
+		headerBytes = r.InputOffset()
+	}
+	for len(s.rows) < csvInferRows {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			s.complete = true
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("csv %s: %w", path, err)
+		}
+		s.rows = append(s.rows, rec)
+		s.width = len(rec)
+	}
+	s.bytes = r.InputOffset() - headerBytes
+	return s, nil
+}
+
+func inferCSVSchema(s *csvSample) (*arrow.Schema, error) {
+	if s.width == 0 {
+		return nil, fmt.Errorf("cannot infer a schema from an empty file")
+	}
+	fields := make([]arrow.Field, s.width)
+	for c := range fields {
+		name := fmt.Sprintf("column_%d", c+1)
+		if s.header != nil && strings.TrimSpace(s.header[c]) != "" {
+			name = strings.TrimSpace(s.header[c])
+		}
+		fields[c] = arrow.Field{Name: name, Type: inferCSVColumn(s.rows, c), Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// inferCSVColumn picks the narrowest of int64, float64, date32, bool that
+// every non-empty value of column c parses as, else utf8.
+func inferCSVColumn(rows [][]string, c int) arrow.DataType {
+	isInt, isFloat, isDate, isBool, seen := true, true, true, true, false
+	for _, row := range rows {
+		v := row[c]
+		if v == "" {
+			continue
+		}
+		seen = true
+		if isInt {
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				isInt = false
+			}
+		}
+		if isFloat && !looksNumeric(v) {
+			isFloat = false
+		}
+		if isDate {
+			if _, err := time.Parse("2006-01-02", v); err != nil || len(v) != 10 {
+				isDate = false
+			}
+		}
+		if isBool {
+			switch v {
+			case "true", "false", "TRUE", "FALSE", "True", "False":
+			default:
+				isBool = false
+			}
+		}
+	}
+	switch {
+	case !seen:
+		return typeUtf8
+	case isInt:
+		return typeInt64
+	case isFloat:
+		return typeFloat64
+	case isDate:
+		return typeDate32
+	case isBool:
+		return typeBool
+	}
+	return typeUtf8
+}
+
+// looksNumeric reports whether v is a decimal float literal; it rejects the
+// words (inf, nan) and hex forms strconv.ParseFloat would also accept.
+func looksNumeric(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch ch := v[i]; {
+		case ch >= '0' && ch <= '9', ch == '.', ch == '-', ch == '+', ch == 'e', ch == 'E':
+		default:
+			return false
+		}
+	}
+	_, err := strconv.ParseFloat(v, 64)
+	return err == nil
+}
+
+var _ Table = (*CSVTable)(nil)

@@ -1,0 +1,353 @@
+package catalog
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// ParquetTable is a table backed by one Parquet file or a directory of them.
+// Opening it reads only the footers; the scan reads the data.
+type ParquetTable struct {
+	path   string
+	schema *arrow.Schema
+	// Files are the table's files, sorted by path.
+	Files []ParquetFile
+	// leaves[i] are the Parquet leaf column indices behind schema field i.
+	leaves    [][]int
+	rows      int64
+	dataBytes int64
+}
+
+// ParquetFile is one file of a ParquetTable.
+type ParquetFile struct {
+	Path      string
+	NumRows   int64
+	Size      int64 // bytes on disk
+	RowGroups []RowGroup
+}
+
+// RowGroup is one row group of a Parquet file.
+type RowGroup struct {
+	Index   int   // row group index within its file
+	NumRows int64 // rows in the group
+	Bytes   int64 // compressed bytes of its column chunks
+	// Columns holds statistics per table schema field (same indices).
+	Columns []ColumnStats
+}
+
+// ColumnStats are one column chunk's footer statistics. Min and Max follow
+// plan.Literal's value conventions for the field's (table schema) type:
+// int32 for INT and DATE, int64 for BIGINT, float64, decimal128.Num (with the
+// column's scale), string, bool.
+type ColumnStats struct {
+	// HasMinMax says Min and Max are set and exact bounds.
+	HasMinMax bool
+	Min, Max  any
+	// NullCount is the number of NULLs, or -1 when unknown.
+	NullCount int64
+}
+
+// Schema implements Table.
+func (t *ParquetTable) Schema() *arrow.Schema { return t.schema }
+
+// Statistics implements Table: total rows and compressed data bytes.
+func (t *ParquetTable) Statistics() Statistics {
+	return Statistics{NumRows: t.rows, TotalBytes: t.dataBytes}
+}
+
+// Path is the file or directory the table was opened from.
+func (t *ParquetTable) Path() string { return t.path }
+
+// FieldLeaves returns the Parquet leaf column indices that make up schema
+// field i (one for a flat column), in file order.
+func (t *ParquetTable) FieldLeaves(i int) []int { return t.leaves[i] }
+
+// NumRowGroups is the total number of row groups over all files.
+func (t *ParquetTable) NumRowGroups() int {
+	n := 0
+	for _, f := range t.Files {
+		n += len(f.RowGroups)
+	}
+	return n
+}
+
+// OpenParquet opens a .parquet file, or every *.parquet file under a
+// directory (recursively, sorted by path). All files must have the same
+// schema.
+func OpenParquet(path string) (*ParquetTable, error) {
+	paths, err := listFiles(path, ".parquet")
+	if err != nil {
+		return nil, err
+	}
+	t := &ParquetTable{path: path}
+	var firstPath string
+	for _, p := range paths {
+		pf, schema, leaves, err := readParquetFooter(p)
+		if err != nil {
+			return nil, err
+		}
+		if t.schema == nil {
+			t.schema, t.leaves, firstPath = schema, leaves, p
+		} else {
+			merged, err := mergeSchemas(t.schema, schema)
+			if err != nil {
+				return nil, fmt.Errorf("parquet files %s and %s have different schemas: %w", firstPath, p, err)
+			}
+			t.schema = merged
+		}
+		t.Files = append(t.Files, pf)
+		t.rows += pf.NumRows
+		for _, rg := range pf.RowGroups {
+			t.dataBytes += rg.Bytes
+		}
+	}
+	return t, nil
+}
+
+// listFiles returns path itself if it is a file, or every file under the
+// directory path whose name ends in ext (case-insensitive), sorted.
+func listFiles(path, ext string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	var out []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(strings.ToLower(d.Name()), ext) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no *%s files under %s", ext, path)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ParquetArrowSchema converts a Parquet file's schema to the Arrow schema
+// sluice reads it as, ignoring any Arrow schema stored in the file's
+// metadata: strings come back as plain utf8 (never dictionary or large
+// variants) and decimals as decimal128. The scan builds its reader manifest
+// the same way, so what it reads matches.
+func ParquetArrowSchema(rdr *file.Reader) (*pqarrow.SchemaManifest, error) {
+	return pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
+}
+
+func readParquetFooter(path string) (ParquetFile, *arrow.Schema, [][]int, error) {
+	pf := ParquetFile{Path: path}
+	rdr, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return pf, nil, nil, fmt.Errorf("open parquet file %s: %w", path, err)
+	}
+	defer rdr.Close()
+	if st, err := os.Stat(path); err == nil {
+		pf.Size = st.Size()
+	}
+	manifest, err := ParquetArrowSchema(rdr)
+	if err != nil {
+		return pf, nil, nil, fmt.Errorf("parquet file %s: schema: %w", path, err)
+	}
+	fields := make([]arrow.Field, len(manifest.Fields))
+	leaves := make([][]int, len(manifest.Fields))
+	for i := range manifest.Fields {
+		fields[i] = NormalizeField(*manifest.Fields[i].Field)
+		leaves[i] = collectLeaves(&manifest.Fields[i], nil)
+	}
+	schema := arrow.NewSchema(fields, nil)
+
+	md := rdr.MetaData()
+	for g := 0; g < md.NumRowGroups(); g++ {
+		rgm := md.RowGroup(g)
+		rg := RowGroup{Index: g, NumRows: rgm.NumRows(), Columns: make([]ColumnStats, len(fields))}
+		for c := 0; c < rgm.NumColumns(); c++ {
+			cc, err := rgm.ColumnChunk(c)
+			if err != nil {
+				return pf, nil, nil, fmt.Errorf("parquet file %s: row group %d column %d: %w", path, g, c, err)
+			}
+			rg.Bytes += cc.TotalCompressedSize()
+		}
+		for i := range fields {
+			rg.Columns[i] = ColumnStats{NullCount: -1}
+			if len(leaves[i]) != 1 || len(manifest.Fields[i].Children) != 0 {
+				continue // nested column: no usable min/max
+			}
+			cc, err := rgm.ColumnChunk(leaves[i][0])
+			if err != nil {
+				return pf, nil, nil, fmt.Errorf("parquet file %s: row group %d column %d: %w", path, g, leaves[i][0], err)
+			}
+			rg.Columns[i] = columnStats(cc, manifest.Fields[i].Field.Type)
+		}
+		pf.RowGroups = append(pf.RowGroups, rg)
+		pf.NumRows += rg.NumRows
+	}
+	return pf, schema, leaves, nil
+}
+
+func collectLeaves(f *pqarrow.SchemaField, out []int) []int {
+	if len(f.Children) == 0 {
+		return append(out, f.ColIndex)
+	}
+	for i := range f.Children {
+		out = collectLeaves(&f.Children[i], out)
+	}
+	return out
+}
+
+// columnStats converts a column chunk's statistics to ColumnStats for a
+// column read as arrow type typ. Statistics that are missing, unreliable
+// (old writers), or of a type combination not handled here yield
+// HasMinMax=false, so the scan keeps the row group.
+func columnStats(cc *metadata.ColumnChunkMetaData, typ arrow.DataType) ColumnStats {
+	out := ColumnStats{NullCount: -1}
+	st, err := cc.Statistics()
+	if err != nil || st == nil {
+		return out
+	}
+	if st.HasNullCount() {
+		out.NullCount = st.NullCount()
+	}
+	if !st.HasMinMax() {
+		return out
+	}
+	var lo, hi any
+	switch s := st.(type) {
+	case *metadata.Int32Statistics:
+		switch typ.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.DATE32:
+			lo, hi = s.Min(), s.Max()
+		case arrow.DECIMAL128:
+			lo, hi = decimal128.FromI64(int64(s.Min())), decimal128.FromI64(int64(s.Max()))
+		}
+	case *metadata.Int64Statistics:
+		switch typ.ID() {
+		case arrow.INT64:
+			lo, hi = s.Min(), s.Max()
+		case arrow.DECIMAL128:
+			lo, hi = decimal128.FromI64(s.Min()), decimal128.FromI64(s.Max())
+		}
+	case *metadata.Float64Statistics:
+		if typ.ID() == arrow.FLOAT64 && s.Min() == s.Min() && s.Max() == s.Max() {
+			lo, hi = s.Min(), s.Max()
+		}
+	case *metadata.Float32Statistics:
+		if typ.ID() == arrow.FLOAT32 && s.Min() == s.Min() && s.Max() == s.Max() {
+			lo, hi = float64(s.Min()), float64(s.Max())
+		}
+	case *metadata.BooleanStatistics:
+		if typ.ID() == arrow.BOOL {
+			lo, hi = s.Min(), s.Max()
+		}
+	case *metadata.ByteArrayStatistics:
+		switch typ.ID() {
+		case arrow.STRING:
+			lo, hi = string(s.Min()), string(s.Max())
+		case arrow.DECIMAL128:
+			lo, hi = decimalFromBigEndian(s.Min()), decimalFromBigEndian(s.Max())
+		}
+	case *metadata.FixedLenByteArrayStatistics:
+		if typ.ID() == arrow.DECIMAL128 {
+			lo, hi = decimalFromBigEndian(s.Min()), decimalFromBigEndian(s.Max())
+		}
+	}
+	if lo == nil || hi == nil {
+		return out
+	}
+	out.HasMinMax, out.Min, out.Max = true, lo, hi
+	return out
+}
+
+// decimalFromBigEndian decodes Parquet's big-endian two's complement
+// decimal encoding; nil when it does not fit in 128 bits.
+func decimalFromBigEndian(b []byte) any {
+	if len(b) == 0 || len(b) > 16 {
+		return nil
+	}
+	var buf [16]byte
+	fill := byte(0)
+	if b[0]&0x80 != 0 {
+		fill = 0xff
+	}
+	for i := 0; i < 16-len(b); i++ {
+		buf[i] = fill
+	}
+	copy(buf[16-len(b):], b)
+	var hi, lo uint64
+	for i := 0; i < 8; i++ {
+		hi = hi<<8 | uint64(buf[i])
+		lo = lo<<8 | uint64(buf[8+i])
+	}
+	return decimal128.New(int64(hi), lo)
+}
+
+// NormalizeType maps an Arrow type a file may hold to the type sluice
+// computes with: small integers widen to int32, uint32 to int64, float32 to
+// float64, every timestamp becomes timestamp[us] without a zone, string
+// variants become utf8. Other types are returned unchanged. Scans cast
+// columns whose stored type differs.
+func NormalizeType(t arrow.DataType) arrow.DataType {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.UINT8, arrow.UINT16:
+		return typeInt32
+	case arrow.UINT32:
+		return typeInt64
+	case arrow.FLOAT16, arrow.FLOAT32:
+		return typeFloat64
+	case arrow.TIMESTAMP:
+		return typeTimestamp
+	case arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return typeUtf8
+	case arrow.DICTIONARY:
+		return NormalizeType(t.(*arrow.DictionaryType).ValueType)
+	}
+	return t
+}
+
+// NormalizeField is f with its type normalized by NormalizeType.
+func NormalizeField(f arrow.Field) arrow.Field {
+	f.Type = NormalizeType(f.Type)
+	f.Metadata = arrow.Metadata{}
+	return f
+}
+
+// mergeSchemas checks that two files' schemas agree on names and types and
+// returns the first with every field nullable that is nullable in either.
+func mergeSchemas(a, b *arrow.Schema) (*arrow.Schema, error) {
+	if a.NumFields() != b.NumFields() {
+		return nil, fmt.Errorf("%d columns vs %d", a.NumFields(), b.NumFields())
+	}
+	fields := make([]arrow.Field, a.NumFields())
+	for i := range fields {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name {
+			return nil, fmt.Errorf("column %d is %q vs %q", i+1, fa.Name, fb.Name)
+		}
+		if !arrow.TypeEqual(fa.Type, fb.Type) {
+			return nil, fmt.Errorf("column %q is %s vs %s", fa.Name, fa.Type, fb.Type)
+		}
+		fa.Nullable = fa.Nullable || fb.Nullable
+		fields[i] = fa
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+var _ Table = (*ParquetTable)(nil)

@@ -1,0 +1,555 @@
+package physical
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"sluice/catalog"
+	"sluice/plan"
+)
+
+// ParquetScan reads a Parquet table. Its work units are (file, row group)
+// pairs that survive min/max pruning, spread over the output partitions
+// balanced by row count. Each partition decodes on its own goroutine, one
+// batch ahead of its consumer.
+type ParquetScan struct {
+	name       string
+	table      *catalog.ParquetTable
+	projection []int
+	pruning    []ColumnPredicate
+	schema     *arrow.Schema
+	// parts[p] are partition p's units, in file order.
+	parts [][]parquetUnit
+	units int
+}
+
+// parquetUnit is one row group to read.
+type parquetUnit struct {
+	file, rowGroup int
+	rows           int64
+}
+
+// NewParquetScan returns a scan of t producing the columns at projection
+// (indices into t's schema, in that order; empty: zero-column batches that
+// only carry row counts), skipping row groups that pruning proves empty,
+// over `partitions` output partitions. name is the table name, for EXPLAIN.
+func NewParquetScan(name string, t *catalog.ParquetTable, projection []int, pruning []ColumnPredicate, partitions int) *ParquetScan {
+	partitions = max(partitions, 1)
+	s := &ParquetScan{
+		name:       name,
+		table:      t,
+		projection: slices.Clone(projection),
+		pruning:    slices.Clone(pruning),
+		schema:     projectSchema(t.Schema(), projection),
+	}
+	var units []parquetUnit
+	for fi, f := range t.Files {
+		for gi := range f.RowGroups {
+			rg := &f.RowGroups[gi]
+			if rowGroupMayMatch(rg, t.Schema(), pruning) {
+				units = append(units, parquetUnit{file: fi, rowGroup: gi, rows: rg.NumRows})
+			}
+		}
+	}
+	s.units = len(units)
+	s.parts = balanceUnits(units, partitions, func(u parquetUnit) int64 { return u.rows })
+	for _, p := range s.parts {
+		slices.SortFunc(p, func(a, b parquetUnit) int {
+			return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.rowGroup, b.rowGroup))
+		})
+	}
+	return s
+}
+
+// balanceUnits deals units to n partitions, largest first, each to the
+// partition with the least weight so far (lowest index on ties), so the split
+// is deterministic.
+func balanceUnits[U any](units []U, n int, weight func(U) int64) [][]U {
+	order := make([]int, len(units))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(weight(units[b]), weight(units[a])) })
+	parts := make([][]U, n)
+	load := make([]int64, n)
+	for _, i := range order {
+		best := 0
+		for p := 1; p < n; p++ {
+			if load[p] < load[best] {
+				best = p
+			}
+		}
+		parts[best] = append(parts[best], units[i])
+		load[best] += weight(units[i])
+	}
+	return parts
+}
+
+// projectSchema is the schema of the fields at projection.
+func projectSchema(s *arrow.Schema, projection []int) *arrow.Schema {
+	fields := make([]arrow.Field, len(projection))
+	for i, c := range projection {
+		fields[i] = s.Field(c)
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// Schema implements Operator.
+func (s *ParquetScan) Schema() *arrow.Schema { return s.schema }
+
+// Children implements Operator.
+func (s *ParquetScan) Children() []Operator { return nil }
+
+// OutputPartitioning implements Operator.
+func (s *ParquetScan) OutputPartitioning() Partitioning {
+	return Partitioning{Kind: PartUnknown, Count: len(s.parts)}
+}
+
+// NumUnits is the number of row groups left to read after pruning.
+func (s *ParquetScan) NumUnits() int { return s.units }
+
+func (s *ParquetScan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ParquetScan: %s files=%d rowGroups=%d/%d partitions=%d projection=[%s]",
+		s.name, len(s.table.Files), s.units, s.table.NumRowGroups(), len(s.parts), fieldNames(s.schema))
+	if len(s.pruning) > 0 {
+		ps := make([]string, len(s.pruning))
+		for i, p := range s.pruning {
+			ps[i] = predicateString(p, s.table.Schema())
+		}
+		fmt.Fprintf(&b, " pruning=[%s]", strings.Join(ps, ", "))
+	}
+	return b.String()
+}
+
+func fieldNames(s *arrow.Schema) string {
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func predicateString(p ColumnPredicate, s *arrow.Schema) string {
+	if p.Column < 0 || p.Column >= s.NumFields() {
+		return p.String()
+	}
+	return fmt.Sprintf("%s %s %s", s.Field(p.Column).Name, p.Op, p.Value.String())
+}
+
+// Execute implements Operator.
+func (s *ParquetScan) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	if partition < 0 || partition >= len(s.parts) {
+		return nil, fmt.Errorf("parquet scan %s: partition %d out of range [0, %d)", s.name, partition, len(s.parts))
+	}
+	units := s.parts[partition]
+	batchSize := tc.BatchSize
+	if batchSize <= 0 {
+		batchSize = DefaultBatchSize
+	}
+	return startPrefetch(ctx, func(ctx context.Context, emit func(arrow.RecordBatch) error) error {
+		for start := 0; start < len(units); {
+			end := start + 1
+			for end < len(units) && units[end].file == units[start].file {
+				end++
+			}
+			var err error
+			if len(s.projection) == 0 {
+				err = emitRowCounts(ctx, s.schema, units[start:end], batchSize, emit)
+			} else {
+				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], emit)
+			}
+			if err != nil {
+				return fmt.Errorf("parquet scan %s: %w", s.name, err)
+			}
+			start = end
+		}
+		return nil
+	}), nil
+}
+
+// emitRowCounts produces zero-column batches for an empty projection
+// straight from the footer's row counts, without reading data.
+func emitRowCounts(ctx context.Context, schema *arrow.Schema, units []parquetUnit, batchSize int, emit func(arrow.RecordBatch) error) error {
+	for _, u := range units {
+		for left := u.rows; left > 0; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := min(left, int64(batchSize))
+			if err := emit(array.NewRecordBatch(schema, nil, n)); err != nil {
+				return err
+			}
+			left -= n
+		}
+	}
+	return nil
+}
+
+// readFile reads the projected columns of units, which all belong to one
+// file, and emits them batch by batch.
+func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, emit func(arrow.RecordBatch) error) error {
+	path := s.table.Files[units[0].file].Path
+	props := parquet.NewReaderProperties(mem)
+	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer rdr.Close()
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchSize)}, mem)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	// Read with the metadata-free manifest the table's schema came from, so
+	// an Arrow schema stored in the file cannot turn strings into
+	// dictionaries or large strings.
+	if fr.Manifest, err = catalog.ParquetArrowSchema(rdr); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+
+	// Read each projected field once, in order of first use.
+	var fields, leaves []int
+	readPos := make([]int, len(s.projection)) // output column → read column
+	for i, c := range s.projection {
+		j := slices.Index(fields, c)
+		if j < 0 {
+			j = len(fields)
+			fields = append(fields, c)
+			leaves = append(leaves, s.table.FieldLeaves(c)...)
+		}
+		readPos[i] = j
+	}
+	rowGroups := make([]int, len(units))
+	for i, u := range units {
+		rowGroups[i] = s.table.Files[u.file].RowGroups[u.rowGroup].Index
+	}
+	rr, err := fr.GetRecordReader(ctx, leaves, rowGroups)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer rr.Release()
+	castCtx := compute.WithAllocator(ctx, mem)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !rr.Next() {
+			break
+		}
+		rec := rr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		out, err := s.shape(castCtx, rec, readPos)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if err := emit(out); err != nil {
+			return err
+		}
+	}
+	if err := rr.Err(); err != nil && err != io.EOF {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// shape builds an output batch from a batch as read: columns in projection
+// order, cast to the table's normalized types where the file stores another.
+func (s *ParquetScan) shape(ctx context.Context, rec arrow.RecordBatch, readPos []int) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, len(readPos))
+	release := func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}
+	for i, j := range readPos {
+		col := rec.Column(j)
+		want := s.schema.Field(i).Type
+		if arrow.TypeEqual(col.DataType(), want) {
+			col.Retain()
+			cols[i] = col
+			continue
+		}
+		cast, err := compute.CastArray(ctx, col, compute.SafeCastOptions(want))
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("column %s: cast %s to %s: %w", s.schema.Field(i).Name, col.DataType(), want, err)
+		}
+		cols[i] = cast
+	}
+	out := array.NewRecordBatch(s.schema, cols, rec.NumRows())
+	release()
+	return out, nil
+}
+
+// rowGroupMayMatch reports whether a row group can hold rows satisfying
+// every predicate; false only when its statistics prove otherwise.
+func rowGroupMayMatch(rg *catalog.RowGroup, schema *arrow.Schema, preds []ColumnPredicate) bool {
+	for _, p := range preds {
+		if p.Column < 0 || p.Column >= len(rg.Columns) || p.Column >= schema.NumFields() || !p.Op.IsComparison() {
+			continue
+		}
+		if provablyFalse(rg.Columns[p.Column], rg.NumRows, schema.Field(p.Column).Type, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// provablyFalse reports whether `column Op value` is false or NULL for every
+// row of a chunk with statistics st.
+func provablyFalse(st catalog.ColumnStats, rows int64, typ arrow.DataType, p ColumnPredicate) bool {
+	if p.Value.Val == nil {
+		return false
+	}
+	if rows > 0 && st.NullCount == rows {
+		return true // a comparison with NULL is never true
+	}
+	if !st.HasMinMax {
+		return false
+	}
+	cMin, ok1 := compareStat(st.Min, typ, p.Value)
+	cMax, ok2 := compareStat(st.Max, typ, p.Value)
+	if !ok1 || !ok2 {
+		return false
+	}
+	switch p.Op {
+	case plan.OpEq:
+		return cMin > 0 || cMax < 0
+	case plan.OpNotEq:
+		return cMin == 0 && cMax == 0
+	case plan.OpLt:
+		return cMin >= 0
+	case plan.OpLtEq:
+		return cMin > 0
+	case plan.OpGt:
+		return cMax <= 0
+	case plan.OpGtEq:
+		return cMax < 0
+	}
+	return false
+}
+
+// maxExactFloatInt bounds the integers float64 represents exactly.
+const maxExactFloatInt = 1 << 53
+
+// compareStat compares a statistic of a column of type typ with a literal:
+// the sign of stat - lit. ok is false when the two cannot be compared
+// exactly.
+func compareStat(stat any, typ arrow.DataType, lit plan.Literal) (int, bool) {
+	switch typ.ID() {
+	case arrow.INT32, arrow.INT64:
+		s, ok := asInt64(stat)
+		if !ok {
+			return 0, false
+		}
+		switch lit.Typ.ID() {
+		case arrow.INT32, arrow.INT64:
+			v, ok := asInt64(lit.Val)
+			return cmp.Compare(s, v), ok
+		case arrow.FLOAT64:
+			v, ok := lit.Val.(float64)
+			if !ok || math.IsNaN(v) || s > maxExactFloatInt || s < -maxExactFloatInt {
+				return 0, false
+			}
+			return cmp.Compare(float64(s), v), true
+		case arrow.DECIMAL128:
+			v, ok := lit.Val.(decimal128.Num)
+			if !ok {
+				return 0, false
+			}
+			return compareDecimal(decimal128.FromI64(s), 0, v, lit.Typ.(*arrow.Decimal128Type).Scale)
+		}
+	case arrow.FLOAT64:
+		s, ok := stat.(float64)
+		if !ok || math.IsNaN(s) {
+			return 0, false
+		}
+		switch lit.Typ.ID() {
+		case arrow.INT32, arrow.INT64:
+			v, ok := asInt64(lit.Val)
+			if !ok || v > maxExactFloatInt || v < -maxExactFloatInt {
+				return 0, false
+			}
+			return cmp.Compare(s, float64(v)), true
+		case arrow.FLOAT64:
+			v, ok := lit.Val.(float64)
+			if !ok || math.IsNaN(v) {
+				return 0, false
+			}
+			return cmp.Compare(s, v), true
+		}
+	case arrow.DECIMAL128:
+		s, ok := stat.(decimal128.Num)
+		if !ok {
+			return 0, false
+		}
+		scale := typ.(*arrow.Decimal128Type).Scale
+		switch lit.Typ.ID() {
+		case arrow.INT32, arrow.INT64:
+			v, ok := asInt64(lit.Val)
+			if !ok {
+				return 0, false
+			}
+			return compareDecimal(s, scale, decimal128.FromI64(v), 0)
+		case arrow.DECIMAL128:
+			v, ok := lit.Val.(decimal128.Num)
+			if !ok {
+				return 0, false
+			}
+			return compareDecimal(s, scale, v, lit.Typ.(*arrow.Decimal128Type).Scale)
+		}
+	case arrow.DATE32:
+		s, ok1 := stat.(int32)
+		v, ok2 := lit.Val.(int32)
+		if lit.Typ.ID() == arrow.DATE32 && ok1 && ok2 {
+			return cmp.Compare(s, v), true
+		}
+	case arrow.STRING:
+		s, ok1 := stat.(string)
+		v, ok2 := lit.Val.(string)
+		if lit.Typ.ID() == arrow.STRING && ok1 && ok2 {
+			return strings.Compare(s, v), true
+		}
+	case arrow.BOOL:
+		s, ok1 := stat.(bool)
+		v, ok2 := lit.Val.(bool)
+		if lit.Typ.ID() == arrow.BOOL && ok1 && ok2 {
+			return cmp.Compare(b2i(s), b2i(v)), true
+		}
+	}
+	return 0, false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func asInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	}
+	return 0, false
+}
+
+// compareDecimal compares two decimals of different scales exactly, by
+// raising the smaller scale; ok is false if that overflows.
+func compareDecimal(a decimal128.Num, sa int32, b decimal128.Num, sb int32) (int, bool) {
+	var err error
+	switch {
+	case sa < sb:
+		a, err = a.Rescale(sa, sb)
+	case sb < sa:
+		b, err = b.Rescale(sb, sa)
+	}
+	if err != nil {
+		return 0, false
+	}
+	return a.Cmp(b), true
+}
+
+// prefetchStream runs a producer on its own goroutine, which stays up to
+// prefetchDepth batches ahead of the consumer, so decoding overlaps with the
+// work downstream.
+type prefetchStream struct {
+	ch     chan arrow.RecordBatch
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the producer has returned
+	err    error         // the producer's error; read only after ch is closed
+	ended  bool
+	closed bool
+}
+
+// prefetchDepth is how many batches a producer may run ahead.
+const prefetchDepth = 2
+
+// startPrefetch starts produce on a goroutine. produce calls emit for each
+// batch, handing over ownership; emit fails once the stream is closed or
+// ctx is done.
+func startPrefetch(ctx context.Context, produce func(ctx context.Context, emit func(arrow.RecordBatch) error) error) *prefetchStream {
+	pctx, cancel := context.WithCancel(ctx)
+	s := &prefetchStream{ch: make(chan arrow.RecordBatch, prefetchDepth), cancel: cancel, done: make(chan struct{})}
+	emit := func(b arrow.RecordBatch) error {
+		select {
+		case s.ch <- b:
+			return nil
+		case <-pctx.Done():
+			b.Release()
+			return pctx.Err()
+		}
+	}
+	go func() {
+		defer close(s.done)
+		err := produce(pctx, emit)
+		if err == nil && pctx.Err() != nil {
+			err = pctx.Err() // never let a cancelled producer look finished
+		}
+		s.err = err
+		close(s.ch)
+	}()
+	return s
+}
+
+// Next implements Stream.
+func (s *prefetchStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.ended {
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, io.EOF
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case b, ok := <-s.ch:
+		if ok {
+			return b, nil
+		}
+		s.ended = true
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, io.EOF
+	}
+}
+
+// Close implements Stream: it stops the producer, releases what it had
+// buffered and waits for it.
+func (s *prefetchStream) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.cancel()
+	for b := range s.ch {
+		b.Release()
+	}
+	<-s.done
+	if s.err == nil {
+		s.err = fmt.Errorf("stream closed")
+	}
+	s.ended = true
+}

@@ -1,0 +1,549 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"sluice/catalog"
+	"sluice/plan"
+)
+
+// testParquetSchema is the schema of the files the Parquet tests write.
+var testParquetSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "price", Type: &arrow.Decimal128Type{Precision: 12, Scale: 2}},
+	{Name: "day", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "score", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "qty", Type: arrow.PrimitiveTypes.Int32},
+}, nil)
+
+// testParquetBatch builds rows [lo, hi): id=i, name="n%03d" (NULL when
+// i%10 == 9), price=i.50, day=i, score=i/2, qty=i%7.
+func testParquetBatch(lo, hi int) arrow.RecordBatch {
+	mem := memory.NewGoAllocator()
+	b := array.NewRecordBuilder(mem, testParquetSchema)
+	defer b.Release()
+	for i := lo; i < hi; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if i%10 == 9 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(padName(i))
+		}
+		b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i*100 + 50)))
+		b.Field(3).(*array.Date32Builder).Append(arrow.Date32(i))
+		b.Field(4).(*array.Float64Builder).Append(float64(i) / 2)
+		b.Field(5).(*array.Int32Builder).Append(int32(i % 7))
+	}
+	return b.NewRecordBatch()
+}
+
+func padName(i int) string {
+	s := "000" + itoa(i)
+	return "n" + s[len(s)-3:]
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var d []byte
+	for ; i > 0; i /= 10 {
+		d = append([]byte{byte('0' + i%10)}, d...)
+	}
+	return string(d)
+}
+
+// writeParquet writes one row group per [lo, hi) range.
+func writeParquet(t *testing.T, path string, schema *arrow.Schema, batches ...arrow.RecordBatch) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithStats(true)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range batches {
+		if i > 0 {
+			if err := fw.NewRowGroupChecked(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fw.WriteBuffered(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeTestTable writes dir/a.parquet (rows 0-99, 100-199 as two row
+// groups) and dir/sub/b.parquet (rows 200-299).
+func writeTestTable(t *testing.T) string {
+	dir := t.TempDir()
+	writeParquet(t, filepath.Join(dir, "a.parquet"), testParquetSchema, testParquetBatch(0, 100), testParquetBatch(100, 200))
+	writeParquet(t, filepath.Join(dir, "sub", "b.parquet"), testParquetSchema, testParquetBatch(200, 300))
+	return dir
+}
+
+func testTaskContext(mem memory.Allocator, batchSize int) *TaskContext {
+	return &TaskContext{Alloc: mem, Memory: NewMemoryPool("test", 0, nil), BatchSize: batchSize}
+}
+
+// drain reads a whole partition, checking every batch has the operator's
+// schema, and returns the batches (caller releases).
+func drain(t *testing.T, op Operator, p int, tc *TaskContext) []arrow.RecordBatch {
+	t.Helper()
+	s, err := op.Execute(context.Background(), p, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []arrow.RecordBatch
+	for {
+		b, err := s.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !b.Schema().Equal(op.Schema()) {
+			t.Fatalf("batch schema %s, operator schema %s", b.Schema(), op.Schema())
+		}
+		if b.NumRows() == 0 {
+			t.Fatalf("empty batch")
+		}
+		out = append(out, b)
+	}
+}
+
+func releaseAll(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
+	}
+}
+
+// int64Column collects column c (int64) of batches.
+func int64Column(bs []arrow.RecordBatch, c int) []int64 {
+	var out []int64
+	for _, b := range bs {
+		out = append(out, b.Column(c).(*array.Int64).Int64Values()...)
+	}
+	return out
+}
+
+func TestOpenParquet(t *testing.T) {
+	dir := writeTestTable(t)
+	tbl, err := catalog.OpenParquet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tbl.Files) != 2 || tbl.NumRowGroups() != 3 {
+		t.Fatalf("files=%d rowGroups=%d, want 2 and 3", len(tbl.Files), tbl.NumRowGroups())
+	}
+	if st := tbl.Statistics(); st.NumRows != 300 || st.TotalBytes <= 0 {
+		t.Fatalf("statistics %+v", st)
+	}
+	if !tbl.Schema().Equal(testParquetSchema) {
+		t.Fatalf("schema %s, want %s", tbl.Schema(), testParquetSchema)
+	}
+	rg := tbl.Files[0].RowGroups[1]
+	want := []catalog.ColumnStats{
+		{HasMinMax: true, Min: int64(100), Max: int64(199), NullCount: 0},
+		{HasMinMax: true, Min: "n100", Max: "n198", NullCount: 10},
+		{HasMinMax: true, Min: decimal128.FromI64(10050), Max: decimal128.FromI64(19950), NullCount: 0},
+		{HasMinMax: true, Min: int32(100), Max: int32(199), NullCount: 0},
+		{HasMinMax: true, Min: 50.0, Max: 99.5, NullCount: 0},
+		{HasMinMax: true, Min: int32(0), Max: int32(6), NullCount: 0},
+	}
+	for i, w := range want {
+		if got := rg.Columns[i]; got != w {
+			t.Errorf("column %d stats %+v, want %+v", i, got, w)
+		}
+	}
+
+	if _, err := catalog.OpenParquet(filepath.Join(dir, "missing.parquet")); err == nil {
+		t.Errorf("missing path: no error")
+	}
+	other := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil)
+	mb := array.NewRecordBuilder(memory.NewGoAllocator(), other)
+	mb.Field(0).(*array.Int32Builder).Append(1)
+	writeParquet(t, filepath.Join(dir, "z.parquet"), other, mb.NewRecordBatch())
+	mb.Release()
+	_, err = catalog.OpenParquet(dir)
+	if err == nil || !strings.Contains(err.Error(), "a.parquet") || !strings.Contains(err.Error(), "z.parquet") {
+		t.Errorf("mismatched schemas: error %v, want one naming both files", err)
+	}
+}
+
+func TestParquetScanProjection(t *testing.T) {
+	dir := writeTestTable(t)
+	tbl, err := catalog.OpenParquet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+
+	scan := NewParquetScan("t", tbl, []int{1, 0, 2}, nil, 1)
+	if got := fieldNames(scan.Schema()); got != "name, id, price" {
+		t.Fatalf("schema %s", got)
+	}
+	bs := drain(t, scan, 0, testTaskContext(mem, 64))
+	defer releaseAll(bs)
+	ids := int64Column(bs, 1)
+	if len(ids) != 300 {
+		t.Fatalf("%d rows, want 300", len(ids))
+	}
+	i := 0
+	for _, b := range bs {
+		if b.NumRows() > 64 {
+			t.Errorf("batch of %d rows exceeds the batch size", b.NumRows())
+		}
+		names := b.Column(0).(*array.String)
+		prices := b.Column(2).(*array.Decimal128)
+		for r := 0; r < int(b.NumRows()); r, i = r+1, i+1 {
+			id := int(ids[i])
+			if id != i {
+				t.Fatalf("row %d has id %d", i, id)
+			}
+			if wantNull := id%10 == 9; names.IsNull(r) != wantNull || (!wantNull && names.Value(r) != padName(id)) {
+				t.Fatalf("row %d: name %q null=%v", i, names.ValueStr(r), names.IsNull(r))
+			}
+			if prices.Value(r) != decimal128.FromI64(int64(id*100+50)) {
+				t.Fatalf("row %d: price %s", i, prices.ValueStr(r))
+			}
+		}
+	}
+}
+
+func TestParquetScanPruning(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.parquet")
+	writeParquet(t, path, testParquetSchema, testParquetBatch(0, 100), testParquetBatch(100, 200))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := func(unscaled int64, scale int32) plan.Literal {
+		return plan.Literal{Typ: &arrow.Decimal128Type{Precision: 15, Scale: scale}, Val: decimal128.FromI64(unscaled)}
+	}
+	i64 := func(v int64) plan.Literal { return plan.Literal{Typ: plan.Int64, Val: v} }
+	tests := []struct {
+		name  string
+		preds []ColumnPredicate
+		units int
+		minID int64 // smallest id read
+	}{
+		{"none", nil, 2, 0},
+		{"id < 50", []ColumnPredicate{{0, plan.OpLt, i64(50)}}, 1, 0},
+		{"id < 100", []ColumnPredicate{{0, plan.OpLt, i64(100)}}, 1, 0},
+		{"id <= 100", []ColumnPredicate{{0, plan.OpLtEq, i64(100)}}, 2, 0},
+		{"id >= 100", []ColumnPredicate{{0, plan.OpGtEq, i64(100)}}, 1, 100},
+		{"id > 99", []ColumnPredicate{{0, plan.OpGt, i64(99)}}, 1, 100},
+		{"id = 150", []ColumnPredicate{{0, plan.OpEq, i64(150)}}, 1, 100},
+		{"id = 1000", []ColumnPredicate{{0, plan.OpEq, i64(1000)}}, 0, -1},
+		{"id <> 5", []ColumnPredicate{{0, plan.OpNotEq, i64(5)}}, 2, 0},
+		{"id = int32 150", []ColumnPredicate{{0, plan.OpEq, plan.Literal{Typ: plan.Int32, Val: int32(150)}}}, 1, 100},
+		{"id < float 99.5", []ColumnPredicate{{0, plan.OpLt, plan.Literal{Typ: plan.Float64, Val: 99.5}}}, 1, 0},
+		{"name >= n150", []ColumnPredicate{{1, plan.OpGtEq, plan.Literal{Typ: plan.Utf8, Val: "n150"}}}, 1, 100},
+		{"name < n000", []ColumnPredicate{{1, plan.OpLt, plan.Literal{Typ: plan.Utf8, Val: "n000"}}}, 0, -1},
+		{"price <= 99.50", []ColumnPredicate{{2, plan.OpLtEq, dec(9950, 2)}}, 1, 0},
+		{"price > 99.5 (scale 1)", []ColumnPredicate{{2, plan.OpGt, dec(995, 1)}}, 1, 100},
+		{"price > 99.4999 (scale 4)", []ColumnPredicate{{2, plan.OpGt, dec(994999, 4)}}, 2, 0},
+		{"price >= int 100", []ColumnPredicate{{2, plan.OpGtEq, plan.Literal{Typ: plan.Int64, Val: int64(100)}}}, 1, 100},
+		{"day > date 120", []ColumnPredicate{{3, plan.OpGt, plan.Literal{Typ: plan.Date32, Val: int32(120)}}}, 1, 100},
+		{"day vs timestamp kept", []ColumnPredicate{{3, plan.OpGt, plan.Literal{Typ: plan.Timestamp, Val: int64(1) << 50}}}, 2, 0},
+		{"score < 10.0", []ColumnPredicate{{4, plan.OpLt, plan.Literal{Typ: plan.Float64, Val: 10.0}}}, 1, 0},
+		{"qty > 6", []ColumnPredicate{{5, plan.OpGt, plan.Literal{Typ: plan.Int32, Val: int32(6)}}}, 0, -1},
+		{"NULL literal kept", []ColumnPredicate{{0, plan.OpEq, plan.Literal{Typ: plan.Int64}}}, 2, 0},
+		{"conjunction", []ColumnPredicate{{0, plan.OpGtEq, i64(50)}, {4, plan.OpGt, plan.Literal{Typ: plan.Float64, Val: 60.0}}}, 1, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			scan := NewParquetScan("t", tbl, []int{0}, tt.preds, 1)
+			if scan.NumUnits() != tt.units {
+				t.Fatalf("%d units, want %d (%s)", scan.NumUnits(), tt.units, scan)
+			}
+			bs := drain(t, scan, 0, testTaskContext(mem, 1000))
+			defer releaseAll(bs)
+			ids := int64Column(bs, 0)
+			if len(ids) != 100*tt.units {
+				t.Fatalf("%d rows, want %d", len(ids), 100*tt.units)
+			}
+			if len(ids) > 0 && slices.Min(ids) != tt.minID {
+				t.Fatalf("min id %d, want %d", slices.Min(ids), tt.minID)
+			}
+		})
+	}
+}
+
+func TestParquetScanPartitions(t *testing.T) {
+	dir := writeTestTable(t)
+	tbl, err := catalog.OpenParquet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parts := range []int{1, 2, 3, 5} {
+		for _, proj := range [][]int{{0}, {}} {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			scan := NewParquetScan("t", tbl, proj, nil, parts)
+			if got := scan.OutputPartitioning(); got.Kind != PartUnknown || got.Count != parts {
+				t.Fatalf("partitioning %s", got)
+			}
+			tc := testTaskContext(mem, 32)
+			results := make([][]arrow.RecordBatch, parts)
+			var wg sync.WaitGroup
+			for p := range parts {
+				wg.Go(func() { results[p] = drain(t, scan, p, tc) })
+			}
+			wg.Wait()
+			seen := make([]int, 300)
+			total := 0
+			for _, bs := range results {
+				for _, b := range bs {
+					total += int(b.NumRows())
+					if int(b.NumCols()) != len(proj) {
+						t.Fatalf("%d columns, want %d", b.NumCols(), len(proj))
+					}
+				}
+				if len(proj) > 0 {
+					for _, id := range int64Column(bs, 0) {
+						seen[id]++
+					}
+				}
+				releaseAll(bs)
+			}
+			if total != 300 {
+				t.Fatalf("partitions=%d projection=%v: %d rows, want 300", parts, proj, total)
+			}
+			if len(proj) > 0 {
+				for id, n := range seen {
+					if n != 1 {
+						t.Fatalf("partitions=%d: id %d read %d times", parts, id, n)
+					}
+				}
+			}
+			mem.AssertSize(t, 0)
+		}
+	}
+}
+
+func TestParquetScanEarlyClose(t *testing.T) {
+	dir := writeTestTable(t)
+	tbl, err := catalog.OpenParquet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	scan := NewParquetScan("t", tbl, []int{0, 1}, nil, 1)
+
+	// Close after one batch.
+	s, err := scan.Execute(context.Background(), 0, testTaskContext(mem, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	s.Close()
+	s.Close()
+
+	// A cancelled context ends the stream with its error, never EOF.
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err = scan.Execute(ctx, 0, testTaskContext(mem, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for {
+		b, err := s.Next(context.Background())
+		if err == nil {
+			b.Release()
+			continue
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("after cancel: %v, want context.Canceled", err)
+		}
+		break
+	}
+	s.Close()
+
+	if _, err := scan.Execute(context.Background(), 1, testTaskContext(mem, 16)); err == nil {
+		t.Fatalf("partition out of range: no error")
+	}
+}
+
+func TestParquetScanString(t *testing.T) {
+	dir := writeTestTable(t)
+	tbl, err := catalog.OpenParquet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := NewParquetScan("t", tbl, []int{0, 1}, []ColumnPredicate{{0, plan.OpGtEq, plan.Literal{Typ: plan.Int64, Val: int64(200)}}}, 2)
+	want := "ParquetScan: t files=2 rowGroups=1/3 partitions=2 projection=[id, name] pruning=[id >= 200]"
+	if got := scan.String(); got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}
+
+// TestParquetScanNormalizesTypes reads a file whose stored Arrow schema has
+// a dictionary string, a large string, int16 and a zoned millisecond
+// timestamp: the scan yields utf8, utf8, int32 and timestamp[us].
+func TestParquetScanNormalizesTypes(t *testing.T) {
+	gomem := memory.NewGoAllocator()
+	dictType := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	stored := arrow.NewSchema([]arrow.Field{
+		{Name: "d", Type: dictType},
+		{Name: "l", Type: arrow.BinaryTypes.LargeString},
+		{Name: "s", Type: arrow.PrimitiveTypes.Int16},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+	}, nil)
+	b := array.NewRecordBuilder(gomem, stored)
+	for i := range 10 {
+		b.Field(0).(*array.BinaryDictionaryBuilder).AppendString([]string{"x", "y"}[i%2])
+		b.Field(1).(*array.LargeStringBuilder).Append(itoa(i))
+		b.Field(2).(*array.Int16Builder).Append(int16(i))
+		b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(i * 1000))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "n.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(stored, f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32, &arrow.TimestampType{Unit: arrow.Microsecond}}
+	for i, w := range want {
+		if got := tbl.Schema().Field(i).Type; !arrow.TypeEqual(got, w) {
+			t.Fatalf("column %d: table type %s, want %s", i, got, w)
+		}
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	bs := drain(t, NewParquetScan("n", tbl, []int{0, 1, 2, 3}, nil, 1), 0, testTaskContext(mem, 100))
+	defer releaseAll(bs)
+	if len(bs) != 1 || bs[0].NumRows() != 10 {
+		t.Fatalf("got %d batches", len(bs))
+	}
+	out := bs[0]
+	for i := range 10 {
+		if got := out.Column(0).(*array.String).Value(i); got != []string{"x", "y"}[i%2] {
+			t.Fatalf("row %d: d = %q", i, got)
+		}
+		if got := out.Column(1).(*array.String).Value(i); got != itoa(i) {
+			t.Fatalf("row %d: l = %q", i, got)
+		}
+		if got := out.Column(2).(*array.Int32).Value(i); got != int32(i) {
+			t.Fatalf("row %d: s = %d", i, got)
+		}
+		if got := out.Column(3).(*array.Timestamp).Value(i); got != arrow.Timestamp(i*1000*1000) {
+			t.Fatalf("row %d: ts = %d", i, got)
+		}
+	}
+}
+
+// BenchmarkParquetScan scans 1M rows of lineitem-like columns over two
+// partitions.
+func BenchmarkParquetScan(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "bench.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(testParquetSchema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(128*1024)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for lo := 0; lo < 1<<20; lo += 64 * 1024 {
+		rec := testParquetBatch(lo, lo+64*1024)
+		if err := fw.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := fw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scan := NewParquetScan("bench", tbl, []int{0, 1, 2, 3}, nil, 2)
+	tc := NewTaskContext()
+	b.ResetTimer()
+	for range b.N {
+		var wg sync.WaitGroup
+		var rows [2]int64
+		for p := range 2 {
+			wg.Go(func() {
+				s, err := scan.Execute(context.Background(), p, tc)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer s.Close()
+				for {
+					rec, err := s.Next(context.Background())
+					if err != nil {
+						if !errors.Is(err, io.EOF) {
+							b.Error(err)
+						}
+						return
+					}
+					rows[p] += rec.NumRows()
+					rec.Release()
+				}
+			})
+		}
+		wg.Wait()
+		if rows[0]+rows[1] != 1<<20 {
+			b.Fatalf("%d rows", rows[0]+rows[1])
+		}
+	}
+}
