@@ -55,7 +55,7 @@ func (c *CoalescePartitions) Execute(ctx context.Context, partition int, tc *Tas
 				b.Release()
 				return gctx.Err()
 			}
-		})
+		}, nil)
 	}
 	g.finish()
 	return &coalesceStream{g: g, out: out}, nil
@@ -91,11 +91,15 @@ func (s *coalesceStream) Close() {
 	drain(s.out)
 }
 
-// drain releases every batch buffered in ch (its senders have stopped).
+// drain releases every batch buffered in ch (its senders have stopped; ch
+// may be closed).
 func drain(ch chan arrow.RecordBatch) {
 	for {
 		select {
-		case b := <-ch:
+		case b, ok := <-ch:
+			if !ok {
+				return
+			}
 			b.Release()
 		default:
 			return
@@ -124,8 +128,12 @@ func startGroup(ctx context.Context) *taskGroup {
 // batch to emit (which owns it); the stream is closed when the goroutine
 // ends. Executing inside the goroutine lets Execute errors flow like any
 // other error.
-func (g *taskGroup) goStream(input Operator, p int, tc *TaskContext, emit func(context.Context, arrow.RecordBatch) error) {
-	g.eg.Go(func() error {
+// exit, if not nil, is called with the goroutine's result as it ends.
+func (g *taskGroup) goStream(input Operator, p int, tc *TaskContext, emit func(context.Context, arrow.RecordBatch) error, exit func(error)) {
+	g.eg.Go(func() (err error) {
+		if exit != nil {
+			defer func() { exit(err) }()
+		}
 		s, err := input.Execute(g.gctx, p, tc)
 		if err != nil {
 			return fmt.Errorf("input partition %d: %w", p, err)
