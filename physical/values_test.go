@@ -10,7 +10,9 @@ import (
 	"sluice/plan"
 )
 
-func lit(typ arrow.DataType, v any) expr.Expr { return &expr.Literal{Value: plan.Literal{Typ: typ, Val: v}} }
+func lit(typ arrow.DataType, v any) expr.Expr {
+	return &expr.Literal{Value: plan.Literal{Typ: typ, Val: v}}
+}
 
 func TestValues(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{
