@@ -84,3 +84,38 @@ func TestFilterRejectsNonBoolean(t *testing.T) {
 	}
 	mem.AssertSize(t, 0)
 }
+
+// benchSource returns a source of n rows in 8192-row batches of filterSchema
+// with a half-true mask.
+func benchSource(b *testing.B, n int) *memSource {
+	var batches []arrow.RecordBatch
+	for start := 0; start < n; start += DefaultBatchSize {
+		m := min(DefaultBatchSize, n-start)
+		a, s, d, k := make([]any, m), make([]any, m), make([]any, m), make([]any, m)
+		for i := range m {
+			v := start + i
+			a[i], s[i], d[i], k[i] = (v*7919)%1000003, "some string value", v, v%2 == 0
+		}
+		batches = append(batches, makeBatch(b, memory.DefaultAllocator, filterSchema, a, s, d, k))
+	}
+	return newMemSource(filterSchema, [][]arrow.RecordBatch{batches})
+}
+
+func BenchmarkFilter(b *testing.B) {
+	src := benchSource(b, 1<<20)
+	defer src.release()
+	f := NewFilter(src, col(3, "keep", plan.Bool))
+	tc := NewTaskContext()
+	b.ResetTimer()
+	for range b.N {
+		s, _ := f.Execute(context.Background(), 0, tc)
+		for {
+			r, err := s.Next(context.Background())
+			if err != nil {
+				break
+			}
+			r.Release()
+		}
+		s.Close()
+	}
+}

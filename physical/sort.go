@@ -85,6 +85,7 @@ type sortStream struct {
 	sorted  bool
 	refs    []rowRef // sorted output rows not yet emitted
 	closed  bool
+	err     error // sticky: consuming the input failed
 
 	// top-K state
 	heap     []rowRef
@@ -97,6 +98,9 @@ func (s *sortStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.closed {
 		return nil, io.EOF
 	}
+	if s.err != nil {
+		return nil, s.err
+	}
 	if !s.sorted {
 		var err error
 		if s.op.fetch >= 0 {
@@ -105,6 +109,8 @@ func (s *sortStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			err = s.consumeAll(ctx)
 		}
 		if err != nil {
+			// The partial state cannot be resumed: fail every later call.
+			s.err = err
 			return nil, err
 		}
 		s.sorted = true

@@ -111,12 +111,25 @@ type mergeStream struct {
 	started bool
 	left    int64 // rows still to emit; < 0: unlimited
 	closed  bool
+	err     error // sticky
 }
 
 func (s *mergeStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.closed || s.left == 0 {
 		return nil, io.EOF
 	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	b, err := s.next(ctx)
+	if err != nil && err != io.EOF {
+		// The merge state is mid-update: fail every later call.
+		s.err = err
+	}
+	return b, err
+}
+
+func (s *mergeStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !s.started {
 		for i := range s.chs {
 			ok, err := s.advance(ctx, i)

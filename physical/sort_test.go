@@ -261,3 +261,25 @@ func TestSortTopKCompaction(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkSort(b *testing.B) {
+	src := benchSource(b, 1<<20)
+	defer src.release()
+	for _, fetch := range []int64{-1, 10} {
+		b.Run(fmt.Sprintf("fetch=%d", fetch), func(b *testing.B) {
+			op := NewSort(src, []SortKey{{Expr: col(0, "a", plan.Int64)}, {Expr: col(2, "d", plan.Decimal(12, 2)), Desc: true}}, fetch)
+			tc := NewTaskContext()
+			for range b.N {
+				s, _ := op.Execute(context.Background(), 0, tc)
+				for {
+					r, err := s.Next(context.Background())
+					if err != nil {
+						break
+					}
+					r.Release()
+				}
+				s.Close()
+			}
+		})
+	}
+}
