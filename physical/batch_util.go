@@ -498,10 +498,24 @@ type keyColumn interface {
 }
 
 type baseKeyColumn struct {
-	arrs []arrow.Array
+	arrs  []arrow.Array
+	nulls []bool // per slot: the array has NULLs (skips IsNull calls)
 }
 
-func (c *baseKeyColumn) isNull(r rowRef) bool  { return c.arrs[r.batch].IsNull(int(r.row)) }
+func (c *baseKeyColumn) addArr(a arrow.Array) {
+	c.arrs = append(c.arrs, a)
+	c.nulls = append(c.nulls, a != nil && a.NullN() > 0)
+}
+
+func (c *baseKeyColumn) setArr(b int, a arrow.Array) {
+	c.arrs[b] = a
+	c.nulls[b] = a != nil && a.NullN() > 0
+}
+
+func (c *baseKeyColumn) isNull(r rowRef) bool {
+	return c.nulls[r.batch] && c.arrs[r.batch].IsNull(int(r.row))
+}
+
 func (c *baseKeyColumn) arrays() []arrow.Array { return c.arrs }
 
 type orderedKeyColumn[T cmp.Ordered] struct {
@@ -510,12 +524,12 @@ type orderedKeyColumn[T cmp.Ordered] struct {
 }
 
 func (c *orderedKeyColumn[T]) add(a arrow.Array) {
-	c.arrs = append(c.arrs, a)
+	c.addArr(a)
 	c.vals = append(c.vals, orderedValues[T](a))
 }
 
 func (c *orderedKeyColumn[T]) set(b int, a arrow.Array) {
-	c.arrs[b] = a
+	c.setArr(b, a)
 	c.vals[b] = orderedValues[T](a)
 }
 
@@ -548,13 +562,13 @@ type stringKeyColumn struct {
 }
 
 func (c *stringKeyColumn) add(a arrow.Array) {
-	c.arrs = append(c.arrs, a)
+	c.addArr(a)
 	s, _ := a.(*array.String)
 	c.strs = append(c.strs, s)
 }
 
 func (c *stringKeyColumn) set(b int, a arrow.Array) {
-	c.arrs[b] = a
+	c.setArr(b, a)
 	c.strs[b], _ = a.(*array.String)
 }
 
@@ -568,12 +582,12 @@ type decimalKeyColumn struct {
 }
 
 func (c *decimalKeyColumn) add(a arrow.Array) {
-	c.arrs = append(c.arrs, a)
+	c.addArr(a)
 	c.vals = append(c.vals, decimalValues(a))
 }
 
 func (c *decimalKeyColumn) set(b int, a arrow.Array) {
-	c.arrs[b] = a
+	c.setArr(b, a)
 	c.vals[b] = decimalValues(a)
 }
 
@@ -594,13 +608,13 @@ type boolKeyColumn struct {
 }
 
 func (c *boolKeyColumn) add(a arrow.Array) {
-	c.arrs = append(c.arrs, a)
+	c.addArr(a)
 	x, _ := a.(*array.Boolean)
 	c.bools = append(c.bools, x)
 }
 
 func (c *boolKeyColumn) set(b int, a arrow.Array) {
-	c.arrs[b] = a
+	c.setArr(b, a)
 	c.bools[b], _ = a.(*array.Boolean)
 }
 
@@ -618,8 +632,8 @@ func (c *boolKeyColumn) compare(a, b rowRef) int {
 // nullKeyColumn is a key of the NULL type: every value is NULL.
 type nullKeyColumn struct{ baseKeyColumn }
 
-func (c *nullKeyColumn) add(a arrow.Array)        { c.arrs = append(c.arrs, a) }
-func (c *nullKeyColumn) set(b int, a arrow.Array) { c.arrs[b] = a }
+func (c *nullKeyColumn) add(a arrow.Array)        { c.addArr(a) }
+func (c *nullKeyColumn) set(b int, a arrow.Array) { c.setArr(b, a) }
 func (c *nullKeyColumn) compare(a, b rowRef) int  { return 0 }
 func (c *nullKeyColumn) isNull(rowRef) bool       { return true }
 
