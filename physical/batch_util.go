@@ -1,0 +1,784 @@
+package physical
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical/expr"
+)
+
+// This file holds the batch helpers shared by the relational operators:
+// gathering rows (take within one batch, interleave across batches),
+// concatenating and sizing batches, and comparing rows by sort keys.
+//
+// Gathers are hand-written for the layouts sluice uses (fixed-width values of
+// 4, 8 or 16 bytes, booleans, utf8, null) because they are on the hot path of
+// Filter, Repartition and Sort; any other type falls back to Arrow's compute
+// kernels.
+
+// rowRef names one row among a list of batches.
+type rowRef struct {
+	batch int32
+	row   int32
+}
+
+// batchBytes is the memory a batch's buffers occupy, used for reservations.
+// Buffers shared by slices are counted in full, erring on the safe side.
+func batchBytes(b arrow.RecordBatch) int64 {
+	var n int64
+	for _, col := range b.Columns() {
+		n += arrayBytes(col.Data())
+	}
+	return n
+}
+
+func arrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, buf := range d.Buffers() {
+		if buf != nil {
+			n += int64(buf.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	return n
+}
+
+// releaseAll releases every non-nil array.
+func releaseAll[T interface{ Release() }](xs []T) {
+	for _, x := range xs {
+		if any(x) != nil {
+			x.Release()
+		}
+	}
+}
+
+// evalAll evaluates exprs over batch; on error nothing is leaked.
+func evalAll(exprs []expr.Expr, batch arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error) {
+	out := make([]arrow.Array, len(exprs))
+	for i, e := range exprs {
+		a, err := e.Eval(batch, mem)
+		if err != nil {
+			releaseAll(out[:i])
+			return nil, fmt.Errorf("evaluating %s: %w", e, err)
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+// takeBatch returns a new batch holding batch's rows at idx, in that order.
+func takeBatch(mem memory.Allocator, batch arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, batch.NumCols())
+	for i, c := range batch.Columns() {
+		a, err := takeArray(mem, c, idx)
+		if err != nil {
+			releaseAll(cols[:i])
+			return nil, err
+		}
+		cols[i] = a
+	}
+	out := array.NewRecordBatch(batch.Schema(), cols, int64(len(idx)))
+	releaseAll(cols)
+	return out, nil
+}
+
+// interleaveBatches returns a new batch with schema holding the rows refs
+// name, taken from batches.
+func interleaveBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch, refs []rowRef) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, len(schema.Fields()))
+	srcs := make([]arrow.Array, len(batches))
+	for i := range cols {
+		for j, b := range batches {
+			if b != nil {
+				srcs[j] = b.Column(i)
+			} else {
+				srcs[j] = nil
+			}
+		}
+		a, err := interleaveArrays(mem, schema.Field(i).Type, srcs, refs)
+		if err != nil {
+			releaseAll(cols[:i])
+			return nil, err
+		}
+		cols[i] = a
+	}
+	out := array.NewRecordBatch(schema, cols, int64(len(refs)))
+	releaseAll(cols)
+	return out, nil
+}
+
+// concatBatches concatenates batches (all of schema) into one.
+func concatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(batches) == 1 {
+		batches[0].Retain()
+		return batches[0], nil
+	}
+	cols := make([]arrow.Array, len(schema.Fields()))
+	parts := make([]arrow.Array, len(batches))
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	for i := range cols {
+		for j, b := range batches {
+			parts[j] = b.Column(i)
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			releaseAll(cols[:i])
+			return nil, fmt.Errorf("concatenating batches: %w", err)
+		}
+		cols[i] = a
+	}
+	out := array.NewRecordBatch(schema, cols, rows)
+	releaseAll(cols)
+	return out, nil
+}
+
+// selectionIndices returns the rows where mask is true (NULL counts as false).
+func selectionIndices(mask *array.Boolean, idx []int32) []int32 {
+	idx = idx[:0]
+	n := mask.Len()
+	vals := mask.Data().Buffers()[1].Bytes()
+	off := mask.Data().Offset()
+	if mask.NullN() == 0 {
+		for i := 0; i < n; i++ {
+			if bitutil.BitIsSet(vals, off+i) {
+				idx = append(idx, int32(i))
+			}
+		}
+		return idx
+	}
+	valid := mask.NullBitmapBytes()
+	for i := 0; i < n; i++ {
+		if bitutil.BitIsSet(vals, off+i) && bitutil.BitIsSet(valid, off+i) {
+			idx = append(idx, int32(i))
+		}
+	}
+	return idx
+}
+
+// fixedWidth returns the byte width of a fixed-width, non-boolean type, or 0.
+func fixedWidth(dt arrow.DataType) int {
+	fw, ok := dt.(arrow.FixedWidthDataType)
+	if !ok || dt.ID() == arrow.BOOL {
+		return 0
+	}
+	switch fw.BitWidth() {
+	case 32:
+		return 4
+	case 64:
+		return 8
+	case 128:
+		return 16
+	}
+	return 0
+}
+
+// takeArray gathers arr's values at idx.
+func takeArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array, error) {
+	dt := arr.DataType()
+	switch fixedWidth(dt) {
+	case 4:
+		return takeFixed[int32](mem, arr, idx), nil
+	case 8:
+		return takeFixed[int64](mem, arr, idx), nil
+	case 16:
+		return takeFixed[decimal.Decimal128](mem, arr, idx), nil
+	}
+	switch a := arr.(type) {
+	case *array.Boolean:
+		return takeBool(mem, a, idx), nil
+	case *array.String:
+		return takeString(mem, a, idx), nil
+	case *array.Null:
+		return array.NewNull(len(idx)), nil
+	}
+	return takeGeneric(mem, arr, idx)
+}
+
+// takeGeneric gathers through Arrow's compute kernel, for rare types.
+func takeGeneric(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array, error) {
+	ib := array.NewInt32Builder(mem)
+	ib.AppendValues(idx, nil)
+	ia := ib.NewArray()
+	ib.Release()
+	defer ia.Release()
+	out, err := compute.TakeArray(compute.WithAllocator(context.Background(), mem), arr, ia)
+	if err != nil {
+		return nil, fmt.Errorf("take on %s: %w", arr.DataType(), err)
+	}
+	return out, nil
+}
+
+// newValidity allocates a validity bitmap for n values, all valid.
+func newValidity(mem memory.Allocator, n int) *memory.Buffer {
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	bitutil.SetBitsTo(buf.Bytes(), 0, int64(n), true)
+	return buf
+}
+
+func takeFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, arr arrow.Array, idx []int32) arrow.Array {
+	n := len(idx)
+	data := memory.NewResizableBuffer(mem)
+	var zero T
+	data.Resize(n * sizeOf(zero))
+	dst := arrow.GetData[T](data.Bytes())[:n]
+	src := arrow.GetValues[T](arr.Data(), 1)
+	for i, j := range idx {
+		dst[i] = src[j]
+	}
+	var validity *memory.Buffer
+	nulls := 0
+	if arr.NullN() > 0 {
+		validity = newValidity(mem, n)
+		vb := validity.Bytes()
+		for i, j := range idx {
+			if arr.IsNull(int(j)) {
+				bitutil.ClearBit(vb, i)
+				nulls++
+			}
+		}
+	}
+	return finishArray(arr.DataType(), n, validity, data, nil, nulls)
+}
+
+func sizeOf(v any) int {
+	switch v.(type) {
+	case int32:
+		return 4
+	case int64:
+		return 8
+	}
+	return 16
+}
+
+// finishArray wraps freshly built buffers (ownership moves to the array).
+func finishArray(dt arrow.DataType, n int, validity, b1, b2 *memory.Buffer, nulls int) arrow.Array {
+	bufs := []*memory.Buffer{validity, b1}
+	if b2 != nil {
+		bufs = append(bufs, b2)
+	}
+	d := array.NewData(dt, n, bufs, nil, nulls, 0)
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
+		}
+	}
+	a := array.MakeFromData(d)
+	d.Release()
+	return a
+}
+
+func takeBool(mem memory.Allocator, arr *array.Boolean, idx []int32) arrow.Array {
+	n := len(idx)
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(int(bitutil.BytesForBits(int64(n))))
+	db := data.Bytes()
+	clear(db)
+	var validity *memory.Buffer
+	nulls := 0
+	if arr.NullN() > 0 {
+		validity = newValidity(mem, n)
+	}
+	for i, j := range idx {
+		if validity != nil && arr.IsNull(int(j)) {
+			bitutil.ClearBit(validity.Bytes(), i)
+			nulls++
+			continue
+		}
+		if arr.Value(int(j)) {
+			bitutil.SetBit(db, i)
+		}
+	}
+	return finishArray(arr.DataType(), n, validity, data, nil, nulls)
+}
+
+func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Array {
+	n := len(idx)
+	srcOff := arr.ValueOffsets()
+	var srcVals []byte
+	if b := arr.Data().Buffers()[2]; b != nil {
+		srcVals = b.Bytes()
+	}
+	total := 0
+	for _, j := range idx {
+		total += int(srcOff[j+1] - srcOff[j])
+	}
+	offBuf := memory.NewResizableBuffer(mem)
+	offBuf.Resize((n + 1) * 4)
+	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
+	valBuf := memory.NewResizableBuffer(mem)
+	valBuf.Resize(total)
+	vals := valBuf.Bytes()
+	pos := int32(0)
+	for i, j := range idx {
+		offs[i] = pos
+		pos += int32(copy(vals[pos:], srcVals[srcOff[j]:srcOff[j+1]]))
+	}
+	offs[n] = pos
+	var validity *memory.Buffer
+	nulls := 0
+	if arr.NullN() > 0 {
+		validity = newValidity(mem, n)
+		for i, j := range idx {
+			if arr.IsNull(int(j)) {
+				bitutil.ClearBit(validity.Bytes(), i)
+				nulls++
+			}
+		}
+	}
+	return finishArray(arr.DataType(), n, validity, offBuf, valBuf, nulls)
+}
+
+// interleaveArrays gathers the rows refs name from srcs (one array per
+// batch; entries not referenced may be nil).
+func interleaveArrays(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) (arrow.Array, error) {
+	switch fixedWidth(dt) {
+	case 4:
+		return interleaveFixed[int32](mem, dt, srcs, refs), nil
+	case 8:
+		return interleaveFixed[int64](mem, dt, srcs, refs), nil
+	case 16:
+		return interleaveFixed[decimal.Decimal128](mem, dt, srcs, refs), nil
+	}
+	switch dt.ID() {
+	case arrow.BOOL:
+		return interleaveBool(mem, dt, srcs, refs), nil
+	case arrow.STRING:
+		return interleaveString(mem, dt, srcs, refs), nil
+	case arrow.NULL:
+		return array.NewNull(len(refs)), nil
+	}
+	return interleaveGeneric(mem, srcs, refs)
+}
+
+// interleaveGeneric concatenates the sources and takes from the result; it
+// is only used for types without a hand-written gather.
+func interleaveGeneric(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) (arrow.Array, error) {
+	var parts []arrow.Array
+	base := make([]int32, len(srcs))
+	var total int32
+	for i, s := range srcs {
+		base[i] = total
+		if s != nil {
+			parts = append(parts, s)
+			total += int32(s.Len())
+		}
+	}
+	all, err := array.Concatenate(parts, mem)
+	if err != nil {
+		return nil, fmt.Errorf("interleave: %w", err)
+	}
+	defer all.Release()
+	idx := make([]int32, len(refs))
+	for i, r := range refs {
+		idx[i] = base[r.batch] + r.row
+	}
+	return takeGeneric(mem, all, idx)
+}
+
+func interleaveValidity(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) (*memory.Buffer, int) {
+	hasNulls := false
+	for _, s := range srcs {
+		if s != nil && s.NullN() > 0 {
+			hasNulls = true
+			break
+		}
+	}
+	if !hasNulls {
+		return nil, 0
+	}
+	validity := newValidity(mem, len(refs))
+	vb := validity.Bytes()
+	nulls := 0
+	for i, r := range refs {
+		if srcs[r.batch].IsNull(int(r.row)) {
+			bitutil.ClearBit(vb, i)
+			nulls++
+		}
+	}
+	return validity, nulls
+}
+
+func interleaveFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+	n := len(refs)
+	vals := make([][]T, len(srcs))
+	for i, s := range srcs {
+		if s != nil {
+			vals[i] = arrow.GetValues[T](s.Data(), 1)
+		}
+	}
+	data := memory.NewResizableBuffer(mem)
+	var zero T
+	data.Resize(n * sizeOf(zero))
+	dst := arrow.GetData[T](data.Bytes())[:n]
+	for i, r := range refs {
+		dst[i] = vals[r.batch][r.row]
+	}
+	validity, nulls := interleaveValidity(mem, srcs, refs)
+	return finishArray(dt, n, validity, data, nil, nulls)
+}
+
+func interleaveBool(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+	n := len(refs)
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(int(bitutil.BytesForBits(int64(n))))
+	db := data.Bytes()
+	clear(db)
+	for i, r := range refs {
+		if srcs[r.batch].(*array.Boolean).Value(int(r.row)) {
+			bitutil.SetBit(db, i)
+		}
+	}
+	validity, nulls := interleaveValidity(mem, srcs, refs)
+	return finishArray(dt, n, validity, data, nil, nulls)
+}
+
+func interleaveString(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+	n := len(refs)
+	strs := make([]*array.String, len(srcs))
+	for i, s := range srcs {
+		if s != nil {
+			strs[i] = s.(*array.String)
+		}
+	}
+	total := 0
+	for _, r := range refs {
+		total += strs[r.batch].ValueLen(int(r.row))
+	}
+	offBuf := memory.NewResizableBuffer(mem)
+	offBuf.Resize((n + 1) * 4)
+	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
+	valBuf := memory.NewResizableBuffer(mem)
+	valBuf.Resize(total)
+	vals := valBuf.Bytes()
+	pos := int32(0)
+	for i, r := range refs {
+		offs[i] = pos
+		pos += int32(copy(vals[pos:], strs[r.batch].Value(int(r.row))))
+	}
+	offs[n] = pos
+	validity, nulls := interleaveValidity(mem, srcs, refs)
+	return finishArray(dt, n, validity, offBuf, valBuf, nulls)
+}
+
+// sortKeysString renders sort keys for EXPLAIN.
+func sortKeysString(keys []SortKey) string {
+	s := make([]string, len(keys))
+	for i, k := range keys {
+		s[i] = k.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// keyColumn compares values of one sort key across a growing list of
+// batches, ignoring direction and nulls (rowComparator handles those).
+type keyColumn interface {
+	// add appends the key array of the next batch (nil: slot unused).
+	add(a arrow.Array)
+	// set replaces the key array of batch slot b.
+	set(b int, a arrow.Array)
+	compare(a, b rowRef) int
+	isNull(r rowRef) bool
+	// arrays are the key arrays per batch slot.
+	arrays() []arrow.Array
+}
+
+type baseKeyColumn struct {
+	arrs  []arrow.Array
+	nulls []bool // per slot: the array has NULLs (skips IsNull calls)
+}
+
+func (c *baseKeyColumn) addArr(a arrow.Array) {
+	c.arrs = append(c.arrs, a)
+	c.nulls = append(c.nulls, a != nil && a.NullN() > 0)
+}
+
+func (c *baseKeyColumn) setArr(b int, a arrow.Array) {
+	c.arrs[b] = a
+	c.nulls[b] = a != nil && a.NullN() > 0
+}
+
+func (c *baseKeyColumn) isNull(r rowRef) bool {
+	return c.nulls[r.batch] && c.arrs[r.batch].IsNull(int(r.row))
+}
+
+func (c *baseKeyColumn) arrays() []arrow.Array { return c.arrs }
+
+type orderedKeyColumn[T cmp.Ordered] struct {
+	baseKeyColumn
+	vals [][]T
+}
+
+func (c *orderedKeyColumn[T]) add(a arrow.Array) {
+	c.addArr(a)
+	c.vals = append(c.vals, orderedValues[T](a))
+}
+
+func (c *orderedKeyColumn[T]) set(b int, a arrow.Array) {
+	c.setArr(b, a)
+	c.vals[b] = orderedValues[T](a)
+}
+
+func orderedValues[T cmp.Ordered](a arrow.Array) []T {
+	if a == nil {
+		return nil
+	}
+	switch x := any(a).(type) {
+	case *array.Int32:
+		return any(x.Int32Values()).([]T)
+	case *array.Date32:
+		return any(arrow.GetValues[int32](x.Data(), 1)).([]T)
+	case *array.Int64:
+		return any(x.Int64Values()).([]T)
+	case *array.Timestamp:
+		return any(arrow.GetValues[int64](x.Data(), 1)).([]T)
+	case *array.Float64:
+		return any(x.Float64Values()).([]T)
+	}
+	panic(fmt.Sprintf("orderedValues: unexpected %T", a))
+}
+
+func (c *orderedKeyColumn[T]) compare(a, b rowRef) int {
+	return cmp.Compare(c.vals[a.batch][a.row], c.vals[b.batch][b.row])
+}
+
+type stringKeyColumn struct {
+	baseKeyColumn
+	strs []*array.String
+}
+
+func (c *stringKeyColumn) add(a arrow.Array) {
+	c.addArr(a)
+	s, _ := a.(*array.String)
+	c.strs = append(c.strs, s)
+}
+
+func (c *stringKeyColumn) set(b int, a arrow.Array) {
+	c.setArr(b, a)
+	c.strs[b], _ = a.(*array.String)
+}
+
+func (c *stringKeyColumn) compare(a, b rowRef) int {
+	return strings.Compare(c.strs[a.batch].Value(int(a.row)), c.strs[b.batch].Value(int(b.row)))
+}
+
+type decimalKeyColumn struct {
+	baseKeyColumn
+	vals [][]decimal.Decimal128
+}
+
+func (c *decimalKeyColumn) add(a arrow.Array) {
+	c.addArr(a)
+	c.vals = append(c.vals, decimalValues(a))
+}
+
+func (c *decimalKeyColumn) set(b int, a arrow.Array) {
+	c.setArr(b, a)
+	c.vals[b] = decimalValues(a)
+}
+
+func decimalValues(a arrow.Array) []decimal.Decimal128 {
+	if a == nil {
+		return nil
+	}
+	return arrow.GetValues[decimal.Decimal128](a.Data(), 1)
+}
+
+func (c *decimalKeyColumn) compare(a, b rowRef) int {
+	return c.vals[a.batch][a.row].Cmp(c.vals[b.batch][b.row])
+}
+
+type boolKeyColumn struct {
+	baseKeyColumn
+	bools []*array.Boolean
+}
+
+func (c *boolKeyColumn) add(a arrow.Array) {
+	c.addArr(a)
+	x, _ := a.(*array.Boolean)
+	c.bools = append(c.bools, x)
+}
+
+func (c *boolKeyColumn) set(b int, a arrow.Array) {
+	c.setArr(b, a)
+	c.bools[b], _ = a.(*array.Boolean)
+}
+
+func (c *boolKeyColumn) compare(a, b rowRef) int {
+	x, y := c.bools[a.batch].Value(int(a.row)), c.bools[b.batch].Value(int(b.row))
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	}
+	return 1
+}
+
+// nullKeyColumn is a key of the NULL type: every value is NULL.
+type nullKeyColumn struct{ baseKeyColumn }
+
+func (c *nullKeyColumn) add(a arrow.Array)        { c.addArr(a) }
+func (c *nullKeyColumn) set(b int, a arrow.Array) { c.setArr(b, a) }
+func (c *nullKeyColumn) compare(a, b rowRef) int  { return 0 }
+func (c *nullKeyColumn) isNull(rowRef) bool       { return true }
+
+func newKeyColumn(dt arrow.DataType) (keyColumn, error) {
+	switch dt.ID() {
+	case arrow.INT32, arrow.DATE32:
+		return &orderedKeyColumn[int32]{}, nil
+	case arrow.INT64, arrow.TIMESTAMP:
+		return &orderedKeyColumn[int64]{}, nil
+	case arrow.FLOAT64:
+		return &orderedKeyColumn[float64]{}, nil
+	case arrow.DECIMAL128:
+		return &decimalKeyColumn{}, nil
+	case arrow.STRING:
+		return &stringKeyColumn{}, nil
+	case arrow.BOOL:
+		return &boolKeyColumn{}, nil
+	case arrow.NULL:
+		return &nullKeyColumn{}, nil
+	}
+	return nil, fmt.Errorf("sorting by %s values is not supported", dt)
+}
+
+// rowComparator orders rows of a list of batches by sort keys. Batches are
+// added in slots (addBatch); the key arrays it holds are owned by it.
+type rowComparator struct {
+	keys []SortKey
+	cols []keyColumn
+}
+
+func newRowComparator(keys []SortKey) (*rowComparator, error) {
+	c := &rowComparator{keys: keys, cols: make([]keyColumn, len(keys))}
+	for i, k := range keys {
+		kc, err := newKeyColumn(k.Expr.DataType())
+		if err != nil {
+			return nil, err
+		}
+		c.cols[i] = kc
+	}
+	return c, nil
+}
+
+// evalKeys evaluates the key expressions over batch, checking their types.
+func (c *rowComparator) evalKeys(batch arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error) {
+	exprs := make([]expr.Expr, len(c.keys))
+	for i, k := range c.keys {
+		exprs[i] = k.Expr
+	}
+	arrs, err := evalAll(exprs, batch, mem)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range arrs {
+		if want := c.keys[i].Expr.DataType(); !arrow.TypeEqual(a.DataType(), want) && a.DataType().ID() != arrow.NULL {
+			releaseAll(arrs)
+			return nil, fmt.Errorf("sort key %s evaluated to %s, expected %s", c.keys[i].Expr, a.DataType(), want)
+		}
+		if a.DataType().ID() == arrow.NULL {
+			// A NULL-typed result for a typed key: every value is NULL, so
+			// substitute a typed all-null array the key column can read.
+			na := array.MakeArrayOfNull(mem, c.keys[i].Expr.DataType(), a.Len())
+			a.Release()
+			arrs[i] = na
+		}
+	}
+	return arrs, nil
+}
+
+// addBatch appends the key arrays of the next batch slot (ownership moves
+// to the comparator; nil arrs adds an empty slot).
+func (c *rowComparator) addBatch(arrs []arrow.Array) {
+	for i, kc := range c.cols {
+		if arrs == nil {
+			kc.add(nil)
+		} else {
+			kc.add(arrs[i])
+		}
+	}
+}
+
+// dropBatch releases slot b's key arrays.
+func (c *rowComparator) dropBatch(b int) {
+	for _, kc := range c.cols {
+		base := kc.arrays()
+		if base[b] != nil {
+			base[b].Release()
+			kc.set(b, nil)
+		}
+	}
+}
+
+// setBatch replaces slot b's key arrays (ownership moves to the comparator).
+func (c *rowComparator) setBatch(b int, arrs []arrow.Array) {
+	c.dropBatch(b)
+	for i, kc := range c.cols {
+		kc.set(b, arrs[i])
+	}
+}
+
+// release drops every slot.
+func (c *rowComparator) release() {
+	for _, kc := range c.cols {
+		for b, a := range kc.arrays() {
+			if a != nil {
+				a.Release()
+				kc.set(b, nil)
+			}
+		}
+	}
+}
+
+// reset releases every slot and forgets them.
+func (c *rowComparator) reset() {
+	c.release()
+	for i, k := range c.keys {
+		c.cols[i], _ = newKeyColumn(k.Expr.DataType())
+	}
+}
+
+// compare orders rows a and b: negative when a sorts first.
+func (c *rowComparator) compare(a, b rowRef) int {
+	for i, kc := range c.cols {
+		an, bn := kc.isNull(a), kc.isNull(b)
+		k := c.keys[i]
+		switch {
+		case an && bn:
+			continue
+		case an:
+			if k.NullsFirst {
+				return -1
+			}
+			return 1
+		case bn:
+			if k.NullsFirst {
+				return 1
+			}
+			return -1
+		}
+		r := kc.compare(a, b)
+		if r != 0 {
+			if k.Desc {
+				return -r
+			}
+			return r
+		}
+	}
+	return 0
+}

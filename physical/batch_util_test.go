@@ -1,0 +1,151 @@
+package physical
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/plan"
+)
+
+// utilSchema covers every layout the hand-written gathers handle, plus int16
+// and interval for the generic fallbacks.
+var utilSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "i32", Type: plan.Int32, Nullable: true},
+	{Name: "i64", Type: plan.Int64, Nullable: true},
+	{Name: "f", Type: plan.Float64, Nullable: true},
+	{Name: "d", Type: plan.Decimal(20, 3), Nullable: true},
+	{Name: "dt", Type: plan.Date32, Nullable: true},
+	{Name: "ts", Type: plan.Timestamp, Nullable: true},
+	{Name: "s", Type: plan.Utf8, Nullable: true},
+	{Name: "b", Type: plan.Bool, Nullable: true},
+	{Name: "i16", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
+	{Name: "n", Type: arrow.Null, Nullable: true},
+}, nil)
+
+// utilBatch builds a 10-row batch; row i's values derive from i+base, with
+// NULLs on rows 3 and 7.
+func utilBatch(t testing.TB, mem memory.Allocator, base int) arrow.RecordBatch {
+	arrs := make([]arrow.Array, len(utilSchema.Fields()))
+	cols := make([][]any, 8)
+	for r := 0; r < 10; r++ {
+		v := r + base
+		row := []any{v, v * 10, float64(v) / 2, v * 100, v + 19000, v * 1000, fmt.Sprintf("s%d", v), v%2 == 0}
+		for c, x := range row {
+			if r == 3 || r == 7 {
+				x = nil
+			}
+			cols[c] = append(cols[c], x)
+		}
+	}
+	b := makeBatch(t, mem, arrow.NewSchema(utilSchema.Fields()[:8], nil), cols...)
+	copy(arrs, b.Columns())
+	for _, a := range arrs[:8] {
+		a.Retain()
+	}
+	b.Release()
+	ib := array.NewInt16Builder(mem)
+	for r := 0; r < 10; r++ {
+		if r == 3 || r == 7 {
+			ib.AppendNull()
+		} else {
+			ib.Append(int16(r + base))
+		}
+	}
+	arrs[8] = ib.NewArray()
+	ib.Release()
+	arrs[9] = array.NewNull(10)
+	out := array.NewRecordBatch(utilSchema, arrs, 10)
+	releaseAll(arrs)
+	return out
+}
+
+func TestTakeBatch(t *testing.T) {
+	tests := []struct {
+		name       string
+		start, end int64 // slice of the source batch
+		idx        []int32
+	}{
+		{"whole", 0, 10, []int32{9, 0, 3, 3, 7, 5}},
+		{"sliced", 2, 9, []int32{0, 1, 5, 6, 2}},
+		{"empty", 0, 10, []int32{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			full := utilBatch(t, mem, 0)
+			src := full.NewSlice(tt.start, tt.end)
+			full.Release()
+			got, err := takeBatch(mem, src, tt.idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcRows := batchRows(src)
+			var want [][]any
+			for _, i := range tt.idx {
+				want = append(want, srcRows[i])
+			}
+			if g, w := rowsString(batchRows(got)), rowsString(want); g != w {
+				t.Errorf("got\n%s\nwant\n%s", g, w)
+			}
+			got.Release()
+			src.Release()
+			mem.AssertSize(t, 0)
+		})
+	}
+}
+
+func TestInterleaveAndConcat(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	a, b := utilBatch(t, mem, 0), utilBatch(t, mem, 100)
+	bs := b.NewSlice(1, 10)
+	b.Release()
+	batches := []arrow.RecordBatch{a, nil, bs}
+	refs := []rowRef{{2, 0}, {0, 9}, {0, 3}, {2, 6}, {2, 8}, {0, 0}}
+	got, err := interleaveBatches(mem, utilSchema, batches, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := [][][]any{batchRows(a), nil, batchRows(bs)}
+	var want [][]any
+	for _, r := range refs {
+		want = append(want, rows[r.batch][r.row])
+	}
+	if g, w := rowsString(batchRows(got)), rowsString(want); g != w {
+		t.Errorf("interleave got\n%s\nwant\n%s", g, w)
+	}
+	got.Release()
+
+	cat, err := concatBatches(mem, utilSchema, []arrow.RecordBatch{a, bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := rowsString(batchRows(cat)), rowsString(append(rows[0], rows[2]...)); g != w {
+		t.Errorf("concat got\n%s\nwant\n%s", g, w)
+	}
+	cat.Release()
+	a.Release()
+	bs.Release()
+	mem.AssertSize(t, 0)
+}
+
+func TestSelectionIndices(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	bb := array.NewBooleanBuilder(mem)
+	bb.AppendValues([]bool{true, false, true, true, false, true, true, true, false, true}, []bool{true, true, false, true, true, true, true, true, true, true})
+	mask := bb.NewBooleanArray()
+	bb.Release()
+	if got := fmt.Sprint(selectionIndices(mask, nil)); got != "[0 3 5 6 7 9]" {
+		t.Errorf("got %s", got)
+	}
+	sl := array.NewSlice(mask, 2, 9).(*array.Boolean)
+	if got := fmt.Sprint(selectionIndices(sl, nil)); got != "[1 3 4 5]" {
+		t.Errorf("sliced got %s", got)
+	}
+	sl.Release()
+	mask.Release()
+	mem.AssertSize(t, 0)
+}

@@ -1,0 +1,113 @@
+package physical
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/physical/expr"
+)
+
+// Filter keeps the rows where its predicate is true; NULL counts as false.
+// Batches with no surviving row are dropped, and a batch whose rows all pass
+// is passed through without copying.
+type Filter struct {
+	input Operator
+	pred  expr.Expr
+}
+
+// NewFilter returns a Filter of input by pred, a boolean expression.
+func NewFilter(input Operator, pred expr.Expr) *Filter {
+	return &Filter{input: input, pred: pred}
+}
+
+// Predicate is the filter's condition.
+func (f *Filter) Predicate() expr.Expr { return f.pred }
+
+// Schema implements Operator.
+func (f *Filter) Schema() *arrow.Schema { return f.input.Schema() }
+
+// Children implements Operator.
+func (f *Filter) Children() []Operator { return []Operator{f.input} }
+
+// OutputPartitioning implements Operator: filtering keeps rows in place.
+func (f *Filter) OutputPartitioning() Partitioning { return f.input.OutputPartitioning() }
+
+func (f *Filter) String() string { return "Filter: " + f.pred.String() }
+
+// Execute implements Operator.
+func (f *Filter) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	t := f.pred.DataType().ID()
+	if t != arrow.BOOL && t != arrow.NULL {
+		return nil, fmt.Errorf("filter predicate %s has type %s, not boolean", f.pred, f.pred.DataType())
+	}
+	in, err := f.input.Execute(ctx, partition, tc)
+	if err != nil {
+		return nil, err
+	}
+	return &filterStream{op: f, in: in, tc: tc}, nil
+}
+
+type filterStream struct {
+	op  *Filter
+	in  Stream
+	tc  *TaskContext
+	idx []int32
+}
+
+func (s *filterStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	for {
+		b, err := s.in.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.filter(b)
+		b.Release()
+		if err != nil {
+			return nil, err
+		}
+		if out != nil {
+			return out, nil
+		}
+	}
+}
+
+// filter returns b's passing rows, or nil when none pass.
+func (s *filterStream) filter(b arrow.RecordBatch) (arrow.RecordBatch, error) {
+	m, err := s.op.pred.Eval(b, s.tc.Alloc)
+	if err != nil {
+		return nil, fmt.Errorf("filter: evaluating %s: %w", s.op.pred, err)
+	}
+	defer m.Release()
+	mask, ok := m.(*array.Boolean)
+	if !ok {
+		// A NULL-typed predicate is never true.
+		if m.DataType().ID() == arrow.NULL {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("filter: predicate %s returned %s", s.op.pred, m.DataType())
+	}
+	n := int(b.NumRows())
+	s.idx = selectionIndices(mask, s.idx)
+	switch len(s.idx) {
+	case 0:
+		return nil, nil
+	case n:
+		b.Retain()
+		return b, nil
+	}
+	out, err := takeBatch(s.tc.Alloc, b, s.idx)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	return out, nil
+}
+
+func (s *filterStream) Close() {
+	if s.in != nil {
+		s.in.Close()
+		s.in = nil
+	}
+}

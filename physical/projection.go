@@ -1,0 +1,126 @@
+package physical
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/physical/expr"
+)
+
+// Projection computes one output column per expression.
+type Projection struct {
+	input  Operator
+	exprs  []expr.Expr
+	names  []string
+	schema *arrow.Schema
+}
+
+// NewProjection returns a Projection of input computing exprs, named names
+// (every output field is nullable).
+func NewProjection(input Operator, exprs []expr.Expr, names []string) *Projection {
+	fields := make([]arrow.Field, len(exprs))
+	for i, e := range exprs {
+		fields[i] = arrow.Field{Name: names[i], Type: e.DataType(), Nullable: true}
+	}
+	return &Projection{input: input, exprs: exprs, names: names, schema: arrow.NewSchema(fields, nil)}
+}
+
+// Exprs are the projected expressions.
+func (p *Projection) Exprs() []expr.Expr { return p.exprs }
+
+// Schema implements Operator.
+func (p *Projection) Schema() *arrow.Schema { return p.schema }
+
+// Children implements Operator.
+func (p *Projection) Children() []Operator { return []Operator{p.input} }
+
+// OutputPartitioning implements Operator. Hash keys refer to input columns,
+// which need not survive the projection, so hash partitioning is reported
+// as unknown (with the same count) unless every key is a projected column.
+func (p *Projection) OutputPartitioning() Partitioning {
+	in := p.input.OutputPartitioning()
+	if in.Kind != PartHash {
+		return in
+	}
+	keys := make([]expr.Expr, len(in.Keys))
+	for i, k := range in.Keys {
+		kc, ok := k.(*expr.Column)
+		if !ok {
+			return Partitioning{Kind: PartUnknown, Count: in.Count}
+		}
+		found := false
+		for j, e := range p.exprs {
+			if c, ok := e.(*expr.Column); ok && c.Index == kc.Index {
+				keys[i] = &expr.Column{Index: j, Name: p.names[j], Type: c.Type}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return Partitioning{Kind: PartUnknown, Count: in.Count}
+		}
+	}
+	return Partitioning{Kind: PartHash, Count: in.Count, Keys: keys}
+}
+
+func (p *Projection) String() string {
+	parts := make([]string, len(p.exprs))
+	for i, e := range p.exprs {
+		if c, ok := e.(*expr.Column); ok && c.Name == p.names[i] {
+			parts[i] = e.String()
+		} else {
+			parts[i] = fmt.Sprintf("%s AS %s", e, p.names[i])
+		}
+	}
+	return "Projection: " + strings.Join(parts, ", ")
+}
+
+// Execute implements Operator.
+func (p *Projection) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	in, err := p.input.Execute(ctx, partition, tc)
+	if err != nil {
+		return nil, err
+	}
+	return &projectionStream{op: p, in: in, tc: tc}, nil
+}
+
+type projectionStream struct {
+	op *Projection
+	in Stream
+	tc *TaskContext
+}
+
+func (s *projectionStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := s.in.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Release()
+	cols, err := evalAll(s.op.exprs, b, s.tc.Alloc)
+	if err != nil {
+		return nil, fmt.Errorf("projection: %w", err)
+	}
+	defer releaseAll(cols)
+	for i, c := range cols {
+		if want := s.op.schema.Field(i).Type; !arrow.TypeEqual(c.DataType(), want) {
+			if c.DataType().ID() != arrow.NULL {
+				return nil, fmt.Errorf("projection: %s evaluated to %s, expected %s", s.op.exprs[i], c.DataType(), want)
+			}
+			// An untyped NULL result for a typed column: all values NULL.
+			c.Release()
+			cols[i] = array.MakeArrayOfNull(s.tc.Alloc, want, int(b.NumRows()))
+		}
+	}
+	return array.NewRecordBatch(s.op.schema, cols, b.NumRows()), nil
+}
+
+func (s *projectionStream) Close() {
+	if s.in != nil {
+		s.in.Close()
+		s.in = nil
+	}
+}

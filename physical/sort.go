@@ -1,0 +1,327 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Sort sorts each input partition independently by keys. With fetch >= 0 it
+// is a top-K: only the first fetch rows of each partition are kept, using a
+// bounded heap instead of sorting everything.
+//
+// The full sort buffers the partition (reserving its bytes from the task
+// pool), sorts a permutation of row references with a multi-key comparator
+// and gathers the output in batches of tc.BatchSize.
+type Sort struct {
+	input Operator
+	keys  []SortKey
+	fetch int64
+}
+
+// NewSort returns a Sort of input by keys; fetch >= 0 keeps only the first
+// fetch rows of each partition.
+func NewSort(input Operator, keys []SortKey, fetch int64) *Sort {
+	return &Sort{input: input, keys: keys, fetch: fetch}
+}
+
+// Keys are the sort keys.
+func (s *Sort) Keys() []SortKey { return s.keys }
+
+// Fetch is the top-K limit, or < 0 for none.
+func (s *Sort) Fetch() int64 { return s.fetch }
+
+// Schema implements Operator.
+func (s *Sort) Schema() *arrow.Schema { return s.input.Schema() }
+
+// Children implements Operator.
+func (s *Sort) Children() []Operator { return []Operator{s.input} }
+
+// OutputPartitioning implements Operator.
+func (s *Sort) OutputPartitioning() Partitioning {
+	return Partitioning{Kind: PartUnknown, Count: s.input.OutputPartitioning().Count}
+}
+
+func (s *Sort) String() string {
+	str := "Sort: " + sortKeysString(s.keys)
+	if s.fetch >= 0 {
+		str += fmt.Sprintf(" fetch=%d", s.fetch)
+	}
+	return str
+}
+
+// Execute implements Operator.
+func (s *Sort) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	cmp, err := newRowComparator(s.keys)
+	if err != nil {
+		return nil, fmt.Errorf("sort: %w", err)
+	}
+	in, err := s.input.Execute(ctx, partition, tc)
+	if err != nil {
+		cmp.release()
+		return nil, err
+	}
+	return &sortStream{
+		op:  s,
+		in:  in,
+		tc:  tc,
+		cmp: cmp,
+		res: tc.Memory.NewReservation(fmt.Sprintf("Sort[%d]", partition)),
+	}, nil
+}
+
+type sortStream struct {
+	op  *Sort
+	in  Stream
+	tc  *TaskContext
+	cmp *rowComparator
+	res *Reservation
+
+	batches []arrow.RecordBatch // slot per input batch (nil: released)
+	sorted  bool
+	refs    []rowRef // sorted output rows not yet emitted
+	closed  bool
+	err     error // sticky: consuming the input failed
+
+	// top-K state
+	heap     []rowRef
+	counts   []int // heap entries per slot
+	live     int   // slots with a batch
+	retained int   // rows in live slots
+}
+
+func (s *sortStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.closed {
+		return nil, io.EOF
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if !s.sorted {
+		var err error
+		if s.op.fetch >= 0 {
+			err = s.consumeTopK(ctx)
+		} else {
+			err = s.consumeAll(ctx)
+		}
+		if err != nil {
+			// The partial state cannot be resumed: fail every later call.
+			s.err = err
+			return nil, err
+		}
+		s.sorted = true
+		// The input is exhausted: release it and its resources now.
+		s.in.Close()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(s.refs) == 0 {
+		return nil, io.EOF
+	}
+	n := min(len(s.refs), max(s.tc.BatchSize, 1))
+	out, err := interleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, s.refs[:n])
+	if err != nil {
+		return nil, fmt.Errorf("sort: %w", err)
+	}
+	s.refs = s.refs[n:]
+	return out, nil
+}
+
+// addBatch retains b in a new slot, reserving its memory, and returns the
+// slot.
+func (s *sortStream) addBatch(b arrow.RecordBatch) (int32, error) {
+	keys, err := s.cmp.evalKeys(b, s.tc.Alloc)
+	if err != nil {
+		b.Release()
+		return 0, fmt.Errorf("sort: %w", err)
+	}
+	if err := s.res.Grow(batchBytes(b) + 8*b.NumRows()); err != nil {
+		releaseAll(keys)
+		b.Release()
+		return 0, fmt.Errorf("sort: %w", err)
+	}
+	s.batches = append(s.batches, b)
+	s.counts = append(s.counts, 0)
+	s.cmp.addBatch(keys)
+	s.live++
+	s.retained += int(b.NumRows())
+	return int32(len(s.batches) - 1), nil
+}
+
+// dropBatch releases slot i.
+func (s *sortStream) dropBatch(i int32) {
+	b := s.batches[i]
+	s.res.Shrink(batchBytes(b) + 8*b.NumRows())
+	b.Release()
+	s.batches[i] = nil
+	s.cmp.dropBatch(int(i))
+	s.live--
+	s.retained -= int(b.NumRows())
+}
+
+func (s *sortStream) consumeAll(ctx context.Context) error {
+	var total int
+	for {
+		b, err := s.in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		slot, err := s.addBatch(b)
+		if err != nil {
+			return err
+		}
+		total += int(s.batches[slot].NumRows())
+	}
+	s.refs = make([]rowRef, 0, total)
+	for i, b := range s.batches {
+		for r := int32(0); r < int32(b.NumRows()); r++ {
+			s.refs = append(s.refs, rowRef{int32(i), r})
+		}
+	}
+	slices.SortFunc(s.refs, s.cmp.compare)
+	return nil
+}
+
+// topKCompactSlots is how many retained batches top-K tolerates before it
+// copies the surviving rows into one batch: few rows of many batches would
+// otherwise pin their memory. It compacts only when at least half the
+// retained rows are dead, so a large K is not copied over and over.
+const topKCompactSlots = 32
+
+func (s *sortStream) consumeTopK(ctx context.Context) error {
+	k := int(s.op.fetch)
+	if k == 0 {
+		return nil
+	}
+	for {
+		b, err := s.in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		slot, err := s.addBatch(b)
+		if err != nil {
+			return err
+		}
+		n := int32(s.batches[slot].NumRows())
+		for r := int32(0); r < n; r++ {
+			ref := rowRef{slot, r}
+			if len(s.heap) < k {
+				s.counts[slot]++
+				s.heap = append(s.heap, ref)
+				s.siftUp(len(s.heap) - 1)
+				continue
+			}
+			if s.cmp.compare(ref, s.heap[0]) >= 0 {
+				continue
+			}
+			// Count the newcomer before dropping the evicted row so the
+			// current slot never reaches zero while in use.
+			s.counts[slot]++
+			old := s.heap[0].batch
+			s.heap[0] = ref
+			s.siftDown(0)
+			if s.counts[old]--; s.counts[old] == 0 {
+				s.dropBatch(old)
+			}
+		}
+		if s.counts[slot] == 0 {
+			s.dropBatch(slot)
+		}
+		if s.live >= topKCompactSlots && s.retained >= 2*len(s.heap) {
+			if err := s.compact(); err != nil {
+				return err
+			}
+		}
+	}
+	s.refs = append(s.refs[:0], s.heap...)
+	s.heap = nil
+	slices.SortFunc(s.refs, s.cmp.compare)
+	return nil
+}
+
+// compact copies the heap's rows into one batch and drops the old slots.
+// Heap order is kept, so the heap stays valid.
+func (s *sortStream) compact() error {
+	b, err := interleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, s.heap)
+	if err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	for i, old := range s.batches {
+		if old != nil {
+			s.dropBatch(int32(i))
+		}
+	}
+	s.batches = s.batches[:0]
+	s.counts = s.counts[:0]
+	s.cmp.reset()
+	slot, err := s.addBatch(b)
+	if err != nil {
+		return err
+	}
+	for i := range s.heap {
+		s.heap[i] = rowRef{slot, int32(i)}
+	}
+	s.counts[slot] = len(s.heap)
+	return nil
+}
+
+// The heap is a max-heap: its root is the worst row kept so far.
+func (s *sortStream) less(i, j int) bool { return s.cmp.compare(s.heap[i], s.heap[j]) > 0 }
+
+func (s *sortStream) siftUp(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			return
+		}
+		s.heap[i], s.heap[p] = s.heap[p], s.heap[i]
+		i = p
+	}
+}
+
+func (s *sortStream) siftDown(i int) {
+	n := len(s.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			return
+		}
+		s.heap[i], s.heap[m] = s.heap[m], s.heap[i]
+		i = m
+	}
+}
+
+func (s *sortStream) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.in.Close()
+	for i, b := range s.batches {
+		if b != nil {
+			s.dropBatch(int32(i))
+		}
+	}
+	s.batches = nil
+	s.refs, s.heap = nil, nil
+	s.cmp.release()
+	s.res.Free()
+}
