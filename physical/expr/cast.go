@@ -268,7 +268,7 @@ func parseDecimal(s string, scale int32) (decimal128.Num, error) {
 		}
 		z.Set(q)
 	}
-	if z.BitLen() > 126 {
+	if z.BitLen() > 127 {
 		return decimal128.Num{}, errDecimalOverflow
 	}
 	if neg {
@@ -423,6 +423,10 @@ func parseTimestamp(s string) (int64, error) {
 
 // castToString renders every non-NULL value as text.
 func castToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	if a.DataType().ID() == arrow.STRING {
+		a.Retain()
+		return a, nil
+	}
 	n := a.Len()
 	v := validityOf(a)
 	b := newStringBuilder(mem, n, 0)

@@ -218,7 +218,7 @@ func decDivide(a, b decimal128.Num, sa, sb, sr int32) (decimal128.Num, error) {
 			q.Add(q, big.NewInt(1))
 		}
 	}
-	if q.BitLen() > 126 {
+	if q.BitLen() > 127 {
 		return decimal128.Num{}, errDecimalOverflow
 	}
 	return decimal128.FromBigInt(q), nil
