@@ -222,6 +222,18 @@ func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decima
 	dt *arrow.Decimal128Type, out []decimal128.Num, v validity) error {
 	n := len(out)
 	rs, rp := dt.Scale, dt.Precision
+	if (op == plan.OpAdd || op == plan.OpSub) && as <= rs && bs <= rs && (as != rs || bs != rs) {
+		// Bring both sides to the result scale once (cheap for a constant,
+		// one pass for a column) so the fast loop below applies.
+		var ok bool
+		if a, ok = upscaleAll(a, as, rs, v); !ok {
+			return errDecimalOverflow
+		}
+		if b, ok = upscaleAll(b, bs, rs, v); !ok {
+			return errDecimalOverflow
+		}
+		as, bs = rs, rs
+	}
 	// Fast paths: operands already at the scales the result needs.
 	switch {
 	case (op == plan.OpAdd || op == plan.OpSub) && as == rs && bs == rs:
@@ -304,4 +316,22 @@ func decOp(op plan.BinaryOp, x decimal128.Num, xs int32, y decimal128.Num, ys in
 		return decDivide(x, y, xs, ys, rs)
 	}
 	return decimal128.Num{}, fmt.Errorf("internal: %s is not arithmetic", op)
+}
+
+// upscaleAll multiplies every value by 10^(to-from); ok is false if a
+// non-NULL value overflows.
+func upscaleAll(vs []decimal128.Num, from, to int32, v validity) ([]decimal128.Num, bool) {
+	if from == to {
+		return vs, true
+	}
+	out := make([]decimal128.Num, len(vs))
+	m := pow10[to-from]
+	for i, x := range vs {
+		y, ok := mulChecked(x, m)
+		if !ok && (len(vs) == 1 || v.valid(i)) {
+			return nil, false
+		}
+		out[i] = y
+	}
+	return out, true
 }
