@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/plan"
@@ -206,5 +205,3 @@ func runCases(t *testing.T, cases []exprCase) {
 		})
 	}
 }
-
-var _ = decimal128.Num{}

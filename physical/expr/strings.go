@@ -8,8 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"sluice/plan"
 )
 
 // strs reads utf8 values of an array or a scalar without per-row
@@ -204,5 +202,3 @@ func runeLen(b []byte) int32 {
 	}
 	return int32(utf8.RuneCount(b))
 }
-
-var _ = plan.Utf8
