@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -49,6 +50,17 @@ func TestArithmetic(t *testing.T) {
 			R: i64(10), Typ: plan.Decimal(38, 0)}, "", "decimal overflow"},
 		{"decimal precision overflow", &plan.Binary{Op: plan.OpAdd, L: col("d2"), R: dec("99.99", 4, 2),
 			Typ: plan.Decimal(4, 2)}, "", "decimal overflow"},
+		{"decimal wide mul", bin(plan.OpMul, dec("9999999999999.99", 15, 2), dec("9999999999999.99", 15, 2)),
+			strings.TrimSpace(strings.Repeat("99999999999999800000000000.0001 ", 4)), ""},
+		{"decimal div 128-bit", &plan.Binary{Op: plan.OpDiv, L: dec("1234567890123456789012345.6789012345", 35, 10),
+			R: dec("7.1", 2, 1), Typ: plan.Decimal(38, 10)},
+			strings.TrimSpace(strings.Repeat("173882801425838984367936.0111128499 ", 4)), ""},
+		{"decimal div big", &plan.Binary{Op: plan.OpDiv, L: dec("1234567890123456789012345.6789012345", 35, 10),
+			R: dec("7.1", 2, 1), Typ: plan.Decimal(38, 14)},
+			strings.TrimSpace(strings.Repeat("173882801425838984367936.01111284992958 ", 4)), ""},
+		{"decimal div big negative", &plan.Binary{Op: plan.OpDiv, L: dec("-1234567890123456789012345.6789012345", 35, 10),
+			R: dec("7.1", 2, 1), Typ: plan.Decimal(38, 14)},
+			strings.TrimSpace(strings.Repeat("-173882801425838984367936.01111284992958 ", 4)), ""},
 		{"negate int", &plan.Negate{X: col("i32")}, "-1 -2 NULL 4", ""},
 		{"negate decimal", &plan.Negate{X: col("d1")}, "-0.10 -1.00 NULL 2.50", ""},
 		{"null operand", bin(plan.OpAdd, col("i32"), lit(plan.Int32, nil)), "NULL NULL NULL NULL", ""},
