@@ -1,0 +1,337 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/plan"
+)
+
+// errIntOverflow reports an integer result out of its type's range.
+var errIntOverflow = errors.New("integer overflow")
+
+// arith evaluates l op r producing type rt. Neither operand is all-NULL.
+func arith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem memory.Allocator) (arrow.Array, error) {
+	lt, rtp := operandType(l), operandType(r)
+	if plan.IsTemporal(lt) || plan.IsTemporal(rtp) || lt.ID() == arrow.INTERVAL_MONTH_DAY_NANO ||
+		rtp.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return temporalArith(op, l, r, rt, n, mem)
+	}
+	valid, nulls := andValidity(mem, n, l.arr, r.arr)
+	v := validity{}
+	if valid != nil {
+		v.bits = valid.Bytes()
+	}
+	fail := func(err error) (arrow.Array, error) {
+		if valid != nil {
+			valid.Release()
+		}
+		return nil, err
+	}
+	switch rt.ID() {
+	case arrow.INT32:
+		a, sa, err := i32View(l)
+		if err != nil {
+			return fail(err)
+		}
+		b, sb, err := i32View(r)
+		if err != nil {
+			return fail(err)
+		}
+		buf, out := allocValues[int32](mem, n)
+		if err := intArith(op, a, sa, b, sb, out, v); err != nil {
+			buf.Release()
+			return fail(err)
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
+	case arrow.INT64:
+		a, sa, err := i64View(l)
+		if err != nil {
+			return fail(err)
+		}
+		b, sb, err := i64View(r)
+		if err != nil {
+			return fail(err)
+		}
+		buf, out := allocValues[int64](mem, n)
+		if err := intArith(op, a, sa, b, sb, out, v); err != nil {
+			buf.Release()
+			return fail(err)
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
+	case arrow.FLOAT64:
+		a, sa, err := f64View(l)
+		if err != nil {
+			return fail(err)
+		}
+		b, sb, err := f64View(r)
+		if err != nil {
+			return fail(err)
+		}
+		buf, out := allocValues[float64](mem, n)
+		if err := floatArith(op, a, sa, b, sb, out, v); err != nil {
+			buf.Release()
+			return fail(err)
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
+	case arrow.DECIMAL128:
+		a, sa, as, err := decView(l)
+		if err != nil {
+			return fail(err)
+		}
+		b, sb, bs, err := decView(r)
+		if err != nil {
+			return fail(err)
+		}
+		dt := rt.(*arrow.Decimal128Type)
+		buf, out := allocValues[decimal128.Num](mem, n)
+		if err := decArith(op, a, sa, as, b, sb, bs, dt, out, v); err != nil {
+			buf.Release()
+			return fail(err)
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
+	}
+	return fail(fmt.Errorf("internal: arithmetic producing %s is not supported", rt))
+}
+
+// intArith computes out[i] = a[i*sa] op b[i*sb] with overflow and
+// division-by-zero checks; errors are raised only for non-NULL rows (the
+// values under NULL rows are arbitrary).
+func intArith[T int32 | int64](op plan.BinaryOp, a []T, sa int, b []T, sb int, out []T, v validity) error {
+	n := len(out)
+	var z T
+	wide := unsafe.Sizeof(z) == 8
+	minT := T(-1) << (8*unsafe.Sizeof(z) - 1)
+	switch op {
+	case plan.OpAdd:
+		for i := 0; i < n; i++ {
+			x, y := a[i*sa], b[i*sb]
+			s := x + y
+			if (x^s)&(y^s) < 0 && v.valid(i) {
+				return errIntOverflow
+			}
+			out[i] = s
+		}
+	case plan.OpSub:
+		for i := 0; i < n; i++ {
+			x, y := a[i*sa], b[i*sb]
+			s := x - y
+			if (x^y)&(x^s) < 0 && v.valid(i) {
+				return errIntOverflow
+			}
+			out[i] = s
+		}
+	case plan.OpMul:
+		for i := 0; i < n; i++ {
+			x, y := a[i*sa], b[i*sb]
+			var bad bool
+			if wide {
+				hi, lo := bits.Mul64(uint64(absI64(int64(x))), uint64(absI64(int64(y))))
+				bad = hi != 0 || lo > math.MaxInt64 || x == minT || y == minT
+				out[i] = x * y
+			} else {
+				p := int64(x) * int64(y)
+				bad = p != int64(T(p))
+				out[i] = T(p)
+			}
+			if bad && v.valid(i) {
+				// Exact int64 MinInt64 products (e.g. MinInt64*1) are
+				// reported as overflow too; they are not worth a slow path.
+				return errIntOverflow
+			}
+		}
+	case plan.OpDiv, plan.OpMod:
+		for i := 0; i < n; i++ {
+			x, y := a[i*sa], b[i*sb]
+			if y == 0 {
+				if v.valid(i) {
+					return errDivByZero
+				}
+				continue
+			}
+			if y == -1 {
+				if op == plan.OpMod {
+					out[i] = 0
+					continue
+				}
+				if x == minT && v.valid(i) {
+					return errIntOverflow
+				}
+				out[i] = -x
+				continue
+			}
+			if op == plan.OpDiv {
+				out[i] = x / y
+			} else {
+				out[i] = x % y
+			}
+		}
+	default:
+		return fmt.Errorf("internal: %s is not arithmetic", op)
+	}
+	return nil
+}
+
+// floatArith computes out[i] = a[i*sa] op b[i*sb] for float64.
+func floatArith(op plan.BinaryOp, a []float64, sa int, b []float64, sb int, out []float64, v validity) error {
+	n := len(out)
+	switch op {
+	case plan.OpAdd:
+		for i := 0; i < n; i++ {
+			out[i] = a[i*sa] + b[i*sb]
+		}
+	case plan.OpSub:
+		for i := 0; i < n; i++ {
+			out[i] = a[i*sa] - b[i*sb]
+		}
+	case plan.OpMul:
+		for i := 0; i < n; i++ {
+			out[i] = a[i*sa] * b[i*sb]
+		}
+	case plan.OpDiv, plan.OpMod:
+		for i := 0; i < n; i++ {
+			y := b[i*sb]
+			if y == 0 {
+				if v.valid(i) {
+					return errDivByZero
+				}
+				continue
+			}
+			if op == plan.OpDiv {
+				out[i] = a[i*sa] / y
+			} else {
+				out[i] = math.Mod(a[i*sa], y)
+			}
+		}
+	default:
+		return fmt.Errorf("internal: %s is not arithmetic", op)
+	}
+	return nil
+}
+
+// decArith computes exact decimal arithmetic into out at dt's scale,
+// checking that every non-NULL result fits dt's precision.
+func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decimal128.Num, sb int, bs int32,
+	dt *arrow.Decimal128Type, out []decimal128.Num, v validity) error {
+	n := len(out)
+	rs, rp := dt.Scale, dt.Precision
+	if (op == plan.OpAdd || op == plan.OpSub) && as <= rs && bs <= rs && (as != rs || bs != rs) {
+		// Bring both sides to the result scale once (cheap for a constant,
+		// one pass for a column) so the fast loop below applies.
+		var ok bool
+		if a, ok = upscaleAll(a, as, rs, v); !ok {
+			return errDecimalOverflow
+		}
+		if b, ok = upscaleAll(b, bs, rs, v); !ok {
+			return errDecimalOverflow
+		}
+		as, bs = rs, rs
+	}
+	// Fast paths: operands already at the scales the result needs.
+	switch {
+	case (op == plan.OpAdd || op == plan.OpSub) && as == rs && bs == rs:
+		for i := 0; i < n; i++ {
+			var s decimal128.Num
+			if op == plan.OpAdd {
+				s = a[i*sa].Add(b[i*sb])
+			} else {
+				s = a[i*sa].Sub(b[i*sb])
+			}
+			if !fitsPrecision(s, rp) && v.valid(i) {
+				return errDecimalOverflow
+			}
+			out[i] = s
+		}
+		return nil
+	case op == plan.OpMul && as+bs == rs:
+		for i := 0; i < n; i++ {
+			p, ok := mulChecked(a[i*sa], b[i*sb])
+			if (!ok || !fitsPrecision(p, rp)) && v.valid(i) {
+				return errDecimalOverflow
+			}
+			out[i] = p
+		}
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		if !v.valid(i) {
+			continue
+		}
+		r, err := decOp(op, a[i*sa], as, b[i*sb], bs, rs)
+		if err != nil {
+			return err
+		}
+		if !fitsPrecision(r, rp) {
+			return errDecimalOverflow
+		}
+		out[i] = r
+	}
+	return nil
+}
+
+// decOp computes one decimal result at scale rs.
+func decOp(op plan.BinaryOp, x decimal128.Num, xs int32, y decimal128.Num, ys int32, rs int32) (decimal128.Num, error) {
+	switch op {
+	case plan.OpAdd, plan.OpSub, plan.OpMod:
+		s := max(xs, ys)
+		x1, ok1 := rescale(x, xs, s)
+		y1, ok2 := rescale(y, ys, s)
+		if !ok1 || !ok2 {
+			return decimal128.Num{}, errDecimalOverflow
+		}
+		var r decimal128.Num
+		switch op {
+		case plan.OpAdd:
+			r = x1.Add(y1)
+		case plan.OpSub:
+			r = x1.Sub(y1)
+		default:
+			var err error
+			if r, err = decRem(x1, y1); err != nil {
+				return r, err
+			}
+		}
+		r, ok := rescale(r, s, rs)
+		if !ok {
+			return r, errDecimalOverflow
+		}
+		return r, nil
+	case plan.OpMul:
+		p, ok := mulChecked(x, y)
+		if !ok {
+			return p, errDecimalOverflow
+		}
+		if p, ok = rescale(p, xs+ys, rs); !ok {
+			return p, errDecimalOverflow
+		}
+		return p, nil
+	case plan.OpDiv:
+		return decDivide(x, y, xs, ys, rs)
+	}
+	return decimal128.Num{}, fmt.Errorf("internal: %s is not arithmetic", op)
+}
+
+// upscaleAll multiplies every value by 10^(to-from); ok is false if a
+// non-NULL value overflows.
+func upscaleAll(vs []decimal128.Num, from, to int32, v validity) ([]decimal128.Num, bool) {
+	if from == to {
+		return vs, true
+	}
+	out := make([]decimal128.Num, len(vs))
+	m := pow10[to-from]
+	for i, x := range vs {
+		y, ok := mulChecked(x, m)
+		if !ok && (len(vs) == 1 || v.valid(i)) {
+			return nil, false
+		}
+		out[i] = y
+	}
+	return out, true
+}

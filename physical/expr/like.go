@@ -1,0 +1,332 @@
+package expr
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/plan"
+)
+
+// Like is X [NOT] LIKE Pattern: '%' matches any run of characters, '_'
+// exactly one character, '\' makes the next character literal.
+type Like struct {
+	X, Pattern Expr
+	Negated    bool
+}
+
+// DataType implements Expr.
+func (e *Like) DataType() arrow.DataType { return plan.Bool }
+
+func (e *Like) String() string {
+	if e.Negated {
+		return e.X.String() + " NOT LIKE " + e.Pattern.String()
+	}
+	return e.X.String() + " LIKE " + e.Pattern.String()
+}
+
+// Eval implements Expr.
+func (e *Like) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
+	n := numRows(batch)
+	x, err := e.X.Eval(batch, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Release()
+	p, err := evalOperand(e.Pattern, batch, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer p.release()
+	if x.DataType().ID() == arrow.NULL || p.allNull() {
+		return nullArray(plan.Bool, n, mem), nil
+	}
+	xs, err := strsOf(operand{arr: x})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e, err)
+	}
+	ps, err := strsOf(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e, err)
+	}
+	valid, nulls := andValidity(mem, n, x, p.arr)
+	buf, out := allocBitmap(mem, n)
+	var want byte = 1
+	if e.Negated {
+		want = 0
+	}
+	if p.isScalar() {
+		m, err := compileLike(ps.scalar)
+		if err != nil {
+			buf.Release()
+			releaseBuf(valid)
+			return nil, fmt.Errorf("%s: %w", e, err)
+		}
+		m.matchAll(xs, n, want, out)
+		return makeArray(plan.Bool, n, valid, nulls, buf), nil
+	}
+	v := validity{}
+	if valid != nil {
+		v.bits = valid.Bytes()
+	}
+	var m *likeMatcher
+	var last []byte
+	for i := 0; i < n; i++ {
+		if !v.valid(i) {
+			continue
+		}
+		pat := ps.at(i)
+		if m == nil || !bytes.Equal(pat, last) {
+			if m, err = compileLike(pat); err != nil {
+				buf.Release()
+				releaseBuf(valid)
+				return nil, fmt.Errorf("%s: %w", e, err)
+			}
+			last = pat
+		}
+		out[i>>3] |= (b2u(m.match(xs.at(i))) ^ want ^ 1) << (i & 7)
+	}
+	return makeArray(plan.Bool, n, valid, nulls, buf), nil
+}
+
+type likeKind int
+
+const (
+	likeExact    likeKind = iota // no wildcards
+	likePrefix                   // abc%
+	likeSuffix                   // %abc
+	likeContains                 // %abc%
+	likeAll                      // %
+	likeGeneral                  // anything else
+)
+
+// likeItem is a literal byte run, or (lit == nil) `anyN` '_' wildcards.
+type likeItem struct {
+	lit  []byte
+	anyN int
+}
+
+// likeSeg is the part of a pattern between two '%'.
+type likeSeg []likeItem
+
+// likeMatcher is a compiled LIKE pattern.
+type likeMatcher struct {
+	kind likeKind
+	lit  []byte    // for the fast kinds
+	segs []likeSeg // for likeGeneral: split on '%'
+}
+
+// errLikeEscape reports a pattern ending in a lone escape character.
+var errLikeEscape = errors.New("LIKE pattern must not end with escape character")
+
+// compileLike parses pattern into a matcher, choosing a fast path when the
+// pattern has one of the common shapes.
+func compileLike(pattern []byte) (*likeMatcher, error) {
+	segs := []likeSeg{nil}
+	var cur []byte
+	hasUnderscore := false
+	flushLit := func() {
+		if len(cur) > 0 {
+			s := &segs[len(segs)-1]
+			*s = append(*s, likeItem{lit: cur})
+			cur = nil
+		}
+	}
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch c {
+		case '\\':
+			if i+1 >= len(pattern) {
+				return nil, errLikeEscape
+			}
+			i++
+			cur = append(cur, pattern[i])
+		case '%':
+			flushLit()
+			segs = append(segs, nil)
+		case '_':
+			flushLit()
+			hasUnderscore = true
+			s := &segs[len(segs)-1]
+			if k := len(*s); k > 0 && (*s)[k-1].lit == nil {
+				(*s)[k-1].anyN++
+			} else {
+				*s = append(*s, likeItem{anyN: 1})
+			}
+		default:
+			cur = append(cur, c)
+		}
+	}
+	flushLit()
+	m := &likeMatcher{kind: likeGeneral, segs: segs}
+	if hasUnderscore {
+		return m, nil
+	}
+	// Without '_' every segment is empty or one literal.
+	lit := func(s likeSeg) []byte {
+		if len(s) == 0 {
+			return []byte{}
+		}
+		return s[0].lit
+	}
+	switch {
+	case len(segs) == 1:
+		m.kind, m.lit = likeExact, lit(segs[0])
+	case len(segs) == 2 && len(segs[1]) == 0 && len(segs[0]) == 0:
+		m.kind = likeAll
+	case len(segs) == 2 && len(segs[1]) == 0:
+		m.kind, m.lit = likePrefix, lit(segs[0])
+	case len(segs) == 2 && len(segs[0]) == 0:
+		m.kind, m.lit = likeSuffix, lit(segs[1])
+	case len(segs) == 3 && len(segs[0]) == 0 && len(segs[2]) == 0:
+		m.kind, m.lit = likeContains, lit(segs[1])
+	}
+	return m, nil
+}
+
+// matchAll sets bit i of out when (match(row i) == want) for every row.
+func (m *likeMatcher) matchAll(xs strs, n int, want byte, out []byte) {
+	flip := want ^ 1
+	switch m.kind {
+	case likeExact:
+		for i := 0; i < n; i++ {
+			out[i>>3] |= (b2u(bytes.Equal(xs.at(i), m.lit)) ^ flip) << (i & 7)
+		}
+	case likePrefix:
+		for i := 0; i < n; i++ {
+			out[i>>3] |= (b2u(bytes.HasPrefix(xs.at(i), m.lit)) ^ flip) << (i & 7)
+		}
+	case likeSuffix:
+		for i := 0; i < n; i++ {
+			out[i>>3] |= (b2u(bytes.HasSuffix(xs.at(i), m.lit)) ^ flip) << (i & 7)
+		}
+	case likeContains:
+		for i := 0; i < n; i++ {
+			out[i>>3] |= (b2u(bytes.Contains(xs.at(i), m.lit)) ^ flip) << (i & 7)
+		}
+	case likeAll:
+		for i := 0; i < n; i++ {
+			out[i>>3] |= (1 ^ flip) << (i & 7)
+		}
+	default:
+		for i := 0; i < n; i++ {
+			out[i>>3] |= (b2u(m.matchGeneral(xs.at(i))) ^ flip) << (i & 7)
+		}
+	}
+}
+
+// match reports whether s matches the pattern.
+func (m *likeMatcher) match(s []byte) bool {
+	switch m.kind {
+	case likeExact:
+		return bytes.Equal(s, m.lit)
+	case likePrefix:
+		return bytes.HasPrefix(s, m.lit)
+	case likeSuffix:
+		return bytes.HasSuffix(s, m.lit)
+	case likeContains:
+		return bytes.Contains(s, m.lit)
+	case likeAll:
+		return true
+	}
+	return m.matchGeneral(s)
+}
+
+// matchGeneral anchors the first segment at the start and the last at the
+// end, and finds each middle segment at its leftmost position; leftmost is
+// optimal because every segment matches a fixed number of characters.
+func (m *likeMatcher) matchGeneral(s []byte) bool {
+	segs := m.segs
+	if len(segs) == 1 {
+		end := matchSegAt(segs[0], s, 0)
+		return end == len(s)
+	}
+	pos := matchSegAt(segs[0], s, 0)
+	if pos < 0 {
+		return false
+	}
+	for _, seg := range segs[1 : len(segs)-1] {
+		if len(seg) == 0 {
+			continue
+		}
+		found := false
+		for q := pos; q <= len(s); {
+			if seg[0].lit != nil {
+				// Jump to the next occurrence of the segment's leading literal.
+				k := bytes.Index(s[q:], seg[0].lit)
+				if k < 0 {
+					return false
+				}
+				q += k
+			}
+			if end := matchSegAt(seg, s, q); end >= 0 {
+				pos, found = end, true
+				break
+			}
+			if q == len(s) {
+				break
+			}
+			_, w := utf8.DecodeRune(s[q:])
+			q += w
+		}
+		if !found {
+			return false
+		}
+	}
+	start := matchSegSuffix(segs[len(segs)-1], s)
+	return start >= pos
+}
+
+// matchSegAt matches seg at byte position p and returns the end position,
+// or -1.
+func matchSegAt(seg likeSeg, s []byte, p int) int {
+	for _, it := range seg {
+		if it.lit != nil {
+			if !bytes.HasPrefix(s[p:], it.lit) {
+				return -1
+			}
+			p += len(it.lit)
+			continue
+		}
+		for k := 0; k < it.anyN; k++ {
+			if p >= len(s) {
+				return -1
+			}
+			if s[p] < utf8.RuneSelf {
+				p++
+			} else {
+				_, w := utf8.DecodeRune(s[p:])
+				p += w
+			}
+		}
+	}
+	return p
+}
+
+// matchSegSuffix matches seg against the end of s and returns where the
+// match starts, or -1.
+func matchSegSuffix(seg likeSeg, s []byte) int {
+	p := len(s)
+	for j := len(seg) - 1; j >= 0; j-- {
+		it := seg[j]
+		if it.lit != nil {
+			if !bytes.HasSuffix(s[:p], it.lit) {
+				return -1
+			}
+			p -= len(it.lit)
+			continue
+		}
+		for k := 0; k < it.anyN; k++ {
+			if p <= 0 {
+				return -1
+			}
+			_, w := utf8.DecodeLastRune(s[:p])
+			p -= w
+		}
+	}
+	return p
+}

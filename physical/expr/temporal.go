@@ -1,0 +1,203 @@
+package expr
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/plan"
+)
+
+// Date and timestamp arithmetic. Dates are days since 1970-01-01,
+// timestamps microseconds since the epoch (UTC, no zones).
+
+const (
+	microsPerDay = int64(86400) * 1e6
+)
+
+// civilFromDays converts days since the epoch to a proleptic Gregorian
+// date (Howard Hinnant's algorithm; exact for the whole int32 range).
+func civilFromDays(z int64) (y int64, m, d int) {
+	z += 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era = (z - 146096) / 146097
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = int(doy - (153*mp+2)/5 + 1)
+	if mp < 10 {
+		m = int(mp + 3)
+	} else {
+		m = int(mp - 9)
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+// daysFromCivil is the inverse of civilFromDays.
+func daysFromCivil(y int64, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mm := int64(m)
+	if m > 2 {
+		mm -= 3
+	} else {
+		mm += 9
+	}
+	doy := (153*mm+2)/5 + int64(d) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+
+func daysInMonth(y int64, m int) int {
+	switch m {
+	case 2:
+		if isLeap(y) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// addMonths adds months to a day number, clamping the day of month to the
+// target month's length (2020-01-31 + 1 month = 2020-02-29).
+func addMonths(days int64, months int32) int64 {
+	if months == 0 {
+		return days
+	}
+	y, m, d := civilFromDays(days)
+	t := y*12 + int64(m-1) + int64(months)
+	ny := t / 12
+	nm := t % 12
+	if nm < 0 {
+		nm += 12
+		ny--
+	}
+	month := int(nm) + 1
+	d = min(d, daysInMonth(ny, month))
+	return daysFromCivil(ny, month, d)
+}
+
+// temporalArith handles date/timestamp ± interval, date ± integer days and
+// date - date.
+func temporalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem memory.Allocator) (arrow.Array, error) {
+	lt, rtp := operandType(l), operandType(r)
+	if lt.ID() == arrow.INTERVAL_MONTH_DAY_NANO && op == plan.OpAdd {
+		l, r = r, l
+		lt, rtp = rtp, lt
+	}
+	valid, nulls := andValidity(mem, n, l.arr, r.arr)
+	fail := func(err error) (arrow.Array, error) {
+		if valid != nil {
+			valid.Release()
+		}
+		return nil, err
+	}
+	sign := int64(1)
+	switch op {
+	case plan.OpAdd:
+	case plan.OpSub:
+		sign = -1
+	default:
+		return fail(fmt.Errorf("cannot apply %s to %s and %s", op, plan.TypeName(lt), plan.TypeName(rtp)))
+	}
+	switch {
+	case lt.ID() == arrow.DATE32 && rtp.ID() == arrow.DATE32 && op == plan.OpSub && rt.ID() == arrow.INT32:
+		a, sa, err := i32View(l)
+		if err != nil {
+			return fail(err)
+		}
+		b, sb, err := i32View(r)
+		if err != nil {
+			return fail(err)
+		}
+		buf, out := allocValues[int32](mem, n)
+		for i := range out {
+			out[i] = a[i*sa] - b[i*sb]
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
+	case lt.ID() == arrow.DATE32 && plan.IsInteger(rtp) && rt.ID() == arrow.DATE32:
+		a, sa, err := i32View(l)
+		if err != nil {
+			return fail(err)
+		}
+		b, sb, err := i64View(r)
+		if err != nil {
+			return fail(err)
+		}
+		buf, out := allocValues[int32](mem, n)
+		for i := range out {
+			out[i] = int32(int64(a[i*sa]) + sign*b[i*sb])
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
+	case (lt.ID() == arrow.DATE32 || lt.ID() == arrow.TIMESTAMP) && rtp.ID() == arrow.INTERVAL_MONTH_DAY_NANO &&
+		rt.ID() == lt.ID():
+		var iv []arrow.MonthDayNanoInterval
+		si := 0
+		if r.isScalar() {
+			iv = []arrow.MonthDayNanoInterval{r.lit.Val.(arrow.MonthDayNanoInterval)}
+		} else {
+			iv, si = values[arrow.MonthDayNanoInterval](r.arr), 1
+		}
+		if lt.ID() == arrow.DATE32 {
+			a, sa, err := i32View(l)
+			if err != nil {
+				return fail(err)
+			}
+			buf, out := allocValues[int32](mem, n)
+			for i := range out {
+				x := iv[i*si]
+				d := addMonths(int64(a[i*sa]), int32(sign)*x.Months)
+				d += sign * (int64(x.Days) + x.Nanoseconds/(microsPerDay*1000))
+				out[i] = int32(d)
+			}
+			return makeArray(rt, n, valid, nulls, buf), nil
+		}
+		a, sa, err := i64View(l)
+		if err != nil {
+			return fail(err)
+		}
+		buf, out := allocValues[int64](mem, n)
+		for i := range out {
+			x := iv[i*si]
+			ts := a[i*sa]
+			if x.Months != 0 {
+				days := floorDiv(ts, microsPerDay)
+				tod := ts - days*microsPerDay
+				ts = addMonths(days, int32(sign)*x.Months)*microsPerDay + tod
+			}
+			ts += sign * (int64(x.Days)*microsPerDay + x.Nanoseconds/1000)
+			out[i] = ts
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
+	}
+	return fail(fmt.Errorf("internal: cannot apply %s to %s and %s giving %s", op, plan.TypeName(lt),
+		plan.TypeName(rtp), plan.TypeName(rt)))
+}
+
+// floorDiv is integer division rounding toward negative infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
