@@ -21,47 +21,47 @@ func FoldConstants(n Node, _ *OptContext) (Node, error) {
 	return TransformUp(n, foldPlanNode), nil
 }
 
+// foldPlanNode folds one node's expressions and drops trivially true or
+// false filters.
 func foldPlanNode(n Node) Node {
-	{
-		n = mapExprs(n, FoldExpr)
-		switch x := n.(type) {
-		case *Filter:
-			if l, ok := x.Pred.(*Literal); ok {
+	n = mapExprs(n, FoldExpr)
+	switch x := n.(type) {
+	case *Filter:
+		if l, ok := x.Pred.(*Literal); ok {
+			if l.Val == true {
+				return x.Input
+			}
+			return &Values{Cols: x.Schema()}
+		}
+	case *Scan:
+		var keep []Expr
+		for _, f := range x.Filters {
+			if l, ok := f.(*Literal); ok {
 				if l.Val == true {
-					return x.Input
+					continue
 				}
 				return &Values{Cols: x.Schema()}
 			}
-		case *Scan:
-			var keep []Expr
-			for _, f := range x.Filters {
-				if l, ok := f.(*Literal); ok {
-					if l.Val == true {
-						continue
-					}
-					return &Values{Cols: x.Schema()}
-				}
-				keep = append(keep, f)
-			}
-			if len(keep) != len(x.Filters) {
+			keep = append(keep, f)
+		}
+		if len(keep) != len(x.Filters) {
+			o := *x
+			o.Filters = keep
+			return &o
+		}
+	case *Join:
+		if l, ok := x.Cond.(*Literal); ok {
+			if l.Val == true {
 				o := *x
-				o.Filters = keep
+				o.Cond = nil
 				return &o
 			}
-		case *Join:
-			if l, ok := x.Cond.(*Literal); ok {
-				if l.Val == true {
-					o := *x
-					o.Cond = nil
-					return &o
-				}
-				if x.Kind == JoinInner || x.Kind == JoinSemi {
-					return &Values{Cols: x.Schema()}
-				}
+			if x.Kind == JoinInner || x.Kind == JoinSemi {
+				return &Values{Cols: x.Schema()}
 			}
 		}
-		return n
 	}
+	return n
 }
 
 // FoldExpr folds e bottom-up.
