@@ -206,8 +206,10 @@ func countDistinct(x Expr) *AggCall {
 	return &AggCall{Func: AggCount, Arg: x, Distinct: true, Typ: Int64}
 }
 
-func exists(q Node) Expr    { return &Subquery{Kind: SubqueryExists, Plan: q, Typ: Bool} }
-func notExists(q Node) Expr { return &Subquery{Kind: SubqueryExists, Plan: q, Negated: true, Typ: Bool} }
+func exists(q Node) Expr { return &Subquery{Kind: SubqueryExists, Plan: q, Typ: Bool} }
+func notExists(q Node) Expr {
+	return &Subquery{Kind: SubqueryExists, Plan: q, Negated: true, Typ: Bool}
+}
 func in(x Expr, q Node) Expr {
 	return &Subquery{Kind: SubqueryIn, Plan: q, X: x, Typ: Bool}
 }
