@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -179,7 +180,7 @@ func castTo(e Expr, t arrow.DataType) Expr {
 // subquery or of input (one level of correlation).
 func checkUncorrelated(sub Node, pulled []Expr, input Node) error {
 	if refs := outerRefs(sub); len(refs) > 0 {
-		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through", idList(refs))
+		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project and Sort)", refNames(sub, refs))
 	}
 	avail := input.Schema().IDs()
 	for id := range sub.Schema().IDs() {
@@ -193,8 +194,35 @@ func checkUncorrelated(sub Node, pulled []Expr, input Node) error {
 	return nil
 }
 
-func idList(s ColumnSet) string {
-	return fmt.Sprint(sortedIDs(s))
+// refNames lists the display names of the columns in ids that the plan
+// refers to, for error messages.
+func refNames(n Node, ids ColumnSet) string {
+	names := map[ColumnID]string{}
+	var rec func(n Node)
+	rec = func(n Node) {
+		for _, e := range Exprs(n) {
+			Walk(e, func(x Expr) bool {
+				switch x := x.(type) {
+				case *ColRef:
+					if ids.Has(x.ID) {
+						names[x.ID] = x.Name
+					}
+				case *Subquery:
+					rec(x.Plan)
+				}
+				return true
+			})
+		}
+		for _, c := range n.Children() {
+			rec(c)
+		}
+	}
+	rec(n)
+	var out []string
+	for _, id := range sortedIDs(ids) {
+		out = append(out, names[id])
+	}
+	return strings.Join(out, ", ")
 }
 
 // pullCorrelated removes correlated conjuncts (those referring to columns the
@@ -370,7 +398,7 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 		return nil, nil, err
 	}
 	if refs := outerRefs(body); len(refs) > 0 {
-		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s cannot be pulled up", idList(refs))
+		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s cannot be pulled up", refNames(body, refs))
 	}
 	bodyCols := body.Schema().IDs()
 	outerAvail := input.Schema().IDs()
