@@ -220,6 +220,14 @@ func pushJoin(j *Join, preds []Expr) Node {
 // rejectsNulls reports whether p is certainly false or NULL when every
 // column in cols is NULL: it substitutes NULLs and folds.
 func rejectsNulls(p Expr, cols ColumnSet) bool {
+	// NULL AND x is NULL or false, so one rejecting conjunct suffices; an OR
+	// needs both sides. Folding alone cannot see this when x is unknown.
+	if b, ok := p.(*Binary); ok && b.Op == OpAnd {
+		return rejectsNulls(b.L, cols) || rejectsNulls(b.R, cols)
+	}
+	if b, ok := p.(*Binary); ok && b.Op == OpOr {
+		return rejectsNulls(b.L, cols) && rejectsNulls(b.R, cols)
+	}
 	e := Transform(p, func(x Expr) Expr {
 		if c, ok := x.(*ColRef); ok && cols.Has(c.ID) {
 			return &Literal{Typ: c.Typ}
