@@ -59,9 +59,26 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 	for i, c := range conds {
 		condCols[i] = ColumnsOf(c)
 	}
-	start := 0
+	// Start from the smallest input that some equality connects to another
+	// one, so a disconnected input is cross-joined last, not first.
+	leafCols := make([]ColumnSet, len(leaves))
+	for i, l := range leaves {
+		leafCols[i] = l.Schema().IDs()
+	}
+	connected := make([]bool, len(leaves))
+	for _, c := range conds {
+		for i := range leaves {
+			for k := range leaves {
+				if i != k && isEquiBetween(c, leafCols[i], leafCols[k]) {
+					connected[i] = true
+				}
+			}
+		}
+	}
+	start := -1
 	for i := range leaves {
-		if EstimateRows(leaves[i]) < EstimateRows(leaves[start]) {
+		if start < 0 || connected[i] && !connected[start] ||
+			connected[i] == connected[start] && EstimateRows(leaves[i]) < EstimateRows(leaves[start]) {
 			start = i
 		}
 	}
@@ -76,8 +93,7 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 			if done[i] {
 				continue
 			}
-			leafCols := leaf.Schema().IDs()
-			both := union(curCols, leafCols)
+			both := union(curCols, leafCols[i])
 			var apply []Expr
 			var idx []int
 			connected := false
@@ -87,7 +103,7 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 				}
 				apply = append(apply, c)
 				idx = append(idx, k)
-				if isEquiBetween(c, curCols, leafCols) {
+				if isEquiBetween(c, curCols, leafCols[i]) {
 					connected = true
 				}
 			}
@@ -105,7 +121,7 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 			used[k] = true
 		}
 		cur = bestJoin
-		curCols = union(curCols, leaves[best].Schema().IDs())
+		curCols = union(curCols, leafCols[best])
 	}
 	// Conjuncts over columns from outside the tree cannot be attached to a
 	// join; keep them in a Filter on top.
