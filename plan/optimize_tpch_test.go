@@ -8,6 +8,7 @@ var tpchQueries = []struct {
 	build func(b *tb) Node
 }{
 	{"q2_correlated_min", tpchQ2},
+	{"q11_having_uncorrelated_scalar", tpchQ11},
 	{"q4_exists", tpchQ4},
 	{"q5_six_way_comma_join", tpchQ5},
 	{"q16_not_in", tpchQ16},
@@ -165,4 +166,23 @@ func tpchQ22(b *tb) Node {
 	custsale := b.project(where, []string{"cntrycode", ""}, substr2(col(c, "c_phone")), col(c, "c_acctbal"))
 	a := b.agg(custsale, []Expr{custsale.Cols[0].Ref()}, countStar(), sum(custsale.Cols[1].Ref()))
 	return sortBy(a, a.Cols[0].Ref())
+}
+
+func tpchQ11(b *tb) Node {
+	germany := func() (Node, Expr) {
+		ps, s, n := b.scan("partsupp", ""), b.scan("supplier", ""), b.scan("nation", "")
+		where := filter(cross(ps, s, n),
+			eq(col(ps, "ps_suppkey"), col(s, "s_suppkey")),
+			eq(col(s, "s_nationkey"), col(n, "n_nationkey")),
+			eq(col(n, "n_name"), str("GERMANY")))
+		return where, bin(OpMul, col(ps, "ps_supplycost"), cast(col(ps, "ps_availqty"), Decimal(10, 0)))
+	}
+	inner, v := germany()
+	total := b.agg(inner, nil, sum(v))
+	threshold := b.project(total, nil, bin(OpMul, total.Cols[0].Ref(), dec("0.0001", 5, 4)))
+	outer, v2 := germany()
+	a := b.agg(outer, []Expr{col(outer, "ps_partkey")}, sum(v2))
+	having := filter(a, gt(cast(a.Cols[1].Ref(), threshold.Cols[0].Type), scalar(threshold)))
+	p := b.project(having, []string{"", "value"}, a.Cols[0].Ref(), a.Cols[1].Ref())
+	return &Sort{Input: p, Keys: []SortKey{{Expr: p.Cols[1].Ref(), Desc: true}}}
 }

@@ -43,6 +43,14 @@ func reorder(n Node) Node {
 // flattenInner collects the inputs and condition conjuncts of a tree of
 // inner joins.
 func flattenInner(n Node, leaves *[]Node, conds *[]Expr) {
+	// Look through pass-through Projects between joins (decorrelation and
+	// earlier reorderings leave them); the reordered tree's column order is
+	// restored at its top anyway.
+	if p, ok := n.(*Project); ok && isPassThrough(p) {
+		if j, ok := p.Input.(*Join); ok && j.Kind == JoinInner {
+			n = j
+		}
+	}
 	if j, ok := n.(*Join); ok && j.Kind == JoinInner {
 		flattenInner(j.Left, leaves, conds)
 		flattenInner(j.Right, leaves, conds)

@@ -26,9 +26,11 @@ func EstimateRows(n Node) float64 {
 func estimate(n Node) float64 {
 	switch x := n.(type) {
 	case *Scan:
-		return tableRows(x) * conjSel(x.Filters)
+		// A filtered input is assumed to keep at least one row, so that
+		// tiny dimension tables do not make everything above them vanish.
+		return math.Max(1, tableRows(x)*conjSel(x.Filters))
 	case *Filter:
-		return estimate(x.Input) * Selectivity(x.Pred)
+		return math.Max(1, estimate(x.Input)*Selectivity(x.Pred))
 	case *Project:
 		return estimate(x.Input)
 	case *Sort:
