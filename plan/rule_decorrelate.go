@@ -180,7 +180,7 @@ func castTo(e Expr, t arrow.DataType) Expr {
 // subquery or of input (one level of correlation).
 func checkUncorrelated(sub Node, pulled []Expr, input Node) error {
 	if refs := outerRefs(sub); len(refs) > 0 {
-		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project and Sort)", refNames(sub, refs))
+		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins)", refNames(sub, refs))
 	}
 	avail := input.Schema().IDs()
 	for id := range sub.Schema().IDs() {
@@ -227,7 +227,8 @@ func refNames(n Node, ids ColumnSet) string {
 
 // pullCorrelated removes correlated conjuncts (those referring to columns the
 // subquery does not produce) from the Filters reachable from n through
-// Filter, Project and Sort nodes, and returns them. Projects on the way are
+// Filter, Project, Sort and joins (inner join conditions too; only the left
+// input of Left/Semi/Anti joins), and returns them. Projects on the way are
 // widened to pass through the inner columns the pulled predicates use.
 func pullCorrelated(n Node) (Node, []Expr, error) {
 	return pullFrom(n, producedCols(n))
@@ -253,6 +254,38 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 			return nil, nil, err
 		}
 		return filterOver(in, keep), append(pulled, more...), nil
+	case *Join:
+		// Conjuncts of an inner join's condition, and filters inside the
+		// inputs whose rows every output row depends on in the same way
+		// (both sides of an inner join, the preserved/probing left side of
+		// Left, Semi and Anti joins), commute with the join.
+		o := *x
+		var pulled []Expr
+		if x.Kind == JoinInner {
+			var keep []Expr
+			for _, c := range SplitConjunction(x.Cond) {
+				if !hasSubquery(c) && !ColumnsOf(c).SubsetOf(produced) {
+					pulled = append(pulled, c)
+				} else {
+					keep = append(keep, c)
+				}
+			}
+			o.Cond = Conjunction(keep)
+			r, more, err := pullFrom(x.Right, produced)
+			if err != nil {
+				return nil, nil, err
+			}
+			o.Right, pulled = r, append(pulled, more...)
+		}
+		switch x.Kind {
+		case JoinInner, JoinLeft, JoinSemi, JoinAnti:
+			l, more, err := pullFrom(x.Left, produced)
+			if err != nil {
+				return nil, nil, err
+			}
+			o.Left, pulled = l, append(pulled, more...)
+		}
+		return &o, pulled, nil
 	case *Sort:
 		in, pulled, err := pullFrom(x.Input, produced)
 		if err != nil {

@@ -23,6 +23,20 @@ func TestDecorrelateGolden(t *testing.T) {
 			sub := b.project(filter(u, eq(col(u, "y"), col(t, "b"))), nil, col(u, "x"))
 			return b.star(filter(t, in(col(t, "a"), sub)))
 		}},
+		{name: "correlation_in_inner_join_condition_pulled", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			u2 := b.scan("u", "u2")
+			j := &Join{Kind: JoinInner, Left: u, Right: filter(u2, eq(col(u2, "u2.z"), col(t, "c"))),
+				Cond: and(eq(col(u, "x"), col(u2, "u2.x")), eq(col(u, "y"), col(t, "a")))}
+			return b.star(filter(t, exists(j)))
+		}},
+		{name: "correlation_in_left_join_right_side_rejected", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			u2 := b.scan("u", "u2")
+			j := &Join{Kind: JoinLeft, Left: u, Right: filter(u2, eq(col(u2, "u2.z"), col(t, "c"))),
+				Cond: eq(col(u, "x"), col(u2, "u2.x"))}
+			return b.star(filter(t, exists(j)))
+		}},
 		{name: "correlated_count_star_is_coalesced", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
 			sub := b.agg(filter(u, eq(col(u, "x"), col(t, "a"))), nil, countStar())
