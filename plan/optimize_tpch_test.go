@@ -11,6 +11,7 @@ var tpchQueries = []struct {
 	{"q11_having_uncorrelated_scalar", tpchQ11},
 	{"q4_exists", tpchQ4},
 	{"q5_six_way_comma_join", tpchQ5},
+	{"q13_left_join_on_filter", tpchQ13},
 	{"q16_not_in", tpchQ16},
 	{"q17_correlated_avg", tpchQ17},
 	{"q20_nested_in_correlated_sum", tpchQ20},
@@ -185,4 +186,16 @@ func tpchQ11(b *tb) Node {
 	having := filter(a, gt(cast(a.Cols[1].Ref(), threshold.Cols[0].Type), scalar(threshold)))
 	p := b.project(having, []string{"", "value"}, a.Cols[0].Ref(), a.Cols[1].Ref())
 	return &Sort{Input: p, Keys: []SortKey{{Expr: p.Cols[1].Ref(), Desc: true}}}
+}
+
+func tpchQ13(b *tb) Node {
+	c, o := b.scan("customer", ""), b.scan("orders", "")
+	j := &Join{Kind: JoinLeft, Left: c, Right: o, Cond: and(
+		eq(col(c, "c_custkey"), col(o, "o_custkey")),
+		notLike(col(o, "o_orderpriority"), "%special%requests%"))}
+	inner := b.agg(j, []Expr{col(c, "c_custkey")}, &AggCall{Func: AggCount, Arg: col(o, "o_orderkey"), Typ: Int64})
+	corders := b.project(inner, []string{"", "c_count"}, inner.Cols[0].Ref(), inner.Cols[1].Ref())
+	a := b.agg(corders, []Expr{corders.Cols[1].Ref()}, countStar())
+	p := b.project(a, []string{"", "custdist"}, a.Cols[0].Ref(), a.Cols[1].Ref())
+	return &Sort{Input: p, Keys: []SortKey{{Expr: p.Cols[1].Ref(), Desc: true}, {Expr: p.Cols[0].Ref(), Desc: true}}}
 }
