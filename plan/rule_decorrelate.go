@@ -1,0 +1,511 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Decorrelate removes every Subquery expression from the plan, turning it
+// into a join:
+//
+//   - a WHERE conjunct EXISTS(q) / NOT EXISTS(q) becomes a Semi / Anti join
+//     of the Filter's input with q, whose correlated conjuncts (any
+//     comparison, e.g. TPC-H q21's l3.l_suppkey <> l1.l_suppkey) are pulled
+//     out of q's Filters into the join condition;
+//   - x IN (q) becomes a Semi join on x = q's column (plus pulled-up
+//     predicates); x NOT IN (q) a null-aware Anti join;
+//   - an uncorrelated scalar subquery becomes a join with no condition
+//     (Inner when q is a one-row aggregate or the use is null-rejecting, else
+//     Left so an empty q yields NULL), referenced through q's column. A q
+//     that returns more than one row is not detected here: the join then
+//     duplicates rows, where SQL requires an error — the physical plan must
+//     enforce the one-row rule if it matters;
+//   - a correlated scalar subquery over an aggregate without GROUP BY
+//     (TPC-H q2, q17, q20) is grouped by its inner correlation columns and
+//     joined on the correlation equalities (Inner when the use is
+//     null-rejecting, else Left). count(...) results come back as
+//     coalesce(count, 0) over a Left join, because an empty group must count 0.
+//
+// Unsupported shapes (EXISTS/IN under OR or NOT-of-expressions, subqueries
+// outside Filter/Project, correlation the rule cannot pull up) are errors.
+func Decorrelate(n Node, ctx *OptContext) (Node, error) {
+	return transformUpErr(n, func(n Node) (Node, error) {
+		switch x := n.(type) {
+		case *Filter:
+			if hasSubquery(x.Pred) {
+				return decorrelateFilter(x, ctx)
+			}
+		case *Project:
+			for _, e := range x.Exprs {
+				if hasSubquery(e) {
+					return decorrelateProject(x, ctx)
+				}
+			}
+		default:
+			for _, e := range Exprs(n) {
+				if hasSubquery(e) {
+					return nil, fmt.Errorf("subquery in %s is not supported", firstWord(n.String()))
+				}
+			}
+		}
+		return n, nil
+	})
+}
+
+func firstWord(s string) string {
+	for i, r := range s {
+		if r == ':' || r == ' ' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// topSubquery recognizes a conjunct that is itself an EXISTS or IN subquery,
+// possibly under NOT, and returns it with its effective negation.
+func topSubquery(e Expr) (*Subquery, bool, bool) {
+	neg := false
+	if n, ok := e.(*Not); ok {
+		neg = true
+		e = n.X
+	}
+	sq, ok := e.(*Subquery)
+	if !ok || sq.Kind == SubqueryScalar {
+		return nil, false, false
+	}
+	return sq, sq.Negated != neg, true
+}
+
+func decorrelateFilter(f *Filter, ctx *OptContext) (Node, error) {
+	input := f.Input
+	var keep []Expr
+	for _, c := range SplitConjunction(f.Pred) {
+		if sq, neg, ok := topSubquery(c); ok {
+			var err error
+			input, err = semiJoin(input, sq, neg, ctx)
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !hasSubquery(c) {
+			keep = append(keep, c)
+			continue
+		}
+		var err error
+		var c2 Expr
+		input, c2, err = replaceScalars(input, c, true, ctx)
+		if err != nil {
+			return nil, err
+		}
+		keep = append(keep, c2)
+	}
+	return restoreSchema(filterOver(input, keep), f.Schema()), nil
+}
+
+func decorrelateProject(p *Project, ctx *OptContext) (Node, error) {
+	input := p.Input
+	out := &Project{Exprs: make([]Expr, len(p.Exprs)), Cols: p.Cols}
+	for i, e := range p.Exprs {
+		if !hasSubquery(e) {
+			out.Exprs[i] = e
+			continue
+		}
+		var err error
+		input, out.Exprs[i], err = replaceScalars(input, e, false, ctx)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out.Input = input
+	return out, nil
+}
+
+// semiJoin rewrites an EXISTS / IN subquery conjunct as a Semi or Anti join
+// of input with the subquery plan.
+func semiJoin(input Node, sq *Subquery, neg bool, ctx *OptContext) (Node, error) {
+	if sq.X != nil && hasSubquery(sq.X) {
+		return nil, fmt.Errorf("nested subquery in the left operand of IN is not supported")
+	}
+	sub, err := Decorrelate(sq.Plan, ctx)
+	if err != nil {
+		return nil, err
+	}
+	sub, pulled, err := pullCorrelated(sub)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUncorrelated(sub, pulled, input); err != nil {
+		return nil, err
+	}
+	var cond []Expr
+	if sq.Kind == SubqueryIn {
+		y := sub.Schema()[0].Ref()
+		x := Expr(sq.X)
+		var yx Expr = y
+		if !equalTypes(x, y) {
+			t, ok := CommonType(x.Type(), y.Type())
+			if !ok {
+				return nil, fmt.Errorf("IN subquery: cannot compare %s with %s", TypeName(x.Type()), TypeName(y.Type()))
+			}
+			x, yx = castTo(x, t), castTo(y, t)
+		}
+		cond = append(cond, &Binary{Op: OpEq, L: x, R: yx, Typ: Bool})
+	}
+	cond = append(cond, pulled...)
+	j := &Join{Kind: JoinSemi, Left: input, Right: sub, Cond: Conjunction(cond)}
+	if neg {
+		j.Kind = JoinAnti
+		// NOT IN is false/NULL, not true, when the set holds a NULL.
+		j.NullAware = sq.Kind == SubqueryIn
+	}
+	return j, nil
+}
+
+func equalTypes(a, b Expr) bool {
+	return a.Type().ID() == b.Type().ID() && a.Type().String() == b.Type().String()
+}
+
+func castTo(e Expr, t arrow.DataType) Expr {
+	if e.Type().String() == t.String() {
+		return e
+	}
+	return &Cast{X: e, To: t}
+}
+
+// checkUncorrelated verifies that after pulling, the subquery plan no longer
+// refers to outer columns and the pulled predicates only use columns of the
+// subquery or of input (one level of correlation).
+func checkUncorrelated(sub Node, pulled []Expr, input Node) error {
+	if refs := outerRefs(sub); len(refs) > 0 {
+		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins)", refNames(sub, refs))
+	}
+	avail := input.Schema().IDs()
+	for id := range sub.Schema().IDs() {
+		avail[id] = struct{}{}
+	}
+	for _, p := range pulled {
+		if !ColumnsOf(p).SubsetOf(avail) {
+			return fmt.Errorf("correlated predicate %s refers to a column of a query more than one level out, which is not supported", p)
+		}
+	}
+	return nil
+}
+
+// refNames lists the display names of the columns in ids that the plan
+// refers to, for error messages.
+func refNames(n Node, ids ColumnSet) string {
+	names := map[ColumnID]string{}
+	var rec func(n Node)
+	rec = func(n Node) {
+		for _, e := range Exprs(n) {
+			Walk(e, func(x Expr) bool {
+				switch x := x.(type) {
+				case *ColRef:
+					if ids.Has(x.ID) {
+						names[x.ID] = x.Name
+					}
+				case *Subquery:
+					rec(x.Plan)
+				}
+				return true
+			})
+		}
+		for _, c := range n.Children() {
+			rec(c)
+		}
+	}
+	rec(n)
+	var out []string
+	for _, id := range sortedIDs(ids) {
+		out = append(out, names[id])
+	}
+	return strings.Join(out, ", ")
+}
+
+// pullCorrelated removes correlated conjuncts (those referring to columns the
+// subquery does not produce) from the Filters reachable from n through
+// Filter, Project, Sort and joins (inner join conditions too; only the left
+// input of Left/Semi/Anti joins), and returns them. Projects on the way are
+// widened to pass through the inner columns the pulled predicates use.
+func pullCorrelated(n Node) (Node, []Expr, error) {
+	return pullFrom(n, producedCols(n))
+}
+
+func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
+	switch x := n.(type) {
+	case *Filter:
+		var keep, pulled []Expr
+		for _, c := range SplitConjunction(x.Pred) {
+			if hasSubquery(c) {
+				keep = append(keep, c)
+				continue
+			}
+			if ColumnsOf(c).SubsetOf(produced) {
+				keep = append(keep, c)
+			} else {
+				pulled = append(pulled, c)
+			}
+		}
+		in, more, err := pullFrom(x.Input, produced)
+		if err != nil {
+			return nil, nil, err
+		}
+		return filterOver(in, keep), append(pulled, more...), nil
+	case *Join:
+		// Conjuncts of an inner join's condition, and filters inside the
+		// inputs whose rows every output row depends on in the same way
+		// (both sides of an inner join, the preserved/probing left side of
+		// Left, Semi and Anti joins), commute with the join.
+		o := *x
+		var pulled []Expr
+		if x.Kind == JoinInner {
+			var keep []Expr
+			for _, c := range SplitConjunction(x.Cond) {
+				if !hasSubquery(c) && !ColumnsOf(c).SubsetOf(produced) {
+					pulled = append(pulled, c)
+				} else {
+					keep = append(keep, c)
+				}
+			}
+			o.Cond = Conjunction(keep)
+			r, more, err := pullFrom(x.Right, produced)
+			if err != nil {
+				return nil, nil, err
+			}
+			o.Right, pulled = r, append(pulled, more...)
+		}
+		switch x.Kind {
+		case JoinInner, JoinLeft, JoinSemi, JoinAnti:
+			l, more, err := pullFrom(x.Left, produced)
+			if err != nil {
+				return nil, nil, err
+			}
+			o.Left, pulled = l, append(pulled, more...)
+		}
+		return &o, pulled, nil
+	case *Sort:
+		in, pulled, err := pullFrom(x.Input, produced)
+		if err != nil {
+			return nil, nil, err
+		}
+		return x.WithChildren([]Node{in}), pulled, nil
+	case *Project:
+		in, pulled, err := pullFrom(x.Input, produced)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := &Project{Input: in, Exprs: append([]Expr(nil), x.Exprs...), Cols: append(Schema(nil), x.Cols...)}
+		have := out.Cols.IDs()
+		inSchema := in.Schema()
+		for _, p := range pulled {
+			for _, id := range sortedIDs(ColumnsOf(p)) {
+				i := inSchema.IndexOf(id)
+				if i < 0 || have.Has(id) {
+					continue
+				}
+				out.Exprs = append(out.Exprs, inSchema[i].Ref())
+				out.Cols = append(out.Cols, inSchema[i])
+				have[id] = struct{}{}
+			}
+		}
+		return out, pulled, nil
+	}
+	return n, nil, nil
+}
+
+// oneRow reports whether n certainly produces exactly one row.
+func oneRow(n Node) bool {
+	switch x := n.(type) {
+	case *Project:
+		return oneRow(x.Input)
+	case *Aggregate:
+		return len(x.GroupBy) == 0
+	case *Values:
+		return len(x.Rows) == 1
+	}
+	return false
+}
+
+// strictIn reports whether e is NULL whenever target is: target reached
+// through arithmetic, negation and casts only.
+func strictIn(e, target Expr) bool {
+	if e == target {
+		return true
+	}
+	switch x := e.(type) {
+	case *Binary:
+		if x.Op.IsComparison() || x.Op == OpAnd || x.Op == OpOr {
+			return false
+		}
+		return strictIn(x.L, target) || strictIn(x.R, target)
+	case *Negate:
+		return strictIn(x.X, target)
+	case *Cast:
+		return strictIn(x.X, target)
+	}
+	return false
+}
+
+// nullRejectingUse reports whether conjunct c is false or NULL whenever sq
+// is NULL (c is a comparison with sq inside a strict operand).
+func nullRejectingUse(c Expr, sq *Subquery) bool {
+	b, ok := c.(*Binary)
+	if !ok || !b.Op.IsComparison() {
+		return false
+	}
+	return strictIn(b.L, sq) || strictIn(b.R, sq)
+}
+
+// replaceScalars rewrites every scalar subquery in e as a join onto input
+// and returns the widened input and e referring to the joined columns.
+// whereConj says e is a WHERE conjunct (so null-rejecting uses may join Inner).
+func replaceScalars(input Node, e Expr, whereConj bool, ctx *OptContext) (Node, Expr, error) {
+	var sqs []*Subquery
+	var bad Expr
+	Walk(e, func(x Expr) bool {
+		if sq, ok := x.(*Subquery); ok {
+			if sq.Kind != SubqueryScalar {
+				bad = sq
+			} else {
+				sqs = append(sqs, sq)
+			}
+			return false
+		}
+		return true
+	})
+	if bad != nil {
+		return nil, nil, fmt.Errorf("%s is only supported as a top-level WHERE conjunct (not under OR, NOT of an expression, or in a select list): %s", bad, e)
+	}
+	repl := map[*Subquery]Expr{}
+	for _, sq := range sqs {
+		nullRej := whereConj && nullRejectingUse(e, sq)
+		var err error
+		var r Expr
+		input, r, err = joinScalar(input, sq, nullRej, ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		repl[sq] = r
+	}
+	out := Transform(e, func(x Expr) Expr {
+		if sq, ok := x.(*Subquery); ok {
+			if r, ok := repl[sq]; ok {
+				return r
+			}
+		}
+		return x
+	})
+	return input, out, nil
+}
+
+func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, Expr, error) {
+	sub, err := Decorrelate(sq.Plan, ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(sub.Schema()) != 1 {
+		return nil, nil, fmt.Errorf("scalar subquery must return one column, got %d", len(sub.Schema()))
+	}
+	if len(outerRefs(sub)) == 0 {
+		kind := JoinLeft
+		if nullRej || oneRow(sub) {
+			kind = JoinInner
+		}
+		return &Join{Kind: kind, Left: input, Right: sub}, sub.Schema()[0].Ref(), nil
+	}
+	// Correlated: [Project] over Aggregate without GROUP BY.
+	var proj *Project
+	top := sub
+	if p, ok := top.(*Project); ok {
+		proj, top = p, p.Input
+	}
+	agg, ok := top.(*Aggregate)
+	if !ok || len(agg.GroupBy) > 0 {
+		return nil, nil, fmt.Errorf("correlated scalar subquery is only supported as an aggregate without GROUP BY (like select min(x) from ... where inner = outer)")
+	}
+	body, pulled, err := pullCorrelated(agg.Input)
+	if err != nil {
+		return nil, nil, err
+	}
+	if refs := outerRefs(body); len(refs) > 0 {
+		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s cannot be pulled up", refNames(body, refs))
+	}
+	bodyCols := body.Schema().IDs()
+	outerAvail := input.Schema().IDs()
+	var innerKeys, outerKeys []Expr
+	for _, p := range pulled {
+		b, ok := p.(*Binary)
+		if !ok || b.Op != OpEq {
+			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
+		}
+		l, r := ColumnsOf(b.L), ColumnsOf(b.R)
+		switch {
+		case l.SubsetOf(bodyCols) && r.SubsetOf(outerAvail) && len(l) > 0:
+			innerKeys, outerKeys = append(innerKeys, b.L), append(outerKeys, b.R)
+		case r.SubsetOf(bodyCols) && l.SubsetOf(outerAvail) && len(r) > 0:
+			innerKeys, outerKeys = append(innerKeys, b.R), append(outerKeys, b.L)
+		default:
+			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
+		}
+	}
+	newAgg := &Aggregate{Input: body, GroupBy: innerKeys, Aggs: agg.Aggs}
+	var cond []Expr
+	for i, k := range innerKeys {
+		c := Column{ID: ctx.IDs.Next(), Name: k.String(), Type: k.Type(), Nullable: true}
+		newAgg.Cols = append(newAgg.Cols, c)
+		cond = append(cond, &Binary{Op: OpEq, L: outerKeys[i], R: c.Ref(), Typ: Bool})
+	}
+	newAgg.Cols = append(newAgg.Cols, agg.Cols...)
+	var right Node = newAgg
+	value := agg.Cols[0]
+	if proj != nil {
+		np := &Project{Input: newAgg, Exprs: append([]Expr(nil), proj.Exprs...), Cols: append(Schema(nil), proj.Cols...)}
+		for _, c := range newAgg.Cols[:len(innerKeys)] {
+			np.Exprs = append(np.Exprs, c.Ref())
+			np.Cols = append(np.Cols, c)
+		}
+		right = np
+		value = proj.Cols[0]
+	}
+	if len(outerRefs(right)) > 0 {
+		return nil, nil, fmt.Errorf("correlated scalar subquery refers to outer columns outside its WHERE clause, which is not supported")
+	}
+	// count over an empty group is 0, but the join yields NULL for outer rows
+	// with no group: fix it up with coalesce where the value is the count
+	// itself, and refuse expressions over it.
+	countIDs := ColumnSet{}
+	for i, a := range agg.Aggs {
+		if a.Func == AggCountStar || a.Func == AggCount {
+			countIDs[agg.Cols[i].ID] = struct{}{}
+		}
+	}
+	var valueExpr Expr = value.Ref()
+	kind := JoinLeft
+	if nullRej {
+		kind = JoinInner
+	}
+	var valDef Expr = value.Ref()
+	if proj != nil {
+		valDef = proj.Exprs[0]
+	}
+	if intersects(ColumnsOf(valDef), countIDs) {
+		c, ok := valDef.(*ColRef)
+		if !ok {
+			return nil, nil, fmt.Errorf("correlated scalar subquery computing an expression over count(...) is not supported: %s", valDef)
+		}
+		kind = JoinLeft
+		valueExpr = &Func{Name: "coalesce", Args: []Expr{value.Ref(), zeroOf(c)}, Typ: value.Type}
+	}
+	return &Join{Kind: kind, Left: input, Right: right, Cond: Conjunction(cond)}, valueExpr, nil
+}
+
+// zeroOf is a 0 literal of e's (count) type.
+func zeroOf(e Expr) Expr {
+	if e.Type().ID() == arrow.INT32 {
+		return &Literal{Typ: Int32, Val: int32(0)}
+	}
+	return &Literal{Typ: Int64, Val: int64(0)}
+}

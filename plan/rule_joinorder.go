@@ -1,0 +1,172 @@
+package plan
+
+// ReorderJoins rebuilds each tree of three or more inner joins as a
+// left-deep tree chosen greedily: start from the input with the fewest
+// estimated rows, then repeatedly join the input that (a) is connected to
+// what has been joined so far by an equality and (b) gives the smallest
+// estimated result. A cross product is only chosen when no connected input
+// remains. Join conditions are re-attached at the lowest join where all
+// their columns are available. The tree's output column order is restored
+// with a Project when it changed.
+//
+// Run it after PushDownPredicates: it only sees conditions already in the
+// joins (WHERE equalities over comma joins are moved there by pushdown).
+func ReorderJoins(n Node, _ *OptContext) (Node, error) {
+	return reorder(n), nil
+}
+
+func reorder(n Node) Node {
+	j, ok := n.(*Join)
+	if !ok || j.Kind != JoinInner {
+		kids := n.Children()
+		if len(kids) == 0 {
+			return n
+		}
+		nk := make([]Node, len(kids))
+		for i, k := range kids {
+			nk[i] = reorder(k)
+		}
+		return n.WithChildren(nk)
+	}
+	var leaves []Node
+	var conds []Expr
+	flattenInner(j, &leaves, &conds)
+	for i, l := range leaves {
+		leaves[i] = reorder(l)
+	}
+	if len(leaves) < 3 {
+		return &Join{Kind: JoinInner, Left: leaves[0], Right: leaves[1], Cond: Conjunction(conds)}
+	}
+	return restoreSchema(greedyJoin(leaves, conds), j.Schema())
+}
+
+// flattenInner collects the inputs and condition conjuncts of a tree of
+// inner joins.
+func flattenInner(n Node, leaves *[]Node, conds *[]Expr) {
+	// Look through pass-through Projects between joins (decorrelation and
+	// earlier reorderings leave them); the reordered tree's column order is
+	// restored at its top anyway.
+	if p, ok := n.(*Project); ok && isPassThrough(p) {
+		if j, ok := p.Input.(*Join); ok && j.Kind == JoinInner {
+			n = j
+		}
+	}
+	if j, ok := n.(*Join); ok && j.Kind == JoinInner {
+		flattenInner(j.Left, leaves, conds)
+		flattenInner(j.Right, leaves, conds)
+		*conds = append(*conds, SplitConjunction(j.Cond)...)
+		return
+	}
+	*leaves = append(*leaves, n)
+}
+
+func greedyJoin(leaves []Node, conds []Expr) Node {
+	used := make([]bool, len(conds))
+	done := make([]bool, len(leaves))
+	condCols := make([]ColumnSet, len(conds))
+	for i, c := range conds {
+		condCols[i] = ColumnsOf(c)
+	}
+	// Start from the smallest input that some equality connects to another
+	// one, so a disconnected input is cross-joined last, not first.
+	leafCols := make([]ColumnSet, len(leaves))
+	for i, l := range leaves {
+		leafCols[i] = l.Schema().IDs()
+	}
+	connected := make([]bool, len(leaves))
+	for _, c := range conds {
+		for i := range leaves {
+			for k := range leaves {
+				if i != k && isEquiBetween(c, leafCols[i], leafCols[k]) {
+					connected[i] = true
+				}
+			}
+		}
+	}
+	start := -1
+	for i := range leaves {
+		if start < 0 || connected[i] && !connected[start] ||
+			connected[i] == connected[start] && EstimateRows(leaves[i]) < EstimateRows(leaves[start]) {
+			start = i
+		}
+	}
+	cur := leaves[start]
+	done[start] = true
+	curCols := cur.Schema().IDs()
+	for step := 1; step < len(leaves); step++ {
+		best, bestConnected, bestRows := -1, false, 0.0
+		var bestJoin Node
+		var bestUsed []int
+		for i, leaf := range leaves {
+			if done[i] {
+				continue
+			}
+			both := union(curCols, leafCols[i])
+			var apply []Expr
+			var idx []int
+			connected := false
+			for k, c := range conds {
+				if used[k] || !condCols[k].SubsetOf(both) {
+					continue
+				}
+				apply = append(apply, c)
+				idx = append(idx, k)
+				if isEquiBetween(c, curCols, leafCols[i]) {
+					connected = true
+				}
+			}
+			cand := &Join{Kind: JoinInner, Left: cur, Right: leaf, Cond: Conjunction(apply)}
+			rows := EstimateRows(cand)
+			better := best < 0 ||
+				(connected && !bestConnected) ||
+				(connected == bestConnected && rows < bestRows)
+			if better {
+				best, bestConnected, bestRows, bestJoin, bestUsed = i, connected, rows, cand, idx
+			}
+		}
+		done[best] = true
+		for _, k := range bestUsed {
+			used[k] = true
+		}
+		cur = bestJoin
+		curCols = union(curCols, leafCols[best])
+	}
+	// Conjuncts over columns from outside the tree cannot be attached to a
+	// join; keep them in a Filter on top.
+	var rest []Expr
+	for k, c := range conds {
+		if !used[k] {
+			rest = append(rest, c)
+		}
+	}
+	return filterOver(cur, rest)
+}
+
+func union(a, b ColumnSet) ColumnSet {
+	out := make(ColumnSet, len(a)+len(b))
+	for id := range a {
+		out[id] = struct{}{}
+	}
+	for id := range b {
+		out[id] = struct{}{}
+	}
+	return out
+}
+
+// ChooseBuildSide puts the input with fewer estimated rows on the left of
+// every inner join, because the physical hash join builds its table from
+// the left input. The original column order is restored with a Project
+// (which PruneColumns removes where the parent does not care about order).
+func ChooseBuildSide(n Node, _ *OptContext) (Node, error) {
+	return TransformUp(n, func(n Node) Node {
+		j, ok := n.(*Join)
+		if !ok || j.Kind != JoinInner {
+			return n
+		}
+		if EstimateRows(j.Right) >= EstimateRows(j.Left) {
+			return n
+		}
+		swapped := &Join{Kind: JoinInner, Left: j.Right, Right: j.Left, Cond: j.Cond}
+		return restoreSchema(swapped, j.Schema())
+	}), nil
+}

@@ -1,0 +1,84 @@
+package plan
+
+import "testing"
+
+func TestPushDownGolden(t *testing.T) {
+	runGolden(t, "pushdown.txt", []goldenCase{
+		{name: "comma_join_becomes_equi_join", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			return b.star(filter(cross(t, u), eq(col(t, "a"), col(u, "x")), eq(col(u, "z"), str("k")), gt(col(t, "b"), col(u, "y"))))
+		}},
+		{name: "q5_comma_join", apply: PushDownPredicates, build: tpchQ5},
+		{name: "through_project_substitutes_cheap_columns", apply: PushDownPredicates, build: func(b *tb) Node {
+			t := b.scan("t", "")
+			p := b.project(t, []string{"", "aa", "b2"}, col(t, "a"), cast(col(t, "a"), Float64), bin(OpAdd, col(t, "b"), i64(1)))
+			return b.star(filter(p, eq(p.Cols[0].Ref(), i64(1)), gt(p.Cols[1].Ref(), &Literal{Typ: Float64, Val: 2.0}), lt(p.Cols[2].Ref(), i64(9))))
+		}},
+		{name: "through_aggregate_only_group_columns", apply: PushDownPredicates, build: func(b *tb) Node {
+			t := b.scan("t", "")
+			a := b.agg(t, []Expr{col(t, "a")}, countStar())
+			return filter(a, eq(a.Cols[0].Ref(), i64(3)), gt(a.Cols[1].Ref(), i64(10)))
+		}},
+		{name: "not_below_limit", apply: PushDownPredicates, build: func(b *tb) Node {
+			t := b.scan("t", "")
+			return filter(&Limit{Input: filter(sortBy(t, col(t, "a")), eq(col(t, "c"), str("q"))), Count: 10}, eq(col(t, "b"), i64(2)))
+		}},
+		{name: "left_join_null_rejecting_where_becomes_inner", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			j := &Join{Kind: JoinLeft, Left: t, Right: u, Cond: eq(col(t, "a"), col(u, "x"))}
+			return filter(j, eq(col(u, "z"), str("k")), eq(col(t, "c"), str("m")))
+		}},
+		{name: "left_join_is_null_stays_above", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			j := &Join{Kind: JoinLeft, Left: t, Right: u, Cond: and(eq(col(t, "a"), col(u, "x")), eq(col(u, "y"), i64(5)), eq(col(t, "b"), i64(6)))}
+			return filter(j, &IsNull{X: col(u, "x")}, eq(col(t, "c"), str("m")))
+		}},
+		{name: "semi_join_sides", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			j := &Join{Kind: JoinSemi, Left: t, Right: u, Cond: and(eq(col(t, "a"), col(u, "x")), eq(col(u, "y"), i64(5)), eq(col(t, "b"), i64(6)))}
+			return filter(j, eq(col(t, "c"), str("m")))
+		}},
+		{name: "anti_join_keeps_left_only_condition", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			j := &Join{Kind: JoinAnti, Left: t, Right: u, Cond: and(eq(col(t, "a"), col(u, "x")), eq(col(t, "b"), i64(6)))}
+			return filter(j, eq(col(t, "c"), str("m")))
+		}},
+		{name: "union_is_a_barrier", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			un := &Union{Inputs: []Node{b.project(t, nil, col(t, "a")), b.project(u, nil, col(u, "x"))}, Cols: Schema{{ID: b.ids.Next(), Name: "a", Type: Int64}}}
+			return filter(un, eq(un.Cols[0].Ref(), i64(1)))
+		}},
+		{name: "global_aggregate_keeps_constant_filter", apply: PushDownPredicates, build: func(b *tb) Node {
+			t := b.scan("t", "")
+			a := b.agg(t, nil, countStar())
+			return filter(a, &Literal{Typ: Bool, Val: false})
+		}},
+	})
+}
+
+func TestRejectsNulls(t *testing.T) {
+	x := &ColRef{ID: 1, Name: "x", Typ: Int64}
+	y := &ColRef{ID: 2, Name: "y", Typ: Int64}
+	right := ColumnSet{1: {}}
+	tests := []struct {
+		pred Expr
+		want bool
+	}{
+		{eq(x, i64(1)), true},
+		{eq(x, y), true},
+		{&IsNull{X: x}, false},
+		{&IsNull{X: x, Negated: true}, true},
+		{or(eq(x, i64(1)), eq(y, i64(1))), false},
+		{and(eq(x, i64(1)), eq(y, i64(1))), true},
+		{eq(&Func{Name: "coalesce", Args: []Expr{x, i64(0)}, Typ: Int64}, i64(0)), false},
+		{eq(y, i64(1)), false},
+		{or(eq(x, i64(1)), gt(x, y)), true},
+		{&Not{X: eq(x, i64(1))}, true},
+		{&Case{Whens: []When{{Cond: &IsNull{X: x}, Then: boolean(true)}}, Else: boolean(false), Typ: Bool}, false},
+	}
+	for _, tc := range tests {
+		if got := rejectsNulls(tc.pred, right); got != tc.want {
+			t.Errorf("rejectsNulls(%s) = %v, want %v", tc.pred, got, tc.want)
+		}
+	}
+}

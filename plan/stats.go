@@ -1,0 +1,203 @@
+package plan
+
+import "math"
+
+// defaultTableRows is assumed for a table whose statistics are unknown.
+const defaultTableRows = 1000
+
+// Selectivity guesses for predicates the planner knows nothing about.
+const (
+	selEq      = 0.1
+	selRange   = 0.33
+	selLike    = 0.25
+	selIsNull  = 0.1
+	selDefault = 0.5
+)
+
+// EstimateRows guesses how many rows n produces: table statistics for scans,
+// fixed selectivities for predicates, and for equi-joins the larger input
+// scaled by how much the smaller-reduced side was filtered (a foreign key
+// joined to a filtered primary-key side keeps that fraction of the rows).
+// The result is at least 1.
+func EstimateRows(n Node) float64 {
+	return math.Max(1, estimate(n))
+}
+
+func estimate(n Node) float64 {
+	switch x := n.(type) {
+	case *Scan:
+		// A filtered input is assumed to keep at least one row, so that
+		// tiny dimension tables do not make everything above them vanish.
+		return math.Max(1, tableRows(x)*conjSel(x.Filters))
+	case *Filter:
+		return math.Max(1, estimate(x.Input)*Selectivity(x.Pred))
+	case *Project:
+		return estimate(x.Input)
+	case *Sort:
+		return estimate(x.Input)
+	case *Limit:
+		in := estimate(x.Input) - float64(x.Offset)
+		if x.Count >= 0 {
+			in = math.Min(in, float64(x.Count))
+		}
+		return math.Max(in, 0)
+	case *Aggregate:
+		if len(x.GroupBy) == 0 {
+			return 1
+		}
+		return math.Max(1, estimate(x.Input)/10)
+	case *Union:
+		s := 0.0
+		for _, c := range x.Inputs {
+			s += estimate(c)
+		}
+		return s
+	case *Values:
+		return float64(len(x.Rows))
+	case *Join:
+		return estimateJoin(x)
+	}
+	return defaultTableRows
+}
+
+func tableRows(s *Scan) float64 {
+	if s.Table == nil {
+		return defaultTableRows
+	}
+	if r := s.Table.Statistics().NumRows; r >= 0 {
+		return float64(r)
+	}
+	return defaultTableRows
+}
+
+func estimateJoin(j *Join) float64 {
+	l, r := estimate(j.Left), estimate(j.Right)
+	switch j.Kind {
+	case JoinSemi, JoinAnti:
+		return l * selDefault
+	}
+	inner := innerJoinRows(j, l, r)
+	switch j.Kind {
+	case JoinLeft:
+		return math.Max(l, inner)
+	case JoinRight:
+		return math.Max(r, inner)
+	case JoinFull:
+		return math.Max(l+r, inner)
+	}
+	return inner
+}
+
+func innerJoinRows(j *Join, l, r float64) float64 {
+	if j.Cond == nil {
+		return l * r
+	}
+	L, R := j.Left.Schema().IDs(), j.Right.Schema().IDs()
+	equi := false
+	other := 1.0
+	for _, c := range SplitConjunction(j.Cond) {
+		if isEquiBetween(c, L, R) {
+			equi = true
+			continue
+		}
+		other *= Selectivity(c)
+	}
+	if !equi {
+		return l * r * other
+	}
+	// Foreign key → primary key: each row of the larger side finds its
+	// partner, so the output is the larger side, thinned by the fraction of
+	// the other side that survived its filters.
+	red := math.Min(reduction(j.Left, l), reduction(j.Right, r))
+	return math.Max(l, r) * red * other
+}
+
+// reduction is the fraction of its largest base table a subtree keeps.
+func reduction(n Node, rows float64) float64 {
+	base := maxBaseRows(n)
+	if base <= 0 {
+		return 1
+	}
+	return math.Min(1, rows/base)
+}
+
+func maxBaseRows(n Node) float64 {
+	if s, ok := n.(*Scan); ok {
+		return tableRows(s)
+	}
+	if _, ok := n.(*Aggregate); ok {
+		// Grouping changes what a row means; treat it as its own base.
+		return estimate(n)
+	}
+	m := 0.0
+	for _, c := range n.Children() {
+		m = math.Max(m, maxBaseRows(c))
+	}
+	return m
+}
+
+// isEquiBetween reports whether c is an equality with one operand on each
+// side.
+func isEquiBetween(c Expr, L, R ColumnSet) bool {
+	b, ok := c.(*Binary)
+	if !ok || b.Op != OpEq {
+		return false
+	}
+	lc, rc := ColumnsOf(b.L), ColumnsOf(b.R)
+	if len(lc) == 0 || len(rc) == 0 {
+		return false
+	}
+	return (lc.SubsetOf(L) && rc.SubsetOf(R)) || (lc.SubsetOf(R) && rc.SubsetOf(L))
+}
+
+func conjSel(cs []Expr) float64 {
+	s := 1.0
+	for _, c := range cs {
+		s *= Selectivity(c)
+	}
+	return s
+}
+
+// Selectivity guesses the fraction of rows for which pred is true.
+func Selectivity(pred Expr) float64 {
+	switch x := pred.(type) {
+	case *Literal:
+		if x.Val == true {
+			return 1
+		}
+		return 0
+	case *Binary:
+		switch x.Op {
+		case OpAnd:
+			return Selectivity(x.L) * Selectivity(x.R)
+		case OpOr:
+			a, b := Selectivity(x.L), Selectivity(x.R)
+			return a + b - a*b
+		case OpEq:
+			return selEq
+		case OpNotEq:
+			return 1 - selEq
+		case OpLt, OpLtEq, OpGt, OpGtEq:
+			return selRange
+		}
+	case *Not:
+		return 1 - Selectivity(x.X)
+	case *Like:
+		if x.Negated {
+			return 1 - selLike
+		}
+		return selLike
+	case *IsNull:
+		if x.Negated {
+			return 1 - selIsNull
+		}
+		return selIsNull
+	case *InList:
+		s := math.Min(selDefault, selEq*float64(len(x.List)))
+		if x.Negated {
+			return 1 - s
+		}
+		return s
+	}
+	return selDefault
+}
