@@ -26,3 +26,16 @@ bench-engine:
 
 clean:
 	rm -rf bin .cache
+
+# Regenerate the protobuf and gRPC code in rpc/ (committed). Needs protoc
+# (Debian: protobuf-compiler); the Go plugins are pinned here.
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+.PHONY: proto
+proto:
+	GOFLAGS= $(GO) install $(PROTOC_GEN_GO)
+	GOFLAGS= $(GO) install $(PROTOC_GEN_GO_GRPC)
+	cd rpc && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc -I . \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative \
+		plan.proto scheduler.proto executor.proto
