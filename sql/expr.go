@@ -209,7 +209,7 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		// Literals adapt to the tested expression's type when exact.
 		for i, e := range list {
 			if lit, ok := e.(*plan.Literal); ok {
-				if v, ok := convertLiteral(lit, l.Type()); ok {
+				if v, ok := adaptLiteral(lit, l.Type()); ok {
 					list[i] = v
 				}
 			}
@@ -294,14 +294,14 @@ func (b *binder) negate(e plan.Expr, loc int32) (plan.Expr, error) {
 func (b *binder) compare(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr, error) {
 	if !typeEq(l.Type(), r.Type()) {
 		if lit, ok := r.(*plan.Literal); ok {
-			if v, ok := convertLiteral(lit, l.Type()); ok {
+			if v, ok := adaptLiteral(lit, l.Type()); ok {
 				r = v
 			}
 		}
 	}
 	if !typeEq(l.Type(), r.Type()) {
 		if lit, ok := l.(*plan.Literal); ok {
-			if v, ok := convertLiteral(lit, r.Type()); ok {
+			if v, ok := adaptLiteral(lit, r.Type()); ok {
 				l = v
 			}
 		}
@@ -381,10 +381,29 @@ func (b *binder) commonTypeAt(es []plan.Expr, what string, loc int32) (arrowType
 }
 
 // commonType folds plan.CommonType over the expressions' types; an
-// all-NULL list is VARCHAR.
+// all-NULL list is VARCHAR. Literals that convert exactly to the type of the
+// other expressions do not widen it (CASE ... THEN decimalcol ELSE 0 stays
+// DECIMAL(15,2)).
 func (b *binder) commonType(es []plan.Expr, what string) (arrowType, error) {
 	t := plan.Null
+	var lits []plan.Expr
 	for _, e := range es {
+		if _, ok := e.(*plan.Literal); ok {
+			lits = append(lits, e)
+			continue
+		}
+		nt, ok := plan.CommonType(t, e.Type())
+		if !ok {
+			return nil, &Error{Kind: "type", Msg: fmt.Sprintf("%s types %s and %s cannot be matched", what, plan.TypeName(t), plan.TypeName(e.Type()))}
+		}
+		t = nt
+	}
+	for _, e := range lits {
+		if t.ID() != plan.Null.ID() {
+			if _, ok := adaptLiteral(e.(*plan.Literal), t); ok {
+				continue
+			}
+		}
 		nt, ok := plan.CommonType(t, e.Type())
 		if !ok {
 			return nil, &Error{Kind: "type", Msg: fmt.Sprintf("%s types %s and %s cannot be matched", what, plan.TypeName(t), plan.TypeName(e.Type()))}
@@ -481,7 +500,7 @@ func (b *binder) subLink(x *pg.SubLink, c ectx, negated bool) (plan.Expr, error)
 			return nil, err
 		}
 		if lit, ok := l.(*plan.Literal); ok {
-			if v, ok := convertLiteral(lit, schema[0].Type); ok {
+			if v, ok := adaptLiteral(lit, schema[0].Type); ok {
 				l = v
 			}
 		}

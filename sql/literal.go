@@ -197,6 +197,16 @@ var pow10 = func() [39]*big.Int {
 	return out
 }()
 
+// adaptLiteral converts a literal to the type of the other operand of a
+// comparison: like convertLiteral, but only untyped text may become text
+// (so `varchar = 1` stays a type error, as in PostgreSQL).
+func adaptLiteral(l *plan.Literal, to arrowType) (*plan.Literal, bool) {
+	if to.ID() == arrow.STRING && l.Val != nil && l.Typ.ID() != arrow.STRING {
+		return nil, false
+	}
+	return convertLiteral(l, to)
+}
+
 // convertLiteral converts a literal to type to when the conversion is exact
 // (no rounding, no overflow, parseable text). NULL converts to anything.
 func convertLiteral(l *plan.Literal, to arrowType) (*plan.Literal, bool) {
