@@ -96,11 +96,11 @@ func checkUniqueIDs(t *testing.T, n plan.Node) {
 
 func TestBindErrors(t *testing.T) {
 	tests := []struct {
-		name, sql    string
-		kind         string
-		line, col    int
-		near         string
-		msg, hint    string // substrings
+		name, sql string
+		kind      string
+		line, col int
+		near      string
+		msg, hint string // substrings
 	}{
 		{"syntax", "select a\nfrom t\nwhere a = = 1", "syntax", 3, 11, "=", "syntax error", ""},
 		{"syntax_end", "select a from", "syntax", 1, 14, "", "end of input", ""},
