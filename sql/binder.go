@@ -212,6 +212,9 @@ func (b *binder) set(s *pg.VariableSetStmt) (Bound, error) {
 
 // stringList extracts the values of a list of String nodes.
 func stringList(ns []*pg.Node) []string {
+	if len(ns) == 0 {
+		return nil
+	}
 	out := make([]string, 0, len(ns))
 	for _, n := range ns {
 		if s := n.GetString_(); s != nil {

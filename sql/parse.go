@@ -2,7 +2,6 @@ package sql
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -23,19 +22,13 @@ type Statement struct {
 // Parse splits a multi-statement text and parses each statement. Syntax
 // errors are returned as *Error with line and column in text.
 func Parse(text string) ([]Statement, error) {
-	pieces, err := pg.SplitWithScanner(text, false)
+	pieces, err := splitStatements(text)
 	if err != nil {
-		return nil, pgError(err, text, position{line: 1, col: 1})
+		return nil, err
 	}
 	var out []Statement
-	searchFrom := 0
-	for _, piece := range pieces {
-		off := strings.Index(text[searchFrom:], piece)
-		if off < 0 {
-			return nil, fmt.Errorf("internal error: statement %q not found in input", piece)
-		}
-		off += searchFrom
-		searchFrom = off + len(piece)
+	for _, pc := range pieces {
+		off, piece := pc.off, pc.text
 		lead := skipSpaceAndComments(piece)
 		body := strings.TrimRightFunc(piece[lead:], isSpace)
 		body = strings.TrimSuffix(body, ";")
@@ -70,6 +63,35 @@ func Parse(text string) ([]Statement, error) {
 
 func isSpace(r rune) bool {
 	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v'
+}
+
+// piece is one statement's raw text and its byte offset in the input.
+type piece struct {
+	off  int
+	text string
+}
+
+// splitStatements cuts text at top-level semicolons using PostgreSQL's own
+// scanner, so quotes, comments and dollar quoting are handled exactly.
+// (pg_query's SplitWithScanner drops statements that start with a word
+// PostgreSQL does not know, such as DESCRIBE, so it cannot be used.)
+func splitStatements(text string) ([]piece, error) {
+	res, err := pg.Scan(text)
+	if err != nil {
+		return nil, pgError(err, text, position{line: 1, col: 1})
+	}
+	var out []piece
+	start := 0
+	for _, t := range res.Tokens {
+		if t.Token == pg.Token_ASCII_59 {
+			out = append(out, piece{off: start, text: text[start:t.Start]})
+			start = int(t.End)
+		}
+	}
+	if start < len(text) {
+		out = append(out, piece{off: start, text: text[start:]})
+	}
+	return out, nil
 }
 
 // skipSpaceAndComments returns the offset of the first byte of s that is
