@@ -367,6 +367,9 @@ func (b *binder) arith(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr, 
 	if v, ok := foldDateInterval(op, l, r); ok {
 		return v, nil
 	}
+	if v, ok := foldArith(op, l, r, typ); ok {
+		return v, nil
+	}
 	return &plan.Binary{Op: op, L: l, R: r, Typ: typ}, nil
 }
 

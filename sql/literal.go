@@ -448,3 +448,54 @@ func foldDateInterval(op plan.BinaryOp, l, r plan.Expr) (plan.Expr, bool) {
 	t := time.Unix(int64(d)*86400, 0).UTC().AddDate(0, int(iv.Months), int(iv.Days))
 	return &plan.Literal{Typ: plan.Date32, Val: int32(t.Unix() / 86400)}, true
 }
+
+// foldArith evaluates + - * on two numeric literals exactly (integers and
+// decimals), so that expressions like `0.06 - 0.01` become constants that
+// filters can compare against. ok is false when the result would not fit
+// typ or the operation is not folded (division, modulo, floats).
+func foldArith(op plan.BinaryOp, l, r plan.Expr, typ arrowType) (plan.Expr, bool) {
+	ll, ok1 := l.(*plan.Literal)
+	rl, ok2 := r.(*plan.Literal)
+	if !ok1 || !ok2 || ll.Val == nil || rl.Val == nil {
+		return nil, false
+	}
+	if op != plan.OpAdd && op != plan.OpSub && op != plan.OpMul {
+		return nil, false
+	}
+	lu, ls, ok1 := exactNum(ll)
+	ru, rs, ok2 := exactNum(rl)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	var u *big.Int
+	var scale int32
+	switch op {
+	case plan.OpAdd, plan.OpSub:
+		scale = max(ls, rs)
+		a := new(big.Int).Mul(lu, pow10[scale-ls])
+		b := new(big.Int).Mul(ru, pow10[scale-rs])
+		if op == plan.OpAdd {
+			u = a.Add(a, b)
+		} else {
+			u = a.Sub(a, b)
+		}
+	case plan.OpMul:
+		u, scale = new(big.Int).Mul(lu, ru), ls+rs
+	}
+	return intTo(u, scale, typ)
+}
+
+// exactNum returns an integer or decimal literal as unscaled value and scale.
+func exactNum(l *plan.Literal) (*big.Int, int32, bool) {
+	switch v := l.Val.(type) {
+	case int64:
+		return big.NewInt(v), 0, true
+	case int32:
+		if l.Typ.ID() == arrow.INT32 {
+			return big.NewInt(int64(v)), 0, true
+		}
+	case decimal128.Num:
+		return v.BigInt(), l.Typ.(*arrow.Decimal128Type).Scale, true
+	}
+	return nil, 0, false
+}
