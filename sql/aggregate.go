@@ -196,7 +196,7 @@ func nullableIn(e plan.Expr, in plan.Schema) bool {
 		}
 	case *plan.Binary:
 		if x.Op == plan.OpDiv || x.Op == plan.OpMod {
-			return true // division by zero yields NULL in some engines
+			return true // conservative: a zero divisor may yield NULL at run time
 		}
 	}
 	for _, c := range e.Children() {

@@ -60,6 +60,15 @@ func TestBindGolden(t *testing.T) {
 		{"scalar_subquery", "select a, (select max(c) from u where u.a = t.a) as mx from t where b > (select avg(c) from u)"},
 		{"shadowing", "select a from t where exists (select a from u where a = 1)"},
 		{"limit_all", "select a from t limit all"},
+		{"values_in_from", "select x + 1 from (values (1), (2)) as v(x)"},
+		{"timestamp_arith", "select ts - interval '1' day, ts + interval '2 hours' from t where ts >= '2020-01-01 10:00:00'"},
+		{"group_order_hidden", "select count(*) from t group by a order by a"},
+		{"date_in_list", "select a from t where d in ('1995-01-01', date '1996-01-01')"},
+		{"cte_shadows_table", "with t as (select c from u) select c from t"},
+		{"union_in_derived", "select count(*) from (select a from t union all select a from u) x"},
+		{"star_using", "select * from t join u using (a, s)"},
+		{"qualified_star", "select u.*, t.a from t, u"},
+		{"string_concat_cast", "select a || s, 'n=' || b from t"},
 		{"string_compare", "select s from t where s = 'abc' and s < s"},
 	}
 	cat := testCatalog(t)
@@ -94,6 +103,14 @@ func checkUniqueIDs(t *testing.T, n plan.Node) {
 	}
 }
 
+func TestErrorString(t *testing.T) {
+	e := &Error{Kind: "bind", Msg: `column "bb" does not exist`, Line: 2, Column: 5, Near: "bb", Hint: `did you mean "b"?`}
+	want := `bind error at line 2, column 5 near "bb": column "bb" does not exist (did you mean "b"?)`
+	if e.Error() != want {
+		t.Errorf("got %s, want %s", e.Error(), want)
+	}
+}
+
 func TestBindErrors(t *testing.T) {
 	tests := []struct {
 		name, sql string
@@ -106,6 +123,7 @@ func TestBindErrors(t *testing.T) {
 		{"syntax_end", "select a from", "syntax", 1, 14, "", "end of input", ""},
 		{"syntax_second_stmt", "select 1;\n  select from from t", "syntax", 2, 15, "from", "syntax error", ""},
 		{"unknown_column", "select a, bb from t", "bind", 1, 11, "bb", `column "bb" does not exist`, `did you mean "b"?`},
+		{"bind_second_stmt", "select 1; select zz from t", "bind", 1, 18, "zz", `column "zz" does not exist`, ""},
 		{"unknown_column_multiline", "select a\n  from t\n  where l_shipdat > 1", "bind", 3, 9, "l_shipdat", `column "l_shipdat" does not exist`, ""},
 		{"unknown_qualified", "select t.zz from t", "bind", 1, 8, "t.zz", `column "t.zz" does not exist`, ""},
 		{"missing_from_entry", "select v.a from t", "bind", 1, 8, "v.a", `missing FROM-clause entry for table "v"`, ""},
@@ -120,6 +138,8 @@ func TestBindErrors(t *testing.T) {
 		{"agg_in_where", "select a from t where sum(a) > 1", "bind", 1, 23, "sum", "aggregate functions are not allowed in WHERE", ""},
 		{"nested_agg", "select sum(max(a)) from t", "bind", 1, 12, "max", "cannot be nested", ""},
 		{"not_grouped", "select a, s from t group by a", "bind", 1, 11, "s", `column "s" must appear in the GROUP BY clause`, ""},
+		{"order_not_grouped", "select count(*) from t group by a order by b", "bind", 0, 0, "b", `column "b" must appear in the GROUP BY clause`, ""},
+		{"having_not_grouped", "select count(*) from t having a > 1", "bind", 0, 0, "a", `column "a" must appear in the GROUP BY clause`, ""},
 		{"intersect", "select a from t intersect select a from u", "bind", 0, 0, "", "INTERSECT is not supported", ""},
 		{"except", "select a from t except select a from u", "bind", 0, 0, "", "EXCEPT is not supported", ""},
 		{"union_arity", "select a, b from t union select a from u", "bind", 0, 0, "", "same number of columns", ""},
