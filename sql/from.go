@@ -262,6 +262,16 @@ func (b *binder) join(j *pg.JoinExpr, outer *scope) (plan.Node, []scopeCol, erro
 			}
 		}
 		cond = plan.Conjunction(conds)
+		// As in PostgreSQL, SELECT * lists the merged columns first.
+		var first, rest []scopeCol
+		for _, c := range cols {
+			if !c.hidden && slices.Contains(using, c.name) {
+				first = append(first, c)
+			} else {
+				rest = append(rest, c)
+			}
+		}
+		cols = append(first, rest...)
 	} else if j.Quals != nil {
 		cond, err = b.boolExpr(j.Quals, ectx{sc: sc, clause: "JOIN conditions"})
 		if err != nil {
