@@ -1,0 +1,225 @@
+package sql
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"sluice/catalog"
+	"sluice/plan"
+)
+
+// maxViewDepth bounds view expansion so a view defined in terms of itself
+// (through OR REPLACE) fails cleanly instead of recursing forever.
+const maxViewDepth = 32
+
+// Binder resolves parsed statements against a catalog.
+type Binder struct {
+	Catalog *catalog.Catalog
+}
+
+// Bind binds one parsed statement. Errors the user can fix are *Error.
+func (b *Binder) Bind(s Statement) (Bound, error) {
+	if s.custom != nil {
+		if d, ok := s.custom.(*Describe); ok {
+			if err := b.checkRelation(d.Name); err != nil {
+				return nil, err
+			}
+		}
+		return s.custom, nil
+	}
+	if s.tree == nil {
+		return nil, fmt.Errorf("sql: statement was not produced by Parse")
+	}
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.SQL, pos: s.pos}
+	switch n := s.tree.Node.(type) {
+	case *pg.Node_SelectStmt:
+		return st.query(n.SelectStmt)
+	case *pg.Node_ExplainStmt:
+		if len(n.ExplainStmt.Options) > 0 {
+			return nil, &Error{Kind: "bind", Msg: "EXPLAIN options are not supported"}
+		}
+		sel, ok := n.ExplainStmt.Query.Node.(*pg.Node_SelectStmt)
+		if !ok {
+			return nil, &Error{Kind: "bind", Msg: "EXPLAIN supports only queries"}
+		}
+		q, err := st.query(sel.SelectStmt)
+		if err != nil {
+			return nil, err
+		}
+		return &Explain{Query: q}, nil
+	case *pg.Node_ViewStmt:
+		return st.createView(n.ViewStmt)
+	case *pg.Node_DropStmt:
+		return st.drop(n.DropStmt)
+	case *pg.Node_VariableSetStmt:
+		return st.set(n.VariableSetStmt)
+	case *pg.Node_VariableShowStmt:
+		switch name := strings.ToLower(n.VariableShowStmt.Name); name {
+		case "tables":
+			return &ShowTables{}, nil
+		default:
+			return &Show{Key: name}, nil
+		}
+	}
+	word := strings.ToUpper(strings.Fields(s.SQL)[0])
+	return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("unsupported statement %s", word), Line: s.pos.line, Column: s.pos.col, Near: word}
+}
+
+// checkRelation reports a bind error when name is neither table nor view.
+func (b *Binder) checkRelation(name string) error {
+	if _, ok := b.Catalog.Table(name); ok {
+		return nil
+	}
+	if _, ok := b.Catalog.View(name); ok {
+		return nil
+	}
+	e := &Error{Kind: "bind", Msg: fmt.Sprintf("table %q does not exist", name), Near: name}
+	if c := closest(name, b.Catalog.Names()); c != "" {
+		e.Hint = fmt.Sprintf("did you mean %q?", c)
+	}
+	return e
+}
+
+// binder is the per-statement binding state.
+type binder struct {
+	cat  *catalog.Catalog
+	ids  *plan.IDGen
+	text string   // statement text, for error positions
+	pos  position // where text starts in the user's input
+	ctes []*cteDef
+	// viewDepth counts nested view expansions.
+	viewDepth int
+}
+
+// cteDef is one WITH entry; it is bound anew at every reference so each use
+// gets fresh column IDs.
+type cteDef struct {
+	name    string
+	query   *pg.SelectStmt
+	aliases []string
+	visible []*cteDef // CTEs visible to its body (those defined before it)
+}
+
+// errAt builds an error of kind positioned at byte offset loc (-1: unknown).
+func (b *binder) errAt(kind string, loc int32, format string, args ...any) *Error {
+	e := &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	if loc >= 0 && int(loc) <= len(b.text) {
+		e.Line, e.Column = b.pos.at(b.text, int(loc))
+		e.Near = tokenAt(b.text, int(loc))
+	}
+	return e
+}
+
+func (b *binder) query(sel *pg.SelectStmt) (*Query, error) {
+	r, err := b.selectStmt(sel, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Query{Plan: r.node, Names: r.names, IDs: b.ids}, nil
+}
+
+// createView validates the view's query and extracts its text.
+func (b *binder) createView(v *pg.ViewStmt) (Bound, error) {
+	sel, ok := v.Query.Node.(*pg.Node_SelectStmt)
+	if !ok {
+		return nil, &Error{Kind: "bind", Msg: "CREATE VIEW needs a SELECT"}
+	}
+	r, err := b.selectStmt(sel.SelectStmt, nil)
+	if err != nil {
+		return nil, err
+	}
+	cols := stringList(v.Aliases)
+	if len(cols) > len(r.names) {
+		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("CREATE VIEW specifies %d column names but the query has %d columns", len(cols), len(r.names))}
+	}
+	body, err := viewBody(b.text)
+	if err != nil {
+		return nil, err
+	}
+	return &CreateView{Name: v.View.Relname, Columns: cols, SQL: body, OrReplace: v.Replace}, nil
+}
+
+// viewBody returns the text after the first AS at parenthesis depth 0: the
+// view's query.
+func viewBody(text string) (string, error) {
+	res, err := pg.Scan(text)
+	if err != nil {
+		return "", fmt.Errorf("scanning view text: %w", err)
+	}
+	depth := 0
+	for _, t := range res.Tokens {
+		w := text[t.Start:t.End]
+		switch {
+		case w == "(":
+			depth++
+		case w == ")":
+			depth--
+		case depth == 0 && strings.EqualFold(w, "as"):
+			return strings.TrimSpace(text[t.End:]), nil
+		}
+	}
+	return "", errors.New("CREATE VIEW: no AS found")
+}
+
+func (b *binder) drop(d *pg.DropStmt) (Bound, error) {
+	var view bool
+	switch d.RemoveType {
+	case pg.ObjectType_OBJECT_VIEW:
+		view = true
+	case pg.ObjectType_OBJECT_TABLE:
+	default:
+		return nil, &Error{Kind: "bind", Msg: "only DROP TABLE and DROP VIEW are supported"}
+	}
+	if len(d.Objects) != 1 {
+		return nil, &Error{Kind: "bind", Msg: "DROP takes exactly one name"}
+	}
+	parts := stringList(d.Objects[0].GetList().GetItems())
+	if len(parts) == 0 {
+		return nil, &Error{Kind: "bind", Msg: "DROP: missing name"}
+	}
+	return &Drop{View: view, Name: parts[len(parts)-1], IfExists: d.MissingOk}, nil
+}
+
+func (b *binder) set(s *pg.VariableSetStmt) (Bound, error) {
+	if s.Kind != pg.VariableSetKind_VAR_SET_VALUE {
+		return nil, &Error{Kind: "bind", Msg: "only SET key = value is supported"}
+	}
+	vals := make([]string, 0, len(s.Args))
+	for _, a := range s.Args {
+		c := a.GetAConst()
+		if c == nil {
+			return nil, &Error{Kind: "bind", Msg: "SET value must be a constant"}
+		}
+		switch v := c.Val.(type) {
+		case *pg.A_Const_Ival:
+			vals = append(vals, strconv.Itoa(int(v.Ival.Ival)))
+		case *pg.A_Const_Fval:
+			vals = append(vals, v.Fval.Fval)
+		case *pg.A_Const_Sval:
+			vals = append(vals, v.Sval.Sval)
+		case *pg.A_Const_Boolval:
+			vals = append(vals, strconv.FormatBool(v.Boolval.Boolval))
+		default:
+			return nil, &Error{Kind: "bind", Msg: "SET value must be a constant"}
+		}
+	}
+	return &Set{Key: strings.ToLower(s.Name), Value: strings.Join(vals, ", ")}, nil
+}
+
+// stringList extracts the values of a list of String nodes.
+func stringList(ns []*pg.Node) []string {
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(ns))
+	for _, n := range ns {
+		if s := n.GetString_(); s != nil {
+			out = append(out, s.Sval)
+		}
+	}
+	return out
+}

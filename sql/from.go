@@ -1,0 +1,317 @@
+package sql
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"sluice/plan"
+)
+
+// from binds a FROM list; comma-separated items become cross joins (the
+// optimizer turns cross joins plus WHERE equalities into equi-joins). With
+// no FROM the input is a Values of one empty row.
+func (b *binder) from(items []*pg.Node, outer *scope) (plan.Node, *scope, error) {
+	if len(items) == 0 {
+		return &plan.Values{Rows: [][]plan.Expr{{}}}, &scope{parent: outer}, nil
+	}
+	var node plan.Node
+	var cols []scopeCol
+	for _, it := range items {
+		n, c, err := b.fromItem(it, outer)
+		if err != nil {
+			return nil, nil, err
+		}
+		if node == nil {
+			node, cols = n, c
+			continue
+		}
+		node = &plan.Join{Kind: plan.JoinInner, Left: node, Right: n}
+		cols = append(cols, c...)
+	}
+	return node, &scope{cols: cols, parent: outer}, nil
+}
+
+func (b *binder) fromItem(n *pg.Node, outer *scope) (plan.Node, []scopeCol, error) {
+	switch n := n.Node.(type) {
+	case *pg.Node_RangeVar:
+		return b.rangeVar(n.RangeVar)
+	case *pg.Node_RangeSubselect:
+		rs := n.RangeSubselect
+		if rs.Lateral {
+			return nil, nil, &Error{Kind: "bind", Msg: "LATERAL is not supported"}
+		}
+		sel := rs.Subquery.GetSelectStmt()
+		if sel == nil {
+			return nil, nil, &Error{Kind: "bind", Msg: "unsupported derived table"}
+		}
+		r, err := b.selectStmt(sel, outer)
+		if err != nil {
+			return nil, nil, err
+		}
+		qual := ""
+		if rs.Alias != nil {
+			qual = rs.Alias.Aliasname
+			if r, err = renameColumns(r, stringList(rs.Alias.Colnames), qual); err != nil {
+				return nil, nil, err
+			}
+		}
+		return r.node, relationScope(r, qual), nil
+	case *pg.Node_JoinExpr:
+		return b.join(n.JoinExpr, outer)
+	}
+	return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("unsupported FROM item %T", n.Node)}
+}
+
+// renameColumns applies column aliases (t(a, b, ...)) to a relation.
+func renameColumns(r relation, aliases []string, what string) (relation, error) {
+	if len(aliases) == 0 {
+		return r, nil
+	}
+	if len(aliases) > len(r.names) {
+		return r, &Error{Kind: "bind", Msg: fmt.Sprintf("%s has %d columns available but %d columns specified", what, len(r.names), len(aliases))}
+	}
+	names := slices.Clone(r.names)
+	copy(names, aliases)
+	return relation{node: r.node, names: names}, nil
+}
+
+// rangeVar binds a named FROM item: a CTE, a table or a view.
+func (b *binder) rangeVar(rv *pg.RangeVar) (plan.Node, []scopeCol, error) {
+	name := rv.Relname
+	qual := name
+	var aliases []string
+	if rv.Alias != nil {
+		qual = rv.Alias.Aliasname
+		aliases = stringList(rv.Alias.Colnames)
+	}
+	if rv.Schemaname == "" {
+		for i := len(b.ctes) - 1; i >= 0; i-- {
+			def := b.ctes[i]
+			if def.name != name {
+				continue
+			}
+			saved := b.ctes
+			b.ctes = def.visible
+			r, err := b.selectStmt(def.query, nil)
+			b.ctes = saved
+			if err != nil {
+				return nil, nil, err
+			}
+			if r, err = renameColumns(r, def.aliases, name); err != nil {
+				return nil, nil, err
+			}
+			if r, err = renameColumns(r, aliases, qual); err != nil {
+				return nil, nil, err
+			}
+			return r.node, relationScope(r, qual), nil
+		}
+	}
+	if t, ok := b.cat.Table(name); ok {
+		fields := t.Schema().Fields()
+		scan := &plan.Scan{TableName: name, Table: t, Projection: make([]int, len(fields)), Cols: make(plan.Schema, len(fields))}
+		names := make([]string, len(fields))
+		for i, f := range fields {
+			scan.Projection[i] = i
+			scan.Cols[i] = plan.Column{ID: b.ids.Next(), Name: f.Name, Table: qual, Type: f.Type, Nullable: f.Nullable}
+			names[i] = f.Name
+		}
+		r, err := renameColumns(relation{node: scan, names: names}, aliases, qual)
+		if err != nil {
+			return nil, nil, err
+		}
+		return scan, relationScope(r, qual), nil
+	}
+	if v, ok := b.cat.View(name); ok {
+		r, err := b.view(v.Name, v.SQL)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r, err = renameColumns(r, v.Columns, name); err != nil {
+			return nil, nil, err
+		}
+		if r, err = renameColumns(r, aliases, qual); err != nil {
+			return nil, nil, err
+		}
+		return r.node, relationScope(r, qual), nil
+	}
+	e := b.errAt("bind", rv.Location, "table %q does not exist", name)
+	cands := b.cat.Names()
+	for _, d := range b.ctes {
+		cands = append(cands, d.name)
+	}
+	if c := closest(name, cands); c != "" {
+		e.Hint = fmt.Sprintf("did you mean %q?", c)
+	}
+	return nil, nil, e
+}
+
+// view binds a view's stored SQL with fresh column IDs from this query.
+func (b *binder) view(name, text string) (relation, error) {
+	if b.viewDepth >= maxViewDepth {
+		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("view %q: views nested too deeply (recursive definition?)", name)}
+	}
+	stmts, err := Parse(text)
+	if err != nil {
+		return relation{}, viewError(name, err)
+	}
+	if len(stmts) != 1 || stmts[0].tree == nil || stmts[0].tree.GetSelectStmt() == nil {
+		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("view %q: stored SQL is not a single query", name)}
+	}
+	child := &binder{cat: b.cat, ids: b.ids, text: stmts[0].SQL, pos: stmts[0].pos, viewDepth: b.viewDepth + 1}
+	r, err := child.selectStmt(stmts[0].tree.GetSelectStmt(), nil)
+	if err != nil {
+		return relation{}, viewError(name, err)
+	}
+	return r, nil
+}
+
+// viewError re-labels an error inside a view's text: its position refers
+// to the view's SQL, not to the user's statement.
+func viewError(name string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Msg = fmt.Sprintf("in view %q: %s", name, e.Msg)
+		c.Line, c.Column = 0, 0
+		return &c
+	}
+	return fmt.Errorf("in view %q: %w", name, err)
+}
+
+// join binds a JOIN expression.
+func (b *binder) join(j *pg.JoinExpr, outer *scope) (plan.Node, []scopeCol, error) {
+	l, lcols, err := b.fromItem(j.Larg, outer)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, rcols, err := b.fromItem(j.Rarg, outer)
+	if err != nil {
+		return nil, nil, err
+	}
+	var kind plan.JoinKind
+	switch j.Jointype {
+	case pg.JoinType_JOIN_INNER:
+		kind = plan.JoinInner
+	case pg.JoinType_JOIN_LEFT:
+		kind = plan.JoinLeft
+	case pg.JoinType_JOIN_RIGHT:
+		kind = plan.JoinRight
+	case pg.JoinType_JOIN_FULL:
+		kind = plan.JoinFull
+	default:
+		return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("unsupported join type %s", j.Jointype)}
+	}
+	// Outer joins make the other side's columns nullable.
+	for i := range lcols {
+		if kind == plan.JoinRight || kind == plan.JoinFull {
+			lcols[i].col.Nullable = true
+		}
+	}
+	for i := range rcols {
+		if kind == plan.JoinLeft || kind == plan.JoinFull {
+			rcols[i].col.Nullable = true
+		}
+	}
+	cols := append(slices.Clip(lcols), rcols...)
+	sc := &scope{cols: cols, parent: outer}
+	var cond plan.Expr
+	using := stringList(j.UsingClause)
+	if j.IsNatural {
+		for _, lc := range lcols {
+			if lc.hidden {
+				continue
+			}
+			for _, rc := range rcols {
+				if !rc.hidden && rc.name == lc.name && !slices.Contains(using, lc.name) {
+					using = append(using, lc.name)
+				}
+			}
+		}
+	}
+	if len(using) > 0 {
+		if kind == plan.JoinFull {
+			return nil, nil, &Error{Kind: "bind", Msg: "FULL JOIN with USING or NATURAL is not supported; use ON"}
+		}
+		var conds []plan.Expr
+		for _, name := range using {
+			li, err := usingSide(cols[:len(lcols)], name, "left")
+			if err != nil {
+				return nil, nil, err
+			}
+			ri, err := usingSide(cols[len(lcols):], name, "right")
+			if err != nil {
+				return nil, nil, err
+			}
+			ri += len(lcols)
+			lc, rc := cols[li].col, cols[ri].col
+			eq, err := b.compare(plan.OpEq, &plan.ColRef{ID: lc.ID, Name: qualName(cols[li]), Typ: lc.Type},
+				&plan.ColRef{ID: rc.ID, Name: qualName(cols[ri]), Typ: rc.Type}, -1)
+			if err != nil {
+				return nil, nil, err
+			}
+			conds = append(conds, eq)
+			// The merged column is the left one, except for RIGHT JOIN
+			// where only the right side is guaranteed to be present.
+			if kind == plan.JoinRight {
+				cols[li].hidden = true
+			} else {
+				cols[ri].hidden = true
+			}
+		}
+		cond = plan.Conjunction(conds)
+		// As in PostgreSQL, SELECT * lists the merged columns first.
+		var first, rest []scopeCol
+		for _, c := range cols {
+			if !c.hidden && slices.Contains(using, c.name) {
+				first = append(first, c)
+			} else {
+				rest = append(rest, c)
+			}
+		}
+		cols = append(first, rest...)
+	} else if j.Quals != nil {
+		cond, err = b.boolExpr(j.Quals, ectx{sc: sc, clause: "JOIN conditions"})
+		if err != nil {
+			return nil, nil, err
+		}
+	} else if kind != plan.JoinInner {
+		return nil, nil, &Error{Kind: "bind", Msg: "outer join needs an ON or USING condition"}
+	}
+	if j.Alias != nil {
+		if len(j.Alias.Colnames) > 0 {
+			return nil, nil, &Error{Kind: "bind", Msg: "column aliases on a JOIN are not supported"}
+		}
+		for i := range cols {
+			cols[i].table = j.Alias.Aliasname
+		}
+	}
+	return &plan.Join{Kind: kind, Left: l, Right: r, Cond: cond}, cols, nil
+}
+
+// usingSide finds the single visible column name on one side of a USING join.
+func usingSide(cols []scopeCol, name, side string) (int, error) {
+	found := -1
+	for i, c := range cols {
+		if c.hidden || c.name != name {
+			continue
+		}
+		if found >= 0 {
+			return 0, &Error{Kind: "bind", Msg: fmt.Sprintf("common column name %q appears more than once in %s table", name, side)}
+		}
+		found = i
+	}
+	if found < 0 {
+		return 0, &Error{Kind: "bind", Msg: fmt.Sprintf("column %q specified in USING clause does not exist in %s table", name, side)}
+	}
+	return found, nil
+}
+
+func qualName(c scopeCol) string {
+	if c.table == "" {
+		return c.name
+	}
+	return c.table + "." + c.name
+}

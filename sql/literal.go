@@ -1,0 +1,501 @@
+package sql
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"sluice/plan"
+)
+
+type arrowType = arrow.DataType
+
+// constant binds a literal: integers are BIGINT, numbers with a point are
+// exact DECIMAL(p, s) from their text, exponents are DOUBLE, quoted text is
+// VARCHAR (converted to the other operand's type where one is needed).
+func (b *binder) constant(c *pg.A_Const) (plan.Expr, error) {
+	if c.Isnull {
+		return &plan.Literal{Typ: plan.Null}, nil
+	}
+	switch v := c.Val.(type) {
+	case *pg.A_Const_Ival:
+		return &plan.Literal{Typ: plan.Int64, Val: int64(v.Ival.Ival)}, nil
+	case *pg.A_Const_Fval:
+		if lit, ok := numberLiteral(v.Fval.Fval); ok {
+			return lit, nil
+		}
+		return nil, b.errAt("bind", c.Location, "invalid number %s", v.Fval.Fval)
+	case *pg.A_Const_Sval:
+		return &plan.Literal{Typ: plan.Utf8, Val: v.Sval.Sval}, nil
+	case *pg.A_Const_Boolval:
+		return &plan.Literal{Typ: plan.Bool, Val: v.Boolval.Boolval}, nil
+	}
+	return nil, b.errAt("bind", c.Location, "unsupported constant")
+}
+
+// numberLiteral parses a numeric literal's text.
+func numberLiteral(s string) (*plan.Literal, bool) {
+	if strings.ContainsAny(s, "eE") {
+		f, err := strconv.ParseFloat(s, 64)
+		return &plan.Literal{Typ: plan.Float64, Val: f}, err == nil
+	}
+	if !strings.Contains(s, ".") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return &plan.Literal{Typ: plan.Int64, Val: i}, true
+		}
+	}
+	neg := strings.HasPrefix(s, "-")
+	digits := strings.TrimLeft(s, "+-")
+	intPart, frac, _ := strings.Cut(digits, ".")
+	intPart = strings.TrimLeft(intPart, "0")
+	scale := len(frac)
+	prec := max(len(intPart)+scale, 1)
+	if prec > plan.MaxDecimalPrecision {
+		f, err := strconv.ParseFloat(s, 64)
+		return &plan.Literal{Typ: plan.Float64, Val: f}, err == nil
+	}
+	u, ok := new(big.Int).SetString("0"+intPart+frac, 10)
+	if !ok {
+		return nil, false
+	}
+	if neg {
+		u.Neg(u)
+	}
+	return &plan.Literal{Typ: plan.Decimal(int32(prec), int32(scale)), Val: decimal128.FromBigInt(u)}, true
+}
+
+func isStringLit(e plan.Expr) bool {
+	l, ok := e.(*plan.Literal)
+	return ok && l.Typ.ID() == arrow.STRING && l.Val != nil
+}
+
+// typeCast binds CAST(x AS t) and x::t; typed literals (DATE '...',
+// INTERVAL '...') are evaluated here.
+func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
+	to, isInterval, mods, err := b.typeName(tc.TypeName)
+	if err != nil {
+		return nil, err
+	}
+	if isInterval {
+		s := tc.Arg.GetAConst().GetSval()
+		if s == nil {
+			return nil, b.errAt("bind", nodeLoc(tc.Arg), "INTERVAL needs a quoted constant")
+		}
+		iv, err := parseInterval(s.Sval, mods)
+		if err != nil {
+			return nil, b.errAt("bind", nodeLoc(tc.Arg), "invalid interval %q: %v", s.Sval, err)
+		}
+		return &plan.Literal{Typ: plan.Interval, Val: iv}, nil
+	}
+	x, err := b.expr(tc.Arg, c)
+	if err != nil {
+		return nil, err
+	}
+	if typeEq(x.Type(), to) {
+		return x, nil
+	}
+	if lit, ok := x.(*plan.Literal); ok {
+		if v, ok := convertLiteral(lit, to); ok {
+			return v, nil
+		}
+		if lit.Typ.ID() == arrow.STRING {
+			return nil, b.errAt("type", nodeLoc(tc.Arg), "invalid input syntax for type %s: %s", plan.TypeName(to), lit.String())
+		}
+	}
+	if !castAllowed(x.Type(), to) {
+		return nil, b.errAt("type", tc.Location, "cannot cast %s to %s", plan.TypeName(x.Type()), plan.TypeName(to))
+	}
+	return castExpr(x, to), nil
+}
+
+// typeName converts a parsed type name; interval types also return their
+// field mask modifiers.
+func (b *binder) typeName(t *pg.TypeName) (arrowType, bool, []int, error) {
+	parts := stringList(t.Names)
+	name := strings.ToLower(parts[len(parts)-1])
+	var mods []int
+	for _, m := range t.Typmods {
+		v, ok := intConst(m)
+		if !ok {
+			return nil, false, nil, b.errAt("bind", t.Location, "type modifiers must be integer constants")
+		}
+		mods = append(mods, int(v))
+	}
+	if len(t.ArrayBounds) > 0 {
+		return nil, false, nil, b.errAt("bind", t.Location, "array types are not supported")
+	}
+	if name == "interval" {
+		return plan.Interval, true, mods, nil
+	}
+	typ, err := typeFromName(name, mods)
+	if err != nil {
+		return nil, false, nil, b.errAt("type", t.Location, "%v", err)
+	}
+	return typ, false, mods, nil
+}
+
+// castAllowed reports whether an explicit CAST between the types is supported.
+func castAllowed(from, to arrowType) bool {
+	switch {
+	case from.ID() == arrow.NULL, typeEq(from, to):
+		return true
+	case plan.IsNumeric(from) && plan.IsNumeric(to):
+		return true
+	case to.ID() == arrow.STRING:
+		return true
+	case from.ID() == arrow.STRING:
+		return plan.IsNumeric(to) || plan.IsTemporal(to) || to.ID() == arrow.BOOL
+	case plan.IsTemporal(from) && plan.IsTemporal(to):
+		return true
+	}
+	return false
+}
+
+// castExpr wraps x in a Cast to t (no-op when already t).
+func castExpr(x plan.Expr, t arrowType) plan.Expr {
+	if typeEq(x.Type(), t) {
+		return x
+	}
+	return &plan.Cast{X: x, To: t}
+}
+
+// coerce converts x to t: literals are converted at bind time when exact,
+// anything else gets a Cast.
+func coerce(x plan.Expr, t arrowType) plan.Expr {
+	if typeEq(x.Type(), t) {
+		return x
+	}
+	if lit, ok := x.(*plan.Literal); ok {
+		if v, ok := convertLiteral(lit, t); ok {
+			return v
+		}
+	}
+	return &plan.Cast{X: x, To: t}
+}
+
+// narrowIntLit turns a BIGINT literal into an INT literal when to is INT and
+// the value fits.
+func narrowIntLit(e plan.Expr, to arrowType) (plan.Expr, bool) {
+	lit, ok := e.(*plan.Literal)
+	if !ok || to.ID() != arrow.INT32 || lit.Typ.ID() != arrow.INT64 {
+		return nil, false
+	}
+	return convertLiteral(lit, to)
+}
+
+var pow10 = func() [39]*big.Int {
+	var out [39]*big.Int
+	for i := range out {
+		out[i] = new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(i)), nil)
+	}
+	return out
+}()
+
+// adaptLiteral converts a literal to the type of the other operand of a
+// comparison: like convertLiteral, but only untyped text may become text
+// (so `varchar = 1` stays a type error, as in PostgreSQL).
+func adaptLiteral(l *plan.Literal, to arrowType) (*plan.Literal, bool) {
+	if to.ID() == arrow.STRING && l.Val != nil && l.Typ.ID() != arrow.STRING {
+		return nil, false
+	}
+	return convertLiteral(l, to)
+}
+
+// convertLiteral converts a literal to type to when the conversion is exact
+// (no rounding, no overflow, parseable text). NULL converts to anything.
+func convertLiteral(l *plan.Literal, to arrowType) (*plan.Literal, bool) {
+	if typeEq(l.Typ, to) {
+		return l, true
+	}
+	if l.Val == nil {
+		return &plan.Literal{Typ: to}, true
+	}
+	if to.ID() == arrow.NULL {
+		return nil, false
+	}
+	switch v := l.Val.(type) {
+	case int64:
+		return intTo(big.NewInt(v), 0, to)
+	case int32:
+		if l.Typ.ID() == arrow.DATE32 {
+			if to.ID() == arrow.TIMESTAMP {
+				return &plan.Literal{Typ: to, Val: int64(v) * 86400 * 1e6}, true
+			}
+			if to.ID() == arrow.STRING {
+				return &plan.Literal{Typ: to, Val: arrow.Date32(v).FormattedString()}, true
+			}
+			return nil, false
+		}
+		return intTo(big.NewInt(int64(v)), 0, to)
+	case decimal128.Num:
+		return intTo(v.BigInt(), l.Typ.(*arrow.Decimal128Type).Scale, to)
+	case float64:
+		if to.ID() == arrow.STRING {
+			return &plan.Literal{Typ: to, Val: strconv.FormatFloat(v, 'g', -1, 64)}, true
+		}
+		return nil, false
+	case bool:
+		if to.ID() == arrow.STRING {
+			return &plan.Literal{Typ: to, Val: strconv.FormatBool(v)}, true
+		}
+		return nil, false
+	case string:
+		return stringTo(v, to)
+	}
+	return nil, false
+}
+
+// intTo converts the exact number u·10^-scale to type to, when exact.
+func intTo(u *big.Int, scale int32, to arrowType) (*plan.Literal, bool) {
+	switch to.ID() {
+	case arrow.INT32, arrow.INT64:
+		q, r := new(big.Int).QuoRem(u, pow10[scale], new(big.Int))
+		if r.Sign() != 0 || !q.IsInt64() {
+			return nil, false
+		}
+		i := q.Int64()
+		if to.ID() == arrow.INT32 {
+			if i < math.MinInt32 || i > math.MaxInt32 {
+				return nil, false
+			}
+			return &plan.Literal{Typ: to, Val: int32(i)}, true
+		}
+		return &plan.Literal{Typ: to, Val: i}, true
+	case arrow.DECIMAL128:
+		d := to.(*arrow.Decimal128Type)
+		if d.Scale < scale {
+			q, r := new(big.Int).QuoRem(u, pow10[scale-d.Scale], new(big.Int))
+			if r.Sign() != 0 {
+				return nil, false
+			}
+			u = q
+		} else {
+			u = new(big.Int).Mul(u, pow10[d.Scale-scale])
+		}
+		if new(big.Int).Abs(u).Cmp(pow10[d.Precision]) >= 0 {
+			return nil, false
+		}
+		return &plan.Literal{Typ: to, Val: decimal128.FromBigInt(u)}, true
+	case arrow.FLOAT64:
+		f, _ := new(big.Float).Quo(new(big.Float).SetInt(u), new(big.Float).SetInt(pow10[scale])).Float64()
+		return &plan.Literal{Typ: to, Val: f}, true
+	case arrow.STRING:
+		if scale == 0 {
+			return &plan.Literal{Typ: to, Val: u.String()}, true
+		}
+		return &plan.Literal{Typ: to, Val: decimal128.FromBigInt(u).ToString(scale)}, true
+	}
+	return nil, false
+}
+
+// stringTo parses text as a value of type to.
+func stringTo(s string, to arrowType) (*plan.Literal, bool) {
+	s = strings.TrimSpace(s)
+	switch to.ID() {
+	case arrow.DATE32:
+		t, err := time.Parse("2006-01-02", s)
+		if err != nil {
+			return nil, false
+		}
+		return &plan.Literal{Typ: to, Val: int32(t.Unix() / 86400)}, true
+	case arrow.TIMESTAMP:
+		for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+			if t, err := time.Parse(layout, s); err == nil {
+				return &plan.Literal{Typ: to, Val: t.UnixMicro()}, true
+			}
+		}
+		return nil, false
+	case arrow.BOOL:
+		switch strings.ToLower(s) {
+		case "true", "t", "yes", "on", "1":
+			return &plan.Literal{Typ: to, Val: true}, true
+		case "false", "f", "no", "off", "0":
+			return &plan.Literal{Typ: to, Val: false}, true
+		}
+		return nil, false
+	case arrow.FLOAT64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, false
+		}
+		return &plan.Literal{Typ: to, Val: f}, true
+	case arrow.INT32, arrow.INT64, arrow.DECIMAL128:
+		n, ok := numberLiteral(s)
+		if !ok || n.Typ.ID() == arrow.FLOAT64 {
+			return nil, false
+		}
+		return convertLiteral(n, to)
+	}
+	return nil, false
+}
+
+// negateLiteral folds -literal.
+func negateLiteral(l *plan.Literal) (*plan.Literal, bool) {
+	switch v := l.Val.(type) {
+	case nil:
+		return l, true
+	case int64:
+		if v == math.MinInt64 {
+			return nil, false
+		}
+		return &plan.Literal{Typ: l.Typ, Val: -v}, true
+	case int32:
+		if v == math.MinInt32 {
+			return nil, false
+		}
+		return &plan.Literal{Typ: l.Typ, Val: -v}, true
+	case float64:
+		return &plan.Literal{Typ: l.Typ, Val: -v}, true
+	case decimal128.Num:
+		return &plan.Literal{Typ: l.Typ, Val: v.Negate()}, true
+	case arrow.MonthDayNanoInterval:
+		return &plan.Literal{Typ: l.Typ, Val: arrow.MonthDayNanoInterval{Months: -v.Months, Days: -v.Days, Nanoseconds: -v.Nanoseconds}}, true
+	}
+	return nil, false
+}
+
+// Interval field masks from PostgreSQL's datetime.h (INTERVAL_MASK).
+const (
+	maskMonth  = 1 << 1
+	maskYear   = 1 << 2
+	maskDay    = 1 << 3
+	maskHour   = 1 << 10
+	maskMinute = 1 << 11
+	maskSecond = 1 << 12
+)
+
+// parseInterval parses '90' with a field (INTERVAL '90' DAY) or a text like
+// '1 year 2 months 3 days'.
+func parseInterval(s string, mods []int) (arrow.MonthDayNanoInterval, error) {
+	var iv arrow.MonthDayNanoInterval
+	fields := strings.Fields(strings.ToLower(s))
+	if len(fields) == 1 && len(mods) > 0 {
+		unit := ""
+		switch mask := mods[0]; {
+		case mask&maskYear != 0 && mask&maskMonth == 0:
+			unit = "year"
+		case mask&maskMonth != 0:
+			unit = "month"
+		case mask&maskDay != 0:
+			unit = "day"
+		case mask&maskHour != 0:
+			unit = "hour"
+		case mask&maskMinute != 0:
+			unit = "minute"
+		case mask&maskSecond != 0:
+			unit = "second"
+		default:
+			return iv, strconv.ErrSyntax
+		}
+		fields = []string{fields[0], unit}
+	}
+	if len(fields) == 0 || len(fields)%2 != 0 {
+		return iv, strconv.ErrSyntax
+	}
+	for i := 0; i < len(fields); i += 2 {
+		n, err := strconv.ParseInt(fields[i], 10, 32)
+		if err != nil {
+			return iv, err
+		}
+		switch strings.TrimSuffix(fields[i+1], "s") {
+		case "year":
+			iv.Months += int32(n) * 12
+		case "mon", "month":
+			iv.Months += int32(n)
+		case "week":
+			iv.Days += int32(n) * 7
+		case "day":
+			iv.Days += int32(n)
+		case "hour":
+			iv.Nanoseconds += n * int64(time.Hour)
+		case "minute", "min":
+			iv.Nanoseconds += n * int64(time.Minute)
+		case "second", "sec":
+			iv.Nanoseconds += n * int64(time.Second)
+		default:
+			return iv, strconv.ErrSyntax
+		}
+	}
+	return iv, nil
+}
+
+// foldDateInterval evaluates DATE ± INTERVAL of two literals, so filters
+// like `l_shipdate < date '1994-01-01' + interval '1' year` compare against
+// a constant (usable for pruning).
+func foldDateInterval(op plan.BinaryOp, l, r plan.Expr) (plan.Expr, bool) {
+	ll, ok1 := l.(*plan.Literal)
+	rl, ok2 := r.(*plan.Literal)
+	if !ok1 || !ok2 || ll.Val == nil || rl.Val == nil {
+		return nil, false
+	}
+	if ll.Typ.ID() == arrow.INTERVAL_MONTH_DAY_NANO && op == plan.OpAdd {
+		ll, rl = rl, ll
+	}
+	d, ok1 := ll.Val.(int32)
+	iv, ok2 := rl.Val.(arrow.MonthDayNanoInterval)
+	if ll.Typ.ID() != arrow.DATE32 || !ok1 || !ok2 || iv.Nanoseconds != 0 {
+		return nil, false
+	}
+	if op == plan.OpSub {
+		iv.Months, iv.Days = -iv.Months, -iv.Days
+	}
+	t := time.Unix(int64(d)*86400, 0).UTC().AddDate(0, int(iv.Months), int(iv.Days))
+	return &plan.Literal{Typ: plan.Date32, Val: int32(t.Unix() / 86400)}, true
+}
+
+// foldArith evaluates + - * on two numeric literals exactly (integers and
+// decimals), so that expressions like `0.06 - 0.01` become constants that
+// filters can compare against. ok is false when the result would not fit
+// typ or the operation is not folded (division, modulo, floats).
+func foldArith(op plan.BinaryOp, l, r plan.Expr, typ arrowType) (plan.Expr, bool) {
+	ll, ok1 := l.(*plan.Literal)
+	rl, ok2 := r.(*plan.Literal)
+	if !ok1 || !ok2 || ll.Val == nil || rl.Val == nil {
+		return nil, false
+	}
+	if op != plan.OpAdd && op != plan.OpSub && op != plan.OpMul {
+		return nil, false
+	}
+	lu, ls, ok1 := exactNum(ll)
+	ru, rs, ok2 := exactNum(rl)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	var u *big.Int
+	var scale int32
+	switch op {
+	case plan.OpAdd, plan.OpSub:
+		scale = max(ls, rs)
+		a := new(big.Int).Mul(lu, pow10[scale-ls])
+		b := new(big.Int).Mul(ru, pow10[scale-rs])
+		if op == plan.OpAdd {
+			u = a.Add(a, b)
+		} else {
+			u = a.Sub(a, b)
+		}
+	case plan.OpMul:
+		u, scale = new(big.Int).Mul(lu, ru), ls+rs
+	}
+	return intTo(u, scale, typ)
+}
+
+// exactNum returns an integer or decimal literal as unscaled value and scale.
+func exactNum(l *plan.Literal) (*big.Int, int32, bool) {
+	switch v := l.Val.(type) {
+	case int64:
+		return big.NewInt(v), 0, true
+	case int32:
+		if l.Typ.ID() == arrow.INT32 {
+			return big.NewInt(int64(v)), 0, true
+		}
+	case decimal128.Num:
+		return v.BigInt(), l.Typ.(*arrow.Decimal128Type).Scale, true
+	}
+	return nil, 0, false
+}

@@ -1,0 +1,158 @@
+package sql
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
+)
+
+// Statement is one parsed statement with its source text.
+type Statement struct {
+	SQL  string // the statement text, without the trailing semicolon
+	Line int    // 1-based line where it starts in the input
+
+	pos    position
+	tree   *pg.Node        // PostgreSQL parse tree; nil for front-end statements
+	custom customStatement // CREATE EXTERNAL TABLE / DESCRIBE; nil for pg statements
+}
+
+// Parse splits a multi-statement text and parses each statement. Syntax
+// errors are returned as *Error with line and column in text.
+func Parse(text string) ([]Statement, error) {
+	pieces, err := splitStatements(text)
+	if err != nil {
+		return nil, err
+	}
+	var out []Statement
+	for _, pc := range pieces {
+		off, piece := pc.off, pc.text
+		lead := skipSpaceAndComments(piece)
+		body := strings.TrimRightFunc(piece[lead:], isSpace)
+		body = strings.TrimSuffix(body, ";")
+		body = strings.TrimRightFunc(body, isSpace)
+		if body == "" {
+			continue
+		}
+		start := off + lead
+		p := position{line: 1, col: 1}
+		p.line, p.col = p.at(text, start)
+		st := Statement{SQL: body, Line: p.line, pos: p}
+		if isCustom(body) {
+			c, err := parseCustom(body, p)
+			if err != nil {
+				return nil, err
+			}
+			st.custom = c
+		} else {
+			res, err := pg.Parse(body)
+			if err != nil {
+				return nil, pgError(err, body, p)
+			}
+			if len(res.Stmts) != 1 {
+				return nil, &Error{Kind: "syntax", Msg: "expected exactly one statement", Line: p.line, Column: p.col}
+			}
+			st.tree = res.Stmts[0].Stmt
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v'
+}
+
+// piece is one statement's raw text and its byte offset in the input.
+type piece struct {
+	off  int
+	text string
+}
+
+// splitStatements cuts text at top-level semicolons using PostgreSQL's own
+// scanner, so quotes, comments and dollar quoting are handled exactly.
+// (pg_query's SplitWithScanner drops statements that start with a word
+// PostgreSQL does not know, such as DESCRIBE, so it cannot be used.)
+func splitStatements(text string) ([]piece, error) {
+	res, err := pg.Scan(text)
+	if err != nil {
+		return nil, pgError(err, text, position{line: 1, col: 1})
+	}
+	var out []piece
+	start := 0
+	for _, t := range res.Tokens {
+		if t.Token == pg.Token_ASCII_59 {
+			out = append(out, piece{off: start, text: text[start:t.Start]})
+			start = int(t.End)
+		}
+	}
+	if start < len(text) {
+		out = append(out, piece{off: start, text: text[start:]})
+	}
+	return out, nil
+}
+
+// skipSpaceAndComments returns the offset of the first byte of s that is
+// neither white space nor inside a -- or /* */ comment.
+func skipSpaceAndComments(s string) int {
+	i := 0
+	for i < len(s) {
+		switch {
+		case isSpace(rune(s[i])):
+			i++
+		case strings.HasPrefix(s[i:], "--"):
+			nl := strings.IndexByte(s[i:], '\n')
+			if nl < 0 {
+				return len(s)
+			}
+			i += nl + 1
+		case strings.HasPrefix(s[i:], "/*"):
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				return len(s)
+			}
+			i += 2 + end + 2
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+var nearRe = regexp.MustCompile(`at or near "(.*)"$`)
+
+// pgError converts a pg_query error (cursor position: 1-based character
+// index into text) to an *Error positioned in the original input.
+func pgError(err error, text string, p position) error {
+	var pe *pgparser.Error
+	if !errors.As(err, &pe) {
+		return &Error{Kind: "syntax", Msg: err.Error()}
+	}
+	e := &Error{Kind: "syntax", Msg: pe.Message}
+	if pe.Cursorpos > 0 {
+		off := runeOffset(text, pe.Cursorpos-1)
+		e.Line, e.Column = p.at(text, off)
+		e.Near = tokenAt(text, off)
+	}
+	if m := nearRe.FindStringSubmatch(pe.Message); m != nil {
+		e.Near = m[1]
+	} else if strings.HasSuffix(pe.Message, "at end of input") {
+		e.Near = ""
+		e.Line, e.Column = p.at(text, len(text))
+	}
+	return e
+}
+
+// runeOffset converts a character index to a byte offset.
+func runeOffset(s string, n int) int {
+	i := 0
+	for off := range s {
+		if i == n {
+			return off
+		}
+		i++
+	}
+	return len(s)
+}

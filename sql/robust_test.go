@@ -1,0 +1,42 @@
+package sql
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestUnsupportedFeaturesFailCleanly binds statements the binder does not
+// support: each must return an *Error, never panic or bind silently.
+func TestUnsupportedFeaturesFailCleanly(t *testing.T) {
+	queries := []string{
+		"select sum(a) filter (where a > 1) from t",
+		"select a from t where a is true",
+		"select row_number() over () from t",
+		"select * from t, lateral (select 1) x",
+		"select * from generate_series(1, 3)",
+		"select $1",
+		"select array[1]",
+		"select a from t for update",
+		"select a from t where a > all (select a from u)",
+		"select a from t where (a, b) in (select a, c from u)",
+		"select a from t where s ilike 'x'",
+		"select distinct on (a) a from t",
+		"select a from t group by rollup (a)",
+		"explain analyze select 1",
+		"select count(t.*) from t",
+		"select a from t full join u using (a)",
+		"select cast(d as boolean) from t",
+		"select interval 'soon'",
+		"select 1 from t limit 1 + a",
+		"with recursive r(n) as (select 1 union all select n + 1 from r) select * from r",
+		"select * from t x(p, q, r, s2, t2, u2, v2, w2)",
+	}
+	cat := testCatalog(t)
+	for _, q := range queries {
+		_, err := bindOne(t, cat, q)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("%q: got %v, want *Error", q, err)
+		}
+	}
+}

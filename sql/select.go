@@ -1,0 +1,520 @@
+package sql
+
+import (
+	"fmt"
+	"slices"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"sluice/plan"
+)
+
+// selectStmt binds a SELECT, VALUES or set operation. outer is the
+// enclosing query's scope (for correlated subqueries), nil at top level.
+func (b *binder) selectStmt(sel *pg.SelectStmt, outer *scope) (relation, error) {
+	if sel.WithClause != nil {
+		if sel.WithClause.Recursive {
+			return relation{}, b.errAt("bind", sel.WithClause.Location, "WITH RECURSIVE is not supported")
+		}
+		saved := b.ctes
+		defer func() { b.ctes = saved }()
+		for _, n := range sel.WithClause.Ctes {
+			cte := n.GetCommonTableExpr()
+			q := cte.GetCtequery().GetSelectStmt()
+			if q == nil {
+				return relation{}, b.errAt("bind", cte.GetLocation(), "WITH query %q must be a SELECT", cte.GetCtename())
+			}
+			def := &cteDef{name: cte.Ctename, query: q, aliases: stringList(cte.Aliascolnames), visible: slices.Clip(b.ctes)}
+			b.ctes = append(slices.Clip(b.ctes), def)
+		}
+	}
+	if sel.IntoClause != nil || len(sel.LockingClause) > 0 || len(sel.WindowClause) > 0 {
+		return relation{}, &Error{Kind: "bind", Msg: "SELECT INTO, locking clauses and WINDOW are not supported"}
+	}
+	switch sel.Op {
+	case pg.SetOperation_SETOP_UNION:
+		r, err := b.union(sel, outer)
+		if err != nil {
+			return relation{}, err
+		}
+		return b.orderLimitOutput(r, sel, outer)
+	case pg.SetOperation_SETOP_INTERSECT:
+		return relation{}, &Error{Kind: "bind", Msg: "INTERSECT is not supported"}
+	case pg.SetOperation_SETOP_EXCEPT:
+		return relation{}, &Error{Kind: "bind", Msg: "EXCEPT is not supported"}
+	}
+	if len(sel.ValuesLists) > 0 {
+		r, err := b.values(sel.ValuesLists, outer)
+		if err != nil {
+			return relation{}, err
+		}
+		return b.orderLimitOutput(r, sel, outer)
+	}
+	return b.simpleSelect(sel, outer)
+}
+
+// item is one select-list entry.
+type item struct {
+	ast  *pg.Node // nil for columns expanded from *
+	expr plan.Expr
+	name string
+	loc  int32
+}
+
+// sortSpec is one ORDER BY key, resolved either to a select item or to an
+// extra expression.
+type sortSpec struct {
+	item       int // index into items, or -1
+	expr       plan.Expr
+	desc       bool
+	nullsFirst bool
+}
+
+func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error) {
+	node, sc, err := b.from(sel.FromClause, outer)
+	if err != nil {
+		return relation{}, err
+	}
+	if sel.WhereClause != nil {
+		pred, err := b.boolExpr(sel.WhereClause, ectx{sc: sc, clause: "WHERE"})
+		if err != nil {
+			return relation{}, err
+		}
+		node = &plan.Filter{Input: node, Pred: pred}
+	}
+	items, err := b.expandTargets(sel.TargetList, sc)
+	if err != nil {
+		return relation{}, err
+	}
+	agg := &aggState{in: node.Schema(), byKey: map[string]int{}}
+
+	// GROUP BY: input columns first, then select-list aliases and positions.
+	var groups []plan.Expr
+	groupKeys := map[string]bool{}
+	for _, g := range sel.GroupClause {
+		e, err := b.groupExpr(g, items, sc)
+		if err != nil {
+			return relation{}, err
+		}
+		if k := exprKey(e); !groupKeys[k] {
+			groupKeys[k] = true
+			groups = append(groups, e)
+		}
+	}
+
+	ec := ectx{sc: sc, agg: agg, clause: "SELECT"}
+	for i := range items {
+		if items[i].expr != nil {
+			continue
+		}
+		if items[i].expr, err = b.expr(items[i].ast, ec); err != nil {
+			return relation{}, err
+		}
+	}
+	var having plan.Expr
+	if sel.HavingClause != nil {
+		if having, err = b.boolExpr(sel.HavingClause, ectx{sc: sc, agg: agg, clause: "HAVING"}); err != nil {
+			return relation{}, err
+		}
+	}
+	sorts, err := b.sortSpecs(sel.SortClause, items, ectx{sc: sc, agg: agg, clause: "ORDER BY"})
+	if err != nil {
+		return relation{}, err
+	}
+
+	if len(groups) > 0 || len(agg.calls) > 0 || having != nil {
+		node, err = b.aggregate(node, groups, agg, items, &having, sorts)
+		if err != nil {
+			return relation{}, err
+		}
+		if having != nil {
+			node = &plan.Filter{Input: node, Pred: having}
+		}
+	}
+
+	distinct := false
+	if len(sel.DistinctClause) > 0 {
+		if len(sel.DistinctClause) > 1 || sel.DistinctClause[0].Node != nil {
+			return relation{}, &Error{Kind: "bind", Msg: "DISTINCT ON is not supported"}
+		}
+		distinct = true
+	}
+
+	// The select list, plus ORDER BY expressions not in it.
+	exprs := make([]plan.Expr, len(items))
+	names := make([]string, len(items))
+	for i, it := range items {
+		exprs[i], names[i] = it.expr, it.name
+	}
+	for i := range sorts {
+		if sorts[i].item >= 0 {
+			continue
+		}
+		for j, e := range exprs {
+			if exprKey(e) == exprKey(sorts[i].expr) {
+				sorts[i].item = j
+				break
+			}
+		}
+		if sorts[i].item < 0 {
+			if distinct {
+				return relation{}, &Error{Kind: "bind", Msg: "for SELECT DISTINCT, ORDER BY expressions must appear in select list"}
+			}
+			sorts[i].item = len(exprs)
+			exprs = append(exprs, sorts[i].expr)
+			names = append(names, "?column?")
+		}
+	}
+	proj := b.project(node, exprs, names)
+	node = proj
+	if distinct {
+		node = distinctOf(node)
+	}
+	if len(sorts) > 0 {
+		keys := make([]plan.SortKey, len(sorts))
+		for i, s := range sorts {
+			keys[i] = plan.SortKey{Expr: refName(proj.Cols[s.item], names[s.item]), Desc: s.desc, NullsFirst: s.nullsFirst}
+		}
+		node = &plan.Sort{Input: node, Keys: keys}
+	}
+	if node, err = b.limit(node, sel); err != nil {
+		return relation{}, err
+	}
+	if len(exprs) > len(items) {
+		// Drop the ORDER BY-only columns.
+		keep := make([]plan.Expr, len(items))
+		for i := range items {
+			keep[i] = refName(proj.Cols[i], names[i])
+		}
+		node = &plan.Project{Input: node, Exprs: keep, Cols: slices.Clone(proj.Cols[:len(items)])}
+	}
+	return relation{node: node, names: names[:len(items)]}, nil
+}
+
+// refName is a ColRef to c displayed under the output name.
+func refName(c plan.Column, name string) *plan.ColRef {
+	return &plan.ColRef{ID: c.ID, Name: name, Typ: c.Type}
+}
+
+// distinctOf groups by every column of node (SELECT DISTINCT, UNION).
+func distinctOf(node plan.Node) plan.Node {
+	cols := node.Schema()
+	keys := make([]plan.Expr, len(cols))
+	for i, c := range cols {
+		keys[i] = refName(c, c.Name)
+	}
+	return &plan.Aggregate{Input: node, GroupBy: keys, Cols: slices.Clone(cols)}
+}
+
+// project builds a Project; a plain column keeps its ID unless it already
+// appears earlier in the same projection (IDs stay unique per schema).
+func (b *binder) project(input plan.Node, exprs []plan.Expr, names []string) *plan.Project {
+	in := input.Schema()
+	cols := make(plan.Schema, len(exprs))
+	used := map[plan.ColumnID]bool{}
+	for i, e := range exprs {
+		if r, ok := e.(*plan.ColRef); ok && !used[r.ID] {
+			if idx := in.IndexOf(r.ID); idx >= 0 {
+				c := in[idx]
+				if c.Name != names[i] {
+					c.Table = ""
+				}
+				c.Name = names[i]
+				cols[i] = c
+				used[r.ID] = true
+				continue
+			}
+		}
+		cols[i] = plan.Column{ID: b.ids.Next(), Name: names[i], Type: e.Type(), Nullable: nullableIn(e, in)}
+		used[cols[i].ID] = true
+	}
+	return &plan.Project{Input: input, Exprs: exprs, Cols: cols}
+}
+
+// expandTargets turns the select list into items, expanding * and t.*.
+func (b *binder) expandTargets(targets []*pg.Node, sc *scope) ([]item, error) {
+	var items []item
+	for _, t := range targets {
+		rt := t.GetResTarget()
+		if rt == nil {
+			return nil, &Error{Kind: "bind", Msg: "unexpected select-list entry"}
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && len(cr.Fields) > 0 && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			table := ""
+			if len(cr.Fields) > 1 {
+				parts := stringList(cr.Fields[:len(cr.Fields)-1])
+				table = parts[len(parts)-1]
+			}
+			n := 0
+			for _, c := range sc.cols {
+				if (table == "" && !c.hidden) || (table != "" && c.table == table) {
+					items = append(items, item{expr: &plan.ColRef{ID: c.col.ID, Name: c.name, Typ: c.col.Type}, name: c.name, loc: rt.Location})
+					n++
+				}
+			}
+			if table != "" && n == 0 {
+				return nil, b.errAt("bind", cr.Location, "missing FROM-clause entry for table %q", table)
+			}
+			if table == "" && len(sc.cols) == 0 {
+				return nil, b.errAt("bind", cr.Location, "SELECT * with no tables specified is not valid")
+			}
+			continue
+		}
+		name := rt.Name
+		if name == "" {
+			name = figureName(rt.Val)
+		}
+		items = append(items, item{ast: rt.Val, name: name, loc: rt.Location})
+	}
+	return items, nil
+}
+
+// groupExpr binds one GROUP BY entry.
+func (b *binder) groupExpr(g *pg.Node, items []item, sc *scope) (plan.Expr, error) {
+	ec := ectx{sc: sc, clause: "GROUP BY"}
+	if k, ok := intConst(g); ok {
+		if k < 1 || int(k) > len(items) {
+			return nil, b.errAt("bind", nodeLoc(g), "GROUP BY position %d is not in select list", k)
+		}
+		it := items[k-1]
+		if it.ast == nil {
+			return it.expr, nil
+		}
+		return b.expr(it.ast, ec)
+	}
+	if cr := g.GetColumnRef(); cr != nil && len(cr.Fields) == 1 {
+		name := stringList(cr.Fields)
+		if len(name) == 1 {
+			if m, _ := sc.find("", name[0]); len(m) == 0 {
+				for _, it := range items {
+					if it.ast != nil && it.name == name[0] {
+						return b.expr(it.ast, ec)
+					}
+				}
+			}
+		}
+	}
+	switch g.Node.(type) {
+	case *pg.Node_GroupingSet:
+		return nil, b.errAt("bind", nodeLoc(g), "GROUPING SETS, ROLLUP and CUBE are not supported")
+	}
+	return b.expr(g, ec)
+}
+
+// sortSpecs resolves ORDER BY: positions and output names refer to select
+// items; anything else is an expression over the input.
+func (b *binder) sortSpecs(clause []*pg.Node, items []item, ec ectx) ([]sortSpec, error) {
+	var out []sortSpec
+	for _, n := range clause {
+		sb := n.GetSortBy()
+		if sb == nil {
+			return nil, &Error{Kind: "bind", Msg: "unexpected ORDER BY entry"}
+		}
+		s := sortSpec{item: -1}
+		switch sb.SortbyDir {
+		case pg.SortByDir_SORTBY_DESC:
+			s.desc = true
+		case pg.SortByDir_SORTBY_USING:
+			return nil, b.errAt("bind", sb.Location, "ORDER BY USING is not supported")
+		}
+		switch sb.SortbyNulls {
+		case pg.SortByNulls_SORTBY_NULLS_FIRST:
+			s.nullsFirst = true
+		case pg.SortByNulls_SORTBY_NULLS_LAST:
+			s.nullsFirst = false
+		default:
+			s.nullsFirst = s.desc // PostgreSQL: NULLs sort as larger than any value
+		}
+		if k, ok := intConst(sb.Node); ok {
+			if k < 1 || int(k) > len(items) {
+				return nil, b.errAt("bind", nodeLoc(sb.Node), "ORDER BY position %d is not in select list", k)
+			}
+			s.item = int(k - 1)
+		} else if cr := sb.Node.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+			name := cr.Fields[0].GetString_().Sval
+			for i, it := range items {
+				if it.name == name {
+					s.item = i
+					break
+				}
+			}
+		}
+		if s.item < 0 {
+			e, err := b.expr(sb.Node, ec)
+			if err != nil {
+				return nil, err
+			}
+			s.expr = e
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// limit adds LIMIT/OFFSET (constant integers) above node.
+func (b *binder) limit(node plan.Node, sel *pg.SelectStmt) (plan.Node, error) {
+	if sel.LimitOption == pg.LimitOption_LIMIT_OPTION_WITH_TIES {
+		return nil, &Error{Kind: "bind", Msg: "FETCH ... WITH TIES is not supported"}
+	}
+	if sel.LimitCount == nil && sel.LimitOffset == nil {
+		return node, nil
+	}
+	count, err := b.constInt(sel.LimitCount, "LIMIT", -1)
+	if err != nil {
+		return nil, err
+	}
+	offset, err := b.constInt(sel.LimitOffset, "OFFSET", 0)
+	if err != nil {
+		return nil, err
+	}
+	return &plan.Limit{Input: node, Offset: offset, Count: count}, nil
+}
+
+// constInt evaluates a LIMIT/OFFSET argument; NULL or absent gives def.
+func (b *binder) constInt(n *pg.Node, clause string, def int64) (int64, error) {
+	if n == nil {
+		return def, nil
+	}
+	e, err := b.expr(n, ectx{sc: &scope{}, clause: clause})
+	if err != nil {
+		return 0, err
+	}
+	lit, ok := e.(*plan.Literal)
+	if !ok {
+		return 0, b.errAt("bind", nodeLoc(n), "%s must be a constant integer", clause)
+	}
+	switch v := lit.Val.(type) {
+	case nil:
+		return def, nil
+	case int64:
+		if v < 0 {
+			return 0, b.errAt("bind", nodeLoc(n), "%s must not be negative", clause)
+		}
+		return v, nil
+	}
+	return 0, b.errAt("bind", nodeLoc(n), "%s must be a constant integer", clause)
+}
+
+// orderLimitOutput applies ORDER BY and LIMIT of a VALUES list or set
+// operation, whose keys can only name output columns.
+func (b *binder) orderLimitOutput(r relation, sel *pg.SelectStmt, outer *scope) (relation, error) {
+	node := r.node
+	if len(sel.SortClause) > 0 {
+		schema := node.Schema()
+		items := make([]item, len(r.names))
+		for i, c := range schema {
+			items[i] = item{expr: refName(c, r.names[i]), name: r.names[i]}
+		}
+		sc := &scope{cols: relationScope(r, ""), parent: outer}
+		specs, err := b.sortSpecs(sel.SortClause, items, ectx{sc: sc, clause: "ORDER BY"})
+		if err != nil {
+			return relation{}, err
+		}
+		keys := make([]plan.SortKey, len(specs))
+		for i, s := range specs {
+			e := s.expr
+			if s.item >= 0 {
+				e = items[s.item].expr
+			} else if ref, ok := e.(*plan.ColRef); !ok || schema.IndexOf(ref.ID) < 0 {
+				return relation{}, &Error{Kind: "bind", Msg: "ORDER BY of a UNION or VALUES must name output columns"}
+			}
+			keys[i] = plan.SortKey{Expr: e, Desc: s.desc, NullsFirst: s.nullsFirst}
+		}
+		node = &plan.Sort{Input: node, Keys: keys}
+	}
+	node, err := b.limit(node, sel)
+	if err != nil {
+		return relation{}, err
+	}
+	return relation{node: node, names: r.names}, nil
+}
+
+// union binds UNION [ALL]: inputs are cast to common column types.
+func (b *binder) union(sel *pg.SelectStmt, outer *scope) (relation, error) {
+	l, err := b.selectStmt(sel.Larg, outer)
+	if err != nil {
+		return relation{}, err
+	}
+	r, err := b.selectStmt(sel.Rarg, outer)
+	if err != nil {
+		return relation{}, err
+	}
+	ls, rs := l.node.Schema(), r.node.Schema()
+	if len(ls) != len(rs) {
+		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("each UNION query must have the same number of columns (%d vs %d)", len(ls), len(rs))}
+	}
+	types := make([]plan.Column, len(ls))
+	for i := range ls {
+		t, ok := plan.CommonType(ls[i].Type, rs[i].Type)
+		if !ok {
+			return relation{}, &Error{Kind: "type", Msg: fmt.Sprintf("UNION types %s and %s cannot be matched", plan.TypeName(ls[i].Type), plan.TypeName(rs[i].Type))}
+		}
+		types[i] = plan.Column{ID: b.ids.Next(), Name: l.names[i], Type: t, Nullable: ls[i].Nullable || rs[i].Nullable}
+	}
+	u := &plan.Union{Inputs: []plan.Node{b.castTo(l, types), b.castTo(r, types)}, Cols: types}
+	var node plan.Node = u
+	if !sel.All {
+		node = distinctOf(u)
+	}
+	return relation{node: node, names: l.names}, nil
+}
+
+// castTo wraps r in a Project casting columns whose type differs from want.
+func (b *binder) castTo(r relation, want []plan.Column) plan.Node {
+	schema := r.node.Schema()
+	need := false
+	exprs := make([]plan.Expr, len(schema))
+	for i, c := range schema {
+		exprs[i] = refName(c, r.names[i])
+		if !typeEq(c.Type, want[i].Type) {
+			exprs[i] = castExpr(exprs[i], want[i].Type)
+			need = true
+		}
+	}
+	if !need {
+		return r.node
+	}
+	return b.project(r.node, exprs, r.names)
+}
+
+// values binds a VALUES list; column types are the common type per column.
+func (b *binder) values(lists []*pg.Node, outer *scope) (relation, error) {
+	ec := ectx{sc: &scope{parent: outer}, clause: "VALUES"}
+	var rows [][]plan.Expr
+	for _, l := range lists {
+		items := l.GetList().GetItems()
+		if len(rows) > 0 && len(items) != len(rows[0]) {
+			return relation{}, b.errAt("bind", nodeLoc(items[0]), "VALUES lists must all be the same length")
+		}
+		row := make([]plan.Expr, len(items))
+		for i, it := range items {
+			e, err := b.expr(it, ec)
+			if err != nil {
+				return relation{}, err
+			}
+			row[i] = e
+		}
+		rows = append(rows, row)
+	}
+	ncol := len(rows[0])
+	cols := make(plan.Schema, ncol)
+	names := make([]string, ncol)
+	for c := 0; c < ncol; c++ {
+		exprs := make([]plan.Expr, len(rows))
+		for r := range rows {
+			exprs[r] = rows[r][c]
+		}
+		t, err := b.commonType(exprs, "VALUES")
+		if err != nil {
+			return relation{}, err
+		}
+		nullable := false
+		for r := range rows {
+			rows[r][c] = coerce(rows[r][c], t)
+			nullable = nullable || nullableIn(rows[r][c], nil)
+		}
+		names[c] = fmt.Sprintf("column%d", c+1)
+		cols[c] = plan.Column{ID: b.ids.Next(), Name: names[c], Type: t, Nullable: nullable}
+	}
+	return relation{node: &plan.Values{Rows: rows, Cols: cols}, names: names}, nil
+}

@@ -1,0 +1,96 @@
+package sql
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sluice/catalog"
+)
+
+var (
+	rownumRe   = regexp.MustCompile(`;\s*where rownum <= (-?\d+);\s*$`)
+	dayPrecRe  = regexp.MustCompile(`(interval '[^']*' day) \(\d+\)`)
+	tpchQueryN = 22
+)
+
+// tpchText loads TPC-H query n and adapts it: "-- " comment lines are
+// dropped, "where rownum <= N;" becomes LIMIT N, and "day (3)" loses its
+// precision.
+func tpchText(t *testing.T, n int) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("/work/shared/tpch/queries", fmt.Sprintf("q%d.sql", n)))
+	if err != nil {
+		t.Skipf("TPC-H queries not available: %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "-- ") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	text := strings.Join(lines, "\n")
+	text = dayPrecRe.ReplaceAllString(text, "$1")
+	m := rownumRe.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("q%d: no rownum clause", n)
+	}
+	text = text[:len(text)-len(m[0])]
+	if m[1] != "-1" {
+		text += "\nlimit " + m[1]
+	}
+	return text + ";\n"
+}
+
+// bindScript binds every statement of text, applying CREATE VIEW and DROP
+// VIEW to the catalog as a session would, and returns the bound queries.
+func bindScript(t *testing.T, cat *catalog.Catalog, text string) ([]*Query, error) {
+	t.Helper()
+	stmts, err := Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	b := &Binder{Catalog: cat}
+	var out []*Query
+	for _, s := range stmts {
+		bound, err := b.Bind(s)
+		if err != nil {
+			return nil, err
+		}
+		switch x := bound.(type) {
+		case *Query:
+			out = append(out, x)
+		case *CreateView:
+			if err := cat.RegisterView(&catalog.View{Name: x.Name, SQL: x.SQL, Columns: x.Columns}, x.OrReplace); err != nil {
+				return nil, err
+			}
+		case *Drop:
+			if x.View {
+				cat.DropView(x.Name)
+			}
+		default:
+			return nil, fmt.Errorf("unexpected statement %T", bound)
+		}
+	}
+	return out, nil
+}
+
+func TestTPCHQueriesBind(t *testing.T) {
+	for n := 1; n <= tpchQueryN; n++ {
+		t.Run(fmt.Sprintf("q%d", n), func(t *testing.T) {
+			text := tpchText(t, n)
+			qs, err := bindScript(t, testCatalog(t), text)
+			if err != nil {
+				t.Fatalf("q%d: %v\n%s", n, err, text)
+			}
+			if len(qs) != 1 {
+				t.Fatalf("q%d: got %d queries, want 1", n, len(qs))
+			}
+			checkGolden(t, fmt.Sprintf("tpch_q%d", n), formatQuery(qs[0]))
+		})
+	}
+}
