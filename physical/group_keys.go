@@ -1,0 +1,388 @@
+package physical
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// groupKeyStore holds one group-key column's distinct values, one per group
+// id, in a typed Go slice so that probing compares values without boxing and
+// the keys can be emitted as an Arrow array at the end. NULL is a value of
+// its own (GROUP BY puts all NULLs in one group).
+type groupKeyStore interface {
+	// add appends row `row` of arr as the key of the next group id.
+	add(arr arrow.Array, row int)
+	// equal reports whether row `row` of arr equals group g's key.
+	equal(arr arrow.Array, row int, g int32) bool
+	// build returns the keys of groups [start, end).
+	build(start, end int, mem memory.Allocator) arrow.Array
+	// bytesPerGroup estimates the memory one group's key takes.
+	bytesPerGroup() int64
+}
+
+// newGroupKeyStore returns the store for keys of type t.
+func newGroupKeyStore(t arrow.DataType) (groupKeyStore, error) {
+	switch t.ID() {
+	case arrow.INT64:
+		return &groupFixedKeys[int64]{typ: t, get: func(a arrow.Array) []int64 { return a.(*array.Int64).Int64Values() }}, nil
+	case arrow.TIMESTAMP:
+		return &groupFixedKeys[arrow.Timestamp]{typ: t, get: func(a arrow.Array) []arrow.Timestamp { return a.(*array.Timestamp).TimestampValues() }}, nil
+	case arrow.INT32:
+		return &groupFixedKeys[int32]{typ: t, get: func(a arrow.Array) []int32 { return a.(*array.Int32).Int32Values() }}, nil
+	case arrow.DATE32:
+		return &groupFixedKeys[arrow.Date32]{typ: t, get: func(a arrow.Array) []arrow.Date32 { return a.(*array.Date32).Date32Values() }}, nil
+	case arrow.FLOAT64:
+		return &groupFixedKeys[float64]{typ: t, get: func(a arrow.Array) []float64 { return a.(*array.Float64).Float64Values() }}, nil
+	case arrow.DECIMAL128:
+		return &groupFixedKeys[decimal128.Num]{typ: t, get: func(a arrow.Array) []decimal128.Num { return a.(*array.Decimal128).Values() }}, nil
+	case arrow.STRING:
+		return &groupStringKeys{}, nil
+	case arrow.BOOL:
+		return &groupBoolKeys{}, nil
+	case arrow.NULL:
+		return &groupNullKeys{}, nil
+	}
+	return nil, fmt.Errorf("grouping by %s is not supported", t)
+}
+
+// groupFixedKeys stores fixed-width keys. get extracts the typed values of an
+// input array (the arrays of one batch are fetched once per call, which is
+// cheap: it is a slice header over the buffer).
+type groupFixedKeys[T comparable] struct {
+	typ   arrow.DataType
+	get   func(arrow.Array) []T
+	vals  []T
+	valid []bool
+	nulls bool
+}
+
+func (s *groupFixedKeys[T]) add(arr arrow.Array, row int) {
+	if arr.IsNull(row) {
+		var zero T
+		s.vals = append(s.vals, zero)
+		s.valid = append(s.valid, false)
+		s.nulls = true
+		return
+	}
+	s.vals = append(s.vals, s.get(arr)[row])
+	s.valid = append(s.valid, true)
+}
+
+func (s *groupFixedKeys[T]) equal(arr arrow.Array, row int, g int32) bool {
+	if arr.IsNull(row) {
+		return !s.valid[g]
+	}
+	return s.valid[g] && s.get(arr)[row] == s.vals[g]
+}
+
+func (s *groupFixedKeys[T]) build(start, end int, mem memory.Allocator) arrow.Array {
+	b := array.NewBuilder(mem, s.typ)
+	defer b.Release()
+	b.Reserve(end - start)
+	for i := start; i < end; i++ {
+		if !s.valid[i] {
+			b.AppendNull()
+			continue
+		}
+		switch bb := b.(type) {
+		case *array.Int64Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(int64))
+		case *array.TimestampBuilder:
+			bb.UnsafeAppend(any(s.vals[i]).(arrow.Timestamp))
+		case *array.Int32Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(int32))
+		case *array.Date32Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(arrow.Date32))
+		case *array.Float64Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(float64))
+		case *array.Decimal128Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(decimal128.Num))
+		}
+	}
+	return b.NewArray()
+}
+
+func (s *groupFixedKeys[T]) bytesPerGroup() int64 {
+	var zero T
+	return int64(sizeOfFixed(any(zero))) + 1
+}
+
+func sizeOfFixed(v any) int {
+	switch v.(type) {
+	case int32, arrow.Date32:
+		return 4
+	case decimal128.Num:
+		return 16
+	}
+	return 8
+}
+
+// groupStringKeys stores utf8 keys.
+type groupStringKeys struct {
+	vals  []string
+	valid []bool
+	size  int64
+}
+
+func (s *groupStringKeys) add(arr arrow.Array, row int) {
+	if arr.IsNull(row) {
+		s.vals = append(s.vals, "")
+		s.valid = append(s.valid, false)
+		return
+	}
+	// Copy: the input's buffer is released after the batch.
+	v := string([]byte(arr.(*array.String).Value(row)))
+	s.vals = append(s.vals, v)
+	s.valid = append(s.valid, true)
+	s.size += int64(len(v))
+}
+
+func (s *groupStringKeys) equal(arr arrow.Array, row int, g int32) bool {
+	if arr.IsNull(row) {
+		return !s.valid[g]
+	}
+	return s.valid[g] && arr.(*array.String).Value(row) == s.vals[g]
+}
+
+func (s *groupStringKeys) build(start, end int, mem memory.Allocator) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(end - start)
+	for i := start; i < end; i++ {
+		if !s.valid[i] {
+			b.AppendNull()
+		} else {
+			b.Append(s.vals[i])
+		}
+	}
+	return b.NewArray()
+}
+
+func (s *groupStringKeys) bytesPerGroup() int64 {
+	avg := int64(0)
+	if len(s.vals) > 0 {
+		avg = s.size / int64(len(s.vals))
+	}
+	return 17 + avg
+}
+
+// groupBoolKeys stores boolean keys: 0 false, 1 true, 2 NULL.
+type groupBoolKeys struct{ vals []uint8 }
+
+func boolKeyCode(arr arrow.Array, row int) uint8 {
+	if arr.IsNull(row) {
+		return 2
+	}
+	if arr.(*array.Boolean).Value(row) {
+		return 1
+	}
+	return 0
+}
+
+func (s *groupBoolKeys) add(arr arrow.Array, row int) { s.vals = append(s.vals, boolKeyCode(arr, row)) }
+
+func (s *groupBoolKeys) equal(arr arrow.Array, row int, g int32) bool {
+	return boolKeyCode(arr, row) == s.vals[g]
+}
+
+func (s *groupBoolKeys) build(start, end int, mem memory.Allocator) arrow.Array {
+	b := array.NewBooleanBuilder(mem)
+	defer b.Release()
+	for _, v := range s.vals[start:end] {
+		if v == 2 {
+			b.AppendNull()
+		} else {
+			b.Append(v == 1)
+		}
+	}
+	return b.NewArray()
+}
+
+func (s *groupBoolKeys) bytesPerGroup() int64 { return 1 }
+
+// groupNullKeys stores keys of the NULL type (every value is NULL).
+type groupNullKeys struct{}
+
+func (groupNullKeys) add(arrow.Array, int)               {}
+func (groupNullKeys) equal(arrow.Array, int, int32) bool { return true }
+func (groupNullKeys) bytesPerGroup() int64               { return 0 }
+func (groupNullKeys) build(start, end int, _ memory.Allocator) arrow.Array {
+	return array.NewNull(end - start)
+}
+
+// groupTable assigns a dense group id (0, 1, ...) to each distinct key row.
+// It is an open-addressing hash table of (hash, group id) slots over
+// HashRows hashes, with key equality checked on the typed key stores.
+type groupTable struct {
+	keys   []groupKeyStore
+	slots  []groupSlot // power-of-two length
+	n      int32       // number of groups
+	hashes []uint64    // scratch: per-row hashes of the current batch
+}
+
+type groupSlot struct {
+	hash uint64
+	gid  int32 // group id + 1; 0 = empty
+}
+
+func newGroupTable(types []arrow.DataType) (*groupTable, error) {
+	t := &groupTable{slots: make([]groupSlot, 64)}
+	for _, typ := range types {
+		s, err := newGroupKeyStore(typ)
+		if err != nil {
+			return nil, err
+		}
+		t.keys = append(t.keys, s)
+	}
+	return t, nil
+}
+
+// numGroups returns the number of distinct keys seen.
+func (t *groupTable) numGroups() int { return int(t.n) }
+
+// memSize estimates the table's memory in bytes.
+func (t *groupTable) memSize() int64 {
+	per := int64(0)
+	for _, k := range t.keys {
+		per += k.bytesPerGroup()
+	}
+	return int64(len(t.slots))*16 + int64(t.n)*per
+}
+
+// lookup writes the group id of every row of cols into gids (growing the
+// table for new keys). newRows, when non-nil, receives true for rows that
+// created their group.
+func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []bool) error {
+	if len(t.keys) == 0 {
+		if t.n == 0 && n > 0 {
+			t.n = 1
+			if newRows != nil {
+				newRows[0] = true
+			}
+		}
+		for i := 0; i < n; i++ {
+			gids[i] = 0
+		}
+		return nil
+	}
+	if cap(t.hashes) < n {
+		t.hashes = make([]uint64, n)
+	}
+	hashes := t.hashes[:n]
+	if err := HashRows(cols, hashes); err != nil {
+		return fmt.Errorf("hashing group keys: %w", err)
+	}
+	// Fast path: one non-null int64 key compares directly on the value slice.
+	if len(cols) == 1 && cols[0].NullN() == 0 {
+		if a, ok := cols[0].(*array.Int64); ok {
+			t.lookupInt64(a, hashes, gids, newRows)
+			return nil
+		}
+	}
+	for i := 0; i < n; i++ {
+		if int(t.n)*2 >= len(t.slots) {
+			t.grow()
+		}
+		h := hashes[i]
+		mask := uint64(len(t.slots) - 1)
+		pos := h & mask
+		for {
+			s := &t.slots[pos]
+			if s.gid == 0 {
+				s.hash, s.gid = h, t.n+1
+				for c, k := range t.keys {
+					k.add(cols[c], i)
+				}
+				gids[i] = t.n
+				if newRows != nil {
+					newRows[i] = true
+				}
+				t.n++
+				break
+			}
+			if s.hash == h && t.rowEqual(cols, i, s.gid-1) {
+				gids[i] = s.gid - 1
+				if newRows != nil {
+					newRows[i] = false
+				}
+				break
+			}
+			pos = (pos + 1) & mask
+		}
+	}
+	return nil
+}
+
+func (t *groupTable) rowEqual(cols []arrow.Array, row int, g int32) bool {
+	for c, k := range t.keys {
+		if !k.equal(cols[c], row, g) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *groupTable) lookupInt64(a *array.Int64, hashes []uint64, gids []int32, newRows []bool) {
+	store := t.keys[0].(*groupFixedKeys[int64])
+	vals := a.Int64Values()
+	for i, v := range vals {
+		if int(t.n)*2 >= len(t.slots) {
+			t.grow()
+		}
+		h := hashes[i]
+		mask := uint64(len(t.slots) - 1)
+		pos := h & mask
+		for {
+			s := &t.slots[pos]
+			if s.gid == 0 {
+				s.hash, s.gid = h, t.n+1
+				store.vals = append(store.vals, v)
+				store.valid = append(store.valid, true)
+				gids[i] = t.n
+				if newRows != nil {
+					newRows[i] = true
+				}
+				t.n++
+				break
+			}
+			if s.hash == h && store.valid[s.gid-1] && store.vals[s.gid-1] == v {
+				gids[i] = s.gid - 1
+				if newRows != nil {
+					newRows[i] = false
+				}
+				break
+			}
+			pos = (pos + 1) & mask
+		}
+	}
+}
+
+// grow doubles the slot array and reinserts every slot.
+func (t *groupTable) grow() {
+	old := t.slots
+	t.slots = make([]groupSlot, len(old)*2)
+	mask := uint64(len(t.slots) - 1)
+	for _, s := range old {
+		if s.gid == 0 {
+			continue
+		}
+		pos := s.hash & mask
+		for t.slots[pos].gid != 0 {
+			pos = (pos + 1) & mask
+		}
+		t.slots[pos] = s
+	}
+}
+
+// buildKeys returns the key columns of groups [start, end).
+func (t *groupTable) buildKeys(start, end int, mem memory.Allocator) []arrow.Array {
+	out := make([]arrow.Array, len(t.keys))
+	for i, k := range t.keys {
+		out[i] = k.build(start, end, mem)
+	}
+	return out
+}
