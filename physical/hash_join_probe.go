@@ -109,7 +109,11 @@ func (s *joinProbeStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		if s.pendPos < len(s.pendP) {
 			end := min(len(s.pendP), s.pendPos+bs)
-			rb, err := s.emitPairs(s.pendB[s.pendPos:end], s.pendP[s.pendPos:end])
+			var bi []int32 // probe-side semi/anti joins queue probe rows only
+			if len(s.pendB) > 0 {
+				bi = s.pendB[s.pendPos:end]
+			}
+			rb, err := s.emitPairs(bi, s.pendP[s.pendPos:end])
 			s.pendPos = end
 			return rb, err
 		}

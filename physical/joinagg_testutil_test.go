@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -315,4 +316,15 @@ func (s *jaCoalesceStream) Close() {
 		s.cur = nil
 	}
 	s.p = s.op.OutputPartitioning().Count
+}
+
+// jaCountingOp counts Execute calls of the wrapped operator.
+type jaCountingOp struct {
+	Operator
+	executions atomic.Int64
+}
+
+func (c *jaCountingOp) Execute(ctx context.Context, p int, tc *TaskContext) (Stream, error) {
+	c.executions.Add(1)
+	return c.Operator.Execute(ctx, p, tc)
 }
