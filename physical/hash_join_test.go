@@ -131,8 +131,13 @@ func TestHashJoin(t *testing.T) {
 		for _, jt := range types {
 			for _, multi := range []bool{false, true} {
 				for _, filter := range []bool{false, true} {
-					for _, batchSize := range []int{4, 8192} {
+					for _, batchSize := range []int{4, 8192, 0} {
 						name := fmt.Sprintf("%s/%s/multi=%v/filter=%v/batch=%d", mode, jt, multi, filter, batchSize)
+						leftRows := leftRows
+						if batchSize == 0 {
+							// Default batch size; also cover an empty build side.
+							leftRows = nil
+						}
 						t.Run(name, func(t *testing.T) {
 							mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 							defer mem.AssertSize(t, 0)
