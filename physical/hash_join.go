@@ -176,7 +176,8 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 }
 
 // hashJoinCandidates finds, for each probe row, the build rows with equal
-// keys by walking the hash chain of the row's key hash.
+// keys: through the integer-key slots, or by walking the hash chain of the
+// row's key hash and comparing keys.
 type hashJoinCandidates struct {
 	table     *joinBuildTable
 	keys      []expr.Expr
@@ -186,13 +187,13 @@ type hashJoinCandidates struct {
 	probeKeys []arrow.Array
 	hashes    []uint64
 	eq        []func(b, p int) bool
-	// Fast path: one int64 key.
-	bInt, pInt []int64
-	hasNull    bool
-	n          int
-	row        int   // next probe row
-	chain      int32 // next build row+1 in the current row's chain (0: start the row)
-	started    bool  // the current row's chain was looked up
+	// Single integer key: probe values (and conversion scratch).
+	pInt, scratch []int64
+	hasNull       bool
+	n             int
+	row           int   // next probe row
+	chain         int32 // next build row+1 for the current probe row
+	started       bool  // the current row's first build row was looked up
 }
 
 func (c *hashJoinCandidates) reset(b arrow.RecordBatch) error {
@@ -205,29 +206,31 @@ func (c *hashJoinCandidates) reset(b arrow.RecordBatch) error {
 		c.probeKeys = append(c.probeKeys, a)
 	}
 	c.n = int(b.NumRows())
+	c.hasNull = false
+	for _, pk := range c.probeKeys {
+		c.hasNull = c.hasNull || pk.NullN() > 0
+	}
+	c.row, c.chain, c.started = 0, 0, false
+	if c.table.intKey {
+		vals, _ := joinIntKeyValues(c.probeKeys, c.scratch)
+		if _, direct := c.probeKeys[0].(*array.Int64); !direct {
+			c.scratch = vals // converted: keep the buffer for the next batch
+		}
+		c.pInt = vals
+		return nil
+	}
 	c.hashes = growSlice(c.hashes[:0], c.n)
 	if err := HashRows(c.probeKeys, c.hashes); err != nil {
 		return fmt.Errorf("hash join probe: %w", err)
 	}
-	c.eq = c.eq[:0]
-	c.bInt, c.pInt = nil, nil
-	c.hasNull = false
 	for i, pk := range c.probeKeys {
-		c.hasNull = c.hasNull || pk.NullN() > 0
 		bk := c.table.keys[i]
-		if len(c.probeKeys) == 1 {
-			if bi, ok := bk.(*array.Int64); ok {
-				c.bInt, c.pInt = bi.Int64Values(), pk.(*array.Int64).Int64Values()
-				break
-			}
-		}
 		mk, err := joinKeyEqual(bk.DataType())
 		if err != nil {
 			return err
 		}
 		c.eq = append(c.eq, mk(bk, pk))
 	}
-	c.row, c.chain, c.started = 0, 0, false
 	return nil
 }
 
@@ -236,9 +239,6 @@ func (c *hashJoinCandidates) probeKeyNull(r int) bool {
 }
 
 func (c *hashJoinCandidates) match(b, p int) bool {
-	if c.bInt != nil {
-		return c.bInt[b] == c.pInt[p]
-	}
 	for _, eq := range c.eq {
 		if !eq(b, p) {
 			return false
@@ -247,24 +247,99 @@ func (c *hashJoinCandidates) match(b, p int) bool {
 	return true
 }
 
-func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, bool) {
+// first returns the first candidate build row+1 of probe row p (0: none)
+// and whether more may follow through the chain.
+func (c *hashJoinCandidates) first(p int) (int32, bool) {
+	if c.hasNull && joinRowHasNull(c.probeKeys, p) {
+		return 0, false
+	}
 	t := c.table
+	if t.intKey {
+		k := c.pInt[p]
+		pos := mix(uint64(k)) & t.mask
+		for {
+			s := &t.islots[pos]
+			if s.head == 0 {
+				return 0, false
+			}
+			if s.key == k {
+				return s.head, s.dup
+			}
+			pos = (pos + 1) & t.mask
+		}
+	}
+	return t.heads[c.hashes[p]&t.mask], true
+}
+
+// advance returns the build row+1 after row b (0: end of chain).
+func (c *hashJoinCandidates) advance(b int) int32 {
+	if c.table.intKey {
+		return c.table.next[b]
+	}
+	return c.table.links[b].next
+}
+
+// accept reports whether build row b really matches probe row p (integer
+// keys are exact already; chains mix keys sharing a bucket).
+func (c *hashJoinCandidates) accept(b, p int) bool {
+	if c.table.intKey {
+		return true
+	}
+	return c.table.links[b].hash == c.hashes[p] && c.match(b, p)
+}
+
+func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, bool) {
 	added := 0
+	if c.table.intKey && !c.hasNull && !c.started {
+		// Fast path: a tight loop for the common unique-key case.
+		t := c.table
+		for c.row < c.n && added < limit {
+			p := c.row
+			k := c.pInt[p]
+			pos := mix(uint64(k)) & t.mask
+			var s *joinIntSlot
+			for {
+				s = &t.islots[pos]
+				if s.head == 0 || s.key == k {
+					break
+				}
+				pos = (pos + 1) & t.mask
+			}
+			if s.head == 0 {
+				c.row++
+				continue
+			}
+			if s.dup && !c.firstOnly {
+				// Hand the chain to the general loop below.
+				break
+			}
+			bi = append(bi, s.head-1)
+			pi = append(pi, int32(p))
+			added++
+			c.row++
+		}
+		if c.row >= c.n {
+			return bi, pi, true
+		}
+		if added >= limit {
+			return bi, pi, false
+		}
+	}
 	for c.row < c.n {
 		p := c.row
+		more := true
 		if !c.started {
 			c.started = true
-			if c.hasNull && joinRowHasNull(c.probeKeys, p) {
-				c.chain = 0
-			} else {
-				c.chain = t.heads[c.hashes[p]&t.mask]
-			}
+			c.chain, more = c.first(p)
 		}
-		h := c.hashes[p]
 		for c.chain != 0 {
 			b := int(c.chain - 1)
-			c.chain = t.next[b]
-			if t.hashes[b] == h && c.match(b, p) {
+			if more {
+				c.chain = c.advance(b)
+			} else {
+				c.chain = 0
+			}
+			if c.accept(b, p) {
 				bi = append(bi, int32(b))
 				pi = append(pi, int32(p))
 				added++
@@ -290,7 +365,7 @@ func (c *hashJoinCandidates) clear() {
 	joinReleaseArrays(c.probeKeys)
 	c.probeKeys = c.probeKeys[:0]
 	c.eq = c.eq[:0]
-	c.bInt, c.pInt = nil, nil
+	c.pInt = nil
 }
 
 // joinKeyEqual returns a maker of equality functions between a build key

@@ -20,10 +20,17 @@ type joinBuildTable struct {
 	cols    []arrow.Array // build columns, numRows rows each
 	numRows int
 	keys    []arrow.Array // evaluated build keys (hash join only)
-	hashes  []uint64      // per-row key hash
-	heads   []int32       // bucket → first row+1 (0 = empty); power-of-two length
-	next    []int32       // row → next row+1 in the same bucket
-	mask    uint64
+	// General index: heads maps hash&mask to the first row+1 of a chain
+	// through links (hash kept next to the link: one cache miss per step).
+	heads []int32
+	links []joinLink
+	mask  uint64
+	// Single integer key index (intKey): open addressing on the key value
+	// itself, one slot per distinct key; rows sharing a key chain through
+	// next, which is only allocated when a key repeats.
+	intKey bool
+	islots []joinIntSlot
+	next   []int32
 	// hasNullKey reports whether some build row has a NULL key (null-aware
 	// anti joins output nothing then).
 	hasNullKey bool
@@ -38,7 +45,7 @@ func (t *joinBuildTable) release() {
 	for _, k := range t.keys {
 		k.Release()
 	}
-	t.cols, t.keys, t.hashes, t.heads, t.next = nil, nil, nil, nil, nil
+	t.cols, t.keys, t.heads, t.links, t.islots, t.next = nil, nil, nil, nil, nil, nil
 	t.res.Free()
 }
 
@@ -157,14 +164,6 @@ func (t *joinBuildTable) concat(schema *arrow.Schema, batches []arrow.RecordBatc
 // index evaluates the build keys and builds the chained hash index.
 func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 	n := t.numRows
-	// heads (≤ 2n slots of 4 bytes) + next (4) + hashes (8) per row.
-	size := 1
-	for size < n {
-		size *= 2
-	}
-	if err := t.res.Grow(int64(n)*12 + int64(size)*4); err != nil {
-		return fmt.Errorf("hash join build: %w", err)
-	}
 	fields := make([]arrow.Field, len(t.cols))
 	for i, c := range t.cols {
 		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: c.DataType(), Nullable: true}
@@ -178,12 +177,29 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		}
 		t.keys = append(t.keys, a)
 	}
-	t.hashes = make([]uint64, n)
-	if err := HashRows(t.keys, t.hashes); err != nil {
+	if vals, ok := joinIntKeyValues(t.keys, nil); ok {
+		size := joinIntSlotCount(n)
+		// Slots of 16 bytes, plus next (4 per row) if keys repeat.
+		if err := t.res.Grow(int64(size)*16 + int64(n)*4); err != nil {
+			return fmt.Errorf("hash join build: %w", err)
+		}
+		t.indexInt(vals, size)
+		return nil
+	}
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	// heads (4 bytes per bucket) + hashes (8 per row) + links (16 per row).
+	if err := t.res.Grow(int64(size)*4 + int64(n)*24); err != nil {
+		return fmt.Errorf("hash join build: %w", err)
+	}
+	hashes := make([]uint64, n)
+	if err := HashRows(t.keys, hashes); err != nil {
 		return fmt.Errorf("hash join build: %w", err)
 	}
 	t.heads = make([]int32, size)
-	t.next = make([]int32, n)
+	t.links = make([]joinLink, n)
 	t.mask = uint64(size - 1)
 	anyNulls := false
 	for _, k := range t.keys {
@@ -195,11 +211,99 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 			t.hasNullKey = true
 			continue
 		}
-		b := t.hashes[r] & t.mask
-		t.next[r] = t.heads[b]
+		b := hashes[r] & t.mask
+		t.links[r] = joinLink{hash: hashes[r], next: t.heads[b]}
 		t.heads[b] = int32(r + 1)
 	}
 	return nil
+}
+
+type joinLink struct {
+	hash uint64
+	next int32
+}
+
+type joinIntSlot struct {
+	key  int64
+	head int32 // first row+1; 0 = empty slot
+	dup  bool  // more rows follow through next
+}
+
+// indexInt builds the single-integer-key index.
+func (t *joinBuildTable) indexInt(vals []int64, size int) {
+	t.intKey = true
+	t.islots = make([]joinIntSlot, size)
+	t.mask = uint64(size - 1)
+	k := t.keys[0]
+	nulls := k.NullN() > 0
+	for r := len(vals) - 1; r >= 0; r-- {
+		if nulls && k.IsNull(r) {
+			t.hasNullKey = true
+			continue
+		}
+		v := vals[r]
+		pos := mix(uint64(v)) & t.mask
+		for {
+			s := &t.islots[pos]
+			if s.head == 0 {
+				s.key, s.head = v, int32(r+1)
+				break
+			}
+			if s.key == v {
+				if t.next == nil {
+					t.next = make([]int32, len(vals))
+				}
+				t.next[r] = s.head
+				s.head, s.dup = int32(r+1), true
+				break
+			}
+			pos = (pos + 1) & t.mask
+		}
+	}
+}
+
+// joinIntSlotCount is the power-of-two slot count keeping the load factor
+// of n keys at most 3/4.
+func joinIntSlotCount(n int) int {
+	size := 16
+	for size*3 < n*4 {
+		size *= 2
+	}
+	return size
+}
+
+// joinIntKeyValues returns the values of a single integer key column as
+// int64s (converting into scratch when needed); ok is false for other keys.
+func joinIntKeyValues(keys []arrow.Array, scratch []int64) ([]int64, bool) {
+	if len(keys) != 1 {
+		return nil, false
+	}
+	switch a := keys[0].(type) {
+	case *array.Int64:
+		return a.Int64Values(), true
+	case *array.Timestamp:
+		v := a.TimestampValues()
+		out := growSlice(scratch[:0], len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out, true
+	case *array.Int32:
+		v := a.Int32Values()
+		out := growSlice(scratch[:0], len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out, true
+	case *array.Date32:
+		v := a.Date32Values()
+		out := growSlice(scratch[:0], len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 func joinRowHasNull(cols []arrow.Array, r int) bool {
