@@ -2,9 +2,11 @@ package physical
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -13,64 +15,26 @@ import (
 func joinTakeArray(arr arrow.Array, idx []int32, mem memory.Allocator) (arrow.Array, error) {
 	n := len(idx)
 	nulls := arr.NullN() > 0
+	switch a := arr.(type) {
+	case *array.Int64:
+		return joinTakeFixed(a.Int64Values(), arr, idx, mem), nil
+	case *array.Int32:
+		return joinTakeFixed(a.Int32Values(), arr, idx, mem), nil
+	case *array.Date32:
+		return joinTakeFixed(a.Date32Values(), arr, idx, mem), nil
+	case *array.Timestamp:
+		return joinTakeFixed(a.TimestampValues(), arr, idx, mem), nil
+	case *array.Float64:
+		return joinTakeFixed(a.Float64Values(), arr, idx, mem), nil
+	case *array.Decimal128:
+		return joinTakeFixed(a.Values(), arr, idx, mem), nil
+	case *array.Null:
+		return array.NewNull(n), nil
+	}
 	b := array.NewBuilder(mem, arr.DataType())
 	defer b.Release()
 	b.Reserve(n)
 	switch a := arr.(type) {
-	case *array.Int64:
-		bb, v := b.(*array.Int64Builder), a.Int64Values()
-		for _, j := range idx {
-			if j < 0 || (nulls && a.IsNull(int(j))) {
-				bb.UnsafeAppendBoolToBitmap(false)
-			} else {
-				bb.UnsafeAppend(v[j])
-			}
-		}
-	case *array.Int32:
-		bb, v := b.(*array.Int32Builder), a.Int32Values()
-		for _, j := range idx {
-			if j < 0 || (nulls && a.IsNull(int(j))) {
-				bb.UnsafeAppendBoolToBitmap(false)
-			} else {
-				bb.UnsafeAppend(v[j])
-			}
-		}
-	case *array.Date32:
-		bb, v := b.(*array.Date32Builder), a.Date32Values()
-		for _, j := range idx {
-			if j < 0 || (nulls && a.IsNull(int(j))) {
-				bb.UnsafeAppendBoolToBitmap(false)
-			} else {
-				bb.UnsafeAppend(v[j])
-			}
-		}
-	case *array.Timestamp:
-		bb, v := b.(*array.TimestampBuilder), a.TimestampValues()
-		for _, j := range idx {
-			if j < 0 || (nulls && a.IsNull(int(j))) {
-				bb.UnsafeAppendBoolToBitmap(false)
-			} else {
-				bb.UnsafeAppend(v[j])
-			}
-		}
-	case *array.Float64:
-		bb, v := b.(*array.Float64Builder), a.Float64Values()
-		for _, j := range idx {
-			if j < 0 || (nulls && a.IsNull(int(j))) {
-				bb.UnsafeAppendBoolToBitmap(false)
-			} else {
-				bb.UnsafeAppend(v[j])
-			}
-		}
-	case *array.Decimal128:
-		bb, v := b.(*array.Decimal128Builder), a.Values()
-		for _, j := range idx {
-			if j < 0 || (nulls && a.IsNull(int(j))) {
-				bb.UnsafeAppendBoolToBitmap(false)
-			} else {
-				bb.UnsafeAppend(v[j])
-			}
-		}
 	case *array.Boolean:
 		bb := b.(*array.BooleanBuilder)
 		for _, j := range idx {
@@ -105,12 +69,53 @@ func joinTakeArray(arr arrow.Array, idx []int32, mem memory.Allocator) (arrow.Ar
 				bb.Append(a.Value(int(j)))
 			}
 		}
-	case *array.Null:
-		return array.NewNull(n), nil
 	default:
 		return nil, fmt.Errorf("gathering %s values is not supported", arr.DataType())
 	}
 	return b.NewArray(), nil
+}
+
+// joinTakeFixed gathers fixed-width values straight into new buffers (the
+// builder's per-value bookkeeping doubles the cost of this hot loop).
+func joinTakeFixed[T any](src []T, arr arrow.Array, idx []int32, mem memory.Allocator) arrow.Array {
+	n := len(idx)
+	var zero T
+	width := int(unsafe.Sizeof(zero))
+	vals := memory.NewResizableBuffer(mem)
+	defer vals.Release()
+	vals.Resize(n * width)
+	var out []T
+	if n > 0 {
+		out = unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(vals.Bytes()))), n)
+	}
+	padded := false
+	for i, j := range idx {
+		if j < 0 {
+			out[i] = zero
+			padded = true
+			continue
+		}
+		out[i] = src[j]
+	}
+	var valid *memory.Buffer
+	nullCount := 0
+	if padded || arr.NullN() > 0 {
+		valid = memory.NewResizableBuffer(mem)
+		defer valid.Release()
+		valid.Resize(int(bitutil.BytesForBits(int64(n))))
+		bm := valid.Bytes()
+		clear(bm)
+		for i, j := range idx {
+			if j >= 0 && arr.IsValid(int(j)) {
+				bitutil.SetBit(bm, i)
+			} else {
+				nullCount++
+			}
+		}
+	}
+	data := array.NewData(arr.DataType(), n, []*memory.Buffer{valid, vals}, nil, nullCount, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
 }
 
 // joinTakeColumns gathers rows idx of every column.
