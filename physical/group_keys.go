@@ -217,11 +217,19 @@ func (groupNullKeys) build(start, end int, _ memory.Allocator) arrow.Array {
 // groupTable assigns a dense group id (0, 1, ...) to each distinct key row.
 // It is an open-addressing hash table of (hash, group id) slots over
 // HashRows hashes, with key equality checked on the typed key stores.
+//
+// A single integer key (int64, int32, date32, timestamp) takes a faster
+// path: slots hold the key value itself in place of the hash (no HashRows,
+// no second lookup in the key store) and NULL has a group outside the slots.
 type groupTable struct {
-	keys   []groupKeyStore
-	slots  []groupSlot // power-of-two length
-	n      int32       // number of groups
-	hashes []uint64    // scratch: per-row hashes of the current batch
+	keys    []groupKeyStore
+	slots   []groupSlot // power-of-two length
+	n       int32       // number of groups
+	hashes  []uint64    // scratch: per-row hashes of the current batch
+	intKey  bool
+	nullGid int32   // intKey: group id of NULL, -1 until seen
+	ints    []int64 // intKey: scratch for widened key values
+	touch   int32   // sink for the prefetching pass (keeps it from being elided)
 }
 
 type groupSlot struct {
@@ -237,6 +245,12 @@ func newGroupTable(types []arrow.DataType) (*groupTable, error) {
 			return nil, err
 		}
 		t.keys = append(t.keys, s)
+	}
+	if len(types) == 1 {
+		switch types[0].ID() {
+		case arrow.INT64, arrow.INT32, arrow.DATE32, arrow.TIMESTAMP:
+			t.intKey, t.nullGid = true, -1
+		}
 	}
 	return t, nil
 }
@@ -269,19 +283,16 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 		}
 		return nil
 	}
+	if t.intKey {
+		t.lookupInt(cols[0], n, gids, newRows)
+		return nil
+	}
 	if cap(t.hashes) < n {
 		t.hashes = make([]uint64, n)
 	}
 	hashes := t.hashes[:n]
 	if err := HashRows(cols, hashes); err != nil {
 		return fmt.Errorf("hashing group keys: %w", err)
-	}
-	// Fast path: one non-null int64 key compares directly on the value slice.
-	if len(cols) == 1 && cols[0].NullN() == 0 {
-		if a, ok := cols[0].(*array.Int64); ok {
-			t.lookupInt64(a, hashes, gids, newRows)
-			return nil
-		}
 	}
 	for i := 0; i < n; i++ {
 		if int(t.n)*2 >= len(t.slots) {
@@ -326,22 +337,54 @@ func (t *groupTable) rowEqual(cols []arrow.Array, row int, g int32) bool {
 	return true
 }
 
-func (t *groupTable) lookupInt64(a *array.Int64, hashes []uint64, gids []int32, newRows []bool) {
-	store := t.keys[0].(*groupFixedKeys[int64])
-	vals := a.Int64Values()
-	for i, v := range vals {
-		if int(t.n)*2 >= len(t.slots) {
-			t.grow()
+// lookupInt is lookup for a single integer key: the slot's hash field holds
+// the key value and the slot position comes from mixing the value.
+func (t *groupTable) lookupInt(col arrow.Array, n int, gids []int32, newRows []bool) {
+	vals, _ := joinIntKeyValues([]arrow.Array{col}, t.ints)
+	if _, direct := col.(*array.Int64); !direct {
+		t.ints = vals
+	}
+	store := t.keys[0]
+	nulls := col.NullN() > 0
+	// Size the table for the worst case (every row new) up front, so that
+	// slot positions stay valid for the whole batch.
+	for (int(t.n)+n)*2 >= len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	// First pass: compute positions and touch their slots. The loads are
+	// independent, so the CPU overlaps the cache misses; the second pass
+	// then finds the slots in cache.
+	t.hashes = growSlice(t.hashes[:0], n)
+	pos := t.hashes
+	var touch int32
+	for i, v := range vals[:n] {
+		p := mix(uint64(v)) & mask
+		pos[i] = p
+		touch += t.slots[p].gid
+	}
+	t.touch = touch
+	for i := 0; i < n; i++ {
+		if nulls && col.IsNull(i) {
+			isNew := t.nullGid < 0
+			if isNew {
+				t.nullGid = t.n
+				store.add(col, i)
+				t.n++
+			}
+			gids[i] = t.nullGid
+			if newRows != nil {
+				newRows[i] = isNew
+			}
+			continue
 		}
-		h := hashes[i]
-		mask := uint64(len(t.slots) - 1)
-		pos := h & mask
+		k := uint64(vals[i])
+		p := pos[i]
 		for {
-			s := &t.slots[pos]
+			s := &t.slots[p]
 			if s.gid == 0 {
-				s.hash, s.gid = h, t.n+1
-				store.vals = append(store.vals, v)
-				store.valid = append(store.valid, true)
+				s.hash, s.gid = k, t.n+1
+				store.add(col, i)
 				gids[i] = t.n
 				if newRows != nil {
 					newRows[i] = true
@@ -349,14 +392,14 @@ func (t *groupTable) lookupInt64(a *array.Int64, hashes []uint64, gids []int32, 
 				t.n++
 				break
 			}
-			if s.hash == h && store.valid[s.gid-1] && store.vals[s.gid-1] == v {
+			if s.hash == k {
 				gids[i] = s.gid - 1
 				if newRows != nil {
 					newRows[i] = false
 				}
 				break
 			}
-			pos = (pos + 1) & mask
+			p = (p + 1) & mask
 		}
 	}
 }
@@ -371,6 +414,9 @@ func (t *groupTable) grow() {
 			continue
 		}
 		pos := s.hash & mask
+		if t.intKey {
+			pos = mix(s.hash) & mask
+		}
 		for t.slots[pos].gid != 0 {
 			pos = (pos + 1) & mask
 		}
