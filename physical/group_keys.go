@@ -14,10 +14,14 @@ import (
 // the keys can be emitted as an Arrow array at the end. NULL is a value of
 // its own (GROUP BY puts all NULLs in one group).
 type groupKeyStore interface {
-	// add appends row `row` of arr as the key of the next group id.
-	add(arr arrow.Array, row int)
-	// equal reports whether row `row` of arr equals group g's key.
-	equal(arr arrow.Array, row int, g int32) bool
+	// prepare makes arr (one batch's key column) the array add and equal
+	// read, so that they do no per-row type assertions.
+	prepare(arr arrow.Array)
+	// add appends row `row` of the prepared array as the next group's key.
+	add(row int)
+	// equal reports whether row `row` of the prepared array equals group
+	// g's key.
+	equal(row int, g int32) bool
 	// build returns the keys of groups [start, end).
 	build(start, end int, mem memory.Allocator) arrow.Array
 	// bytesPerGroup estimates the memory one group's key takes.
@@ -57,26 +61,34 @@ type groupFixedKeys[T comparable] struct {
 	get   func(arrow.Array) []T
 	vals  []T
 	valid []bool
-	nulls bool
+	nulls bool // some group's key is NULL
+
+	cur      arrow.Array
+	curVals  []T
+	curNulls bool
 }
 
-func (s *groupFixedKeys[T]) add(arr arrow.Array, row int) {
-	if arr.IsNull(row) {
+func (s *groupFixedKeys[T]) prepare(arr arrow.Array) {
+	s.cur, s.curVals, s.curNulls = arr, s.get(arr), arr.NullN() > 0
+}
+
+func (s *groupFixedKeys[T]) add(row int) {
+	if s.curNulls && s.cur.IsNull(row) {
 		var zero T
 		s.vals = append(s.vals, zero)
 		s.valid = append(s.valid, false)
 		s.nulls = true
 		return
 	}
-	s.vals = append(s.vals, s.get(arr)[row])
+	s.vals = append(s.vals, s.curVals[row])
 	s.valid = append(s.valid, true)
 }
 
-func (s *groupFixedKeys[T]) equal(arr arrow.Array, row int, g int32) bool {
-	if arr.IsNull(row) {
+func (s *groupFixedKeys[T]) equal(row int, g int32) bool {
+	if s.curNulls && s.cur.IsNull(row) {
 		return !s.valid[g]
 	}
-	return s.valid[g] && s.get(arr)[row] == s.vals[g]
+	return s.curVals[row] == s.vals[g] && (!s.nulls || s.valid[g])
 }
 
 func (s *groupFixedKeys[T]) build(start, end int, mem memory.Allocator) arrow.Array {
@@ -125,27 +137,36 @@ func sizeOfFixed(v any) int {
 type groupStringKeys struct {
 	vals  []string
 	valid []bool
+	nulls bool
 	size  int64
+
+	cur      *array.String
+	curNulls bool
 }
 
-func (s *groupStringKeys) add(arr arrow.Array, row int) {
-	if arr.IsNull(row) {
+func (s *groupStringKeys) prepare(arr arrow.Array) {
+	s.cur, s.curNulls = arr.(*array.String), arr.NullN() > 0
+}
+
+func (s *groupStringKeys) add(row int) {
+	if s.curNulls && s.cur.IsNull(row) {
 		s.vals = append(s.vals, "")
 		s.valid = append(s.valid, false)
+		s.nulls = true
 		return
 	}
 	// Copy: the input's buffer is released after the batch.
-	v := string([]byte(arr.(*array.String).Value(row)))
+	v := string([]byte(s.cur.Value(row)))
 	s.vals = append(s.vals, v)
 	s.valid = append(s.valid, true)
 	s.size += int64(len(v))
 }
 
-func (s *groupStringKeys) equal(arr arrow.Array, row int, g int32) bool {
-	if arr.IsNull(row) {
+func (s *groupStringKeys) equal(row int, g int32) bool {
+	if s.curNulls && s.cur.IsNull(row) {
 		return !s.valid[g]
 	}
-	return s.valid[g] && arr.(*array.String).Value(row) == s.vals[g]
+	return s.cur.Value(row) == s.vals[g] && (!s.nulls || s.valid[g])
 }
 
 func (s *groupStringKeys) build(start, end int, mem memory.Allocator) arrow.Array {
@@ -171,7 +192,12 @@ func (s *groupStringKeys) bytesPerGroup() int64 {
 }
 
 // groupBoolKeys stores boolean keys: 0 false, 1 true, 2 NULL.
-type groupBoolKeys struct{ vals []uint8 }
+type groupBoolKeys struct {
+	vals []uint8
+	cur  arrow.Array
+}
+
+func (s *groupBoolKeys) prepare(arr arrow.Array) { s.cur = arr }
 
 func boolKeyCode(arr arrow.Array, row int) uint8 {
 	if arr.IsNull(row) {
@@ -183,10 +209,10 @@ func boolKeyCode(arr arrow.Array, row int) uint8 {
 	return 0
 }
 
-func (s *groupBoolKeys) add(arr arrow.Array, row int) { s.vals = append(s.vals, boolKeyCode(arr, row)) }
+func (s *groupBoolKeys) add(row int) { s.vals = append(s.vals, boolKeyCode(s.cur, row)) }
 
-func (s *groupBoolKeys) equal(arr arrow.Array, row int, g int32) bool {
-	return boolKeyCode(arr, row) == s.vals[g]
+func (s *groupBoolKeys) equal(row int, g int32) bool {
+	return boolKeyCode(s.cur, row) == s.vals[g]
 }
 
 func (s *groupBoolKeys) build(start, end int, mem memory.Allocator) arrow.Array {
@@ -207,9 +233,10 @@ func (s *groupBoolKeys) bytesPerGroup() int64 { return 1 }
 // groupNullKeys stores keys of the NULL type (every value is NULL).
 type groupNullKeys struct{}
 
-func (groupNullKeys) add(arrow.Array, int)               {}
-func (groupNullKeys) equal(arrow.Array, int, int32) bool { return true }
-func (groupNullKeys) bytesPerGroup() int64               { return 0 }
+func (groupNullKeys) prepare(arrow.Array)   {}
+func (groupNullKeys) add(int)               {}
+func (groupNullKeys) equal(int, int32) bool { return true }
+func (groupNullKeys) bytesPerGroup() int64  { return 0 }
 func (groupNullKeys) build(start, end int, _ memory.Allocator) arrow.Array {
 	return array.NewNull(end - start)
 }
@@ -294,6 +321,9 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 	if err := HashRows(cols, hashes); err != nil {
 		return fmt.Errorf("hashing group keys: %w", err)
 	}
+	for c, k := range t.keys {
+		k.prepare(cols[c])
+	}
 	for i := 0; i < n; i++ {
 		if int(t.n)*2 >= len(t.slots) {
 			t.grow()
@@ -305,8 +335,8 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 			s := &t.slots[pos]
 			if s.gid == 0 {
 				s.hash, s.gid = h, t.n+1
-				for c, k := range t.keys {
-					k.add(cols[c], i)
+				for _, k := range t.keys {
+					k.add(i)
 				}
 				gids[i] = t.n
 				if newRows != nil {
@@ -315,7 +345,7 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 				t.n++
 				break
 			}
-			if s.hash == h && t.rowEqual(cols, i, s.gid-1) {
+			if s.hash == h && t.rowEqual(i, s.gid-1) {
 				gids[i] = s.gid - 1
 				if newRows != nil {
 					newRows[i] = false
@@ -328,9 +358,9 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 	return nil
 }
 
-func (t *groupTable) rowEqual(cols []arrow.Array, row int, g int32) bool {
-	for c, k := range t.keys {
-		if !k.equal(cols[c], row, g) {
+func (t *groupTable) rowEqual(row int, g int32) bool {
+	for _, k := range t.keys {
+		if !k.equal(row, g) {
 			return false
 		}
 	}
@@ -345,6 +375,7 @@ func (t *groupTable) lookupInt(col arrow.Array, n int, gids []int32, newRows []b
 		t.ints = vals
 	}
 	store := t.keys[0]
+	store.prepare(col)
 	nulls := col.NullN() > 0
 	// Size the table for the worst case (every row new) up front, so that
 	// slot positions stay valid for the whole batch.
@@ -369,7 +400,7 @@ func (t *groupTable) lookupInt(col arrow.Array, n int, gids []int32, newRows []b
 			isNew := t.nullGid < 0
 			if isNew {
 				t.nullGid = t.n
-				store.add(col, i)
+				store.add(i)
 				t.n++
 			}
 			gids[i] = t.nullGid
@@ -384,7 +415,7 @@ func (t *groupTable) lookupInt(col arrow.Array, n int, gids []int32, newRows []b
 			s := &t.slots[p]
 			if s.gid == 0 {
 				s.hash, s.gid = k, t.n+1
-				store.add(col, i)
+				store.add(i)
 				gids[i] = t.n
 				if newRows != nil {
 					newRows[i] = true
