@@ -385,3 +385,36 @@ func jaDecRows(first string, n int) [][]any {
 	}
 	return rows
 }
+
+func TestHashAggregateNarrowIntKeys(t *testing.T) {
+	for _, typ := range []arrow.DataType{plan.Int32, plan.Date32, plan.Int64} {
+		t.Run(typ.String(), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			schema := jaSchema("k", typ, "v", plan.Int64)
+			src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{{
+				jaBatch(t, mem, schema, [][]any{{1, 10}, {nil, 1}, {2, 5}, {1, 7}}),
+				jaBatch(t, mem, schema, [][]any{{nil, 2}, {0, 3}, {2, nil}}),
+			}}}
+			defer src.release()
+			aggs := []AggregateExpr{
+				{Func: plan.AggSum, Arg: jaCol(1, "v", plan.Int64), Name: "s", Type: plan.Int64},
+				{Func: plan.AggCountStar, Name: "c", Type: plan.Int64},
+			}
+			op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "k", typ)}, []string{"k"}, aggs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := jaCollect(t, op, jaTC(mem, 2, 0))
+			for i, r := range got {
+				got[i] = r[strings.Index(r, "|"):] // key rendering differs by type
+			}
+			slices.Sort(got)
+			// groups: 1 → 17/2, NULL → 3/2, 2 → 5/2, 0 → 3/1
+			want := []string{"|17|2", "|3|1", "|3|2", "|5|2"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
