@@ -22,6 +22,9 @@ type groupKeyStore interface {
 	// equal reports whether row `row` of the prepared array equals group
 	// g's key.
 	equal(row int, g int32) bool
+	// mismatch sets bad[i] for every row i with verify[i] whose key differs
+	// from group gids[i]'s.
+	mismatch(gids []int32, verify, bad []bool)
 	// build returns the keys of groups [start, end).
 	build(start, end int, mem memory.Allocator) arrow.Array
 	// bytesPerGroup estimates the memory one group's key takes.
@@ -89,6 +92,23 @@ func (s *groupFixedKeys[T]) equal(row int, g int32) bool {
 		return !s.valid[g]
 	}
 	return s.curVals[row] == s.vals[g] && (!s.nulls || s.valid[g])
+}
+
+func (s *groupFixedKeys[T]) mismatch(gids []int32, verify, bad []bool) {
+	if s.curNulls || s.nulls {
+		for i, g := range gids {
+			if verify[i] && !s.equal(i, g) {
+				bad[i] = true
+			}
+		}
+		return
+	}
+	vals, cur := s.vals, s.curVals
+	for i, g := range gids {
+		if verify[i] && cur[i] != vals[g] {
+			bad[i] = true
+		}
+	}
 }
 
 func (s *groupFixedKeys[T]) build(start, end int, mem memory.Allocator) arrow.Array {
@@ -169,6 +189,23 @@ func (s *groupStringKeys) equal(row int, g int32) bool {
 	return s.cur.Value(row) == s.vals[g] && (!s.nulls || s.valid[g])
 }
 
+func (s *groupStringKeys) mismatch(gids []int32, verify, bad []bool) {
+	if s.curNulls || s.nulls {
+		for i, g := range gids {
+			if verify[i] && !s.equal(i, g) {
+				bad[i] = true
+			}
+		}
+		return
+	}
+	vals, cur := s.vals, s.cur
+	for i, g := range gids {
+		if verify[i] && cur.Value(i) != vals[g] {
+			bad[i] = true
+		}
+	}
+}
+
 func (s *groupStringKeys) build(start, end int, mem memory.Allocator) arrow.Array {
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
@@ -215,6 +252,14 @@ func (s *groupBoolKeys) equal(row int, g int32) bool {
 	return boolKeyCode(s.cur, row) == s.vals[g]
 }
 
+func (s *groupBoolKeys) mismatch(gids []int32, verify, bad []bool) {
+	for i, g := range gids {
+		if verify[i] && !s.equal(i, g) {
+			bad[i] = true
+		}
+	}
+}
+
 func (s *groupBoolKeys) build(start, end int, mem memory.Allocator) arrow.Array {
 	b := array.NewBooleanBuilder(mem)
 	defer b.Release()
@@ -233,10 +278,11 @@ func (s *groupBoolKeys) bytesPerGroup() int64 { return 1 }
 // groupNullKeys stores keys of the NULL type (every value is NULL).
 type groupNullKeys struct{}
 
-func (groupNullKeys) prepare(arrow.Array)   {}
-func (groupNullKeys) add(int)               {}
-func (groupNullKeys) equal(int, int32) bool { return true }
-func (groupNullKeys) bytesPerGroup() int64  { return 0 }
+func (groupNullKeys) prepare(arrow.Array)              {}
+func (groupNullKeys) add(int)                          {}
+func (groupNullKeys) equal(int, int32) bool            { return true }
+func (groupNullKeys) mismatch([]int32, []bool, []bool) {}
+func (groupNullKeys) bytesPerGroup() int64             { return 0 }
 func (groupNullKeys) build(start, end int, _ memory.Allocator) arrow.Array {
 	return array.NewNull(end - start)
 }
@@ -257,6 +303,8 @@ type groupTable struct {
 	nullGid int32   // intKey: group id of NULL, -1 until seen
 	ints    []int64 // intKey: scratch for widened key values
 	touch   int32   // sink for the prefetching pass (keeps it from being elided)
+	verify  []bool  // scratch: row's group needs a key check (it was not new)
+	bad     []bool  // scratch: row's hash matched another key
 }
 
 type groupSlot struct {
@@ -324,6 +372,14 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 	for c, k := range t.keys {
 		k.prepare(cols[c])
 	}
+	// Pass 1 assigns each row the group whose slot hash equals the row's
+	// hash (or a new group), without comparing keys. Pass 2 checks the keys
+	// column by column in typed loops (no per-row interface calls); rows
+	// whose hash matched a different key are looked up again with full key
+	// comparison. 64-bit hash collisions are rare, so pass 3 rarely runs.
+	t.verify = growSlice(t.verify[:0], n)
+	t.bad = growSlice(t.bad[:0], n)
+	verify, bad := t.verify, t.bad
 	for i := 0; i < n; i++ {
 		if int(t.n)*2 >= len(t.slots) {
 			t.grow()
@@ -339,23 +395,60 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 					k.add(i)
 				}
 				gids[i] = t.n
-				if newRows != nil {
-					newRows[i] = true
-				}
+				verify[i] = false
 				t.n++
 				break
 			}
-			if s.hash == h && t.rowEqual(i, s.gid-1) {
+			if s.hash == h {
 				gids[i] = s.gid - 1
-				if newRows != nil {
-					newRows[i] = false
-				}
+				verify[i] = true
 				break
 			}
 			pos = (pos + 1) & mask
 		}
 	}
+	clear(bad)
+	for _, k := range t.keys {
+		k.mismatch(gids[:n], verify, bad)
+	}
+	for i := 0; i < n; i++ {
+		if bad[i] {
+			verify[i] = t.slowLookup(hashes[i], i, gids)
+		}
+	}
+	if newRows != nil {
+		for i := 0; i < n; i++ {
+			newRows[i] = !verify[i]
+		}
+	}
 	return nil
+}
+
+// slowLookup finds or creates row i's group comparing full keys; it
+// reports whether the group already existed.
+func (t *groupTable) slowLookup(h uint64, i int, gids []int32) bool {
+	if int(t.n)*2 >= len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	pos := h & mask
+	for {
+		s := &t.slots[pos]
+		if s.gid == 0 {
+			s.hash, s.gid = h, t.n+1
+			for _, k := range t.keys {
+				k.add(i)
+			}
+			gids[i] = t.n
+			t.n++
+			return false
+		}
+		if s.hash == h && t.rowEqual(i, s.gid-1) {
+			gids[i] = s.gid - 1
+			return true
+		}
+		pos = (pos + 1) & mask
+	}
 }
 
 func (t *groupTable) rowEqual(row int, g int32) bool {
