@@ -116,6 +116,9 @@ func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNa
 		if err != nil {
 			return nil, fmt.Errorf("hash aggregate: %w", err)
 		}
+		if want := aggResultType(a); a.Type == nil || !arrow.TypeEqual(a.Type, want) {
+			return nil, fmt.Errorf("hash aggregate: %s: result type %v, want %s", a, a.Type, want)
+		}
 		if mode == AggPartial {
 			for i, t := range acc.stateTypes() {
 				fields = append(fields, arrow.Field{Name: a.Name + aggStateSuffix(a.Func, i), Type: t, Nullable: true})
@@ -141,6 +144,20 @@ func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNa
 func aggArgType(a AggregateExpr) arrow.DataType {
 	if a.Arg == nil {
 		return nil
+	}
+	return a.Arg.DataType()
+}
+
+// aggResultType is the result type the accumulators produce (the binder's
+// rule, restated so a mismatch fails at plan time, not as a bad batch).
+func aggResultType(a AggregateExpr) arrow.DataType {
+	switch a.Func {
+	case plan.AggCountStar, plan.AggCount:
+		return plan.Int64
+	case plan.AggSum:
+		return plan.SumType(a.Arg.DataType())
+	case plan.AggAvg:
+		return plan.AvgType(a.Arg.DataType())
 	}
 	return a.Arg.DataType()
 }

@@ -1,6 +1,7 @@
 package physical
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -333,5 +334,44 @@ func TestHashJoinNarrowIntKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestJoinAggCanceled(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	left := jaPartitioned(t, mem, jaLeftSchema, jaJoinRows(50, 1), 2, 4)
+	defer left.release()
+	right := jaPartitioned(t, mem, jaRightSchema, jaJoinRows(50, 2), 2, 4)
+	defer right.release()
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	hj, err := NewHashJoin(left, right, JoinInner, k, k, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nlj, err := NewNestedLoopJoin(left, right, JoinInner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg, err := NewHashAggregate(left, AggSingle, k, []string{"k"}, []AggregateExpr{{Func: plan.AggCountStar, Name: "c", Type: plan.Int64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []Operator{hj, nlj, agg} {
+		tc := jaTC(mem, 8192, 0)
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := op.Execute(ctx, 0, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if _, err := s.Next(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", op, err)
+		}
+		s.Close()
+		s.Close()
+		if u := tc.Memory.Used(); u != 0 {
+			t.Errorf("%s: pool holds %d bytes", op, u)
+		}
 	}
 }
