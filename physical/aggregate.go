@@ -1,0 +1,421 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/physical/expr"
+	"sluice/plan"
+)
+
+// AggMode is the stage a HashAggregate performs.
+type AggMode int
+
+// Aggregation modes.
+const (
+	// AggPartial reads raw rows and outputs per-group partial states.
+	AggPartial AggMode = iota
+	// AggFinal reads AggPartial's output and merges the states.
+	AggFinal
+	// AggSingle reads raw rows and outputs final values in one stage.
+	AggSingle
+)
+
+var aggModeNames = [...]string{"Partial", "Final", "Single"}
+
+func (m AggMode) String() string { return aggModeNames[m] }
+
+// AggregateExpr is one aggregate computed by HashAggregate.
+type AggregateExpr struct {
+	Func plan.AggFunc
+	// Arg is the argument (nil for count(*)), evaluated on the raw input.
+	Arg      expr.Expr
+	Distinct bool
+	// Name is the output column name.
+	Name string
+	// Type is the result type as the binder computed it: count → int64,
+	// sum → plan.SumType(arg), avg → plan.AvgType(arg), min/max → arg type.
+	Type arrow.DataType
+}
+
+func (a AggregateExpr) String() string {
+	arg := "*"
+	if a.Arg != nil {
+		arg = a.Arg.String()
+	}
+	fn := a.Func.String()
+	if a.Func == plan.AggCountStar {
+		fn, arg = "count", "*"
+	}
+	if a.Distinct {
+		arg = "DISTINCT " + arg
+	}
+	return fmt.Sprintf("%s(%s)", fn, arg)
+}
+
+// HashAggregate groups rows by key and computes aggregates, per partition.
+//
+// Output layout:
+//   - AggSingle and AggFinal: the group columns (in groupBy order, named by
+//     groupNames) then one column per aggregate (named AggregateExpr.Name,
+//     typed AggregateExpr.Type).
+//   - AggPartial: the group columns then each aggregate's state columns in
+//     aggregate order: count and count(*) → int64 count; sum → the sum in
+//     plan.SumType(arg) (NULL when no non-null input); avg → sum in
+//     plan.SumType(arg) then int64 count of non-null values; min/max → the
+//     value in the argument's type (NULL when none). State columns are named
+//     "<Name>[count]", "<Name>[sum]", "<Name>[min]", "<Name>[max]".
+//
+// AggFinal's input must be exactly that partial layout (usually after a hash
+// repartition on the group columns); its groupBy and aggs must be those of
+// the partial and are used only for types and names.
+//
+// Without group keys every partition outputs exactly one row, even for empty
+// input. Distinct aggregates are only supported in AggSingle mode: the
+// planner routes all rows of a group to one partition.
+type HashAggregate struct {
+	input      Operator
+	mode       AggMode
+	groupBy    []expr.Expr
+	groupNames []string
+	aggs       []AggregateExpr
+	schema     *arrow.Schema
+}
+
+// NewHashAggregate validates the aggregates and computes the output schema.
+func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNames []string, aggs []AggregateExpr) (*HashAggregate, error) {
+	if mode < AggPartial || mode > AggSingle {
+		return nil, fmt.Errorf("hash aggregate: unknown mode %d", mode)
+	}
+	if len(groupNames) != len(groupBy) {
+		return nil, fmt.Errorf("hash aggregate: %d group names for %d group keys", len(groupNames), len(groupBy))
+	}
+	fields := make([]arrow.Field, 0, len(groupBy)+len(aggs))
+	for i, g := range groupBy {
+		if _, err := newGroupKeyStore(g.DataType()); err != nil {
+			return nil, fmt.Errorf("hash aggregate: %w", err)
+		}
+		fields = append(fields, arrow.Field{Name: groupNames[i], Type: g.DataType(), Nullable: true})
+	}
+	inSchema := input.Schema()
+	stateCol := len(groupBy)
+	for _, a := range aggs {
+		if (a.Arg == nil) != (a.Func == plan.AggCountStar) {
+			return nil, fmt.Errorf("hash aggregate: %s: argument mismatch", a)
+		}
+		if a.Distinct && mode != AggSingle {
+			return nil, fmt.Errorf("hash aggregate: %s: distinct aggregates need single-stage aggregation", a)
+		}
+		acc, err := newAggAccumulator(a, aggArgType(a))
+		if err != nil {
+			return nil, fmt.Errorf("hash aggregate: %w", err)
+		}
+		if want := aggResultType(a); a.Type == nil || !arrow.TypeEqual(a.Type, want) {
+			return nil, fmt.Errorf("hash aggregate: %s: result type %v, want %s", a, a.Type, want)
+		}
+		if mode == AggPartial {
+			for i, t := range acc.stateTypes() {
+				fields = append(fields, arrow.Field{Name: a.Name + aggStateSuffix(a.Func, i), Type: t, Nullable: true})
+			}
+			continue
+		}
+		if mode == AggFinal {
+			for _, t := range acc.stateTypes() {
+				if stateCol >= inSchema.NumFields() || !arrow.TypeEqual(inSchema.Field(stateCol).Type, t) {
+					return nil, fmt.Errorf("hash aggregate: input column %d does not hold the %s state (%s)", stateCol, a, t)
+				}
+				stateCol++
+			}
+		}
+		fields = append(fields, arrow.Field{Name: a.Name, Type: a.Type, Nullable: true})
+	}
+	if mode == AggFinal && stateCol != inSchema.NumFields() {
+		return nil, fmt.Errorf("hash aggregate: final input has %d columns, partial layout has %d", inSchema.NumFields(), stateCol)
+	}
+	return &HashAggregate{input: input, mode: mode, groupBy: groupBy, groupNames: groupNames, aggs: aggs, schema: arrow.NewSchema(fields, nil)}, nil
+}
+
+func aggArgType(a AggregateExpr) arrow.DataType {
+	if a.Arg == nil {
+		return nil
+	}
+	return a.Arg.DataType()
+}
+
+// aggResultType is the result type the accumulators produce (the binder's
+// rule, restated so a mismatch fails at plan time, not as a bad batch).
+func aggResultType(a AggregateExpr) arrow.DataType {
+	switch a.Func {
+	case plan.AggCountStar, plan.AggCount:
+		return plan.Int64
+	case plan.AggSum:
+		return plan.SumType(a.Arg.DataType())
+	case plan.AggAvg:
+		return plan.AvgType(a.Arg.DataType())
+	}
+	return a.Arg.DataType()
+}
+
+func aggStateSuffix(f plan.AggFunc, i int) string {
+	switch f {
+	case plan.AggCountStar, plan.AggCount:
+		return "[count]"
+	case plan.AggSum:
+		return "[sum]"
+	case plan.AggAvg:
+		if i == 0 {
+			return "[sum]"
+		}
+		return "[count]"
+	case plan.AggMin:
+		return "[min]"
+	}
+	return "[max]"
+}
+
+// Schema implements Operator.
+func (h *HashAggregate) Schema() *arrow.Schema { return h.schema }
+
+// Children implements Operator.
+func (h *HashAggregate) Children() []Operator { return []Operator{h.input} }
+
+// OutputPartitioning implements Operator: one output partition per input
+// partition; the planner tracks any hash property itself.
+func (h *HashAggregate) OutputPartitioning() Partitioning {
+	return Partitioning{Kind: PartUnknown, Count: h.input.OutputPartitioning().Count}
+}
+
+func (h *HashAggregate) String() string {
+	gs := make([]string, len(h.groupBy))
+	for i, g := range h.groupBy {
+		gs[i] = g.String()
+	}
+	as := make([]string, len(h.aggs))
+	for i, a := range h.aggs {
+		as[i] = a.String()
+	}
+	return fmt.Sprintf("HashAggregate(%s): groupBy=[%s], aggs=[%s]", h.mode, strings.Join(gs, ", "), strings.Join(as, ", "))
+}
+
+// Execute implements Operator.
+func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	keyTypes := make([]arrow.DataType, len(h.groupBy))
+	for i, g := range h.groupBy {
+		keyTypes[i] = g.DataType()
+	}
+	table, err := newGroupTable(keyTypes)
+	if err != nil {
+		return nil, fmt.Errorf("hash aggregate: %w", err)
+	}
+	accs := make([]aggAccumulator, len(h.aggs))
+	for i, a := range h.aggs {
+		acc, err := newAggAccumulator(a, aggArgType(a))
+		if err != nil {
+			return nil, fmt.Errorf("hash aggregate: %w", err)
+		}
+		if a.Distinct {
+			if acc, err = newAggDistinct(acc, a.Arg.DataType(), tc.Alloc); err != nil {
+				return nil, fmt.Errorf("hash aggregate: %w", err)
+			}
+		}
+		accs[i] = acc
+	}
+	in, err := h.input.Execute(ctx, partition, tc)
+	if err != nil {
+		return nil, fmt.Errorf("hash aggregate: %w", err)
+	}
+	return &hashAggStream{
+		op: h, tc: tc, input: in, table: table, accs: accs,
+		res: tc.Memory.NewReservation(fmt.Sprintf("HashAggregate[%d]", partition)),
+	}, nil
+}
+
+type hashAggStream struct {
+	op    *HashAggregate
+	tc    *TaskContext
+	input Stream
+	table *groupTable
+	accs  []aggAccumulator
+	res   *Reservation
+	gids  []int32
+
+	consumed bool // input fully read
+	emitted  int  // groups already output
+	closed   bool
+}
+
+// Next implements Stream.
+func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.closed {
+		return nil, errors.New("hash aggregate: stream closed")
+	}
+	if !s.consumed {
+		if err := s.consume(ctx); err != nil {
+			return nil, err
+		}
+		s.consumed = true
+		// The input is no longer needed: free it (and what it holds) now.
+		s.input.Close()
+	}
+	n := s.table.numGroups()
+	if s.emitted >= n {
+		return nil, io.EOF
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	batchSize := s.tc.BatchSize
+	if batchSize <= 0 {
+		batchSize = DefaultBatchSize
+	}
+	start, end := s.emitted, min(n, s.emitted+batchSize)
+	cols := s.table.buildKeys(start, end, s.tc.Alloc)
+	release := func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	for _, acc := range s.accs {
+		if s.op.mode == AggPartial {
+			st, err := acc.emitStates(start, end, s.tc.Alloc)
+			if err != nil {
+				release()
+				return nil, fmt.Errorf("hash aggregate: %w", err)
+			}
+			cols = append(cols, st...)
+			continue
+		}
+		v, err := acc.emitFinal(start, end, s.tc.Alloc)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("hash aggregate: %w", err)
+		}
+		cols = append(cols, v)
+	}
+	s.emitted = end
+	rb := array.NewRecordBatch(s.op.schema, cols, int64(end-start))
+	release()
+	return rb, nil
+}
+
+// consume reads the whole input into the group table.
+func (s *hashAggStream) consume(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, err := s.input.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+		err = s.consumeBatch(b)
+		b.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if len(s.op.groupBy) == 0 && s.table.numGroups() == 0 {
+		// Aggregates without GROUP BY produce one row even for no input.
+		s.table.n = 1
+		for _, acc := range s.accs {
+			acc.resize(1)
+		}
+	}
+	return nil
+}
+
+func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
+	n := int(b.NumRows())
+	if n == 0 {
+		return nil
+	}
+	nk := len(s.op.groupBy)
+	keys := make([]arrow.Array, nk)
+	defer func() {
+		for _, k := range keys {
+			if k != nil {
+				k.Release()
+			}
+		}
+	}()
+	for i, g := range s.op.groupBy {
+		if s.op.mode == AggFinal {
+			keys[i] = b.Column(i)
+			keys[i].Retain()
+			continue
+		}
+		k, err := g.Eval(b, s.tc.Alloc)
+		if err != nil {
+			return fmt.Errorf("hash aggregate: group key %s: %w", g, err)
+		}
+		keys[i] = k
+	}
+	s.gids = growSlice(s.gids[:0], n)
+	if err := s.table.lookup(keys, n, s.gids, nil); err != nil {
+		return fmt.Errorf("hash aggregate: %w", err)
+	}
+	ng := s.table.numGroups()
+	stateCol := nk
+	for i, acc := range s.accs {
+		acc.resize(ng)
+		a := s.op.aggs[i]
+		if s.op.mode == AggFinal {
+			k := len(acc.stateTypes())
+			if err := acc.merge(s.gids, b.Columns()[stateCol:stateCol+k]); err != nil {
+				return fmt.Errorf("hash aggregate: %s: %w", a, err)
+			}
+			stateCol += k
+			continue
+		}
+		var arg arrow.Array
+		if a.Arg != nil {
+			var err error
+			if arg, err = a.Arg.Eval(b, s.tc.Alloc); err != nil {
+				return fmt.Errorf("hash aggregate: %s: %w", a, err)
+			}
+		}
+		err := acc.update(s.gids, arg)
+		if arg != nil {
+			arg.Release()
+		}
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %s: %w", a, err)
+		}
+	}
+	return s.account()
+}
+
+// account grows the reservation to the table's estimated size.
+func (s *hashAggStream) account() error {
+	size := s.table.memSize()
+	for _, acc := range s.accs {
+		size += acc.memSize()
+	}
+	if grow := size - s.res.Size(); grow > 0 {
+		if err := s.res.Grow(grow); err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close implements Stream.
+func (s *hashAggStream) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.input.Close()
+	s.table = nil
+	s.accs = nil
+	s.res.Free()
+}

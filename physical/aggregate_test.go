@@ -1,0 +1,420 @@
+package physical
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical/expr"
+	"sluice/plan"
+)
+
+var jaAggSchema = jaSchema("k", plan.Utf8, "x", plan.Int64, "d", plan.Decimal(12, 2), "f", plan.Float64)
+
+// jaAggSource returns the two-partition aggregate test input.
+func jaAggSource(t testing.TB, mem memory.Allocator, empty bool) *jaSource {
+	if empty {
+		return &jaSource{schema: jaAggSchema, parts: [][]arrow.RecordBatch{nil, nil}}
+	}
+	p0 := jaBatch(t, mem, jaAggSchema, [][]any{
+		{"a", 1, "1.50", 1.0},
+		{"b", 2, "2.25", nil},
+		{"a", nil, nil, 2.0},
+		{nil, 3, "-1.00", 3.0},
+	})
+	p1a := jaBatch(t, mem, jaAggSchema, [][]any{
+		{"a", 1, "0.01", nil},
+		{"b", 5, "2.25", 4.0},
+	})
+	p1b := jaBatch(t, mem, jaAggSchema, [][]any{
+		{nil, nil, nil, nil},
+		{"c", nil, nil, nil},
+	})
+	return &jaSource{schema: jaAggSchema, parts: [][]arrow.RecordBatch{{p0}, {p1a, p1b}}}
+}
+
+func jaAggs() []AggregateExpr {
+	x := jaCol(1, "x", plan.Int64)
+	d := jaCol(2, "d", plan.Decimal(12, 2))
+	f := jaCol(3, "f", plan.Float64)
+	return []AggregateExpr{
+		{Func: plan.AggCountStar, Name: "cs", Type: plan.Int64},
+		{Func: plan.AggCount, Arg: x, Name: "c", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x, Name: "s", Type: plan.SumType(plan.Int64)},
+		{Func: plan.AggAvg, Arg: x, Name: "a", Type: plan.AvgType(plan.Int64)},
+		{Func: plan.AggMin, Arg: x, Name: "mn", Type: plan.Int64},
+		{Func: plan.AggMax, Arg: x, Name: "mx", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: d, Name: "sd", Type: plan.SumType(d.Type)},
+		{Func: plan.AggAvg, Arg: d, Name: "ad", Type: plan.AvgType(d.Type)},
+		{Func: plan.AggMin, Arg: d, Name: "md", Type: d.Type},
+		{Func: plan.AggMin, Arg: f, Name: "mf", Type: plan.Float64},
+		{Func: plan.AggSum, Arg: f, Name: "sf", Type: plan.Float64},
+	}
+}
+
+func TestHashAggregate(t *testing.T) {
+	keyed := []string{
+		"a|3|2|2|1|1|1|1.51|0.755000|0.01|1|3",
+		"b|2|2|7|3.5|2|5|4.50|2.250000|2.25|4|4",
+		"c|1|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+		"NULL|2|1|3|3|3|3|-1.00|-1.000000|-1.00|3|3",
+	}
+	slices.Sort(keyed)
+	k := []expr.Expr{jaCol(0, "k", plan.Utf8)}
+	cases := []struct {
+		name      string
+		groupBy   []expr.Expr
+		empty     bool
+		twoStage  bool
+		batchSize int
+		want      []string
+	}{
+		{"single keyed", k, false, false, 8192, keyed},
+		{"two-stage keyed", k, false, true, 8192, keyed},
+		{"single keyed batch 1", k, false, false, 1, keyed},
+		{"two-stage keyed batch 1", k, false, true, 1, keyed},
+		{"single global", nil, false, false, 8192, []string{"8|5|12|2.4|1|5|5.01|1.002000|-1.00|1|10"}},
+		{"two-stage global", nil, false, true, 8192, []string{"8|5|12|2.4|1|5|5.01|1.002000|-1.00|1|10"}},
+		{"single empty keyed", k, true, false, 8192, nil},
+		{"two-stage empty keyed", k, true, true, 8192, nil},
+		{"single empty global", nil, true, false, 8192, []string{"0|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL"}},
+		{"two-stage empty global", nil, true, true, 8192, []string{"0|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			src := jaAggSource(t, mem, tc.empty)
+			defer src.release()
+			names := make([]string, len(tc.groupBy))
+			for i := range names {
+				names[i] = fmt.Sprintf("g%d", i)
+			}
+			var op Operator
+			if tc.twoStage {
+				partial, err := NewHashAggregate(src, AggPartial, tc.groupBy, names, jaAggs())
+				if err != nil {
+					t.Fatal(err)
+				}
+				op, err = NewHashAggregate(&jaCoalesce{in: partial}, AggFinal, tc.groupBy, names, jaAggs())
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				var err error
+				op, err = NewHashAggregate(&jaCoalesce{in: src}, AggSingle, tc.groupBy, names, jaAggs())
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			tctx := jaTC(mem, tc.batchSize, 0)
+			got := jaCollect(t, op, tctx)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if u := tctx.Memory.Used(); u != 0 {
+				t.Fatalf("memory pool still holds %d bytes", u)
+			}
+		})
+	}
+}
+
+func TestHashAggregatePartialPerPartition(t *testing.T) {
+	// Without keys, a partial aggregate emits one state row per partition,
+	// even for an empty partition.
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaAggSource(t, mem, false)
+	defer src.release()
+	src.parts = append(src.parts, nil)
+	aggs := jaAggs()[:4]
+	op, err := NewHashAggregate(src, AggPartial, nil, nil, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.OutputPartitioning().Count != 3 {
+		t.Fatalf("partitions = %d", op.OutputPartitioning().Count)
+	}
+	wantFields := []string{"cs[count]", "c[count]", "s[sum]", "a[sum]", "a[count]"}
+	for i, f := range op.Schema().Fields() {
+		if f.Name != wantFields[i] {
+			t.Fatalf("field %d = %s, want %s", i, f.Name, wantFields[i])
+		}
+	}
+	got := jaCollect(t, op, jaTC(mem, 8192, 0))
+	want := []string{"0|0|NULL|NULL|0", "4|3|6|6|3", "4|2|6|6|2"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestHashAggregateDistinct(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaAggSource(t, mem, false)
+	defer src.release()
+	x := jaCol(1, "x", plan.Int64)
+	aggs := []AggregateExpr{
+		{Func: plan.AggCount, Arg: x, Distinct: true, Name: "cd", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x, Distinct: true, Name: "sd", Type: plan.Int64},
+		{Func: plan.AggCountStar, Name: "cs", Type: plan.Int64},
+	}
+	k := []expr.Expr{jaCol(0, "k", plan.Utf8)}
+	op, err := NewHashAggregate(&jaCoalesce{in: src}, AggSingle, k, []string{"k"}, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := jaCollect(t, op, jaTC(mem, 8192, 0))
+	want := []string{"NULL|1|3|2", "a|1|1|3", "b|2|7|2", "c|0|NULL|1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, mode := range []AggMode{AggPartial, AggFinal} {
+		if _, err := NewHashAggregate(src, mode, k, []string{"k"}, aggs); err == nil {
+			t.Fatalf("%s: distinct aggregate accepted", mode)
+		}
+	}
+}
+
+func TestHashAggregateDecimal(t *testing.T) {
+	dt := plan.Decimal(38, 2)
+	schema := jaSchema("d", dt)
+	huge := "999999999999999999999999999999999999.99" // 38 digits
+	cases := []struct {
+		name    string
+		rows    [][]any
+		want    string
+		wantErr bool
+	}{
+		{"thirds", [][]any{{"1.00"}, {"2.00"}, {"2.00"}}, "5.00|1.666667", false},
+		{"negative thirds", [][]any{{"-1.00"}, {"-2.00"}, {"-2.00"}}, "-5.00|-1.666667", false},
+		{"half up", jaDecRows("0.01", 32), "0.01|0.000313", false},
+		{"negative half up", jaDecRows("-0.01", 32), "-0.01|-0.000313", false},
+		{"large exact", [][]any{{"99999999999999999999999999999999.99"}, {"0.01"}}, "100000000000000000000000000000000.00|50000000000000000000000000000000.000000", false},
+		{"overflow", [][]any{{huge}, {huge}}, "", true},
+		{"128-bit overflow", [][]any{{huge}, {huge}, {huge}, {huge}, {huge}, {huge}}, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{{jaBatch(t, mem, schema, tc.rows)}}}
+			defer src.release()
+			d := jaCol(0, "d", dt)
+			aggs := []AggregateExpr{
+				{Func: plan.AggSum, Arg: d, Name: "s", Type: plan.SumType(dt)},
+				{Func: plan.AggAvg, Arg: d, Name: "a", Type: plan.AvgType(dt)},
+			}
+			op, err := NewHashAggregate(src, AggSingle, nil, nil, aggs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs, err := jaRun(t, op, jaTC(mem, 8192, 0))
+			if tc.wantErr {
+				if err == nil || !errors.Is(err, errDecimalOverflow) {
+					t.Fatalf("err = %v, want decimal overflow", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := jaRows(bs)
+			for _, b := range bs {
+				b.Release()
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("got %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecimalAvg(t *testing.T) {
+	cases := []struct {
+		sum   string
+		count int64
+		k     int32
+		want  string
+	}{
+		{"10", 4, 0, "3"},   // 2.5 → 3
+		{"-10", 4, 0, "-3"}, // -2.5 → -3
+		{"10", 3, 0, "3"},
+		{"2", 3, 4, "6667"},
+		{"99999999999999999999999999999999999999", 1, 0, "99999999999999999999999999999999999999"},
+		{"99999999999999999999999999999999999999", 100000, 4, "10000000000000000000000000000000000000"},
+	}
+	for _, tc := range cases {
+		s, err := decimal128.FromString(tc.sum, 38, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decimalAvg(s, tc.count, tc.k)
+		if err != nil {
+			t.Fatalf("%s/%d: %v", tc.sum, tc.count, err)
+		}
+		if got.ToString(0) != tc.want {
+			t.Errorf("%s/%d*10^%d = %s, want %s", tc.sum, tc.count, tc.k, got.ToString(0), tc.want)
+		}
+	}
+	big, _ := decimal128.FromString("99999999999999999999999999999999999999", 38, 0)
+	if _, err := decimalAvg(big, 1, 4); !errors.Is(err, errDecimalOverflow) {
+		t.Fatalf("err = %v, want overflow", err)
+	}
+}
+
+func TestHashAggregateIntOverflow(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := jaSchema("x", plan.Int64)
+	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{{jaBatch(t, mem, schema, [][]any{{1 << 62}, {1 << 62}})}}}
+	defer src.release()
+	op, err := NewHashAggregate(src, AggSingle, nil, nil, []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(0, "x", plan.Int64), Name: "s", Type: plan.Int64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jaRun(t, op, jaTC(mem, 8192, 0)); err == nil || !strings.Contains(err.Error(), "overflow") {
+		t.Fatalf("err = %v, want overflow", err)
+	}
+}
+
+// jaManyGroups returns a one-partition source of n rows with int64 key i%groups
+// (and a NULL key every 7th row), value i, plus a utf8 copy of the key.
+func jaManyGroups(t testing.TB, mem memory.Allocator, n, groups, batch int) *jaSource {
+	schema := jaSchema("k", plan.Int64, "v", plan.Int64, "ks", plan.Utf8)
+	var bs []arrow.RecordBatch
+	for start := 0; start < n; start += batch {
+		var rows [][]any
+		for i := start; i < min(n, start+batch); i++ {
+			if i%7 == 3 {
+				rows = append(rows, []any{nil, i, nil})
+			} else {
+				rows = append(rows, []any{i % groups, i, fmt.Sprint(i % groups)})
+			}
+		}
+		bs = append(bs, jaBatch(t, mem, schema, rows))
+	}
+	return &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
+}
+
+func TestHashAggregateManyGroups(t *testing.T) {
+	const n, groups = 20000, 3000
+	want := map[string]int64{}
+	for i := 0; i < n; i++ {
+		if i%7 == 3 {
+			want["NULL"] += int64(i)
+		} else {
+			want[fmt.Sprint(i%groups)] += int64(i)
+		}
+	}
+	var wantRows []string
+	for k, v := range want {
+		wantRows = append(wantRows, fmt.Sprintf("%s|%d", k, v))
+	}
+	slices.Sort(wantRows)
+	for _, keyCol := range []int{0, 2} {
+		for _, mk := range []bool{false, true} {
+			t.Run(fmt.Sprintf("key%d/multi=%v", keyCol, mk), func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				src := jaManyGroups(t, mem, n, groups, 1000)
+				defer src.release()
+				typ := src.schema.Field(keyCol).Type
+				gb := []expr.Expr{jaCol(keyCol, "k", typ)}
+				names := []string{"k"}
+				if mk {
+					// A second key equal to the first must not split groups.
+					gb = append(gb, jaCol(keyCol, "k2", typ))
+					names = append(names, "k2")
+				}
+				aggs := []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(1, "v", plan.Int64), Name: "s", Type: plan.Int64}}
+				op, err := NewHashAggregate(src, AggSingle, gb, names, aggs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := jaCollect(t, op, jaTC(mem, 512, 0))
+				if mk {
+					for i, r := range got {
+						p := strings.SplitN(r, "|", 3)
+						if p[0] != p[1] {
+							t.Fatalf("row %s: keys differ", r)
+						}
+						got[i] = p[0] + "|" + p[2]
+					}
+					slices.Sort(got)
+				}
+				if !slices.Equal(got, wantRows) {
+					t.Fatalf("got %d rows, want %d; first got %v", len(got), len(wantRows), got[:min(3, len(got))])
+				}
+			})
+		}
+	}
+}
+
+func TestHashAggregateMemoryLimit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaManyGroups(t, mem, 20000, 20000, 1000)
+	defer src.release()
+	aggs := []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(1, "v", plan.Int64), Name: "s", Type: plan.Int64}}
+	op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "k", plan.Int64)}, []string{"k"}, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := jaTC(mem, 8192, 10000)
+	if _, err := jaRun(t, op, tc); !errors.Is(err, ErrResourcesExhausted) {
+		t.Fatalf("err = %v, want ErrResourcesExhausted", err)
+	}
+	if u := tc.Memory.Used(); u != 0 {
+		t.Fatalf("memory pool still holds %d bytes", u)
+	}
+}
+
+// jaDecRows returns first followed by n-1 zero rows.
+func jaDecRows(first string, n int) [][]any {
+	rows := [][]any{{first}}
+	for i := 1; i < n; i++ {
+		rows = append(rows, []any{"0.00"})
+	}
+	return rows
+}
+
+func TestHashAggregateNarrowIntKeys(t *testing.T) {
+	for _, typ := range []arrow.DataType{plan.Int32, plan.Date32, plan.Int64} {
+		t.Run(typ.String(), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			schema := jaSchema("k", typ, "v", plan.Int64)
+			src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{{
+				jaBatch(t, mem, schema, [][]any{{1, 10}, {nil, 1}, {2, 5}, {1, 7}}),
+				jaBatch(t, mem, schema, [][]any{{nil, 2}, {0, 3}, {2, nil}}),
+			}}}
+			defer src.release()
+			aggs := []AggregateExpr{
+				{Func: plan.AggSum, Arg: jaCol(1, "v", plan.Int64), Name: "s", Type: plan.Int64},
+				{Func: plan.AggCountStar, Name: "c", Type: plan.Int64},
+			}
+			op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "k", typ)}, []string{"k"}, aggs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := jaCollect(t, op, jaTC(mem, 2, 0))
+			for i, r := range got {
+				got[i] = r[strings.Index(r, "|"):] // key rendering differs by type
+			}
+			slices.Sort(got)
+			// groups: 1 → 17/2, NULL → 3/2, 2 → 5/2, 0 → 3/1
+			want := []string{"|17|2", "|3|1", "|3|2", "|5|2"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,558 @@
+package physical
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// groupKeyStore holds one group-key column's distinct values, one per group
+// id, in a typed Go slice so that probing compares values without boxing and
+// the keys can be emitted as an Arrow array at the end. NULL is a value of
+// its own (GROUP BY puts all NULLs in one group).
+type groupKeyStore interface {
+	// prepare makes arr (one batch's key column) the array add and equal
+	// read, so that they do no per-row type assertions.
+	prepare(arr arrow.Array)
+	// add appends row `row` of the prepared array as the next group's key.
+	add(row int)
+	// equal reports whether row `row` of the prepared array equals group
+	// g's key.
+	equal(row int, g int32) bool
+	// mismatch sets bad[i] for every row i with verify[i] whose key differs
+	// from group gids[i]'s.
+	mismatch(gids []int32, verify, bad []bool)
+	// build returns the keys of groups [start, end).
+	build(start, end int, mem memory.Allocator) arrow.Array
+	// bytesPerGroup estimates the memory one group's key takes.
+	bytesPerGroup() int64
+}
+
+// newGroupKeyStore returns the store for keys of type t.
+func newGroupKeyStore(t arrow.DataType) (groupKeyStore, error) {
+	switch t.ID() {
+	case arrow.INT64:
+		return &groupFixedKeys[int64]{typ: t, get: func(a arrow.Array) []int64 { return a.(*array.Int64).Int64Values() }}, nil
+	case arrow.TIMESTAMP:
+		return &groupFixedKeys[arrow.Timestamp]{typ: t, get: func(a arrow.Array) []arrow.Timestamp { return a.(*array.Timestamp).TimestampValues() }}, nil
+	case arrow.INT32:
+		return &groupFixedKeys[int32]{typ: t, get: func(a arrow.Array) []int32 { return a.(*array.Int32).Int32Values() }}, nil
+	case arrow.DATE32:
+		return &groupFixedKeys[arrow.Date32]{typ: t, get: func(a arrow.Array) []arrow.Date32 { return a.(*array.Date32).Date32Values() }}, nil
+	case arrow.FLOAT64:
+		return &groupFixedKeys[float64]{typ: t, get: func(a arrow.Array) []float64 { return a.(*array.Float64).Float64Values() }}, nil
+	case arrow.DECIMAL128:
+		return &groupFixedKeys[decimal128.Num]{typ: t, get: func(a arrow.Array) []decimal128.Num { return a.(*array.Decimal128).Values() }}, nil
+	case arrow.STRING:
+		return &groupStringKeys{}, nil
+	case arrow.BOOL:
+		return &groupBoolKeys{}, nil
+	case arrow.NULL:
+		return &groupNullKeys{}, nil
+	}
+	return nil, fmt.Errorf("grouping by %s is not supported", t)
+}
+
+// groupFixedKeys stores fixed-width keys. get extracts the typed values of an
+// input array (the arrays of one batch are fetched once per call, which is
+// cheap: it is a slice header over the buffer).
+type groupFixedKeys[T comparable] struct {
+	typ   arrow.DataType
+	get   func(arrow.Array) []T
+	vals  []T
+	valid []bool
+	nulls bool // some group's key is NULL
+
+	cur      arrow.Array
+	curVals  []T
+	curNulls bool
+}
+
+func (s *groupFixedKeys[T]) prepare(arr arrow.Array) {
+	s.cur, s.curVals, s.curNulls = arr, s.get(arr), arr.NullN() > 0
+}
+
+func (s *groupFixedKeys[T]) add(row int) {
+	if s.curNulls && s.cur.IsNull(row) {
+		var zero T
+		s.vals = append(s.vals, zero)
+		s.valid = append(s.valid, false)
+		s.nulls = true
+		return
+	}
+	s.vals = append(s.vals, s.curVals[row])
+	s.valid = append(s.valid, true)
+}
+
+func (s *groupFixedKeys[T]) equal(row int, g int32) bool {
+	if s.curNulls && s.cur.IsNull(row) {
+		return !s.valid[g]
+	}
+	return s.curVals[row] == s.vals[g] && (!s.nulls || s.valid[g])
+}
+
+func (s *groupFixedKeys[T]) mismatch(gids []int32, verify, bad []bool) {
+	if s.curNulls || s.nulls {
+		for i, g := range gids {
+			if verify[i] && !s.equal(i, g) {
+				bad[i] = true
+			}
+		}
+		return
+	}
+	vals, cur := s.vals, s.curVals
+	for i, g := range gids {
+		if verify[i] && cur[i] != vals[g] {
+			bad[i] = true
+		}
+	}
+}
+
+func (s *groupFixedKeys[T]) build(start, end int, mem memory.Allocator) arrow.Array {
+	b := array.NewBuilder(mem, s.typ)
+	defer b.Release()
+	b.Reserve(end - start)
+	for i := start; i < end; i++ {
+		if !s.valid[i] {
+			b.AppendNull()
+			continue
+		}
+		switch bb := b.(type) {
+		case *array.Int64Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(int64))
+		case *array.TimestampBuilder:
+			bb.UnsafeAppend(any(s.vals[i]).(arrow.Timestamp))
+		case *array.Int32Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(int32))
+		case *array.Date32Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(arrow.Date32))
+		case *array.Float64Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(float64))
+		case *array.Decimal128Builder:
+			bb.UnsafeAppend(any(s.vals[i]).(decimal128.Num))
+		}
+	}
+	return b.NewArray()
+}
+
+func (s *groupFixedKeys[T]) bytesPerGroup() int64 {
+	var zero T
+	return int64(sizeOfFixed(any(zero))) + 1
+}
+
+func sizeOfFixed(v any) int {
+	switch v.(type) {
+	case int32, arrow.Date32:
+		return 4
+	case decimal128.Num:
+		return 16
+	}
+	return 8
+}
+
+// groupStringKeys stores utf8 keys.
+type groupStringKeys struct {
+	vals  []string
+	valid []bool
+	nulls bool
+	size  int64
+
+	cur      *array.String
+	curNulls bool
+}
+
+func (s *groupStringKeys) prepare(arr arrow.Array) {
+	s.cur, s.curNulls = arr.(*array.String), arr.NullN() > 0
+}
+
+func (s *groupStringKeys) add(row int) {
+	if s.curNulls && s.cur.IsNull(row) {
+		s.vals = append(s.vals, "")
+		s.valid = append(s.valid, false)
+		s.nulls = true
+		return
+	}
+	// Copy: the input's buffer is released after the batch.
+	v := string([]byte(s.cur.Value(row)))
+	s.vals = append(s.vals, v)
+	s.valid = append(s.valid, true)
+	s.size += int64(len(v))
+}
+
+func (s *groupStringKeys) equal(row int, g int32) bool {
+	if s.curNulls && s.cur.IsNull(row) {
+		return !s.valid[g]
+	}
+	return s.cur.Value(row) == s.vals[g] && (!s.nulls || s.valid[g])
+}
+
+func (s *groupStringKeys) mismatch(gids []int32, verify, bad []bool) {
+	if s.curNulls || s.nulls {
+		for i, g := range gids {
+			if verify[i] && !s.equal(i, g) {
+				bad[i] = true
+			}
+		}
+		return
+	}
+	vals, cur := s.vals, s.cur
+	for i, g := range gids {
+		if verify[i] && cur.Value(i) != vals[g] {
+			bad[i] = true
+		}
+	}
+}
+
+func (s *groupStringKeys) build(start, end int, mem memory.Allocator) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(end - start)
+	for i := start; i < end; i++ {
+		if !s.valid[i] {
+			b.AppendNull()
+		} else {
+			b.Append(s.vals[i])
+		}
+	}
+	return b.NewArray()
+}
+
+func (s *groupStringKeys) bytesPerGroup() int64 {
+	avg := int64(0)
+	if len(s.vals) > 0 {
+		avg = s.size / int64(len(s.vals))
+	}
+	return 17 + avg
+}
+
+// groupBoolKeys stores boolean keys: 0 false, 1 true, 2 NULL.
+type groupBoolKeys struct {
+	vals []uint8
+	cur  arrow.Array
+}
+
+func (s *groupBoolKeys) prepare(arr arrow.Array) { s.cur = arr }
+
+func boolKeyCode(arr arrow.Array, row int) uint8 {
+	if arr.IsNull(row) {
+		return 2
+	}
+	if arr.(*array.Boolean).Value(row) {
+		return 1
+	}
+	return 0
+}
+
+func (s *groupBoolKeys) add(row int) { s.vals = append(s.vals, boolKeyCode(s.cur, row)) }
+
+func (s *groupBoolKeys) equal(row int, g int32) bool {
+	return boolKeyCode(s.cur, row) == s.vals[g]
+}
+
+func (s *groupBoolKeys) mismatch(gids []int32, verify, bad []bool) {
+	for i, g := range gids {
+		if verify[i] && !s.equal(i, g) {
+			bad[i] = true
+		}
+	}
+}
+
+func (s *groupBoolKeys) build(start, end int, mem memory.Allocator) arrow.Array {
+	b := array.NewBooleanBuilder(mem)
+	defer b.Release()
+	for _, v := range s.vals[start:end] {
+		if v == 2 {
+			b.AppendNull()
+		} else {
+			b.Append(v == 1)
+		}
+	}
+	return b.NewArray()
+}
+
+func (s *groupBoolKeys) bytesPerGroup() int64 { return 1 }
+
+// groupNullKeys stores keys of the NULL type (every value is NULL).
+type groupNullKeys struct{}
+
+func (groupNullKeys) prepare(arrow.Array)              {}
+func (groupNullKeys) add(int)                          {}
+func (groupNullKeys) equal(int, int32) bool            { return true }
+func (groupNullKeys) mismatch([]int32, []bool, []bool) {}
+func (groupNullKeys) bytesPerGroup() int64             { return 0 }
+func (groupNullKeys) build(start, end int, _ memory.Allocator) arrow.Array {
+	return array.NewNull(end - start)
+}
+
+// groupTable assigns a dense group id (0, 1, ...) to each distinct key row.
+// It is an open-addressing hash table of (hash, group id) slots over
+// HashRows hashes, with key equality checked on the typed key stores.
+//
+// A single integer key (int64, int32, date32, timestamp) takes a faster
+// path: slots hold the key value itself in place of the hash (no HashRows,
+// no second lookup in the key store) and NULL has a group outside the slots.
+type groupTable struct {
+	keys    []groupKeyStore
+	slots   []groupSlot // power-of-two length
+	n       int32       // number of groups
+	hashes  []uint64    // scratch: per-row hashes of the current batch
+	intKey  bool
+	nullGid int32   // intKey: group id of NULL, -1 until seen
+	ints    []int64 // intKey: scratch for widened key values
+	touch   int32   // sink for the prefetching pass (keeps it from being elided)
+	verify  []bool  // scratch: row's group needs a key check (it was not new)
+	bad     []bool  // scratch: row's hash matched another key
+}
+
+type groupSlot struct {
+	hash uint64
+	gid  int32 // group id + 1; 0 = empty
+}
+
+func newGroupTable(types []arrow.DataType) (*groupTable, error) {
+	t := &groupTable{slots: make([]groupSlot, 64)}
+	for _, typ := range types {
+		s, err := newGroupKeyStore(typ)
+		if err != nil {
+			return nil, err
+		}
+		t.keys = append(t.keys, s)
+	}
+	if len(types) == 1 {
+		switch types[0].ID() {
+		case arrow.INT64, arrow.INT32, arrow.DATE32, arrow.TIMESTAMP:
+			t.intKey, t.nullGid = true, -1
+		}
+	}
+	return t, nil
+}
+
+// numGroups returns the number of distinct keys seen.
+func (t *groupTable) numGroups() int { return int(t.n) }
+
+// memSize estimates the table's memory in bytes.
+func (t *groupTable) memSize() int64 {
+	per := int64(0)
+	for _, k := range t.keys {
+		per += k.bytesPerGroup()
+	}
+	return int64(len(t.slots))*16 + int64(t.n)*per
+}
+
+// lookup writes the group id of every row of cols into gids (growing the
+// table for new keys). newRows, when non-nil, receives true for rows that
+// created their group.
+func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []bool) error {
+	if len(t.keys) == 0 {
+		if t.n == 0 && n > 0 {
+			t.n = 1
+			if newRows != nil {
+				newRows[0] = true
+			}
+		}
+		for i := 0; i < n; i++ {
+			gids[i] = 0
+		}
+		return nil
+	}
+	if t.intKey {
+		t.lookupInt(cols[0], n, gids, newRows)
+		return nil
+	}
+	if cap(t.hashes) < n {
+		t.hashes = make([]uint64, n)
+	}
+	hashes := t.hashes[:n]
+	if err := HashRows(cols, hashes); err != nil {
+		return fmt.Errorf("hashing group keys: %w", err)
+	}
+	for c, k := range t.keys {
+		k.prepare(cols[c])
+	}
+	// Pass 1 assigns each row the group whose slot hash equals the row's
+	// hash (or a new group), without comparing keys. Pass 2 checks the keys
+	// column by column in typed loops (no per-row interface calls); rows
+	// whose hash matched a different key are looked up again with full key
+	// comparison. 64-bit hash collisions are rare, so pass 3 rarely runs.
+	t.verify = growSlice(t.verify[:0], n)
+	t.bad = growSlice(t.bad[:0], n)
+	verify, bad := t.verify, t.bad
+	for i := 0; i < n; i++ {
+		if int(t.n)*2 >= len(t.slots) {
+			t.grow()
+		}
+		h := hashes[i]
+		mask := uint64(len(t.slots) - 1)
+		pos := h & mask
+		for {
+			s := &t.slots[pos]
+			if s.gid == 0 {
+				s.hash, s.gid = h, t.n+1
+				for _, k := range t.keys {
+					k.add(i)
+				}
+				gids[i] = t.n
+				verify[i] = false
+				t.n++
+				break
+			}
+			if s.hash == h {
+				gids[i] = s.gid - 1
+				verify[i] = true
+				break
+			}
+			pos = (pos + 1) & mask
+		}
+	}
+	clear(bad)
+	for _, k := range t.keys {
+		k.mismatch(gids[:n], verify, bad)
+	}
+	for i := 0; i < n; i++ {
+		if bad[i] {
+			verify[i] = t.slowLookup(hashes[i], i, gids)
+		}
+	}
+	if newRows != nil {
+		for i := 0; i < n; i++ {
+			newRows[i] = !verify[i]
+		}
+	}
+	return nil
+}
+
+// slowLookup finds or creates row i's group comparing full keys; it
+// reports whether the group already existed.
+func (t *groupTable) slowLookup(h uint64, i int, gids []int32) bool {
+	if int(t.n)*2 >= len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	pos := h & mask
+	for {
+		s := &t.slots[pos]
+		if s.gid == 0 {
+			s.hash, s.gid = h, t.n+1
+			for _, k := range t.keys {
+				k.add(i)
+			}
+			gids[i] = t.n
+			t.n++
+			return false
+		}
+		if s.hash == h && t.rowEqual(i, s.gid-1) {
+			gids[i] = s.gid - 1
+			return true
+		}
+		pos = (pos + 1) & mask
+	}
+}
+
+func (t *groupTable) rowEqual(row int, g int32) bool {
+	for _, k := range t.keys {
+		if !k.equal(row, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// lookupInt is lookup for a single integer key: the slot's hash field holds
+// the key value and the slot position comes from mixing the value.
+func (t *groupTable) lookupInt(col arrow.Array, n int, gids []int32, newRows []bool) {
+	vals, _ := joinIntKeyValues([]arrow.Array{col}, t.ints)
+	if _, direct := col.(*array.Int64); !direct {
+		t.ints = vals
+	}
+	store := t.keys[0]
+	store.prepare(col)
+	nulls := col.NullN() > 0
+	// Size the table for the worst case (every row new) up front, so that
+	// slot positions stay valid for the whole batch.
+	for (int(t.n)+n)*2 >= len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	// First pass: compute positions and touch their slots. The loads are
+	// independent, so the CPU overlaps the cache misses; the second pass
+	// then finds the slots in cache.
+	t.hashes = growSlice(t.hashes[:0], n)
+	pos := t.hashes
+	var touch int32
+	for i, v := range vals[:n] {
+		p := mix(uint64(v)) & mask
+		pos[i] = p
+		touch += t.slots[p].gid
+	}
+	t.touch = touch
+	for i := 0; i < n; i++ {
+		if nulls && col.IsNull(i) {
+			isNew := t.nullGid < 0
+			if isNew {
+				t.nullGid = t.n
+				store.add(i)
+				t.n++
+			}
+			gids[i] = t.nullGid
+			if newRows != nil {
+				newRows[i] = isNew
+			}
+			continue
+		}
+		k := uint64(vals[i])
+		p := pos[i]
+		for {
+			s := &t.slots[p]
+			if s.gid == 0 {
+				s.hash, s.gid = k, t.n+1
+				store.add(i)
+				gids[i] = t.n
+				if newRows != nil {
+					newRows[i] = true
+				}
+				t.n++
+				break
+			}
+			if s.hash == k {
+				gids[i] = s.gid - 1
+				if newRows != nil {
+					newRows[i] = false
+				}
+				break
+			}
+			p = (p + 1) & mask
+		}
+	}
+}
+
+// grow doubles the slot array and reinserts every slot.
+func (t *groupTable) grow() {
+	old := t.slots
+	t.slots = make([]groupSlot, len(old)*2)
+	mask := uint64(len(t.slots) - 1)
+	for _, s := range old {
+		if s.gid == 0 {
+			continue
+		}
+		pos := s.hash & mask
+		if t.intKey {
+			pos = mix(s.hash) & mask
+		}
+		for t.slots[pos].gid != 0 {
+			pos = (pos + 1) & mask
+		}
+		t.slots[pos] = s
+	}
+}
+
+// buildKeys returns the key columns of groups [start, end).
+func (t *groupTable) buildKeys(start, end int, mem memory.Allocator) []arrow.Array {
+	out := make([]arrow.Array, len(t.keys))
+	for i, k := range t.keys {
+		out[i] = k.build(start, end, mem)
+	}
+	return out
+}

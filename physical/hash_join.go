@@ -1,0 +1,417 @@
+package physical
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/physical/expr"
+)
+
+// JoinMode says how a HashJoin's build side relates to its output
+// partitions.
+type JoinMode int
+
+// Join modes.
+const (
+	// JoinCollectLeft builds one table from every left partition, shared by
+	// all output partitions of a task; output partition i probes right
+	// partition i.
+	JoinCollectLeft JoinMode = iota
+	// JoinPartitioned joins left partition i with right partition i (both
+	// sides hash-partitioned on the keys, same count).
+	JoinPartitioned
+)
+
+func (m JoinMode) String() string {
+	if m == JoinPartitioned {
+		return "Partitioned"
+	}
+	return "CollectLeft"
+}
+
+// HashJoin is an equi-join: the left input is hashed on leftKeys, the right
+// input probes it with rightKeys. A pair of rows matches when every key pair
+// is equal (NULL never equals anything) and the optional filter, evaluated
+// on left columns followed by right columns, is true.
+//
+// With nullAware (RightAnti, one key, CollectLeft) the join implements
+// `probe NOT IN (build keys)`: nothing is output if a build key is NULL;
+// every probe row is output if the build side is empty; otherwise probe rows
+// with a NULL key or a matching key are dropped.
+//
+// Output: semi/anti joins output the named side's columns; the others output
+// left columns then right columns, all nullable.
+type HashJoin struct {
+	left, right         Operator
+	joinType            JoinType
+	leftKeys, rightKeys []expr.Expr
+	filter              expr.Expr
+	nullAware           bool
+	mode                JoinMode
+	out                 *joinOutput
+	shared              *joinShared
+}
+
+// NewHashJoin validates the join and computes its schema.
+func NewHashJoin(left, right Operator, joinType JoinType, leftKeys, rightKeys []expr.Expr, filter expr.Expr, nullAware bool, mode JoinMode) (*HashJoin, error) {
+	if joinType < JoinInner || joinType > JoinRightAnti {
+		return nil, fmt.Errorf("hash join: unknown join type %d", joinType)
+	}
+	if len(leftKeys) == 0 || len(leftKeys) != len(rightKeys) {
+		return nil, fmt.Errorf("hash join: need equal non-zero numbers of keys, got %d and %d", len(leftKeys), len(rightKeys))
+	}
+	for i := range leftKeys {
+		lt, rt := leftKeys[i].DataType(), rightKeys[i].DataType()
+		if !arrow.TypeEqual(lt, rt) {
+			return nil, fmt.Errorf("hash join: key %d types differ: %s and %s", i, lt, rt)
+		}
+		if _, err := joinKeyEqual(lt); err != nil {
+			return nil, fmt.Errorf("hash join: %w", err)
+		}
+	}
+	if filter != nil && filter.DataType().ID() != arrow.BOOL {
+		return nil, fmt.Errorf("hash join: filter %s is %s, not boolean", filter, filter.DataType())
+	}
+	lp, rp := left.OutputPartitioning().Count, right.OutputPartitioning().Count
+	switch mode {
+	case JoinCollectLeft:
+		if joinType.EmitsUnmatchedBuild() && rp != 1 {
+			return nil, fmt.Errorf("hash join: %s join in CollectLeft mode needs a single probe partition, got %d", joinType, rp)
+		}
+	case JoinPartitioned:
+		if lp != rp {
+			return nil, fmt.Errorf("hash join: partitioned mode needs equal partition counts, got %d and %d", lp, rp)
+		}
+	default:
+		return nil, fmt.Errorf("hash join: unknown mode %d", mode)
+	}
+	if nullAware {
+		if joinType != JoinRightAnti || len(leftKeys) != 1 || mode != JoinCollectLeft {
+			return nil, fmt.Errorf("hash join: null-aware needs a RightAnti join on one key in CollectLeft mode")
+		}
+	}
+	schema, pair := joinSchemas(joinType, left.Schema(), right.Schema())
+	return &HashJoin{
+		left: left, right: right, joinType: joinType, leftKeys: leftKeys, rightKeys: rightKeys,
+		filter: filter, nullAware: nullAware, mode: mode, shared: newJoinShared(),
+		out: &joinOutput{
+			joinType: joinType, schema: schema, pairSchema: pair, filter: filter, nullAware: nullAware,
+			leftFields: left.Schema().Fields(), rightFields: right.Schema().Fields(),
+		},
+	}, nil
+}
+
+// Schema implements Operator.
+func (h *HashJoin) Schema() *arrow.Schema { return h.out.schema }
+
+// Children implements Operator.
+func (h *HashJoin) Children() []Operator { return []Operator{h.left, h.right} }
+
+// OutputPartitioning implements Operator: one output partition per right
+// partition.
+func (h *HashJoin) OutputPartitioning() Partitioning {
+	return Partitioning{Kind: PartUnknown, Count: h.right.OutputPartitioning().Count}
+}
+
+func (h *HashJoin) String() string {
+	on := make([]string, len(h.leftKeys))
+	for i := range h.leftKeys {
+		on[i] = fmt.Sprintf("%s = %s", h.leftKeys[i], h.rightKeys[i])
+	}
+	s := fmt.Sprintf("HashJoin(%s, %s): on=[%s]", h.joinType, h.mode, strings.Join(on, ", "))
+	if h.filter != nil {
+		s += fmt.Sprintf(", filter=%s", h.filter)
+	}
+	if h.nullAware {
+		s += ", null-aware"
+	}
+	return s
+}
+
+// Execute implements Operator.
+func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	probe, err := h.right.Execute(ctx, partition, tc)
+	if err != nil {
+		return nil, fmt.Errorf("hash join probe: %w", err)
+	}
+	s := &joinProbeStream{
+		out: h.out, tc: tc, probe: probe,
+		newCandidates: func(t *joinBuildTable) joinCandidates {
+			firstOnly := h.filter == nil && (h.joinType == JoinRightSemi || h.joinType == JoinRightAnti)
+			return &hashJoinCandidates{table: t, keys: h.rightKeys, tc: tc, firstOnly: firstOnly}
+		},
+	}
+	owner := fmt.Sprintf("HashJoin[%d]", partition)
+	if h.mode == JoinPartitioned {
+		var table *joinBuildTable
+		s.getTable = func(ctx context.Context) (*joinBuildTable, error) {
+			t, err := buildJoinTable(ctx, h.left, []int{partition}, h.leftKeys, tc, owner)
+			table = t
+			return t, err
+		}
+		s.onClose = func() {
+			if table != nil {
+				table.release()
+				table = nil
+			}
+		}
+		return s, nil
+	}
+	e := h.shared.acquire(tc)
+	parts := make([]int, h.left.OutputPartitioning().Count)
+	for i := range parts {
+		parts[i] = i
+	}
+	s.getTable = func(ctx context.Context) (*joinBuildTable, error) {
+		return h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {
+			return buildJoinTable(ctx, h.left, parts, h.leftKeys, tc, "HashJoin[collect]")
+		})
+	}
+	s.onClose = func() { h.shared.release(tc, e) }
+	return s, nil
+}
+
+// hashJoinCandidates finds, for each probe row, the build rows with equal
+// keys: through the integer-key slots, or by walking the hash chain of the
+// row's key hash and comparing keys.
+type hashJoinCandidates struct {
+	table     *joinBuildTable
+	keys      []expr.Expr
+	tc        *TaskContext
+	firstOnly bool
+
+	probeKeys []arrow.Array
+	hashes    []uint64
+	eq        []func(b, p int) bool
+	// Single integer key: probe values (and conversion scratch).
+	pInt, scratch []int64
+	hasNull       bool
+	n             int
+	row           int   // next probe row
+	chain         int32 // next build row+1 for the current probe row
+	started       bool  // the current row's first build row was looked up
+}
+
+func (c *hashJoinCandidates) reset(b arrow.RecordBatch) error {
+	c.clear()
+	for _, k := range c.keys {
+		a, err := k.Eval(b, c.tc.Alloc)
+		if err != nil {
+			return fmt.Errorf("hash join probe key %s: %w", k, err)
+		}
+		c.probeKeys = append(c.probeKeys, a)
+	}
+	c.n = int(b.NumRows())
+	c.hasNull = false
+	for _, pk := range c.probeKeys {
+		c.hasNull = c.hasNull || pk.NullN() > 0
+	}
+	c.row, c.chain, c.started = 0, 0, false
+	if c.table.intKey {
+		vals, _ := joinIntKeyValues(c.probeKeys, c.scratch)
+		if _, direct := c.probeKeys[0].(*array.Int64); !direct {
+			c.scratch = vals // converted: keep the buffer for the next batch
+		}
+		c.pInt = vals
+		return nil
+	}
+	c.hashes = growSlice(c.hashes[:0], c.n)
+	if err := HashRows(c.probeKeys, c.hashes); err != nil {
+		return fmt.Errorf("hash join probe: %w", err)
+	}
+	for i, pk := range c.probeKeys {
+		bk := c.table.keys[i]
+		mk, err := joinKeyEqual(bk.DataType())
+		if err != nil {
+			return err
+		}
+		c.eq = append(c.eq, mk(bk, pk))
+	}
+	return nil
+}
+
+func (c *hashJoinCandidates) probeKeyNull(r int) bool {
+	return c.hasNull && joinRowHasNull(c.probeKeys, r)
+}
+
+func (c *hashJoinCandidates) match(b, p int) bool {
+	for _, eq := range c.eq {
+		if !eq(b, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// first returns the first candidate build row+1 of probe row p (0: none)
+// and whether more may follow through the chain.
+func (c *hashJoinCandidates) first(p int) (int32, bool) {
+	if c.hasNull && joinRowHasNull(c.probeKeys, p) {
+		return 0, false
+	}
+	t := c.table
+	if t.intKey {
+		k := c.pInt[p]
+		pos := mix(uint64(k)) & t.mask
+		for {
+			s := &t.islots[pos]
+			if s.head == 0 {
+				return 0, false
+			}
+			if s.key == k {
+				return s.head, s.dup
+			}
+			pos = (pos + 1) & t.mask
+		}
+	}
+	return t.heads[c.hashes[p]&t.mask], true
+}
+
+// advance returns the build row+1 after row b (0: end of chain).
+func (c *hashJoinCandidates) advance(b int) int32 {
+	if c.table.intKey {
+		return c.table.next[b]
+	}
+	return c.table.links[b].next
+}
+
+// accept reports whether build row b really matches probe row p (integer
+// keys are exact already; chains mix keys sharing a bucket).
+func (c *hashJoinCandidates) accept(b, p int) bool {
+	if c.table.intKey {
+		return true
+	}
+	return c.table.links[b].hash == c.hashes[p] && c.match(b, p)
+}
+
+func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, bool) {
+	added := 0
+	if c.table.intKey && !c.hasNull && !c.started {
+		// Fast path: a tight loop for the common unique-key case.
+		t := c.table
+		for c.row < c.n && added < limit {
+			p := c.row
+			k := c.pInt[p]
+			pos := mix(uint64(k)) & t.mask
+			var s *joinIntSlot
+			for {
+				s = &t.islots[pos]
+				if s.head == 0 || s.key == k {
+					break
+				}
+				pos = (pos + 1) & t.mask
+			}
+			if s.head == 0 {
+				c.row++
+				continue
+			}
+			if s.dup && !c.firstOnly {
+				// Hand the chain to the general loop below.
+				break
+			}
+			bi = append(bi, s.head-1)
+			pi = append(pi, int32(p))
+			added++
+			c.row++
+		}
+		if c.row >= c.n {
+			return bi, pi, true
+		}
+		if added >= limit {
+			return bi, pi, false
+		}
+	}
+	for c.row < c.n {
+		p := c.row
+		more := true
+		if !c.started {
+			c.started = true
+			c.chain, more = c.first(p)
+		}
+		for c.chain != 0 {
+			b := int(c.chain - 1)
+			if more {
+				c.chain = c.advance(b)
+			} else {
+				c.chain = 0
+			}
+			if c.accept(b, p) {
+				bi = append(bi, int32(b))
+				pi = append(pi, int32(p))
+				added++
+				if c.firstOnly {
+					c.chain = 0
+				}
+				if added >= limit {
+					if c.chain == 0 {
+						c.row++
+						c.started = false
+					}
+					return bi, pi, c.row >= c.n
+				}
+			}
+		}
+		c.row++
+		c.started = false
+	}
+	return bi, pi, true
+}
+
+func (c *hashJoinCandidates) clear() {
+	joinReleaseArrays(c.probeKeys)
+	c.probeKeys = c.probeKeys[:0]
+	c.eq = c.eq[:0]
+	c.pInt = nil
+}
+
+// joinKeyEqual returns a maker of equality functions between a build key
+// array and a probe key array of type t (values only: NULLs never get here).
+func joinKeyEqual(t arrow.DataType) (func(b, p arrow.Array) func(i, j int) bool, error) {
+	switch t.ID() {
+	case arrow.INT64:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bv, pv := b.(*array.Int64).Int64Values(), p.(*array.Int64).Int64Values()
+			return func(i, j int) bool { return bv[i] == pv[j] }
+		}, nil
+	case arrow.INT32:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bv, pv := b.(*array.Int32).Int32Values(), p.(*array.Int32).Int32Values()
+			return func(i, j int) bool { return bv[i] == pv[j] }
+		}, nil
+	case arrow.DATE32:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bv, pv := b.(*array.Date32).Date32Values(), p.(*array.Date32).Date32Values()
+			return func(i, j int) bool { return bv[i] == pv[j] }
+		}, nil
+	case arrow.TIMESTAMP:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bv, pv := b.(*array.Timestamp).TimestampValues(), p.(*array.Timestamp).TimestampValues()
+			return func(i, j int) bool { return bv[i] == pv[j] }
+		}, nil
+	case arrow.FLOAT64:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bv, pv := b.(*array.Float64).Float64Values(), p.(*array.Float64).Float64Values()
+			return func(i, j int) bool { return bv[i] == pv[j] }
+		}, nil
+	case arrow.DECIMAL128:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bv, pv := b.(*array.Decimal128).Values(), p.(*array.Decimal128).Values()
+			return func(i, j int) bool { return bv[i] == pv[j] }
+		}, nil
+	case arrow.STRING:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bs, ps := b.(*array.String), p.(*array.String)
+			return func(i, j int) bool { return bs.Value(i) == ps.Value(j) }
+		}, nil
+	case arrow.BOOL:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bs, ps := b.(*array.Boolean), p.(*array.Boolean)
+			return func(i, j int) bool { return bs.Value(i) == ps.Value(j) }
+		}, nil
+	}
+	return nil, fmt.Errorf("join keys of type %s are not supported", t)
+}

@@ -1,0 +1,390 @@
+package physical
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"golang.org/x/sync/errgroup"
+
+	"sluice/physical/expr"
+)
+
+// joinBuildTable is a join's buffered build side: every build row in one
+// concatenated batch, and (for hash joins) a chained hash index over the
+// rows whose keys are all non-NULL.
+type joinBuildTable struct {
+	cols    []arrow.Array // build columns, numRows rows each
+	numRows int
+	keys    []arrow.Array // evaluated build keys (hash join only)
+	// General index: heads maps hash&mask to the first row+1 of a chain
+	// through links (hash kept next to the link: one cache miss per step).
+	heads []int32
+	links []joinLink
+	mask  uint64
+	// Single integer key index (intKey): open addressing on the key value
+	// itself, one slot per distinct key; rows sharing a key chain through
+	// next, which is only allocated when a key repeats.
+	intKey bool
+	islots []joinIntSlot
+	next   []int32
+	// hasNullKey reports whether some build row has a NULL key (null-aware
+	// anti joins output nothing then).
+	hasNullKey bool
+	res        *Reservation
+}
+
+// release frees the table's arrays and memory reservation.
+func (t *joinBuildTable) release() {
+	for _, c := range t.cols {
+		c.Release()
+	}
+	for _, k := range t.keys {
+		k.Release()
+	}
+	t.cols, t.keys, t.heads, t.links, t.islots, t.next = nil, nil, nil, nil, nil, nil
+	t.res.Free()
+}
+
+// joinBatchBytes estimates the memory a batch's buffers take.
+func joinBatchBytes(b arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range b.Columns() {
+		n += joinArrayBytes(c.Data())
+	}
+	return n
+}
+
+func joinArrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, buf := range d.Buffers() {
+		if buf != nil {
+			n += int64(buf.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += joinArrayBytes(c)
+	}
+	return n
+}
+
+// buildJoinTable reads the given partitions of op concurrently, concatenates
+// their rows and, when keys is non-empty, indexes them by key hash. Memory is
+// reserved from tc.Memory under owner.
+func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []expr.Expr, tc *TaskContext, owner string) (*joinBuildTable, error) {
+	t := &joinBuildTable{res: tc.Memory.NewReservation(owner)}
+	var (
+		mu      sync.Mutex
+		batches []arrow.RecordBatch
+	)
+	releaseBatches := func() {
+		for _, b := range batches {
+			b.Release()
+		}
+		batches = nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, p := range partitions {
+		g.Go(func() error {
+			s, err := op.Execute(gctx, p, tc)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			for {
+				b, err := s.Next(gctx)
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				err = t.res.Grow(joinBatchBytes(b))
+				if err == nil {
+					batches = append(batches, b)
+				}
+				mu.Unlock()
+				if err != nil {
+					b.Release()
+					return err
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		releaseBatches()
+		t.res.Free()
+		return nil, fmt.Errorf("reading build side: %w", err)
+	}
+	err := t.concat(op.Schema(), batches, tc)
+	releaseBatches()
+	if err == nil && len(keys) > 0 {
+		err = t.index(keys, tc)
+	}
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	return t, nil
+}
+
+// concat joins the batches' columns into one array per column.
+func (t *joinBuildTable) concat(schema *arrow.Schema, batches []arrow.RecordBatch, tc *TaskContext) error {
+	for _, b := range batches {
+		t.numRows += int(b.NumRows())
+	}
+	t.cols = make([]arrow.Array, 0, schema.NumFields())
+	for c, f := range schema.Fields() {
+		var col arrow.Array
+		switch len(batches) {
+		case 0:
+			col = joinNullColumns([]arrow.Field{f}, 0, tc.Alloc)[0]
+		case 1:
+			col = batches[0].Column(c)
+			col.Retain()
+		default:
+			parts := make([]arrow.Array, len(batches))
+			for i, b := range batches {
+				parts[i] = b.Column(c)
+			}
+			var err error
+			if col, err = array.Concatenate(parts, tc.Alloc); err != nil {
+				return fmt.Errorf("concatenating build side: %w", err)
+			}
+		}
+		t.cols = append(t.cols, col)
+	}
+	return nil
+}
+
+// index evaluates the build keys and builds the chained hash index.
+func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
+	n := t.numRows
+	fields := make([]arrow.Field, len(t.cols))
+	for i, c := range t.cols {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: c.DataType(), Nullable: true}
+	}
+	batch := array.NewRecordBatch(arrow.NewSchema(fields, nil), t.cols, int64(n))
+	defer batch.Release()
+	for _, k := range keys {
+		a, err := k.Eval(batch, tc.Alloc)
+		if err != nil {
+			return fmt.Errorf("hash join build key %s: %w", k, err)
+		}
+		t.keys = append(t.keys, a)
+	}
+	if vals, ok := joinIntKeyValues(t.keys, nil); ok {
+		size := joinIntSlotCount(n)
+		// Slots of 16 bytes, plus next (4 per row) if keys repeat.
+		if err := t.res.Grow(int64(size)*16 + int64(n)*4); err != nil {
+			return fmt.Errorf("hash join build: %w", err)
+		}
+		t.indexInt(vals, size)
+		return nil
+	}
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	// heads (4 bytes per bucket) + hashes (8 per row) + links (16 per row).
+	if err := t.res.Grow(int64(size)*4 + int64(n)*24); err != nil {
+		return fmt.Errorf("hash join build: %w", err)
+	}
+	hashes := make([]uint64, n)
+	if err := HashRows(t.keys, hashes); err != nil {
+		return fmt.Errorf("hash join build: %w", err)
+	}
+	t.heads = make([]int32, size)
+	t.links = make([]joinLink, n)
+	t.mask = uint64(size - 1)
+	anyNulls := false
+	for _, k := range t.keys {
+		anyNulls = anyNulls || k.NullN() > 0
+	}
+	// Insert in reverse so that each chain lists rows in ascending order.
+	for r := n - 1; r >= 0; r-- {
+		if anyNulls && joinRowHasNull(t.keys, r) {
+			t.hasNullKey = true
+			continue
+		}
+		b := hashes[r] & t.mask
+		t.links[r] = joinLink{hash: hashes[r], next: t.heads[b]}
+		t.heads[b] = int32(r + 1)
+	}
+	return nil
+}
+
+type joinLink struct {
+	hash uint64
+	next int32
+}
+
+type joinIntSlot struct {
+	key  int64
+	head int32 // first row+1; 0 = empty slot
+	dup  bool  // more rows follow through next
+}
+
+// indexInt builds the single-integer-key index.
+func (t *joinBuildTable) indexInt(vals []int64, size int) {
+	t.intKey = true
+	t.islots = make([]joinIntSlot, size)
+	t.mask = uint64(size - 1)
+	k := t.keys[0]
+	nulls := k.NullN() > 0
+	for r := len(vals) - 1; r >= 0; r-- {
+		if nulls && k.IsNull(r) {
+			t.hasNullKey = true
+			continue
+		}
+		v := vals[r]
+		pos := mix(uint64(v)) & t.mask
+		for {
+			s := &t.islots[pos]
+			if s.head == 0 {
+				s.key, s.head = v, int32(r+1)
+				break
+			}
+			if s.key == v {
+				if t.next == nil {
+					t.next = make([]int32, len(vals))
+				}
+				t.next[r] = s.head
+				s.head, s.dup = int32(r+1), true
+				break
+			}
+			pos = (pos + 1) & t.mask
+		}
+	}
+}
+
+// joinIntSlotCount is the power-of-two slot count keeping the load factor
+// of n keys at most 3/4.
+func joinIntSlotCount(n int) int {
+	size := 16
+	for size*3 < n*4 {
+		size *= 2
+	}
+	return size
+}
+
+// joinIntKeyValues returns the values of a single integer key column as
+// int64s (converting into scratch when needed); ok is false for other keys.
+func joinIntKeyValues(keys []arrow.Array, scratch []int64) ([]int64, bool) {
+	if len(keys) != 1 {
+		return nil, false
+	}
+	switch a := keys[0].(type) {
+	case *array.Int64:
+		return a.Int64Values(), true
+	case *array.Timestamp:
+		v := a.TimestampValues()
+		out := growSlice(scratch[:0], len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out, true
+	case *array.Int32:
+		v := a.Int32Values()
+		out := growSlice(scratch[:0], len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out, true
+	case *array.Date32:
+		v := a.Date32Values()
+		out := growSlice(scratch[:0], len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func joinRowHasNull(cols []arrow.Array, r int) bool {
+	for _, c := range cols {
+		if c.IsNull(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// joinShared lets the output partitions of one join executing in the same
+// task share one build table: the operator is immutable plan data, so this
+// per-task runtime state lives behind a pointer, keyed by TaskContext, and is
+// freed when the task's last stream of the join closes.
+type joinShared struct {
+	mu     sync.Mutex
+	builds map[*TaskContext]*joinSharedBuild
+}
+
+type joinSharedBuild struct {
+	refs    int
+	started bool
+	done    chan struct{}
+	table   *joinBuildTable
+	err     error
+}
+
+func newJoinShared() *joinShared {
+	return &joinShared{builds: map[*TaskContext]*joinSharedBuild{}}
+}
+
+// acquire registers one more stream of tc using the shared build.
+func (s *joinShared) acquire(tc *TaskContext) *joinSharedBuild {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.builds[tc]
+	if e == nil {
+		e = &joinSharedBuild{done: make(chan struct{})}
+		s.builds[tc] = e
+	}
+	e.refs++
+	return e
+}
+
+// get returns the table, building it in the first caller; the others wait
+// for it (or for their ctx).
+func (s *joinShared) get(ctx context.Context, e *joinSharedBuild, build func(context.Context) (*joinBuildTable, error)) (*joinBuildTable, error) {
+	s.mu.Lock()
+	first := !e.started
+	e.started = true
+	s.mu.Unlock()
+	if first {
+		e.table, e.err = build(ctx)
+		close(e.done)
+	}
+	select {
+	case <-e.done:
+		return e.table, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// release drops one stream's reference; the last one frees the table.
+func (s *joinShared) release(tc *TaskContext, e *joinSharedBuild) {
+	s.mu.Lock()
+	e.refs--
+	last := e.refs == 0
+	if last {
+		delete(s.builds, tc)
+	}
+	started := e.started
+	s.mu.Unlock()
+	if last && started {
+		// The builder runs inside a stream's Next; that stream holds a
+		// reference until its Close, so the build has finished by now.
+		<-e.done
+		if e.table != nil {
+			e.table.release()
+			e.table = nil
+		}
+	}
+}

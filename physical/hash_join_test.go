@@ -1,0 +1,377 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical/expr"
+	"sluice/plan"
+)
+
+var (
+	jaLeftSchema  = jaSchema("lk1", plan.Int64, "lk2", plan.Utf8, "lv", plan.Int64)
+	jaRightSchema = jaSchema("rk1", plan.Int64, "rk2", plan.Utf8, "rv", plan.Int64)
+)
+
+// jaJoinRows generates n rows (k1, k2, v) with duplicate keys and NULLs.
+func jaJoinRows(n, seed int) [][]any {
+	var rows [][]any
+	for i := 0; i < n; i++ {
+		x := (i*7 + seed*13) % 11
+		var k1, k2, v any = x % 6, fmt.Sprint("s", x%3), (i + seed) % 4
+		if (i+seed)%9 == 4 {
+			k1 = nil
+		}
+		if (i+seed)%10 == 7 {
+			k2 = nil
+		}
+		if (i+seed)%8 == 5 {
+			v = nil
+		}
+		rows = append(rows, []any{k1, k2, v})
+	}
+	return rows
+}
+
+// jaPartitioned splits rows into parts partitions by k1 (NULL → 0) and
+// batches of at most batch rows.
+func jaPartitioned(t testing.TB, mem memory.Allocator, schema *arrow.Schema, rows [][]any, parts, batch int) *jaSource {
+	byPart := make([][][]any, parts)
+	for _, r := range rows {
+		p := 0
+		if r[0] != nil {
+			p = r[0].(int) % parts
+		}
+		byPart[p] = append(byPart[p], r)
+	}
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, parts)}
+	for p, rs := range byPart {
+		for s := 0; s < len(rs); s += batch {
+			src.parts[p] = append(src.parts[p], jaBatch(t, mem, schema, rs[s:min(len(rs), s+batch)]))
+		}
+	}
+	return src
+}
+
+func jaRowString(vals ...[]any) string {
+	var ss []string
+	for _, vs := range vals {
+		for _, v := range vs {
+			if v == nil {
+				ss = append(ss, "NULL")
+			} else {
+				ss = append(ss, fmt.Sprint(v))
+			}
+		}
+	}
+	return strings.Join(ss, "|")
+}
+
+// jaRefJoin is the reference nested-loop implementation of every join type.
+func jaRefJoin(jt JoinType, left, right [][]any, match func(l, r []any) bool) []string {
+	var out []string
+	lm := make([]bool, len(left))
+	rm := make([]bool, len(right))
+	nulls := []any{nil, nil, nil}
+	for i, l := range left {
+		for j, r := range right {
+			if match(l, r) {
+				lm[i], rm[j] = true, true
+				if jt == JoinInner || jt == JoinLeft || jt == JoinRight || jt == JoinFull {
+					out = append(out, jaRowString(l, r))
+				}
+			}
+		}
+	}
+	for i, l := range left {
+		switch {
+		case (jt == JoinLeft || jt == JoinFull) && !lm[i]:
+			out = append(out, jaRowString(l, nulls))
+		case jt == JoinLeftSemi && lm[i], jt == JoinLeftAnti && !lm[i]:
+			out = append(out, jaRowString(l))
+		}
+	}
+	for j, r := range right {
+		switch {
+		case (jt == JoinRight || jt == JoinFull) && !rm[j]:
+			out = append(out, jaRowString(nulls, r))
+		case jt == JoinRightSemi && rm[j], jt == JoinRightAnti && !rm[j]:
+			out = append(out, jaRowString(r))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func jaKeyMatch(multi, filter bool) func(l, r []any) bool {
+	return func(l, r []any) bool {
+		if l[0] == nil || r[0] == nil || l[0] != r[0] {
+			return false
+		}
+		if multi && (l[1] == nil || r[1] == nil || l[1] != r[1]) {
+			return false
+		}
+		if filter && (l[2] == nil || r[2] == nil || l[2] == r[2]) {
+			return false
+		}
+		return true
+	}
+}
+
+func TestHashJoin(t *testing.T) {
+	leftRows, rightRows := jaJoinRows(40, 1), jaJoinRows(50, 2)
+	types := []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti}
+	for _, mode := range []JoinMode{JoinCollectLeft, JoinPartitioned} {
+		for _, jt := range types {
+			for _, multi := range []bool{false, true} {
+				for _, filter := range []bool{false, true} {
+					for _, batchSize := range []int{4, 8192, 0} {
+						name := fmt.Sprintf("%s/%s/multi=%v/filter=%v/batch=%d", mode, jt, multi, filter, batchSize)
+						leftRows := leftRows
+						if batchSize == 0 {
+							// Default batch size; also cover an empty build side.
+							leftRows = nil
+						}
+						t.Run(name, func(t *testing.T) {
+							mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+							defer mem.AssertSize(t, 0)
+							lp, rp := 3, 2
+							if mode == JoinPartitioned {
+								lp = 2
+							} else if jt.EmitsUnmatchedBuild() {
+								rp = 1
+							}
+							left := jaPartitioned(t, mem, jaLeftSchema, leftRows, lp, 5)
+							defer left.release()
+							right := jaPartitioned(t, mem, jaRightSchema, rightRows, rp, 7)
+							defer right.release()
+							lk := []expr.Expr{jaCol(0, "lk1", plan.Int64)}
+							rk := []expr.Expr{jaCol(0, "rk1", plan.Int64)}
+							if multi {
+								lk = append(lk, jaCol(1, "lk2", plan.Utf8))
+								rk = append(rk, jaCol(1, "rk2", plan.Utf8))
+							}
+							var f expr.Expr
+							if filter {
+								f = &jaCmp{L: 2, R: 5, Op: "<>"}
+							}
+							op, err := NewHashJoin(left, right, jt, lk, rk, f, false, mode)
+							if err != nil {
+								t.Fatal(err)
+							}
+							tc := jaTC(mem, batchSize, 0)
+							got := jaCollect(t, op, tc)
+							want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(multi, filter))
+							if !slices.Equal(got, want) {
+								t.Fatalf("got %d rows\n%s\nwant %d rows\n%s", len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+							}
+							if u := tc.Memory.Used(); u != 0 {
+								t.Fatalf("memory pool still holds %d bytes", u)
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestHashJoinNullAware(t *testing.T) {
+	schema := jaSchema("k", plan.Int64)
+	cases := []struct {
+		name        string
+		build, prob [][]any
+		want        []string
+	}{
+		{"build has NULL", [][]any{{1}, {nil}}, [][]any{{2}, {3}, {nil}}, nil},
+		{"build empty", nil, [][]any{{1}, {nil}, {2}}, []string{"1", "2", "NULL"}},
+		{"plain", [][]any{{1}, {1}, {3}}, [][]any{{1}, {2}, {nil}, {3}, {4}, {2}}, []string{"2", "2", "4"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			build := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{nil, nil}}
+			if c.build != nil {
+				build.parts[1] = []arrow.RecordBatch{jaBatch(t, mem, schema, c.build)}
+			}
+			defer build.release()
+			probe := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{{jaBatch(t, mem, schema, c.prob)}, nil}}
+			defer probe.release()
+			k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+			op, err := NewHashJoin(build, probe, JoinRightAnti, k, k, nil, true, JoinCollectLeft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := jaCollect(t, op, jaTC(mem, 2, 0))
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestHashJoinConstructorErrors(t *testing.T) {
+	l1 := &jaSource{schema: jaLeftSchema, parts: make([][]arrow.RecordBatch, 1)}
+	l2 := &jaSource{schema: jaLeftSchema, parts: make([][]arrow.RecordBatch, 2)}
+	r2 := &jaSource{schema: jaRightSchema, parts: make([][]arrow.RecordBatch, 2)}
+	r3 := &jaSource{schema: jaRightSchema, parts: make([][]arrow.RecordBatch, 3)}
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	ks := []expr.Expr{jaCol(1, "k", plan.Utf8)}
+	cases := []struct {
+		name        string
+		left, right Operator
+		jt          JoinType
+		lk, rk      []expr.Expr
+		nullAware   bool
+		mode        JoinMode
+	}{
+		{"left join collect multi-probe", l1, r2, JoinLeft, k, k, false, JoinCollectLeft},
+		{"left anti collect multi-probe", l1, r2, JoinLeftAnti, k, k, false, JoinCollectLeft},
+		{"partition mismatch", l2, r3, JoinInner, k, k, false, JoinPartitioned},
+		{"key type mismatch", l1, r2, JoinInner, k, ks, false, JoinCollectLeft},
+		{"no keys", l1, r2, JoinInner, nil, nil, false, JoinCollectLeft},
+		{"null-aware inner", l1, r2, JoinInner, k, k, true, JoinCollectLeft},
+		{"null-aware partitioned", l2, r2, JoinRightAnti, k, k, true, JoinPartitioned},
+	}
+	for _, c := range cases {
+		if _, err := NewHashJoin(c.left, c.right, c.jt, c.lk, c.rk, nil, c.nullAware, c.mode); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	if _, err := NewNestedLoopJoin(l1, r2, JoinFull, nil); err == nil {
+		t.Errorf("nested loop full join with 2 probe partitions: no error")
+	}
+}
+
+func TestHashJoinMemoryLimit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	left := jaPartitioned(t, mem, jaLeftSchema, jaJoinRows(2000, 1), 2, 100)
+	defer left.release()
+	right := jaPartitioned(t, mem, jaRightSchema, jaJoinRows(100, 2), 2, 100)
+	defer right.release()
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	for _, mode := range []JoinMode{JoinCollectLeft, JoinPartitioned} {
+		op, err := NewHashJoin(left, right, JoinInner, k, k, nil, false, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := jaTC(mem, 8192, 4096)
+		if _, err := jaRun(t, op, tc); !errors.Is(err, ErrResourcesExhausted) {
+			t.Fatalf("%s: err = %v, want ErrResourcesExhausted", mode, err)
+		}
+		if u := tc.Memory.Used(); u != 0 {
+			t.Fatalf("%s: memory pool still holds %d bytes", mode, u)
+		}
+	}
+}
+
+func TestHashJoinSharedBuild(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	left := jaPartitioned(t, mem, jaLeftSchema, jaJoinRows(30, 1), 3, 4)
+	defer left.release()
+	right := jaPartitioned(t, mem, jaRightSchema, jaJoinRows(30, 2), 4, 4)
+	defer right.release()
+	counting := &jaCountingOp{Operator: left}
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	op, err := NewHashJoin(counting, right, JoinInner, k, k, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := jaTC(mem, 8192, 0)
+	got := jaCollect(t, op, tc)
+	want := jaRefJoin(JoinInner, jaJoinRows(30, 1), jaJoinRows(30, 2), jaKeyMatch(false, false))
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %d rows, want %d", len(got), len(want))
+	}
+	if n := counting.executions.Load(); n != 3 {
+		t.Fatalf("build side partitions executed %d times, want 3 (one shared build)", n)
+	}
+	if len(op.shared.builds) != 0 {
+		t.Fatalf("shared build state not freed")
+	}
+}
+
+func TestHashJoinNarrowIntKeys(t *testing.T) {
+	// int32 and date32 keys take the integer-key index through a widening
+	// copy; the result must match the int64 reference.
+	for _, typ := range []arrow.DataType{plan.Int32, plan.Date32} {
+		t.Run(typ.String(), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ls := jaSchema("lk1", typ, "lk2", plan.Utf8, "lv", plan.Int64)
+			rs := jaSchema("rk1", typ, "rk2", plan.Utf8, "rv", plan.Int64)
+			leftRows, rightRows := jaJoinRows(30, 3), jaJoinRows(40, 4)
+			left := jaPartitioned(t, mem, ls, leftRows, 2, 4)
+			defer left.release()
+			right := jaPartitioned(t, mem, rs, rightRows, 1, 6)
+			defer right.release()
+			for _, jt := range []JoinType{JoinInner, JoinFull, JoinRightAnti} {
+				op, err := NewHashJoin(left, right, jt, []expr.Expr{jaCol(0, "lk1", typ)}, []expr.Expr{jaCol(0, "rk1", typ)}, nil, false, JoinCollectLeft)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := jaCollect(t, op, jaTC(mem, 5, 0))
+				want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(false, false))
+				if typ.ID() == arrow.DATE32 {
+					// Dates render as dates: compare row counts only.
+					if len(got) != len(want) {
+						t.Fatalf("%s: got %d rows, want %d", jt, len(got), len(want))
+					}
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: got %v, want %v", jt, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestJoinAggCanceled(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	left := jaPartitioned(t, mem, jaLeftSchema, jaJoinRows(50, 1), 2, 4)
+	defer left.release()
+	right := jaPartitioned(t, mem, jaRightSchema, jaJoinRows(50, 2), 2, 4)
+	defer right.release()
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	hj, err := NewHashJoin(left, right, JoinInner, k, k, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nlj, err := NewNestedLoopJoin(left, right, JoinInner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg, err := NewHashAggregate(left, AggSingle, k, []string{"k"}, []AggregateExpr{{Func: plan.AggCountStar, Name: "c", Type: plan.Int64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []Operator{hj, nlj, agg} {
+		tc := jaTC(mem, 8192, 0)
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := op.Execute(ctx, 0, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if _, err := s.Next(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", op, err)
+		}
+		s.Close()
+		s.Close()
+		if u := tc.Memory.Used(); u != 0 {
+			t.Errorf("%s: pool holds %d bytes", op, u)
+		}
+	}
+}
