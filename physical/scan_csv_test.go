@@ -55,7 +55,7 @@ func TestCSVScan(t *testing.T) {
 		results := make([][]arrow.RecordBatch, parts)
 		var wg sync.WaitGroup
 		for p := range parts {
-			wg.Go(func() { results[p] = drain(t, scan, p, tc) })
+			wg.Go(func() { results[p] = drainPartition(t, scan, p, tc) })
 		}
 		wg.Wait()
 		seen := make([]int, 120)
@@ -102,7 +102,7 @@ func TestCSVScanSchemaAndErrors(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 
 	// Declared types: decimal prices, empty projection counts rows.
-	bs := drain(t, NewCSVScan("t", tbl, []int{3}, 1), 0, testTaskContext(mem, 1000))
+	bs := drainPartition(t, NewCSVScan("t", tbl, []int{3}, 1), 0, testTaskContext(mem, 1000))
 	total := 0
 	for _, b := range bs {
 		prices := b.Column(0).(*array.Decimal128)
@@ -117,7 +117,7 @@ func TestCSVScanSchemaAndErrors(t *testing.T) {
 	if total != 120 {
 		t.Fatalf("%d rows, want 120", total)
 	}
-	bs = drain(t, NewCSVScan("t", tbl, nil, 2), 1, testTaskContext(mem, 1000))
+	bs = drainPartition(t, NewCSVScan("t", tbl, nil, 2), 1, testTaskContext(mem, 1000))
 	if len(bs) == 0 || bs[0].NumCols() != 0 {
 		t.Fatalf("empty projection: %v", bs)
 	}

@@ -56,7 +56,7 @@ func TestMemScan(t *testing.T) {
 		results := make([][]arrow.RecordBatch, tt.partitions)
 		var wg sync.WaitGroup
 		for p := range tt.partitions {
-			wg.Go(func() { results[p] = drain(t, scan, p, tc) })
+			wg.Go(func() { results[p] = drainPartition(t, scan, p, tc) })
 		}
 		wg.Wait()
 		seen := make([]int, 45)

@@ -114,7 +114,7 @@ func testTaskContext(mem memory.Allocator, batchSize int) *TaskContext {
 
 // drain reads a whole partition, checking every batch has the operator's
 // schema, and returns the batches (caller releases).
-func drain(t *testing.T, op Operator, p int, tc *TaskContext) []arrow.RecordBatch {
+func drainPartition(t *testing.T, op Operator, p int, tc *TaskContext) []arrow.RecordBatch {
 	t.Helper()
 	s, err := op.Execute(context.Background(), p, tc)
 	if err != nil {
@@ -140,11 +140,6 @@ func drain(t *testing.T, op Operator, p int, tc *TaskContext) []arrow.RecordBatc
 	}
 }
 
-func releaseAll(bs []arrow.RecordBatch) {
-	for _, b := range bs {
-		b.Release()
-	}
-}
 
 // int64Column collects column c (int64) of batches.
 func int64Column(bs []arrow.RecordBatch, c int) []int64 {
@@ -212,7 +207,7 @@ func TestParquetScanProjection(t *testing.T) {
 	if got := fieldNames(scan.Schema()); got != "name, id, price" {
 		t.Fatalf("schema %s", got)
 	}
-	bs := drain(t, scan, 0, testTaskContext(mem, 64))
+	bs := drainPartition(t, scan, 0, testTaskContext(mem, 64))
 	defer releaseAll(bs)
 	ids := int64Column(bs, 1)
 	if len(ids) != 300 {
@@ -290,7 +285,7 @@ func TestParquetScanPruning(t *testing.T) {
 			if scan.NumUnits() != tt.units {
 				t.Fatalf("%d units, want %d (%s)", scan.NumUnits(), tt.units, scan)
 			}
-			bs := drain(t, scan, 0, testTaskContext(mem, 1000))
+			bs := drainPartition(t, scan, 0, testTaskContext(mem, 1000))
 			defer releaseAll(bs)
 			ids := int64Column(bs, 0)
 			if len(ids) != 100*tt.units {
@@ -320,7 +315,7 @@ func TestParquetScanPartitions(t *testing.T) {
 			results := make([][]arrow.RecordBatch, parts)
 			var wg sync.WaitGroup
 			for p := range parts {
-				wg.Go(func() { results[p] = drain(t, scan, p, tc) })
+				wg.Go(func() { results[p] = drainPartition(t, scan, p, tc) })
 			}
 			wg.Wait()
 			seen := make([]int, 300)
@@ -465,7 +460,7 @@ func TestParquetScanNormalizesTypes(t *testing.T) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	bs := drain(t, NewParquetScan("n", tbl, []int{0, 1, 2, 3}, nil, 1), 0, testTaskContext(mem, 100))
+	bs := drainPartition(t, NewParquetScan("n", tbl, []int{0, 1, 2, 3}, nil, 1), 0, testTaskContext(mem, 100))
 	defer releaseAll(bs)
 	if len(bs) != 1 || bs[0].NumRows() != 10 {
 		t.Fatalf("got %d batches", len(bs))

@@ -388,9 +388,9 @@ func arith(op BinaryOp, l, r *Literal, typ arrow.DataType) (*Literal, bool) {
 	return fromBig(v, s, typ)
 }
 
-// addMonths adds months to a date the SQL way: the day clamps to the end of
+// AddMonths adds months to a date (days since the epoch) the SQL way: the day clamps to the end of
 // the target month (Jan 31 + 1 month = Feb 28/29).
-func addMonths(days int32, months int32) int32 {
+func AddMonths(days int32, months int32) int32 {
 	t := time.Unix(int64(days)*86400, 0).UTC()
 	y, m, d := t.Date()
 	total := int(m) - 1 + int(months)
@@ -421,7 +421,7 @@ func dateArith(op BinaryOp, l, r *Literal) (*Literal, bool) {
 		if op == OpSub {
 			i.Months, i.Days = -i.Months, -i.Days
 		}
-		return &Literal{Typ: Date32, Val: addMonths(days, i.Months) + i.Days}, true
+		return &Literal{Typ: Date32, Val: AddMonths(days, i.Months) + i.Days}, true
 	case l.Typ.ID() == arrow.DATE32 && IsInteger(r.Typ) && (op == OpAdd || op == OpSub):
 		n, _, ok := toBig(r)
 		if !ok || !n.IsInt64() || n.Int64() > math.MaxInt32/2 || n.Int64() < math.MinInt32/2 {

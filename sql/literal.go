@@ -445,8 +445,7 @@ func foldDateInterval(op plan.BinaryOp, l, r plan.Expr) (plan.Expr, bool) {
 	if op == plan.OpSub {
 		iv.Months, iv.Days = -iv.Months, -iv.Days
 	}
-	t := time.Unix(int64(d)*86400, 0).UTC().AddDate(0, int(iv.Months), int(iv.Days))
-	return &plan.Literal{Typ: plan.Date32, Val: int32(t.Unix() / 86400)}, true
+	return &plan.Literal{Typ: plan.Date32, Val: plan.AddMonths(d, iv.Months) + iv.Days}, true
 }
 
 // foldArith evaluates + - * on two numeric literals exactly (integers and
