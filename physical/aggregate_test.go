@@ -418,3 +418,59 @@ func TestHashAggregateNarrowIntKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestHashAggregateTwoStageRandom(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dt := plan.Decimal(15, 2)
+	schema := jaSchema("k1", plan.Int64, "k2", plan.Utf8, "x", plan.Int32, "d", dt, "s", plan.Utf8)
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 3)}
+	defer src.release()
+	for p := range src.parts {
+		for b := 0; b < 4; b++ {
+			var rows [][]any
+			for i := 0; i < 300; i++ {
+				n := p*100000 + b*1000 + i
+				row := []any{n % 37, fmt.Sprint("k", n%5), n % 1000, fmt.Sprintf("%d.%02d", n%997-500, n%100), fmt.Sprint("v", n%211)}
+				for c := range row {
+					if (n+c)%(11+c) == 0 {
+						row[c] = nil
+					}
+				}
+				rows = append(rows, row)
+			}
+			src.parts[p] = append(src.parts[p], jaBatch(t, mem, schema, rows))
+		}
+	}
+	x, d, s := jaCol(2, "x", plan.Int32), jaCol(3, "d", dt), jaCol(4, "s", plan.Utf8)
+	aggs := []AggregateExpr{
+		{Func: plan.AggCountStar, Name: "cs", Type: plan.Int64},
+		{Func: plan.AggCount, Arg: s, Name: "c", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x, Name: "sx", Type: plan.Int64},
+		{Func: plan.AggMin, Arg: x, Name: "mnx", Type: plan.Int32},
+		{Func: plan.AggSum, Arg: d, Name: "sd", Type: plan.SumType(dt)},
+		{Func: plan.AggAvg, Arg: d, Name: "ad", Type: plan.AvgType(dt)},
+		{Func: plan.AggMax, Arg: d, Name: "mxd", Type: dt},
+		{Func: plan.AggMin, Arg: s, Name: "mns", Type: plan.Utf8},
+		{Func: plan.AggMax, Arg: s, Name: "mxs", Type: plan.Utf8},
+	}
+	gb := []expr.Expr{jaCol(0, "k1", plan.Int64), jaCol(1, "k2", plan.Utf8)}
+	names := []string{"k1", "k2"}
+	single, err := NewHashAggregate(&jaCoalesce{in: src}, AggSingle, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial, err := NewHashAggregate(src, AggPartial, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := NewHashAggregate(&jaCoalesce{in: partial}, AggFinal, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jaCollect(t, single, jaTC(mem, 64, 0))
+	got := jaCollect(t, final, jaTC(mem, 50, 0))
+	if len(want) < 100 || !slices.Equal(got, want) {
+		t.Fatalf("two-stage differs from single-stage (%d vs %d rows)", len(got), len(want))
+	}
+}
