@@ -3,11 +3,13 @@ package physical
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -417,4 +419,139 @@ func TestHashAggregateNarrowIntKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestHashAggregateTwoStageRandom(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dt := plan.Decimal(15, 2)
+	schema := jaSchema("k1", plan.Int64, "k2", plan.Utf8, "x", plan.Int32, "d", dt, "s", plan.Utf8)
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 3)}
+	defer src.release()
+	for p := range src.parts {
+		for b := 0; b < 4; b++ {
+			var rows [][]any
+			for i := 0; i < 300; i++ {
+				n := p*100000 + b*1000 + i
+				row := []any{n % 37, fmt.Sprint("k", n%5), n % 1000, fmt.Sprintf("%d.%02d", n%997-500, n%100), fmt.Sprint("v", n%211)}
+				for c := range row {
+					if (n+c)%(11+c) == 0 {
+						row[c] = nil
+					}
+				}
+				rows = append(rows, row)
+			}
+			src.parts[p] = append(src.parts[p], jaBatch(t, mem, schema, rows))
+		}
+	}
+	x, d, s := jaCol(2, "x", plan.Int32), jaCol(3, "d", dt), jaCol(4, "s", plan.Utf8)
+	aggs := []AggregateExpr{
+		{Func: plan.AggCountStar, Name: "cs", Type: plan.Int64},
+		{Func: plan.AggCount, Arg: s, Name: "c", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x, Name: "sx", Type: plan.Int64},
+		{Func: plan.AggMin, Arg: x, Name: "mnx", Type: plan.Int32},
+		{Func: plan.AggSum, Arg: d, Name: "sd", Type: plan.SumType(dt)},
+		{Func: plan.AggAvg, Arg: d, Name: "ad", Type: plan.AvgType(dt)},
+		{Func: plan.AggMax, Arg: d, Name: "mxd", Type: dt},
+		{Func: plan.AggMin, Arg: s, Name: "mns", Type: plan.Utf8},
+		{Func: plan.AggMax, Arg: s, Name: "mxs", Type: plan.Utf8},
+	}
+	gb := []expr.Expr{jaCol(0, "k1", plan.Int64), jaCol(1, "k2", plan.Utf8)}
+	names := []string{"k1", "k2"}
+	single, err := NewHashAggregate(&jaCoalesce{in: src}, AggSingle, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial, err := NewHashAggregate(src, AggPartial, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := NewHashAggregate(&jaCoalesce{in: partial}, AggFinal, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jaCollect(t, single, jaTC(mem, 64, 0))
+	got := jaCollect(t, final, jaTC(mem, 50, 0))
+	if len(want) < 100 || !slices.Equal(got, want) {
+		t.Fatalf("two-stage differs from single-stage (%d vs %d rows)", len(got), len(want))
+	}
+}
+
+// BenchmarkHashAggregateQ1 aggregates 6M rows into 4 groups (two utf8 keys,
+// as TPC-H q1) with 5 decimal sums, in one partition.
+func BenchmarkHashAggregateQ1(b *testing.B) {
+	const rows, batch = 6_000_000, 8192
+	dt := plan.Decimal(15, 2)
+	schema := jaSchema("flag", plan.Utf8, "status", plan.Utf8, "d1", dt, "d2", dt, "d3", dt, "d4", dt, "d5", dt)
+	mem := memory.NewGoAllocator()
+	rb := array.NewRecordBuilder(mem, schema)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < batch; i++ {
+		g := r.IntN(4)
+		rb.Field(0).(*array.StringBuilder).Append([]string{"A", "N", "R"}[g%3])
+		rb.Field(1).(*array.StringBuilder).Append([]string{"F", "O"}[g/2])
+		for c := 2; c < 7; c++ {
+			rb.Field(c).(*array.Decimal128Builder).Append(decimal128.FromI64(r.Int64N(10_000_000)))
+		}
+	}
+	one := rb.NewRecordBatch()
+	rb.Release()
+	defer one.Release()
+	var bs []arrow.RecordBatch
+	for i := 0; i < rows/batch; i++ {
+		bs = append(bs, one)
+	}
+	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
+	var aggs []AggregateExpr
+	for c := 2; c < 7; c++ {
+		aggs = append(aggs, AggregateExpr{Func: plan.AggSum, Arg: jaCol(c, "d", dt), Name: "s", Type: plan.SumType(dt)})
+	}
+	aggs = append(aggs, AggregateExpr{Func: plan.AggCountStar, Name: "c", Type: plan.Int64})
+	op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "flag", plan.Utf8), jaCol(1, "status", plan.Utf8)}, []string{"flag", "status"}, aggs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n := jaDrain(b, op, NewTaskContext()); n != 4 {
+			b.Fatalf("%d groups", n)
+		}
+	}
+	b.ReportMetric(float64(len(bs)*batch)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrows/s")
+}
+
+// BenchmarkHashAggregateManyGroups aggregates 6M rows into 1.5M int64 groups
+// (as TPC-H q18's subquery) with one decimal sum.
+func BenchmarkHashAggregateManyGroups(b *testing.B) {
+	const rows, groups, batch = 6_000_000, 1_500_000, 8192
+	dt := plan.Decimal(15, 2)
+	schema := jaSchema("k", plan.Int64, "d", dt)
+	mem := memory.NewGoAllocator()
+	r := rand.New(rand.NewPCG(3, 4))
+	var bs []arrow.RecordBatch
+	for s := 0; s < rows; s += batch {
+		rb := array.NewRecordBuilder(mem, schema)
+		for i := s; i < min(rows, s+batch); i++ {
+			rb.Field(0).(*array.Int64Builder).Append(int64(r.IntN(groups)))
+			rb.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(r.Int64N(10_000)))
+		}
+		bs = append(bs, rb.NewRecordBatch())
+		rb.Release()
+	}
+	defer func() {
+		for _, x := range bs {
+			x.Release()
+		}
+	}()
+	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
+	aggs := []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(1, "d", dt), Name: "s", Type: plan.SumType(dt)}}
+	op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "k", plan.Int64)}, []string{"k"}, aggs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		jaDrain(b, op, NewTaskContext())
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrows/s")
 }

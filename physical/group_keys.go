@@ -347,14 +347,17 @@ func (t *groupTable) memSize() int64 {
 // created their group.
 func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []bool) error {
 	if len(t.keys) == 0 {
+		for i := 0; i < n; i++ {
+			gids[i] = 0
+			if newRows != nil {
+				newRows[i] = false
+			}
+		}
 		if t.n == 0 && n > 0 {
 			t.n = 1
 			if newRows != nil {
 				newRows[0] = true
 			}
-		}
-		for i := 0; i < n; i++ {
-			gids[i] = 0
 		}
 		return nil
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
@@ -374,4 +376,55 @@ func TestJoinAggCanceled(t *testing.T) {
 			t.Errorf("%s: pool holds %d bytes", op, u)
 		}
 	}
+}
+
+// BenchmarkHashJoin joins 1.5M build rows with 6M probe rows on an int64
+// key (each probe row matches one build row).
+func BenchmarkHashJoin(b *testing.B) {
+	const buildRows, probeRows, batch = 1_500_000, 6_000_000, 8192
+	mem := memory.NewGoAllocator()
+	bschema := jaSchema("bk", plan.Int64, "bv", plan.Int64)
+	pschema := jaSchema("pk", plan.Int64, "pv", plan.Int64)
+	var build []arrow.RecordBatch
+	for s := 0; s < buildRows; s += batch {
+		rb := array.NewRecordBuilder(mem, bschema)
+		for i := s; i < min(buildRows, s+batch); i++ {
+			rb.Field(0).(*array.Int64Builder).Append(int64(i) * 3)
+			rb.Field(1).(*array.Int64Builder).Append(int64(i))
+		}
+		build = append(build, rb.NewRecordBatch())
+		rb.Release()
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var distinct, probe []arrow.RecordBatch
+	for i := 0; i < 16; i++ {
+		rb := array.NewRecordBuilder(mem, pschema)
+		for j := 0; j < batch; j++ {
+			rb.Field(0).(*array.Int64Builder).Append(int64(r.IntN(buildRows)) * 3)
+			rb.Field(1).(*array.Int64Builder).Append(int64(j))
+		}
+		distinct = append(distinct, rb.NewRecordBatch())
+		rb.Release()
+	}
+	for i := 0; i < probeRows/batch; i++ {
+		probe = append(probe, distinct[i%len(distinct)])
+	}
+	defer func() {
+		for _, x := range append(build, distinct...) {
+			x.Release()
+		}
+	}()
+	left := &jaSource{schema: bschema, parts: [][]arrow.RecordBatch{build}}
+	right := &jaSource{schema: pschema, parts: [][]arrow.RecordBatch{probe}}
+	op, err := NewHashJoin(left, right, JoinInner, []expr.Expr{jaCol(0, "bk", plan.Int64)}, []expr.Expr{jaCol(0, "pk", plan.Int64)}, nil, false, JoinCollectLeft)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n := jaDrain(b, op, NewTaskContext()); n != int64(len(probe)*batch) {
+			b.Fatalf("%d rows", n)
+		}
+	}
+	b.ReportMetric(float64(len(probe)*batch)*float64(b.N)/b.Elapsed().Seconds()/1e6, "probe-Mrows/s")
 }

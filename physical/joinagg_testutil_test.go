@@ -328,3 +328,25 @@ func (c *jaCountingOp) Execute(ctx context.Context, p int, tc *TaskContext) (Str
 	c.executions.Add(1)
 	return c.Operator.Execute(ctx, p, tc)
 }
+
+// jaDrain runs partition 0 of op and returns the number of output rows.
+func jaDrain(b *testing.B, op Operator, tc *TaskContext) int64 {
+	ctx := context.Background()
+	s, err := op.Execute(ctx, 0, tc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var n int64
+	for {
+		rb, err := s.Next(ctx)
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += rb.NumRows()
+		rb.Release()
+	}
+}
