@@ -28,6 +28,7 @@ func DefaultRules() []Rule {
 	return []Rule{
 		{Name: "decorrelate", Apply: Decorrelate},
 		{Name: "fold", Apply: FoldConstants},
+		{Name: "factor-or", Apply: FactorDisjunctions},
 		{Name: "pushdown", Apply: PushDownPredicates},
 		// Pushdown substitutes Project definitions into predicates, which
 		// can expose new constants.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -45,8 +46,10 @@ var columnKinds = [23]string{
 //	avg       2-decimal values differ by at most 1 %
 //	rat       2-decimal values differ by at most 1
 //
-// Numbers are compared exactly in decimal (no float conversion); rounding is
-// half away from zero. rows hold values as a CSV writer prints them; header
+// Integers are compared exactly. Other numbers are rounded to 2 decimals the
+// way the kit's checker does it: the value is read as a float64 and rounded
+// correctly from its binary value (42698382.855 is 42698382.85499... as a
+// float64, so it rounds to .85). rows hold values as a CSV writer prints them; header
 // is only checked for its column count, because the kit's own headers are
 // truncated column names. A mismatch is reported in the Result; the error is
 // for an unknown query or an unreadable answer.
@@ -148,20 +151,12 @@ func parseNumber(s string) (*big.Rat, error) {
 	return r, nil
 }
 
-// round2 rounds to 2 decimals, half away from zero.
+// round2 rounds to 2 decimals as the kit's checker does: through float64,
+// correctly rounded from the binary value.
 func round2(r *big.Rat) *big.Rat {
-	scaled := new(big.Rat).Mul(r, big.NewRat(100, 1))
-	num := new(big.Int).Abs(scaled.Num())
-	den := scaled.Denom()
-	q, rem := new(big.Int).QuoRem(num, den, new(big.Int))
-	// Round up when rem/den >= 1/2.
-	if new(big.Int).Lsh(rem, 1).Cmp(den) >= 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	if scaled.Sign() < 0 {
-		q.Neg(q)
-	}
-	return new(big.Rat).SetFrac(q, big.NewInt(100))
+	f, _ := r.Float64()
+	out, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'f', 2, 64))
+	return out
 }
 
 // readAnswer parses an official answer file into rows of cells, skipping

@@ -90,7 +90,9 @@ func TestCompareAnswer(t *testing.T) {
 		{name: "q6 unrounded exact sum", query: 6, edit: set(0, 0, "123141078.2283"), pass: true, exact: true},
 		{name: "q1 avg with more digits", query: 1, edit: set(0, 6, "25.5220058532573370"), pass: true, exact: true},
 		{name: "q1 float exponent", query: 1, edit: set(0, 3, "5.658655440073e+10"), pass: true, exact: true},
-		{name: "q1 half rounds away from zero", query: 1, edit: set(0, 8, "0.045"), pass: true, exact: true},
+		// 0.045 is 0.04499... as a float64: the kit rounds it to 0.04, 20 % off 0.05.
+		{name: "q1 rounds from the binary value as the kit does", query: 1, edit: set(0, 8, "0.045"), pass: false},
+		{name: "q1 0.0450001 rounds up", query: 1, edit: set(0, 8, "0.0450001"), pass: true, exact: true},
 		{name: "q14 rat within 1", query: 14, edit: set(0, 0, "16.90"), pass: true, exact: false, detail: "row 0 col 0 (rat)"},
 		{name: "q1 sum within 100", query: 1, edit: set(1, 5, "1469649300.00"), pass: true, exact: false, detail: "row 1 col 5 (sum)"},
 		{name: "q1 avg within 1 percent", query: 1, edit: set(2, 7, "38500.00"), pass: true, exact: false},
@@ -181,7 +183,7 @@ func TestReadCSVResult(t *testing.T) {
 
 func TestRound2(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"1.005", "1.01"}, {"-1.005", "-1.01"}, {"1.004999", "1.00"}, {"2", "2.00"}, {"-0.001", "0.00"}, {"1e-3", "0.00"},
+		{"1.005", "1.00"}, {"-1.005", "-1.00"}, {"1.0051", "1.01"}, {"42698382.855", "42698382.85"}, {"1.004999", "1.00"}, {"2", "2.00"}, {"-0.001", "0.00"}, {"1e-3", "0.00"},
 	}
 	for _, tc := range tests {
 		r, err := parseNumber(tc.in)
