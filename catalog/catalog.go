@@ -130,3 +130,11 @@ func (c *Catalog) Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// ColumnStatistics is implemented by tables that can estimate per-column
+// facts for the planner.
+type ColumnStatistics interface {
+	// DistinctCount estimates the number of distinct values of schema
+	// field col, or returns -1 when unknown.
+	DistinctCount(col int) int64
+}

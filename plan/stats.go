@@ -1,6 +1,10 @@
 package plan
 
-import "math"
+import (
+	"math"
+
+	"sluice/catalog"
+)
 
 // defaultTableRows is assumed for a table whose statistics are unknown.
 const defaultTableRows = 1000
@@ -109,7 +113,62 @@ func innerJoinRows(j *Join, l, r float64) float64 {
 	// partner, so the output is the larger side, thinned by the fraction of
 	// the other side that survived its filters.
 	red := math.Min(reduction(j.Left, l), reduction(j.Right, r))
-	return math.Max(l, r) * red * other
+	fk := math.Max(l, r) * red
+	// Where distinct counts are known, |L|·|R| / max(ndv) catches joins on
+	// low-cardinality columns (many-to-many) that the key guess misses.
+	if ndv := equiNDV(j, l, r); ndv > 0 {
+		fk = math.Max(fk, l*r/ndv)
+	}
+	return fk * other
+}
+
+// equiNDV returns the largest max(ndv(left key), ndv(right key)) over the
+// join's column equalities, or 0 when no equality has both counts known.
+func equiNDV(j *Join, l, r float64) float64 {
+	L, R := j.Left.Schema().IDs(), j.Right.Schema().IDs()
+	best := 0.0
+	for _, c := range SplitConjunction(j.Cond) {
+		b, ok := c.(*Binary)
+		if !ok || b.Op != OpEq {
+			continue
+		}
+		lc, lok := b.L.(*ColRef)
+		rc, rok := b.R.(*ColRef)
+		if !lok || !rok {
+			continue
+		}
+		if L.Has(rc.ID) && R.Has(lc.ID) {
+			lc, rc = rc, lc
+		}
+		if !L.Has(lc.ID) || !R.Has(rc.ID) {
+			continue
+		}
+		nl, nr := columnNDV(j.Left, lc.ID), columnNDV(j.Right, rc.ID)
+		if nl <= 0 || nr <= 0 {
+			continue
+		}
+		best = math.Max(best, math.Max(math.Min(nl, l), math.Min(nr, r)))
+	}
+	return best
+}
+
+// columnNDV finds the scan producing column id below n and asks its table
+// for a distinct count; -1 when unknown.
+func columnNDV(n Node, id ColumnID) float64 {
+	if s, ok := n.(*Scan); ok {
+		i := s.Cols.IndexOf(id)
+		cs, ok := s.Table.(catalog.ColumnStatistics)
+		if i < 0 || !ok {
+			return -1
+		}
+		return float64(cs.DistinctCount(s.Projection[i]))
+	}
+	for _, c := range n.Children() {
+		if c.Schema().IDs().Has(id) {
+			return columnNDV(c, id)
+		}
+	}
+	return -1
 }
 
 // reduction is the fraction of its largest base table a subtree keeps.

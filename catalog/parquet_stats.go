@@ -1,0 +1,45 @@
+package catalog
+
+// DistinctCount implements ColumnStatistics. For integer and date columns
+// the footer's min/max bound the distinct values (max-min+1, at most the row
+// count); other types are unknown. The join-order heuristics use it to tell
+// a key join from a many-to-many join such as TPC-H's nation keys.
+func (t *ParquetTable) DistinctCount(col int) int64 {
+	var lo, hi int64
+	seen := false
+	for _, f := range t.Files {
+		for _, rg := range f.RowGroups {
+			if col >= len(rg.Columns) || !rg.Columns[col].HasMinMax {
+				return -1
+			}
+			mn, ok1 := asInt64(rg.Columns[col].Min)
+			mx, ok2 := asInt64(rg.Columns[col].Max)
+			if !ok1 || !ok2 {
+				return -1
+			}
+			if !seen || mn < lo {
+				lo = mn
+			}
+			if !seen || mx > hi {
+				hi = mx
+			}
+			seen = true
+		}
+	}
+	if !seen {
+		return -1
+	}
+	return min(hi-lo+1, t.rows)
+}
+
+func asInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	}
+	return 0, false
+}
+
+var _ ColumnStatistics = (*ParquetTable)(nil)
