@@ -140,7 +140,6 @@ func drainPartition(t *testing.T, op Operator, p int, tc *TaskContext) []arrow.R
 	}
 }
 
-
 // int64Column collects column c (int64) of batches.
 func int64Column(bs []arrow.RecordBatch, c int) []int64 {
 	var out []int64
