@@ -2,11 +2,10 @@ package session
 
 import (
 	"context"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical"
 )
@@ -68,20 +67,18 @@ func (s *batchStream) Close() {
 	s.batches = nil
 }
 
-// stringsResult builds a result of utf8 columns from rows of strings.
-func stringsResult(cols []string, rows [][]string) *Result {
-	fields := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		fields[i] = arrow.Field{Name: c, Type: arrow.BinaryTypes.String, Nullable: true}
+// renamed presents a stream's batches under another schema (same types).
+type renamed struct {
+	physical.Stream
+	schema *arrow.Schema
+}
+
+func (r *renamed) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := r.Stream.Next(ctx)
+	if err != nil {
+		return nil, err
 	}
-	schema := arrow.NewSchema(fields, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for _, r := range rows {
-		for i, v := range r {
-			b.Field(i).(*array.StringBuilder).Append(v)
-		}
-	}
-	rec := b.NewRecordBatch()
-	return &Result{Schema: schema, stream: &batchStream{batches: []arrow.RecordBatch{rec}}}
+	out := array.NewRecordBatch(r.schema, b.Columns(), b.NumRows())
+	b.Release()
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package session
+package engine
 
 import (
 	"fmt"
@@ -115,4 +115,24 @@ func (s *Settings) Keys() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Map returns a copy of every value, for sending to a scheduler.
+func (s *Settings) Map() map[string]string {
+	out := make(map[string]string, len(s.values))
+	for k, v := range s.values {
+		out[k] = v
+	}
+	return out
+}
+
+// SettingsFromMap returns the defaults overridden by m, validating each.
+func SettingsFromMap(m map[string]string) (*Settings, error) {
+	s := NewSettings()
+	for k, v := range m {
+		if err := s.Set(k, v); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }

@@ -1,0 +1,269 @@
+// Package engine turns one SQL statement into what must happen: a catalog
+// change, a setting, a small result computed on the spot (SHOW, DESCRIBE,
+// EXPLAIN), or a physical plan to run. The local session runs that plan in
+// process; the scheduler cuts it into stages and runs it on executors. The
+// catalog lives with the engine, shared by every session using it.
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/catalog"
+	"sluice/physical"
+	"sluice/plan"
+	"sluice/sql"
+)
+
+// Engine prepares statements against a catalog. Safe for concurrent use.
+type Engine struct {
+	Catalog *catalog.Catalog
+}
+
+// New returns an engine over cat.
+func New(cat *catalog.Catalog) *Engine { return &Engine{Catalog: cat} }
+
+// Outcome is what a statement amounts to. Exactly one of Message, Rows or
+// Query is set.
+type Outcome struct {
+	// Message is the status of a statement without rows ("CREATE VIEW").
+	Message string
+	// Rows is a small result computed while preparing (SHOW, DESCRIBE,
+	// EXPLAIN); the caller releases it.
+	Rows arrow.RecordBatch
+	// Query is a query to execute.
+	Query *Query
+}
+
+// Query is a planned query.
+type Query struct {
+	Logical  plan.Node
+	Physical physical.Operator
+	// Schema is the result schema with the user's column names.
+	Schema *arrow.Schema
+}
+
+// Explain is set on an Outcome's Rows for EXPLAIN; distributed runners
+// append their stage plan to it.
+type Explain struct {
+	Logical  plan.Node
+	Physical physical.Operator
+}
+
+// Prepare parses, binds and plans one statement (text holds exactly one),
+// applying catalog changes and SETs (to settings) as it goes.
+func (e *Engine) Prepare(text string, settings *Settings) (*Outcome, error) {
+	stmts, err := sql.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, fmt.Errorf("expected one statement, got %d", len(stmts))
+	}
+	b := &sql.Binder{Catalog: e.Catalog}
+	bound, err := b.Bind(stmts[0])
+	if err != nil {
+		return nil, err
+	}
+	switch st := bound.(type) {
+	case *sql.Query:
+		q, err := e.PlanQuery(st, settings)
+		if err != nil {
+			return nil, err
+		}
+		return &Outcome{Query: q}, nil
+	case *sql.Explain:
+		q, err := e.PlanQuery(st.Query, settings)
+		if err != nil {
+			return nil, err
+		}
+		return &Outcome{Rows: StringRows([]string{"plan_type", "plan"}, [][]string{
+			{"logical_plan", strings.TrimRight(plan.Format(q.Logical), "\n")},
+			{"physical_plan", strings.TrimRight(physical.Format(q.Physical), "\n")},
+		})}, nil
+	case *sql.CreateExternalTable:
+		return e.createExternalTable(st)
+	case *sql.CreateView:
+		v := &catalog.View{Name: st.Name, SQL: st.SQL, Columns: st.Columns}
+		if err := e.Catalog.RegisterView(v, st.OrReplace); err != nil {
+			return nil, err
+		}
+		return &Outcome{Message: "CREATE VIEW"}, nil
+	case *sql.Drop:
+		return e.drop(st)
+	case *sql.ShowTables:
+		names := e.Catalog.Names()
+		rows := make([][]string, len(names))
+		for i, n := range names {
+			kind := "table"
+			if _, ok := e.Catalog.View(n); ok {
+				kind = "view"
+			}
+			rows[i] = []string{n, kind}
+		}
+		return &Outcome{Rows: StringRows([]string{"table_name", "table_type"}, rows)}, nil
+	case *sql.Describe:
+		return e.describe(st)
+	case *sql.Set:
+		if err := settings.Set(st.Key, st.Value); err != nil {
+			return nil, err
+		}
+		return &Outcome{Message: "SET"}, nil
+	case *sql.Show:
+		return show(st, settings)
+	}
+	return nil, fmt.Errorf("internal: unhandled statement %T", bound)
+}
+
+// PlanQuery optimizes and physically plans a bound query.
+func (e *Engine) PlanQuery(q *sql.Query, settings *Settings) (*Query, error) {
+	opt, err := plan.Optimize(q.Plan, q.IDs)
+	if err != nil {
+		return nil, err
+	}
+	cfg := physical.PlannerConfig{TargetPartitions: int(settings.Int("execution.target_partitions"))}
+	op, err := physical.Plan(opt, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fields := make([]arrow.Field, len(q.Names))
+	for i, f := range op.Schema().Fields() {
+		f.Name = q.Names[i]
+		fields[i] = f
+	}
+	return &Query{Logical: opt, Physical: op, Schema: arrow.NewSchema(fields, nil)}, nil
+}
+
+func (e *Engine) createExternalTable(st *sql.CreateExternalTable) (*Outcome, error) {
+	done := &Outcome{Message: "CREATE EXTERNAL TABLE"}
+	if st.IfNotExists {
+		if _, ok := e.Catalog.Table(st.Name); ok {
+			return done, nil
+		}
+	}
+	var schema *arrow.Schema
+	if len(st.Columns) > 0 {
+		fields := make([]arrow.Field, len(st.Columns))
+		for i, c := range st.Columns {
+			fields[i] = arrow.Field{Name: c.Name, Type: c.Type, Nullable: true}
+		}
+		schema = arrow.NewSchema(fields, nil)
+	}
+	var t catalog.Table
+	var err error
+	switch st.Format {
+	case "parquet":
+		var pt *catalog.ParquetTable
+		pt, err = catalog.OpenParquet(st.Location)
+		if err == nil && schema != nil && !schemaCompatible(pt.Schema(), schema) {
+			err = fmt.Errorf("declared columns do not match the Parquet schema %s", pt.Schema())
+		}
+		t = pt
+	case "csv":
+		t, err = catalog.OpenCSV(st.Location, catalog.CSVOptions{Header: st.Header, Delimiter: st.Delimiter}, schema)
+	default:
+		err = fmt.Errorf("unsupported format %q (expected PARQUET or CSV)", st.Format)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("CREATE EXTERNAL TABLE %s: %w", st.Name, err)
+	}
+	if err := e.Catalog.RegisterTable(st.Name, t, st.OrReplace); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+func schemaCompatible(have, want *arrow.Schema) bool {
+	if have.NumFields() != want.NumFields() {
+		return false
+	}
+	for i := range have.Fields() {
+		if !strings.EqualFold(have.Field(i).Name, want.Field(i).Name) || !arrow.TypeEqual(have.Field(i).Type, want.Field(i).Type) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) drop(st *sql.Drop) (*Outcome, error) {
+	kind := "TABLE"
+	var ok bool
+	if st.View {
+		kind = "VIEW"
+		ok = e.Catalog.DropView(st.Name)
+	} else {
+		ok = e.Catalog.DropTable(st.Name)
+	}
+	if !ok && !st.IfExists {
+		return nil, fmt.Errorf("%s %q does not exist (use DROP %s IF EXISTS to ignore)", strings.ToLower(kind), st.Name, kind)
+	}
+	return &Outcome{Message: "DROP " + kind}, nil
+}
+
+func (e *Engine) describe(st *sql.Describe) (*Outcome, error) {
+	var schema plan.Schema
+	if t, ok := e.Catalog.Table(st.Name); ok {
+		for _, f := range t.Schema().Fields() {
+			schema = append(schema, plan.Column{Name: f.Name, Type: f.Type, Nullable: f.Nullable})
+		}
+	} else if _, ok := e.Catalog.View(st.Name); ok {
+		stmts, err := sql.Parse("SELECT * FROM " + st.Name)
+		if err != nil {
+			return nil, err
+		}
+		b := &sql.Binder{Catalog: e.Catalog}
+		bound, err := b.Bind(stmts[0])
+		if err != nil {
+			return nil, err
+		}
+		schema = bound.(*sql.Query).Plan.Schema()
+	} else {
+		return nil, fmt.Errorf("table or view %q does not exist (SHOW TABLES lists them)", st.Name)
+	}
+	rows := make([][]string, len(schema))
+	for i, c := range schema {
+		null := "YES"
+		if !c.Nullable {
+			null = "NO"
+		}
+		rows[i] = []string{c.Name, plan.TypeName(c.Type), null}
+	}
+	return &Outcome{Rows: StringRows([]string{"column_name", "data_type", "is_nullable"}, rows)}, nil
+}
+
+func show(st *sql.Show, settings *Settings) (*Outcome, error) {
+	if st.Key == "all" {
+		keys := settings.Keys()
+		rows := make([][]string, len(keys))
+		for i, k := range keys {
+			v, _ := settings.Get(k)
+			rows[i] = []string{k, v}
+		}
+		return &Outcome{Rows: StringRows([]string{"name", "value"}, rows)}, nil
+	}
+	v, ok := settings.Get(st.Key)
+	if !ok {
+		return nil, fmt.Errorf("unknown setting %q (SHOW ALL lists the settings)", st.Key)
+	}
+	return &Outcome{Rows: StringRows([]string{"name", "value"}, [][]string{{strings.ToLower(st.Key), v}})}, nil
+}
+
+// StringRows builds a batch of utf8 columns.
+func StringRows(cols []string, rows [][]string) arrow.RecordBatch {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = arrow.Field{Name: c, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	for _, r := range rows {
+		for i, v := range r {
+			b.Field(i).(*array.StringBuilder).Append(v)
+		}
+	}
+	return b.NewRecordBatch()
+}
