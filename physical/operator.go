@@ -115,6 +115,10 @@ type TaskContext struct {
 	Memory *MemoryPool
 	// BatchSize is the target rows per output batch.
 	BatchSize int
+	// Exchange gives exchange operators (stage readers and writers, package
+	// exchange) the executor's services and the task's identity; it holds
+	// an *exchange.TaskEnv on executors and is nil in a purely local run.
+	Exchange any
 }
 
 // NewTaskContext returns a context with the Go allocator, an unlimited pool

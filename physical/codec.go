@@ -1,0 +1,32 @@
+package physical
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/catalog"
+	"sluice/rpc"
+)
+
+// Physical plans travel between processes as rpc.PhysicalPlan messages.
+// EncodePlan and DecodePlan (proto.go) convert every operator of this
+// package; operators defined elsewhere (the exchange operators) plug in
+// through an ExtensionCodec. This is why physical imports rpc: the
+// conversion needs the operators' unexported fields.
+
+// ExtensionCodec converts operators this package does not know.
+type ExtensionCodec interface {
+	// Encode returns the message for op, or (nil, nil) when op is not one
+	// of its operators. encode converts op's children.
+	Encode(op Operator, encode func(Operator) (*rpc.PhysicalPlan, error)) (*rpc.PhysicalPlan, error)
+	// Decode returns the operator for n, or (nil, nil) when n is not one of
+	// its messages. decode converts children.
+	Decode(n *rpc.PhysicalPlan, decode func(*rpc.PhysicalPlan) (Operator, error)) (Operator, error)
+}
+
+// TableResolver opens the tables that scans name by location, on the
+// process decoding the plan. Implementations cache: one query decodes many
+// tasks naming the same table.
+type TableResolver interface {
+	Parquet(location string) (*catalog.ParquetTable, error)
+	CSV(location string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error)
+}

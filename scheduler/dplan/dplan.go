@@ -1,0 +1,40 @@
+// Package dplan is the distributed planner: it cuts a physical plan into
+// stages at exchange points, as Apache Ballista's DefaultDistributedPlanner
+// does. The result is mode-neutral: each execution graph (blocking,
+// pipelined) wraps stage bodies in its own writer and resolves the
+// consumers' placeholders with its own reader.
+package dplan
+
+import "sluice/physical"
+
+// Stage is one stage of a job.
+type Stage struct {
+	// ID is unique within the job; producers have smaller IDs than their
+	// consumers.
+	ID int
+	// Body is the stage's plan below its writer. Its leaves are scans or
+	// *exchange.UnresolvedExchange placeholders for input stages.
+	Body physical.Operator
+	// Output says how the writer splits the body's output: PartHash (keys
+	// evaluated on the body's schema, Count output partitions), or
+	// PartUnknown for pass-through (output partition i = body partition i,
+	// Count = the body's partition count).
+	Output physical.Partitioning
+	// Inputs are the IDs of the stages this stage reads.
+	Inputs []int
+	// Broadcast: the output is a collect-left join's build side; every
+	// consumer task reads all of it.
+	Broadcast bool
+}
+
+// Partitions is the number of partitions the stage runs (the body's).
+func (s *Stage) Partitions() int { return s.Body.OutputPartitioning().Count }
+
+// Graph is a job's stages in dependency order (producers first); the last
+// stage is the final stage, whose output the client reads.
+type Graph struct {
+	Stages []*Stage
+}
+
+// Final returns the final stage.
+func (g *Graph) Final() *Stage { return g.Stages[len(g.Stages)-1] }
