@@ -57,6 +57,26 @@ var knownSettings = map[string]setting{
 		validate: positiveInt,
 		help:     "target rows per record batch",
 	},
+	"execution.mode": {
+		def:      constant("pipelined"),
+		validate: oneOf("blocking", "pipelined"),
+		help:     "how the cluster runs a query: stage by stage through shuffle files (blocking) or all stages at once, streaming (pipelined)",
+	},
+	"scheduler.max_partitions_per_task": {
+		def:      constant("4"),
+		validate: positiveInt,
+		help:     "most partitions one task runs",
+	},
+	"exchange.queue_batches": {
+		def:      constant("8"),
+		validate: positiveInt,
+		help:     "capacity, in batches, of each pipelined exchange queue",
+	},
+	"optimizer.broadcast_join_threshold_bytes": {
+		def:      constant("33554432"),
+		validate: nonNegativeInt,
+		help:     "a join's build side smaller than this is broadcast (collected whole) instead of repartitioned",
+	},
 	"execution.memory_limit": {
 		def:      constant("0"),
 		validate: nonNegativeInt,
