@@ -125,7 +125,10 @@ func (e *Engine) PlanQuery(q *sql.Query, settings *Settings) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := physical.PlannerConfig{TargetPartitions: int(settings.Int("execution.target_partitions"))}
+	cfg := physical.PlannerConfig{
+		TargetPartitions:   int(settings.Int("execution.target_partitions")),
+		BroadcastThreshold: settings.Int("optimizer.broadcast_join_threshold_bytes"),
+	}
 	op, err := physical.Plan(opt, cfg)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,11 @@ import (
 type PlannerConfig struct {
 	// TargetPartitions is how many partitions scans and repartitions produce.
 	TargetPartitions int
+	// BroadcastThreshold is the estimated size in bytes under which a hash
+	// join collects its whole build side in every task (no repartition of
+	// the probe side); larger build sides are hash-partitioned on both
+	// sides. Zero means always broadcast.
+	BroadcastThreshold int64
 }
 
 // Plan turns an optimized logical plan into a physical operator tree. The
@@ -322,7 +327,12 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		if jt.EmitsUnmatchedBuild() {
+		buildSide := n.Left
+		if swap {
+			buildSide = n.Right
+		}
+		if jt.EmitsUnmatchedBuild() || (p.cfg.BroadcastThreshold > 0 && !n.NullAware &&
+			estimatedBytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
 			// Each partition must see all rows of its keys on both sides.
 			t := p.cfg.TargetPartitions
 			bl = NewRepartition(bl, Partitioning{Kind: PartHash, Count: t, Keys: buildKeys})
@@ -399,6 +409,24 @@ func (p *planner) limit(n *plan.Limit) (Operator, error) {
 		return nil, err
 	}
 	return NewLimit(in, n.Offset, n.Count), nil
+}
+
+// estimatedBytes guesses the size of a logical node's output.
+func estimatedBytes(n plan.Node) float64 {
+	width := 0
+	for _, c := range n.Schema() {
+		switch c.Type.ID() {
+		case arrow.STRING:
+			width += 24
+		case arrow.DECIMAL128:
+			width += 16
+		case arrow.BOOL:
+			width++
+		default:
+			width += 8
+		}
+	}
+	return plan.EstimateRows(n) * float64(width)
 }
 
 // Format renders an operator tree, one operator per line, children
