@@ -96,7 +96,8 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 		pieces := sp.Feed(line + "\n")
 		if len(pieces) > 0 {
 			if _, pending := sp.Pending(); !pending {
-				rl.SaveHistory(strings.TrimSpace(entry.String()))
+				// One history entry per statement, on one line.
+				rl.SaveHistory(strings.Join(strings.Fields(entry.String()), " "))
 				entry.Reset()
 			}
 		}

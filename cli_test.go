@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sluiceBin builds the sluice binary once per test run.
+var sluiceBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-cli")
+	if err != nil {
+		panic(err)
+	}
+	sluiceBin = filepath.Join(dir, "sluice")
+	out, err := exec.Command("go", "build", "-o", sluiceBin, ".").CombinedOutput()
+	if err != nil {
+		panic("building sluice: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runCLI runs sluice with args and stdin; HOME points at an empty folder so
+// no ~/.sluicerc or history interferes.
+func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(sluiceBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "SLUICE_HISTORY=")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestScriptFromStdin(t *testing.T) {
+	out, errOut, code := runCLI(t, "SELECT 1 AS a;\nSELECT 'x' AS b; SELECT 2 AS c\n")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if want := "a\n1\nb\nx\nc\n2\n"; out != want {
+		t.Errorf("stdout = %q, want %q", out, want)
+	}
+}
+
+func TestCommandAndFileOrder(t *testing.T) {
+	dir := t.TempDir()
+	f1 := filepath.Join(dir, "one.sql")
+	os.WriteFile(f1, []byte("CREATE VIEW v AS SELECT 41 + 1 AS answer;\n"), 0o644)
+	f2 := filepath.Join(dir, "two.sql")
+	os.WriteFile(f2, []byte("SELECT answer * 2 AS doubled FROM w;"), 0o644)
+	out, errOut, code := runCLI(t, "", "-c", "SELECT 0 AS first", "-f", f1, "-c", "CREATE VIEW w AS SELECT answer FROM v", "-f", f2)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if want := "first\n0\ndoubled\n84\n"; out != want {
+		t.Errorf("stdout = %q, want %q (DDL prints nothing in csv)", out, want)
+	}
+}
+
+func TestExitCodesAndErrors(t *testing.T) {
+	out, errOut, code := runCLI(t, "SELECT 1 AS a;\nSELEC 2;\nSELECT 3 AS c;\n")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if out != "a\n1\n" {
+		t.Errorf("the script must stop at the error: stdout %q", out)
+	}
+	for _, want := range []string{"Error:", "line 2", "SELEC 2", "^"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks %q", errOut, want)
+		}
+	}
+	out, _, code = runCLI(t, "SELECT 1 AS a;\nSELECT nope FROM nowhere;\nSELECT 3 AS c;\n", "--continue-on-error")
+	if code != 1 || out != "a\n1\nc\n3\n" {
+		t.Errorf("--continue-on-error: exit %d stdout %q, want 1 and both results", code, out)
+	}
+	_, errOut, code = runCLI(t, "", "--format", "xml", "-c", "SELECT 1")
+	if code != 2 || !strings.Contains(errOut, "csv") {
+		t.Errorf("bad --format: exit %d stderr %q", code, errOut)
+	}
+}
+
+func TestEcho(t *testing.T) {
+	out, _, code := runCLI(t, "SELECT 1 AS a;", "--echo")
+	if code != 0 || out != "SELECT 1 AS a;\na\n1\n" {
+		t.Errorf("--echo: exit %d stdout %q", code, out)
+	}
+}
+
+// TestFormatsGolden runs one query in every format; the golden files are
+// under testdata/cli (REWRITE=1 regenerates them).
+func TestFormatsGolden(t *testing.T) {
+	query := "SELECT * FROM (VALUES (1, 'apple', 1.50), (2, NULL, 20.25), (3, 'a much longer fruit name than the others', NULL)) AS t(id, name, price) ORDER BY id"
+	for _, f := range []string{"table", "csv", "tsv", "json", "ndjson", "markdown", "line"} {
+		t.Run(f, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", "--format", f, "-c", query)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden := filepath.Join("testdata", "cli", f+".golden")
+			if os.Getenv("REWRITE") != "" {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				os.WriteFile(golden, []byte(out), 0o644)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (REWRITE=1 creates it)", err)
+			}
+			if out != string(want) {
+				t.Errorf("--format %s:\n%s\n--- want\n%s", f, out, want)
+			}
+		})
+	}
+}
+
+func TestDotCommandsInScripts(t *testing.T) {
+	script := ".format csv\nSELECT 1 AS a;\n.nope\n"
+	out, errOut, code := runCLI(t, script, "--format", "table")
+	if code != 1 || out != "a\n1\n" {
+		t.Errorf("exit %d stdout %q", code, out)
+	}
+	if !strings.Contains(errOut, "unknown command .nope") || !strings.Contains(errOut, ".help") {
+		t.Errorf("unknown dot command should list the commands: %q", errOut)
+	}
+}
+
+func TestOverlongValueIsMarked(t *testing.T) {
+	// One batch; .maxwidth caps the pinned width at 8 cells.
+	script := ".maxwidth 8\nSELECT s FROM (VALUES ('much longer than eight'), ('short')) AS t(s) ORDER BY s;\n"
+	out, errOut, code := runCLI(t, script, "--format", "table")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "much lo…") || strings.Contains(out, "much longer than eight") {
+		t.Errorf("an over-long value must be cut with a visible …:\n%s", out)
+	}
+}

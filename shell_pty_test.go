@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// term is sluice running on a pseudo-terminal.
+type term struct {
+	t    *testing.T
+	f    *os.File
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	seen int // bytes of out already matched
+	done chan struct{}
+}
+
+// startTerm runs sluice on a pty with HOME in a temp dir holding rc as
+// ~/.sluicerc; extra env may set SLUICE_HISTORY.
+func startTerm(t *testing.T, rc string, env ...string) (*term, string) {
+	t.Helper()
+	home := t.TempDir()
+	if rc != "" {
+		os.WriteFile(filepath.Join(home, ".sluicerc"), []byte(rc), 0o644)
+	}
+	cmd := exec.Command(sluiceBin)
+	cmd.Env = append(append(os.Environ(), "HOME="+home, "TERM=xterm"), env...)
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &term{t: t, f: f, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(tm.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			tm.mu.Lock()
+			tm.out.Write(buf[:n])
+			tm.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+		<-tm.done
+	})
+	return tm, home
+}
+
+func (tm *term) send(s string) {
+	if _, err := tm.f.Write([]byte(s)); err != nil {
+		tm.t.Fatal(err)
+	}
+}
+
+// expect waits until the output after the last match matches re.
+func (tm *term) expect(re string, timeout time.Duration) string {
+	tm.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		tm.mu.Lock()
+		rest := tm.out.String()[tm.seen:]
+		if loc := rx.FindStringIndex(rest); loc != nil {
+			tm.seen += loc[1]
+			tm.mu.Unlock()
+			return rest[:loc[1]]
+		}
+		tm.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.t.Fatalf("timed out waiting for %q; screen so far:\n%s", re, tm.out.String())
+	return ""
+}
+
+func empRC(t *testing.T) string {
+	abs, err := filepath.Abs("testdata/slt/data/emp.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("CREATE EXTERNAL TABLE emp (id INT, name VARCHAR, dept VARCHAR, salary DECIMAL(10,2), hired DATE, manager INT) STORED AS CSV WITH HEADER ROW LOCATION '%s';\n", abs)
+}
+
+func TestShellMultiLineQueryAndHistory(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "history")
+	tm, _ := startTerm(t, "", "SLUICE_HISTORY="+hist)
+	tm.expect(`\.help`, 10*time.Second) // the banner says how to get help
+	tm.expect(`sluice> `, 5*time.Second)
+	tm.send("SELECT 40 +\r")
+	tm.expect(`\.\.\.> `, 5*time.Second)
+	tm.send("2 AS answer;\r")
+	tm.expect(`│\s+42 │`, 10*time.Second)
+	tm.expect(`1 row`, 5*time.Second)
+	tm.send(".quit\r")
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatalf("history not written: %v", err)
+	}
+	if !strings.Contains(string(b), "SELECT 40 + 2 AS answer;\n") {
+		t.Errorf("history %q lacks the statement as one entry", b)
+	}
+}
+
+func waitExit(tm *term, timeout time.Duration) error {
+	ch := make(chan error, 1)
+	go func() { ch <- tm.cmd.Wait() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("sluice did not exit within %v", timeout)
+	}
+}
+
+func TestShellTabCompletion(t *testing.T) {
+	tm, _ := startTerm(t, empRC(t), "SLUICE_HISTORY=")
+	tm.expect(`sluice> `, 10*time.Second)
+	// "sala" completes to the column salary, "em" to the table emp.
+	tm.send("SELECT max(sala\t) FROM em\t;\r")
+	tm.expect(`│\s+120\.50 │`, 10*time.Second)
+	tm.send("\x04") // Ctrl-D exits
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShellCtrlCCancelsQuery(t *testing.T) {
+	tm, _ := startTerm(t, empRC(t), "SLUICE_HISTORY=")
+	tm.expect(`sluice> `, 10*time.Second)
+	// Fourteen-way cross product of a 6-row table: effectively endless.
+	var from []string
+	for i := 0; i < 14; i++ {
+		from = append(from, fmt.Sprintf("emp e%d", i))
+	}
+	tm.send("SELECT count(*) FROM " + strings.Join(from, ", ") + ";\r")
+	time.Sleep(500 * time.Millisecond) // let the query start; there is nothing to await
+	tm.send("\x03")
+	tm.expect(`query cancelled`, 10*time.Second)
+	tm.expect(`sluice> `, 5*time.Second)
+	tm.send("SELECT 7 AS seven;\r")
+	tm.expect(`│\s+7 │`, 10*time.Second)
+	// Ctrl-C at the prompt drops the pending statement.
+	tm.send("SELECT 1 +\r")
+	tm.expect(`\.\.\.> `, 5*time.Second)
+	tm.send("\x03")
+	tm.expect(`sluice> `, 5*time.Second)
+	tm.send("SELECT 8 AS eight;\r")
+	tm.expect(`│\s+8 │`, 10*time.Second)
+}
