@@ -301,6 +301,19 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 	case plan.JoinAnti:
 		jt, swap = JoinRightAnti, true
 	}
+	// A semi or anti join builds the subquery side, unless the preserved
+	// side is estimated smaller: then it builds that side, probes the
+	// subquery side and emits the build rows that (did not) match. That
+	// needs both sides partitioned by key, which a join of two large
+	// inputs wants anyway (TPC-H q21's EXISTS over lineitem).
+	if (n.Kind == plan.JoinSemi || n.Kind == plan.JoinAnti) && !n.NullAware && len(lk) > 0 &&
+		plan.EstimateRows(n.Left) < plan.EstimateRows(n.Right) {
+		swap = false
+		jt = JoinLeftSemi
+		if n.Kind == plan.JoinAnti {
+			jt = JoinLeftAnti
+		}
+	}
 	bl, pr, bs, ps, bk, pk := left, right, ls, rs, lk, rk
 	if swap {
 		bl, pr, bs, ps, bk, pk = right, left, rs, ls, rk, lk
@@ -345,7 +358,7 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if swap && jt != JoinRightSemi && jt != JoinRightAnti {
+	if swap && jt != JoinRightSemi && jt != JoinRightAnti && jt != JoinLeftSemi && jt != JoinLeftAnti {
 		// Restore the logical column order: left columns, then right.
 		out := n.Schema()
 		exprs := make([]expr.Expr, len(out))

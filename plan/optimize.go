@@ -33,6 +33,7 @@ func DefaultRules() []Rule {
 		// Pushdown substitutes Project definitions into predicates, which
 		// can expose new constants.
 		{Name: "fold-again", Apply: FoldConstants},
+		{Name: "semi-joins-down", Apply: PushDownSemiJoins},
 		{Name: "reorder-joins", Apply: ReorderJoins},
 		{Name: "build-side", Apply: ChooseBuildSide},
 		{Name: "prune", Apply: PruneColumns},
