@@ -1,8 +1,10 @@
 package repl
 
 import (
+	"context"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -31,13 +33,13 @@ func (c *completer) candidates(line string, word string) []string {
 	}
 	s := c.r.Session
 	out = append(out, s.Settings.Keys()...)
-	for _, name := range s.Catalog.Names() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	names, _ := s.TableNames(ctx)
+	for _, name := range names {
 		out = append(out, name)
-		if t, ok := s.Catalog.Table(name); ok {
-			for _, f := range t.Schema().Fields() {
-				out = append(out, f.Name)
-			}
-		}
+		cols, _ := s.ColumnNames(ctx, name)
+		out = append(out, cols...)
 	}
 	return out
 }

@@ -76,7 +76,11 @@ func (r *Runner) dotSchema(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return r.RunStatement(ctx, Piece{SQL: "DESCRIBE " + args[0], Line: 1})
 	}
-	for _, n := range r.Session.Catalog.Names() {
+	names, err := r.Session.TableNames(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
 		fmt.Fprintf(r.Out, "%s:\n", n)
 		if err := r.RunStatement(ctx, Piece{SQL: "DESCRIBE " + n, Line: 1}); err != nil {
 			return err

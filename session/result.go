@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -21,7 +22,26 @@ type Result struct {
 
 	stream physical.Stream
 	onDone func()
+	// stats points at the query's statistics (nil for statements without
+	// a query); statsVal holds them for in-process queries.
+	stats    *Stats
+	statsVal Stats
 }
+
+// Stats describe how a query ran. Times are measured from submission;
+// FirstRow and Total are set once the first batch and EOF were read. Stages
+// and Tasks are known for cluster queries once the result is closed.
+type Stats struct {
+	FirstRow time.Duration
+	Total    time.Duration
+	Rows     int64
+	Stages   int
+	Tasks    int
+}
+
+// Stats returns the query's statistics, or nil for statements that ran no
+// query.
+func (r *Result) Stats() *Stats { return r.stats }
 
 // Next returns the next batch, or io.EOF. The caller releases each batch.
 func (r *Result) Next(ctx context.Context) (arrow.RecordBatch, error) {

@@ -2,12 +2,17 @@
 // session's settings, runs statements and hands results to the renderer as a
 // stream of record batches.
 //
-// Today statements run on an in-process engine: the engine prepares each
-// statement and the session pulls the physical plan's partitions.
+// A session runs statements either on an in-process engine (New: the plan's
+// partitions are pulled right here) or on a cluster (Connect: the scheduler
+// plans and runs the job; the session follows its status stream and reads
+// the final stage's partitions over Arrow Flight).
 package session
 
 import (
 	"context"
+	"errors"
+	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -15,27 +20,104 @@ import (
 	"sluice/catalog"
 	"sluice/engine"
 	"sluice/physical"
+	"sluice/render"
 )
 
 // Session runs statements with its own settings. A Session is used by one
 // goroutine at a time.
 type Session struct {
-	Catalog  *catalog.Catalog
 	Settings *engine.Settings
-	// Alloc allocates query memory; memory.DefaultAllocator when nil.
-	Alloc  memory.Allocator
-	engine *engine.Engine
+	backend  backend
 }
 
-// New returns a session over cat with default settings.
+type backend interface {
+	execute(ctx context.Context, text string, s *Session) (*Result, error)
+	address() string
+	close()
+}
+
+// New returns a session running statements in process against cat.
 func New(cat *catalog.Catalog) *Session {
-	return &Session{Catalog: cat, Settings: engine.NewSettings(), engine: engine.New(cat)}
+	return &Session{Settings: engine.NewSettings(), backend: &local{engine: engine.New(cat)}}
 }
 
 // Execute runs one statement (text may hold exactly one). The caller must
 // Close the result.
 func (s *Session) Execute(ctx context.Context, text string) (*Result, error) {
-	out, err := s.engine.Prepare(text, s.Settings)
+	return s.backend.execute(ctx, text, s)
+}
+
+// Address is the scheduler's address, or "" for an in-process session.
+func (s *Session) Address() string { return s.backend.address() }
+
+// Close releases connections.
+func (s *Session) Close() { s.backend.close() }
+
+// TableNames lists tables and views (for completion and .tables).
+func (s *Session) TableNames(ctx context.Context) ([]string, error) {
+	rows, err := s.queryStrings(ctx, "SHOW TABLES")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r[0]
+	}
+	return out, nil
+}
+
+// ColumnNames lists a table's columns.
+func (s *Session) ColumnNames(ctx context.Context, table string) ([]string, error) {
+	rows, err := s.queryStrings(ctx, "DESCRIBE "+table)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r[0]
+	}
+	return out, nil
+}
+
+func (s *Session) queryStrings(ctx context.Context, text string) ([][]string, error) {
+	res, err := s.Execute(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var rows [][]string
+	for {
+		b, err := res.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for r := 0; r < int(b.NumRows()); r++ {
+			row := make([]string, b.NumCols())
+			for c := range row {
+				row[c], _ = render.FormatValue(b.Column(c), r)
+			}
+			rows = append(rows, row)
+		}
+		b.Release()
+	}
+}
+
+// local runs statements on an in-process engine.
+type local struct {
+	engine *engine.Engine
+	// Alloc allocates query memory; memory.DefaultAllocator when nil.
+	alloc memory.Allocator
+}
+
+func (l *local) address() string { return "" }
+func (l *local) close()          {}
+
+func (l *local) execute(ctx context.Context, text string, s *Session) (*Result, error) {
+	start := time.Now()
+	out, err := l.engine.Prepare(text, s.Settings)
 	if err != nil {
 		return nil, err
 	}
@@ -43,17 +125,17 @@ func (s *Session) Execute(ctx context.Context, text string) (*Result, error) {
 	case out.Rows != nil:
 		return &Result{Schema: out.Rows.Schema(), stream: &batchStream{batches: []arrow.RecordBatch{out.Rows}}}, nil
 	case out.Query != nil:
-		return s.runQuery(ctx, out.Query)
+		return l.runQuery(ctx, out.Query, s, start)
 	}
 	return messageResult(out.Message), nil
 }
 
-func (s *Session) runQuery(ctx context.Context, q *engine.Query) (*Result, error) {
+func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start time.Time) (*Result, error) {
 	op := q.Physical
 	if op.OutputPartitioning().Count > 1 {
 		op = physical.NewCoalescePartitions(op)
 	}
-	alloc := s.Alloc
+	alloc := l.alloc
 	if alloc == nil {
 		alloc = memory.DefaultAllocator
 	}
@@ -66,5 +148,28 @@ func (s *Session) runQuery(ctx context.Context, q *engine.Query) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Schema: q.Schema, stream: &renamed{Stream: stream, schema: q.Schema}}, nil
+	res := &Result{Schema: q.Schema}
+	res.stream = &timed{Stream: &renamed{Stream: stream, schema: q.Schema}, start: start, stats: &res.statsVal}
+	res.stats = &res.statsVal
+	return res, nil
+}
+
+// timed records time to first row, total time and rows of a stream.
+type timed struct {
+	physical.Stream
+	start time.Time
+	stats *Stats
+}
+
+func (t *timed) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := t.Stream.Next(ctx)
+	if err == nil {
+		if t.stats.FirstRow == 0 {
+			t.stats.FirstRow = time.Since(t.start)
+		}
+		t.stats.Rows += b.NumRows()
+	} else if errors.Is(err, io.EOF) && t.stats.Total == 0 {
+		t.stats.Total = time.Since(t.start)
+	}
+	return b, err
 }
