@@ -34,6 +34,7 @@ func init() {
 		".maxwidth":  {".maxwidth [N]", "widest a table column is drawn", (*Runner).dotMaxWidth},
 		".nullvalue": {".nullvalue [TEXT]", "text shown for NULL", (*Runner).dotNullValue},
 		".timer":     {".timer on|off", "print time to first row and total time after each query", (*Runner).dotTimer},
+		".mode":      {".mode [blocking|pipelined|compare [off]]", "show or switch the execution mode; compare runs each query in both", (*Runner).dotMode},
 	}
 }
 

@@ -34,6 +34,7 @@ type Runner struct {
 
 	outFile *os.File // set by .output FILE
 	stdout  io.Writer
+	compare bool // .mode compare
 }
 
 // ErrExit is returned by RunStatement for .quit/.exit.
@@ -96,6 +97,9 @@ func terminator(s string) string {
 func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
 	if strings.HasPrefix(p.SQL, ".") {
 		return r.dot(ctx, p.SQL)
+	}
+	if r.compare && isQuery(p.SQL) {
+		return r.runCompare(ctx, p)
 	}
 	start := time.Now()
 	res, err := r.Session.Execute(ctx, p.SQL)
@@ -180,4 +184,11 @@ func (r *Runner) PrintError(source string, p Piece, err error) {
 		return
 	}
 	fmt.Fprintf(r.Err, "Error: %v\n", err)
+}
+
+// isQuery reports whether a statement returns rows from the cluster (a
+// SELECT, WITH or VALUES), which .mode compare runs in both modes.
+func isQuery(text string) bool {
+	f := strings.Fields(strings.ToLower(text))
+	return len(f) > 0 && (f[0] == "select" || f[0] == "with" || f[0] == "values" || strings.HasPrefix(f[0], "("))
 }

@@ -1,0 +1,166 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"sluice/render"
+	"sluice/session"
+)
+
+// dotMode shows or switches the execution mode, or turns compare on/off.
+func (r *Runner) dotMode(ctx context.Context, args []string) error {
+	switch {
+	case len(args) == 0:
+		mode, _ := r.Session.Settings.Get("execution.mode")
+		if r.compare {
+			fmt.Fprintf(r.Err, "compare (each query runs blocking, then pipelined)\n")
+			return nil
+		}
+		fmt.Fprintln(r.Err, mode)
+		return nil
+	case len(args) == 1 && (args[0] == "blocking" || args[0] == "pipelined"):
+		r.compare = false
+		return r.Session.Settings.Set("execution.mode", args[0])
+	case len(args) == 1 && args[0] == "compare":
+		r.compare = true
+		return nil
+	case len(args) == 2 && args[0] == "compare" && args[1] == "off":
+		r.compare = false
+		return nil
+	}
+	return fmt.Errorf("usage: .mode [blocking|pipelined|compare|compare off]")
+}
+
+// modeRun is one run of a query in one mode.
+type modeRun struct {
+	mode  string
+	stats session.Stats
+	rows  []string
+	err   error
+}
+
+// runCompare runs a query in both modes, prints the pipelined result, and
+// a side-by-side comparison on stderr.
+func (r *Runner) runCompare(ctx context.Context, p Piece) error {
+	orig, _ := r.Session.Settings.Get("execution.mode")
+	defer r.Session.Settings.Set("execution.mode", orig)
+	var runs []modeRun
+	for _, mode := range []string{"blocking", "pipelined"} {
+		if err := r.Session.Settings.Set("execution.mode", mode); err != nil {
+			return err
+		}
+		run := modeRun{mode: mode}
+		run.rows, run.stats, run.err = r.collect(ctx, p.SQL)
+		if ctx.Err() != nil {
+			return fmt.Errorf("query cancelled")
+		}
+		runs = append(runs, run)
+	}
+	if runs[1].err == nil {
+		if err := r.RunStatement(ctx, p); err != nil {
+			return err
+		}
+	}
+	r.printCompare(p.SQL, runs)
+	return nil
+}
+
+// collect runs a query and returns its rows as text lines.
+func (r *Runner) collect(ctx context.Context, text string) ([]string, session.Stats, error) {
+	res, err := r.Session.Execute(ctx, text)
+	if err != nil {
+		return nil, session.Stats{}, err
+	}
+	var rows []string
+	for {
+		b, err := res.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			res.Close()
+			return nil, session.Stats{}, err
+		}
+		for i := 0; i < int(b.NumRows()); i++ {
+			vals := make([]string, b.NumCols())
+			for c := range vals {
+				v, ok := render.FormatValue(b.Column(c), i)
+				if !ok {
+					v = "\x00NULL"
+				}
+				vals[c] = v
+			}
+			rows = append(rows, strings.Join(vals, "\x1f"))
+		}
+		b.Release()
+	}
+	res.Close()
+	var st session.Stats
+	if s := res.Stats(); s != nil {
+		st = *s
+	}
+	return rows, st, nil
+}
+
+// hasOrderBy reports whether the statement orders its result (then the two
+// runs must agree row by row, not only as multisets).
+func hasOrderBy(text string) bool {
+	return strings.Contains(strings.ToLower(strings.Join(strings.Fields(text), " ")), "order by")
+}
+
+func (r *Runner) printCompare(text string, runs []modeRun) {
+	fmt.Fprintf(r.Err, "%-22s %14s %14s\n", "", runs[0].mode, runs[1].mode)
+	row := func(label string, f func(modeRun) string) {
+		fmt.Fprintf(r.Err, "%-22s %14s %14s\n", label, f(runs[0]), f(runs[1]))
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	row("time to first row", func(m modeRun) string {
+		if m.err != nil {
+			return "error"
+		}
+		return ms(m.stats.FirstRow)
+	})
+	row("total time", func(m modeRun) string {
+		if m.err != nil {
+			return "error"
+		}
+		return ms(m.stats.Total)
+	})
+	row("rows", func(m modeRun) string { return fmt.Sprint(len(m.rows)) })
+	row("stages", func(m modeRun) string { return fmt.Sprint(m.stats.Stages) })
+	row("tasks", func(m modeRun) string { return fmt.Sprint(m.stats.Tasks) })
+	for _, m := range runs {
+		if m.err != nil {
+			fmt.Fprintf(r.Err, "%s failed: %v\n", m.mode, m.err)
+		}
+	}
+	if runs[0].err != nil || runs[1].err != nil {
+		return
+	}
+	ordered := hasOrderBy(text)
+	a, b := runs[0].rows, runs[1].rows
+	if !ordered {
+		a, b = append([]string(nil), a...), append([]string(nil), b...)
+		sort.Strings(a)
+		sort.Strings(b)
+	}
+	same := len(a) == len(b)
+	for i := 0; same && i < len(a); i++ {
+		same = a[i] == b[i]
+	}
+	how := "as multisets"
+	if ordered {
+		how = "in order"
+	}
+	if same {
+		fmt.Fprintf(r.Err, "results agree (%s)\n", how)
+	} else {
+		fmt.Fprintf(r.Err, "RESULTS DIFFER (%s)\n", how)
+	}
+}
