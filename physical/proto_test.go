@@ -146,13 +146,17 @@ var (
 	tQty   = &expr.Column{Index: 3, Name: "qty", Type: plan.Int32}
 )
 
-func pLit(t arrow.DataType, v any) *expr.Literal { return &expr.Literal{Value: plan.Literal{Typ: t, Val: v}} }
+func pLit(t arrow.DataType, v any) *expr.Literal {
+	return &expr.Literal{Value: plan.Literal{Typ: t, Val: v}}
+}
 
 func pCmp(op plan.BinaryOp, l, r expr.Expr) expr.Expr {
 	return &expr.Binary{Op: op, L: l, R: r, Type: plan.Bool}
 }
 
-func colAt(i int, c *expr.Column) *expr.Column { return &expr.Column{Index: i, Name: c.Name, Type: c.Type} }
+func colAt(i int, c *expr.Column) *expr.Column {
+	return &expr.Column{Index: i, Name: c.Name, Type: c.Type}
+}
 
 // protoTables opens the test tables: t (Parquet, 300 rows in 3 row groups
 // over 2 files) and c (CSV, 120 rows in 3 files).
