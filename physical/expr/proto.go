@@ -48,6 +48,9 @@ func TypeToProto(t arrow.DataType) (*rpc.ArrowType, error) {
 		return &rpc.ArrowType{Id: rpc.ArrowType_TIMESTAMP_US}, nil
 	case arrow.DECIMAL128:
 		d := t.(*arrow.Decimal128Type)
+		if d.Precision < 1 || d.Precision > plan.MaxDecimalPrecision || d.Scale < 0 || d.Scale > d.Precision {
+			return nil, fmt.Errorf("encode type: invalid %s", t)
+		}
 		return &rpc.ArrowType{Id: rpc.ArrowType_DECIMAL128, Precision: d.Precision, Scale: d.Scale}, nil
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return &rpc.ArrowType{Id: rpc.ArrowType_INTERVAL_MONTH_DAY_NANO}, nil

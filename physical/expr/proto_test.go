@@ -158,7 +158,8 @@ func TestTypeProtoRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.BinaryTypes.LargeString,
-		&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, arrow.FixedWidthTypes.Timestamp_ns, nil} {
+		&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, arrow.FixedWidthTypes.Timestamp_ns,
+		&arrow.Decimal128Type{Precision: 0}, &arrow.Decimal128Type{Precision: 5, Scale: -1}, nil} {
 		if _, err := TypeToProto(bad); err == nil {
 			t.Errorf("%v: encoded, want an error", bad)
 		}
