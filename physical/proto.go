@@ -1,0 +1,695 @@
+package physical
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/catalog"
+	"sluice/physical/expr"
+	"sluice/plan"
+	"sluice/rpc"
+)
+
+// Decoding rebuilds every operator through its constructor, so the decoded
+// plan recomputes the same schemas, work-unit splits and join/aggregate
+// state as the original. Before constructing, it checks what the
+// constructors take on trust (column references against the child's
+// schema, projection indices against the table), so a bad message fails
+// here with an error rather than panicking on an executor.
+
+// EncodePlan converts op and everything below it. Operators of other
+// packages are handed to ext (which may be nil when there are none).
+func EncodePlan(op Operator, ext ExtensionCodec) (*rpc.PhysicalPlan, error) {
+	c := &planCodec{ext: ext}
+	out, err := c.encode(op)
+	if err != nil {
+		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	return out, nil
+}
+
+// DecodePlan converts a plan message back into operators. Scans open their
+// tables through tables; messages this package does not know are handed
+// to ext.
+func DecodePlan(n *rpc.PhysicalPlan, ext ExtensionCodec, tables TableResolver) (Operator, error) {
+	c := &planCodec{ext: ext, tables: tables}
+	op, err := c.decode(n)
+	if err != nil {
+		return nil, fmt.Errorf("decode plan: %w", err)
+	}
+	return op, nil
+}
+
+// planCodec carries what the recursive conversions share.
+type planCodec struct {
+	ext    ExtensionCodec
+	tables TableResolver
+}
+
+func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
+	switch op := op.(type) {
+	case nil:
+		return nil, fmt.Errorf("missing operator")
+	case *ParquetScan:
+		pruning := make([]*rpc.ColumnPredicate, len(op.pruning))
+		for i, p := range op.pruning {
+			v, err := expr.LiteralToProto(p.Value)
+			if err != nil {
+				return nil, fmt.Errorf("parquet scan %s: pruning predicate %s: %w", op.name, p, err)
+			}
+			pruning[i] = &rpc.ColumnPredicate{Column: int32(p.Column), Op: int32(p.Op), Value: v}
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_ParquetScan{ParquetScan: &rpc.ParquetScanNode{
+			Name: op.name, Location: op.table.Path(), Projection: int32s(op.projection),
+			Pruning: pruning, Partitions: int32(len(op.parts)),
+		}}}, nil
+	case *CSVScan:
+		schema, err := expr.SchemaToProto(op.table.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("csv scan %s: %w", op.name, err)
+		}
+		opts := op.table.Options()
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CsvScan{CsvScan: &rpc.CsvScanNode{
+			Name: op.name, Location: op.table.Path(), Projection: int32s(op.projection),
+			Partitions: int32(len(op.parts)), Header: opts.Header, Delimiter: int32(opts.Delimiter), Schema: schema,
+		}}}, nil
+	case *MemScan:
+		return nil, fmt.Errorf("table %s is an in-memory table, which exists only in the process that created it and cannot be shipped to executors; "+
+			"load it from Parquet or CSV (CREATE EXTERNAL TABLE) to query it on the cluster", op.name)
+	case *Filter:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		pred, err := expr.ToProto(op.pred)
+		if err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Filter{Filter: &rpc.FilterNode{Input: in, Predicate: pred}}}, nil
+	case *Projection:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		exprs, err := exprsToProto(op.exprs)
+		if err != nil {
+			return nil, fmt.Errorf("projection: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Projection{Projection: &rpc.ProjectionNode{
+			Input: in, Exprs: exprs, Names: op.names,
+		}}}, nil
+	case *HashAggregate:
+		return c.encodeAggregate(op)
+	case *HashJoin:
+		left, right, err := c.encode2(op.left, op.right)
+		if err != nil {
+			return nil, err
+		}
+		lk, err := exprsToProto(op.leftKeys)
+		if err != nil {
+			return nil, fmt.Errorf("hash join: %w", err)
+		}
+		rk, err := exprsToProto(op.rightKeys)
+		if err != nil {
+			return nil, fmt.Errorf("hash join: %w", err)
+		}
+		filter, err := optionalExprToProto(op.filter)
+		if err != nil {
+			return nil, fmt.Errorf("hash join: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashJoin{HashJoin: &rpc.HashJoinNode{
+			Left: left, Right: right, JoinType: int32(op.joinType), LeftKeys: lk, RightKeys: rk,
+			Filter: filter, NullAware: op.nullAware, Mode: int32(op.mode),
+		}}}, nil
+	case *NestedLoopJoin:
+		left, right, err := c.encode2(op.left, op.right)
+		if err != nil {
+			return nil, err
+		}
+		filter, err := optionalExprToProto(op.filter)
+		if err != nil {
+			return nil, fmt.Errorf("nested loop join: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_NestedLoopJoin{NestedLoopJoin: &rpc.NestedLoopJoinNode{
+			Left: left, Right: right, JoinType: int32(op.joinType), Filter: filter,
+		}}}, nil
+	case *Sort:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := sortKeysToProto(op.keys)
+		if err != nil {
+			return nil, fmt.Errorf("sort: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Sort{Sort: &rpc.SortNode{Input: in, Keys: keys, Fetch: op.fetch}}}, nil
+	case *SortPreservingMerge:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := sortKeysToProto(op.keys)
+		if err != nil {
+			return nil, fmt.Errorf("sort-preserving merge: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_SortPreservingMerge{SortPreservingMerge: &rpc.SortPreservingMergeNode{
+			Input: in, Keys: keys, Fetch: op.fetch,
+		}}}, nil
+	case *Limit:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Limit{Limit: &rpc.LimitNode{Input: in, Offset: op.offset, Count: op.count}}}, nil
+	case *Union:
+		ins := make([]*rpc.PhysicalPlan, len(op.inputs))
+		for i, in := range op.inputs {
+			p, err := c.encode(in)
+			if err != nil {
+				return nil, err
+			}
+			ins[i] = p
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Union{Union: &rpc.UnionNode{Inputs: ins}}}, nil
+	case *Values:
+		schema, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("values: %w", err)
+		}
+		rows := make([]*rpc.ValuesRow, len(op.rows))
+		for i, r := range op.rows {
+			vs, err := exprsToProto(r)
+			if err != nil {
+				return nil, fmt.Errorf("values: row %d: %w", i, err)
+			}
+			rows[i] = &rpc.ValuesRow{Values: vs}
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Values{Values: &rpc.ValuesNode{Schema: schema, Rows: rows}}}, nil
+	case *CoalescePartitions:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CoalescePartitions{CoalescePartitions: &rpc.CoalescePartitionsNode{Input: in}}}, nil
+	case *Repartition:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		part, err := PartitioningToProto(op.part)
+		if err != nil {
+			return nil, fmt.Errorf("repartition: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Repartition{Repartition: &rpc.RepartitionNode{Input: in, Partitioning: part}}}, nil
+	case *UnresolvedExchange:
+		schema, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("unresolved exchange from stage %d: %w", op.StageID, err)
+		}
+		part, err := PartitioningToProto(op.part)
+		if err != nil {
+			return nil, fmt.Errorf("unresolved exchange from stage %d: %w", op.StageID, err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_UnresolvedExchange{UnresolvedExchange: &rpc.UnresolvedExchangeNode{
+			StageId: int32(op.StageID), Schema: schema, Partitions: int32(op.part.Count), Partitioning: part,
+		}}}, nil
+	}
+	if c.ext == nil {
+		return nil, fmt.Errorf("operator %T (%s) cannot be serialized: it is not one of package physical's operators and no extension codec was given", op, op)
+	}
+	out, err := c.ext.Encode(op, c.encode)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("operator %T (%s) cannot be serialized: neither package physical nor the extension codec knows it", op, op)
+	}
+	return out, nil
+}
+
+func (c *planCodec) encode2(a, b Operator) (*rpc.PhysicalPlan, *rpc.PhysicalPlan, error) {
+	pa, err := c.encode(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	pb, err := c.encode(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pa, pb, nil
+}
+
+func (c *planCodec) encodeAggregate(op *HashAggregate) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := exprsToProto(op.groupBy)
+	if err != nil {
+		return nil, fmt.Errorf("hash aggregate: %w", err)
+	}
+	aggs := make([]*rpc.AggregateExpr, len(op.aggs))
+	for i, a := range op.aggs {
+		arg, err := optionalExprToProto(a.Arg)
+		if err != nil {
+			return nil, fmt.Errorf("hash aggregate: %s: %w", a, err)
+		}
+		t, err := expr.TypeToProto(a.Type)
+		if err != nil {
+			return nil, fmt.Errorf("hash aggregate: %s: %w", a, err)
+		}
+		aggs[i] = &rpc.AggregateExpr{Func: int32(a.Func), Arg: arg, Distinct: a.Distinct, Name: a.Name, Type: t}
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashAggregate{HashAggregate: &rpc.HashAggregateNode{
+		Input: in, Mode: int32(op.mode), GroupBy: groups, GroupNames: op.groupNames, Aggs: aggs,
+	}}}, nil
+}
+
+// nodeKind names the message's node (its oneof field), for errors.
+func nodeKind(n *rpc.PhysicalPlan) string {
+	m := n.ProtoReflect()
+	if f := m.WhichOneof(m.Descriptor().Oneofs().ByName("node")); f != nil {
+		return string(f.Name())
+	}
+	return "empty node"
+}
+
+func (c *planCodec) decode(n *rpc.PhysicalPlan) (Operator, error) {
+	if n == nil {
+		return nil, fmt.Errorf("missing plan node")
+	}
+	op, err := c.decodeNode(n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nodeKind(n), err)
+	}
+	return op, nil
+}
+
+func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
+	switch m := n.Node.(type) {
+	case *rpc.PhysicalPlan_ParquetScan:
+		return c.decodeParquetScan(m.ParquetScan)
+	case *rpc.PhysicalPlan_CsvScan:
+		return c.decodeCSVScan(m.CsvScan)
+	case *rpc.PhysicalPlan_Filter:
+		in, err := c.decode(m.Filter.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		pred, err := exprFromProto(m.Filter.GetPredicate(), in.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("predicate: %w", err)
+		}
+		return NewFilter(in, pred), nil
+	case *rpc.PhysicalPlan_Projection:
+		in, err := c.decode(m.Projection.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		exprs, err := exprsFromProto(m.Projection.GetExprs(), in.Schema())
+		if err != nil {
+			return nil, err
+		}
+		names := m.Projection.GetNames()
+		if len(names) != len(exprs) {
+			return nil, fmt.Errorf("%d names for %d expressions", len(names), len(exprs))
+		}
+		return NewProjection(in, exprs, names), nil
+	case *rpc.PhysicalPlan_HashAggregate:
+		return c.decodeAggregate(m.HashAggregate)
+	case *rpc.PhysicalPlan_HashJoin:
+		j := m.HashJoin
+		left, right, err := c.decode2(j.GetLeft(), j.GetRight())
+		if err != nil {
+			return nil, err
+		}
+		lk, err := exprsFromProto(j.GetLeftKeys(), left.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("left keys: %w", err)
+		}
+		rk, err := exprsFromProto(j.GetRightKeys(), right.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("right keys: %w", err)
+		}
+		filter, err := optionalExprFromProto(j.GetFilter(), pairSchema(left, right))
+		if err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
+		}
+		return NewHashJoin(left, right, JoinType(j.GetJoinType()), lk, rk, filter, j.GetNullAware(), JoinMode(j.GetMode()))
+	case *rpc.PhysicalPlan_NestedLoopJoin:
+		j := m.NestedLoopJoin
+		left, right, err := c.decode2(j.GetLeft(), j.GetRight())
+		if err != nil {
+			return nil, err
+		}
+		filter, err := optionalExprFromProto(j.GetFilter(), pairSchema(left, right))
+		if err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
+		}
+		return NewNestedLoopJoin(left, right, JoinType(j.GetJoinType()), filter)
+	case *rpc.PhysicalPlan_Sort:
+		in, keys, err := c.decodeSorted(m.Sort.GetInput(), m.Sort.GetKeys())
+		if err != nil {
+			return nil, err
+		}
+		return NewSort(in, keys, m.Sort.GetFetch()), nil
+	case *rpc.PhysicalPlan_SortPreservingMerge:
+		in, keys, err := c.decodeSorted(m.SortPreservingMerge.GetInput(), m.SortPreservingMerge.GetKeys())
+		if err != nil {
+			return nil, err
+		}
+		return NewSortPreservingMerge(in, keys, m.SortPreservingMerge.GetFetch()), nil
+	case *rpc.PhysicalPlan_Limit:
+		in, err := c.decode(m.Limit.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		return NewLimit(in, m.Limit.GetOffset(), m.Limit.GetCount()), nil
+	case *rpc.PhysicalPlan_Union:
+		ps := m.Union.GetInputs()
+		if len(ps) == 0 {
+			return nil, fmt.Errorf("union without inputs")
+		}
+		ins := make([]Operator, len(ps))
+		for i, p := range ps {
+			in, err := c.decode(p)
+			if err != nil {
+				return nil, fmt.Errorf("input %d: %w", i, err)
+			}
+			ins[i] = in
+		}
+		return NewUnion(ins), nil
+	case *rpc.PhysicalPlan_Values:
+		schema, err := expr.SchemaFromProto(m.Values.GetSchema())
+		if err != nil {
+			return nil, err
+		}
+		// Values evaluates its rows on a batch without columns.
+		noColumns := arrow.NewSchema(nil, nil)
+		rows := make([][]expr.Expr, len(m.Values.GetRows()))
+		for i, r := range m.Values.GetRows() {
+			row, err := exprsFromProto(r.GetValues(), noColumns)
+			if err != nil {
+				return nil, fmt.Errorf("row %d: %w", i, err)
+			}
+			if len(row) != schema.NumFields() {
+				return nil, fmt.Errorf("row %d has %d values for %d columns", i, len(row), schema.NumFields())
+			}
+			rows[i] = row
+		}
+		return NewValues(schema, rows), nil
+	case *rpc.PhysicalPlan_CoalescePartitions:
+		in, err := c.decode(m.CoalescePartitions.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		return NewCoalescePartitions(in), nil
+	case *rpc.PhysicalPlan_Repartition:
+		in, err := c.decode(m.Repartition.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		part, err := PartitioningFromProto(m.Repartition.GetPartitioning(), in.Schema())
+		if err != nil {
+			return nil, err
+		}
+		if part.Kind != PartHash && part.Kind != PartRoundRobin {
+			return nil, fmt.Errorf("repartition must hash or deal round-robin, not %s", part)
+		}
+		return NewRepartition(in, part), nil
+	case *rpc.PhysicalPlan_UnresolvedExchange:
+		u := m.UnresolvedExchange
+		schema, err := expr.SchemaFromProto(u.GetSchema())
+		if err != nil {
+			return nil, err
+		}
+		part, err := PartitioningFromProto(u.GetPartitioning(), schema)
+		if err != nil {
+			return nil, err
+		}
+		if int(u.GetPartitions()) != part.Count {
+			return nil, fmt.Errorf("stage %d: %d partitions, but partitioning %s", u.GetStageId(), u.GetPartitions(), part)
+		}
+		return NewUnresolvedExchange(int(u.GetStageId()), schema, part), nil
+	}
+	if c.ext == nil {
+		return nil, fmt.Errorf("no decoder for this node: package physical does not know it and no extension codec was given")
+	}
+	op, err := c.ext.Decode(n, c.decode)
+	if err != nil {
+		return nil, err
+	}
+	if op == nil {
+		return nil, fmt.Errorf("no decoder for this node: neither package physical nor the extension codec knows it")
+	}
+	return op, nil
+}
+
+func (c *planCodec) decode2(a, b *rpc.PhysicalPlan) (Operator, Operator, error) {
+	left, err := c.decode(a)
+	if err != nil {
+		return nil, nil, fmt.Errorf("left: %w", err)
+	}
+	right, err := c.decode(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("right: %w", err)
+	}
+	return left, right, nil
+}
+
+func (c *planCodec) decodeSorted(input *rpc.PhysicalPlan, keys []*rpc.SortKey) (Operator, []SortKey, error) {
+	in, err := c.decode(input)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]SortKey, len(keys))
+	for i, k := range keys {
+		e, err := exprFromProto(k.GetExpr(), in.Schema())
+		if err != nil {
+			return nil, nil, fmt.Errorf("sort key %d: %w", i, err)
+		}
+		out[i] = SortKey{Expr: e, Desc: k.GetDesc(), NullsFirst: k.GetNullsFirst()}
+	}
+	return in, out, nil
+}
+
+func (c *planCodec) decodeAggregate(a *rpc.HashAggregateNode) (Operator, error) {
+	in, err := c.decode(a.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	mode := AggMode(a.GetMode())
+	// A final aggregate's expressions describe the partial aggregate's raw
+	// input (they give only types and names); its own input is the partial
+	// layout, so there is nothing to check them against.
+	scope := in.Schema()
+	if mode == AggFinal {
+		scope = nil
+	}
+	groups, err := exprsFromProto(a.GetGroupBy(), scope)
+	if err != nil {
+		return nil, fmt.Errorf("group by: %w", err)
+	}
+	aggs := make([]AggregateExpr, len(a.GetAggs()))
+	for i, p := range a.GetAggs() {
+		fn := plan.AggFunc(p.GetFunc())
+		if fn < plan.AggCountStar || fn > plan.AggMax {
+			return nil, fmt.Errorf("aggregate %s: unknown function %d", p.GetName(), p.GetFunc())
+		}
+		arg, err := optionalExprFromProto(p.GetArg(), scope)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %s: %w", p.GetName(), err)
+		}
+		t, err := expr.TypeFromProto(p.GetType())
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %s: %w", p.GetName(), err)
+		}
+		aggs[i] = AggregateExpr{Func: fn, Arg: arg, Distinct: p.GetDistinct(), Name: p.GetName(), Type: t}
+	}
+	return NewHashAggregate(in, mode, groups, a.GetGroupNames(), aggs)
+}
+
+func (c *planCodec) decodeParquetScan(s *rpc.ParquetScanNode) (Operator, error) {
+	if c.tables == nil {
+		return nil, fmt.Errorf("table %s: no table resolver to open %s", s.GetName(), s.GetLocation())
+	}
+	t, err := c.tables.Parquet(s.GetLocation())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
+	}
+	proj, err := projectionFromProto(s.GetProjection(), t.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("table %s at %s: %w", s.GetName(), s.GetLocation(), err)
+	}
+	pruning := make([]ColumnPredicate, len(s.GetPruning()))
+	for i, p := range s.GetPruning() {
+		v, err := expr.LiteralFromProto(p.GetValue())
+		if err != nil {
+			return nil, fmt.Errorf("table %s: pruning predicate %d: %w", s.GetName(), i, err)
+		}
+		op := plan.BinaryOp(p.GetOp())
+		if !op.IsComparison() {
+			return nil, fmt.Errorf("table %s: pruning predicate %d: operator %d is not a comparison", s.GetName(), i, p.GetOp())
+		}
+		if p.GetColumn() < 0 || int(p.GetColumn()) >= t.Schema().NumFields() {
+			return nil, fmt.Errorf("table %s: pruning predicate %d: column %d out of range", s.GetName(), i, p.GetColumn())
+		}
+		pruning[i] = ColumnPredicate{Column: int(p.GetColumn()), Op: op, Value: v}
+	}
+	if s.GetPartitions() < 1 {
+		return nil, fmt.Errorf("table %s: %d partitions", s.GetName(), s.GetPartitions())
+	}
+	return NewParquetScan(s.GetName(), t, proj, pruning, int(s.GetPartitions())), nil
+}
+
+func (c *planCodec) decodeCSVScan(s *rpc.CsvScanNode) (Operator, error) {
+	if c.tables == nil {
+		return nil, fmt.Errorf("table %s: no table resolver to open %s", s.GetName(), s.GetLocation())
+	}
+	schema, err := expr.SchemaFromProto(s.GetSchema())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
+	}
+	opts := catalog.CSVOptions{Header: s.GetHeader(), Delimiter: rune(s.GetDelimiter())}
+	t, err := c.tables.CSV(s.GetLocation(), opts, schema)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
+	}
+	proj, err := projectionFromProto(s.GetProjection(), t.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("table %s at %s: %w", s.GetName(), s.GetLocation(), err)
+	}
+	if s.GetPartitions() < 1 {
+		return nil, fmt.Errorf("table %s: %d partitions", s.GetName(), s.GetPartitions())
+	}
+	return NewCSVScan(s.GetName(), t, proj, int(s.GetPartitions())), nil
+}
+
+// PartitioningToProto converts a partitioning (for exchange operators too).
+func PartitioningToProto(p Partitioning) (*rpc.Partitioning, error) {
+	keys, err := exprsToProto(p.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("partitioning keys: %w", err)
+	}
+	return &rpc.Partitioning{Kind: int32(p.Kind), Count: int32(p.Count), Keys: keys}, nil
+}
+
+// PartitioningFromProto converts a partitioning back; hash keys must be
+// columns of schema, the rows being partitioned.
+func PartitioningFromProto(p *rpc.Partitioning, schema *arrow.Schema) (Partitioning, error) {
+	if p == nil {
+		return Partitioning{}, fmt.Errorf("missing partitioning")
+	}
+	kind := PartitioningKind(p.GetKind())
+	if kind < PartUnknown || kind > PartSingle {
+		return Partitioning{}, fmt.Errorf("unknown partitioning kind %d", p.GetKind())
+	}
+	keys, err := exprsFromProto(p.GetKeys(), schema)
+	if err != nil {
+		return Partitioning{}, fmt.Errorf("partitioning keys: %w", err)
+	}
+	out := Partitioning{Kind: kind, Count: int(p.GetCount()), Keys: keys}
+	switch {
+	case out.Count < 0:
+		return Partitioning{}, fmt.Errorf("partitioning %s: negative count", out)
+	case kind == PartHash && (len(keys) == 0 || out.Count < 1):
+		return Partitioning{}, fmt.Errorf("hash partitioning needs keys and at least one partition, got %s", out)
+	case kind != PartHash && len(keys) > 0:
+		return Partitioning{}, fmt.Errorf("partitioning %s has keys", out)
+	case kind == PartSingle && out.Count != 1:
+		return Partitioning{}, fmt.Errorf("single partitioning with %d partitions", out.Count)
+	}
+	return out, nil
+}
+
+// pairSchema is the row layout join filters are evaluated on: left columns
+// followed by right columns.
+func pairSchema(left, right Operator) *arrow.Schema {
+	fields := append(append([]arrow.Field{}, left.Schema().Fields()...), right.Schema().Fields()...)
+	return arrow.NewSchema(fields, nil)
+}
+
+func projectionFromProto(p []int32, schema *arrow.Schema) ([]int, error) {
+	out := make([]int, len(p))
+	for i, c := range p {
+		if c < 0 || int(c) >= schema.NumFields() {
+			return nil, fmt.Errorf("projected column %d out of range: the table has %d columns", c, schema.NumFields())
+		}
+		out[i] = int(c)
+	}
+	return out, nil
+}
+
+func int32s(xs []int) []int32 {
+	out := make([]int32, len(xs))
+	for i, x := range xs {
+		out[i] = int32(x)
+	}
+	return out
+}
+
+func exprsToProto(es []expr.Expr) ([]*rpc.PhysicalExpr, error) {
+	out := make([]*rpc.PhysicalExpr, len(es))
+	for i, e := range es {
+		p, err := expr.ToProto(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+func optionalExprToProto(e expr.Expr) (*rpc.PhysicalExpr, error) {
+	if e == nil {
+		return nil, nil
+	}
+	return expr.ToProto(e)
+}
+
+func sortKeysToProto(keys []SortKey) ([]*rpc.SortKey, error) {
+	out := make([]*rpc.SortKey, len(keys))
+	for i, k := range keys {
+		e, err := expr.ToProto(k.Expr)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &rpc.SortKey{Expr: e, Desc: k.Desc, NullsFirst: k.NullsFirst}
+	}
+	return out, nil
+}
+
+// exprFromProto decodes an expression over rows shaped like scope (nil:
+// not checked).
+func exprFromProto(p *rpc.PhysicalExpr, scope *arrow.Schema) (expr.Expr, error) {
+	e, err := expr.FromProto(p)
+	if err != nil {
+		return nil, err
+	}
+	if scope != nil {
+		if err := expr.CheckColumns(e, scope); err != nil {
+			return nil, fmt.Errorf("%s: %w", e, err)
+		}
+	}
+	return e, nil
+}
+
+func exprsFromProto(ps []*rpc.PhysicalExpr, scope *arrow.Schema) ([]expr.Expr, error) {
+	out := make([]expr.Expr, len(ps))
+	for i, p := range ps {
+		e, err := exprFromProto(p, scope)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+func optionalExprFromProto(p *rpc.PhysicalExpr, scope *arrow.Schema) (expr.Expr, error) {
+	if p == nil {
+		return nil, nil
+	}
+	return exprFromProto(p, scope)
+}

@@ -1,0 +1,116 @@
+package physical
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/catalog"
+)
+
+// TableCache is the TableResolver executors use: it opens each table once
+// (reading Parquet footers or sampling CSV files) and hands the same
+// *catalog.ParquetTable / *catalog.CSVTable to every later task naming it,
+// so every task of a query splits a scan into the same work units. It is
+// safe for concurrent use; concurrent first requests for one table open it
+// once, and requests for other tables do not wait for that open.
+//
+// A failed open is not cached: the next request tries again. A table whose
+// files changed stays cached until Forget.
+type TableCache struct {
+	mu      sync.Mutex
+	parquet map[string]*tableEntry[*catalog.ParquetTable]
+	csv     map[csvKey]*tableEntry[*catalog.CSVTable]
+}
+
+// csvKey identifies one way of reading a CSV location: the same files read
+// with other options or another schema are another table.
+type csvKey struct {
+	location string
+	opts     catalog.CSVOptions
+	schema   string // arrow.Schema.String(); "" for none
+}
+
+// tableEntry is one cached table; ready is closed once t and err are set.
+type tableEntry[T any] struct {
+	ready chan struct{}
+	t     T
+	err   error
+}
+
+// NewTableCache returns an empty cache.
+func NewTableCache() *TableCache {
+	return &TableCache{
+		parquet: map[string]*tableEntry[*catalog.ParquetTable]{},
+		csv:     map[csvKey]*tableEntry[*catalog.CSVTable]{},
+	}
+}
+
+// Parquet implements TableResolver.
+func (c *TableCache) Parquet(location string) (*catalog.ParquetTable, error) {
+	t, err := cached(&c.mu, c.parquet, location, func() (*catalog.ParquetTable, error) {
+		return catalog.OpenParquet(location)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open parquet table %s: %w", location, err)
+	}
+	return t, nil
+}
+
+// CSV implements TableResolver.
+func (c *TableCache) CSV(location string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error) {
+	key := csvKey{location: location, opts: opts}
+	if schema != nil {
+		key.schema = schema.String()
+	}
+	t, err := cached(&c.mu, c.csv, key, func() (*catalog.CSVTable, error) {
+		return catalog.OpenCSV(location, opts, schema)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open csv table %s: %w", location, err)
+	}
+	return t, nil
+}
+
+// Forget drops every cached table opened from location, so the next
+// request reopens it (after the table was dropped or its files replaced).
+// Tasks holding the old table keep using it.
+func (c *TableCache) Forget(location string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.parquet, location)
+	for k := range c.csv {
+		if k.location == location {
+			delete(c.csv, k)
+		}
+	}
+}
+
+// cached returns m[key], opening it with open on a miss. The open runs
+// without mu held; callers asking for the same key meanwhile wait for it.
+func cached[K comparable, T any](mu *sync.Mutex, m map[K]*tableEntry[T], key K, open func() (T, error)) (T, error) {
+	mu.Lock()
+	e, ok := m[key]
+	if !ok {
+		e = &tableEntry[T]{ready: make(chan struct{})}
+		m[key] = e
+	}
+	mu.Unlock()
+	if ok {
+		<-e.ready
+		return e.t, e.err
+	}
+	e.t, e.err = open()
+	if e.err != nil {
+		mu.Lock()
+		if m[key] == e {
+			delete(m, key)
+		}
+		mu.Unlock()
+	}
+	close(e.ready)
+	return e.t, e.err
+}
+
+var _ TableResolver = (*TableCache)(nil)

@@ -1,0 +1,110 @@
+package physical
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/catalog"
+	"sluice/plan"
+)
+
+func TestTableCacheParquet(t *testing.T) {
+	dir := writeTestTable(t)
+	c := NewTableCache()
+	// Concurrent first requests share one open.
+	got := make([]*catalog.ParquetTable, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			tbl, err := c.Parquet(dir)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = tbl
+		})
+	}
+	wg.Wait()
+	for _, tbl := range got[1:] {
+		if tbl != got[0] {
+			t.Fatal("concurrent requests opened the table more than once")
+		}
+	}
+	if got[0].Path() != dir || len(got[0].Files) != 2 {
+		t.Fatalf("opened %s with %d files", got[0].Path(), len(got[0].Files))
+	}
+	c.Forget(dir)
+	again, err := c.Parquet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == got[0] {
+		t.Fatal("Forget kept the table")
+	}
+}
+
+func TestTableCacheRetriesFailedOpens(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "late.parquet")
+	c := NewTableCache()
+	if _, err := c.Parquet(path); err == nil {
+		t.Fatal("opened a missing file")
+	}
+	writeParquet(t, path, testParquetSchema, testParquetBatch(0, 10))
+	tbl, err := c.Parquet(path)
+	if err != nil {
+		t.Fatalf("the failed open was cached: %v", err)
+	}
+	if tbl.Statistics().NumRows != 10 {
+		t.Fatalf("%d rows", tbl.Statistics().NumRows)
+	}
+}
+
+func TestTableCacheCSV(t *testing.T) {
+	dir := writeCSVDir(t)
+	c := NewTableCache()
+	header := catalog.CSVOptions{Header: true, Delimiter: ','}
+	a, err := c.CSV(dir, header, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.CSV(dir, header, nil); err != nil || b != a {
+		t.Fatalf("second request: %p, %v; want the cached table %p", b, err, a)
+	}
+	// Other options or another schema are another table.
+	noHeader, err := c.CSV(dir, catalog.CSVOptions{Delimiter: ','}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: plan.Int64, Nullable: true}, {Name: "v", Type: plan.Utf8, Nullable: true},
+		{Name: "d", Type: plan.Date32, Nullable: true}, {Name: "p", Type: plan.Decimal(10, 2), Nullable: true},
+	}, nil)
+	declared, err := c.CSV(dir, header, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noHeader == a || declared == a || declared == noHeader {
+		t.Fatal("tables read differently share a cache entry")
+	}
+	if !declared.Schema().Equal(schema) {
+		t.Fatalf("schema %s, want %s", declared.Schema(), schema)
+	}
+	c.Forget(dir)
+	for _, opts := range []catalog.CSVOptions{header, {Delimiter: ','}} {
+		b, err := c.CSV(dir, opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == a || b == noHeader {
+			t.Fatalf("Forget kept the table read with %+v", opts)
+		}
+	}
+	if _, err := c.CSV(filepath.Join(dir, "missing"), header, nil); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing location: error %v", err)
+	}
+}
