@@ -13,7 +13,7 @@ type Stage struct {
 	// consumers.
 	ID int
 	// Body is the stage's plan below its writer. Its leaves are scans or
-	// *exchange.UnresolvedExchange placeholders for input stages.
+	// *physical.UnresolvedExchange placeholders for input stages.
 	Body physical.Operator
 	// Output says how the writer splits the body's output: PartHash (keys
 	// evaluated on the body's schema, Count output partitions), or
