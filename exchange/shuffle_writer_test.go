@@ -1,9 +1,9 @@
 package exchange
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"bytes"
 	"os"
 	"slices"
 	"testing"

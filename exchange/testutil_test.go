@@ -79,7 +79,7 @@ func rowsSource(parts, rows, batch int) *source {
 	return s
 }
 
-func (s *source) Schema() *arrow.Schema          { return testSchema }
+func (s *source) Schema() *arrow.Schema         { return testSchema }
 func (s *source) Children() []physical.Operator { return nil }
 func (s *source) String() string                { return "source" }
 func (s *source) OutputPartitioning() physical.Partitioning {
