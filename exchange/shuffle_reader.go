@@ -77,7 +77,7 @@ func (r *ShuffleReader) Execute(ctx context.Context, partition int, tc *physical
 	}
 	s := &shuffleStream{env: env, alloc: tc.Alloc}
 	locs := r.Partitions[partition]
-	s.mergeStream = startMerge(ctx, r.schema, 2, func(ctx context.Context, m *mergeStream) error { return s.run(ctx, locs) })
+	s.mergeStream = startMerge(ctx, r.schema, 2, func(ctx context.Context, m *mergeStream) error { return s.run(ctx, m, locs) })
 	return s, nil
 }
 
@@ -91,7 +91,7 @@ type shuffleStream struct {
 }
 
 // run fetches every location, admitting them in order under the byte cap.
-func (s *shuffleStream) run(ctx context.Context, locs []*rpc.PartitionLocation) error {
+func (s *shuffleStream) run(ctx context.Context, m *mergeStream, locs []*rpc.PartitionLocation) error {
 	limit := s.env.maxFetchBytes()
 	sem := semaphore.NewWeighted(limit)
 	g, gctx := errgroup.WithContext(ctx)
@@ -106,19 +106,19 @@ func (s *shuffleStream) run(ctx context.Context, locs []*rpc.PartitionLocation) 
 				s.inflight.Add(-w)
 				sem.Release(w)
 			}()
-			return s.fetch(gctx, loc)
+			return s.fetch(gctx, m, loc)
 		})
 	}
 	return g.Wait()
 }
 
-// fetch reads one location into s.ch.
-func (s *shuffleStream) fetch(ctx context.Context, loc *rpc.PartitionLocation) error {
+// fetch reads one location into m.
+func (s *shuffleStream) fetch(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation) error {
 	var err error
 	if s.env.ExecutorID != "" && loc.ExecutorId == s.env.ExecutorID {
-		err = s.readLocal(ctx, loc)
+		err = s.readLocal(ctx, m, loc)
 	} else {
-		err = s.readRemote(ctx, loc)
+		err = s.readRemote(ctx, m, loc)
 	}
 	if err == nil {
 		return nil
@@ -135,7 +135,7 @@ func (s *shuffleStream) fetch(ctx context.Context, loc *rpc.PartitionLocation) e
 	}
 }
 
-func (s *shuffleStream) readLocal(ctx context.Context, loc *rpc.PartitionLocation) error {
+func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation) error {
 	if s.env.WorkDir == "" || !insideDir(jobDir(s.env.WorkDir, loc.JobId), loc.Path) {
 		return fmt.Errorf("shuffle file %s is not under this executor's work dir", loc.Path)
 	}
@@ -150,14 +150,14 @@ func (s *shuffleStream) readLocal(ctx context.Context, loc *rpc.PartitionLocatio
 		if err != nil {
 			return fmt.Errorf("reading shuffle file %s: %w", loc.Path, err)
 		}
-		if err := s.send(ctx, b); err != nil {
+		if err := m.send(ctx, b); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *shuffleStream) readRemote(ctx context.Context, loc *rpc.PartitionLocation) error {
+func (s *shuffleStream) readRemote(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation) error {
 	if s.env.Clients == nil {
 		return errors.New("no Flight client pool configured")
 	}
@@ -171,7 +171,7 @@ func (s *shuffleStream) readRemote(ctx context.Context, loc *rpc.PartitionLocati
 	if err != nil {
 		return fmt.Errorf("encoding ticket: %w", err)
 	}
-	return doGet(ctx, s.env.Clients, loc.FlightAddress, ticket, s.alloc, s.send)
+	return doGet(ctx, s.env.Clients, loc.FlightAddress, ticket, s.alloc, m.send)
 }
 
 // doGet streams a ticket's batches from the Flight service at addr to
