@@ -145,4 +145,3 @@ func partitioningFromProto(p *rpc.Partitioning, input physical.Operator) (physic
 	}
 	return out, nil
 }
-
