@@ -136,18 +136,21 @@ type emitFunc func(ctx context.Context, partition int, b arrow.RecordBatch) erro
 // physical.HashRows of the keys modulo the partition count (the rule of
 // physical.Repartition, so a distributed run places every row where the
 // single-process engine would), and coalesces each output partition's
-// pieces back up to the target batch size before emitting them. It is used
-// by one goroutine.
+// pieces back up to the target batch size before emitting them. The pieces
+// it holds are charged to the task's memory pool. It is used by one
+// goroutine.
 type splitter struct {
 	keys   []expr.Expr
 	schema *arrow.Schema
 	alloc  memory.Allocator
 	target int
 
-	pending  [][]arrow.RecordBatch // per output partition: pieces not yet emitted
-	pendRows []int
-	hashes   []uint64
-	idx      [][]int32
+	pending   [][]arrow.RecordBatch // per output partition: pieces not yet emitted
+	pendRows  []int
+	pendBytes []int64
+	res       *physical.Reservation // nil when the task has no pool
+	hashes    []uint64
+	idx       [][]int32
 }
 
 func newSplitter(p physical.Partitioning, schema *arrow.Schema, tc *physical.TaskContext) *splitter {
@@ -155,15 +158,20 @@ func newSplitter(p physical.Partitioning, schema *arrow.Schema, tc *physical.Tas
 	if target <= 0 {
 		target = physical.DefaultBatchSize
 	}
-	return &splitter{
-		keys:     p.Keys,
-		schema:   schema,
-		alloc:    tc.Alloc,
-		target:   target,
-		pending:  make([][]arrow.RecordBatch, p.Count),
-		pendRows: make([]int, p.Count),
-		idx:      make([][]int32, p.Count),
+	s := &splitter{
+		keys:      p.Keys,
+		schema:    schema,
+		alloc:     tc.Alloc,
+		target:    target,
+		pending:   make([][]arrow.RecordBatch, p.Count),
+		pendRows:  make([]int, p.Count),
+		pendBytes: make([]int64, p.Count),
+		idx:       make([][]int32, p.Count),
 	}
+	if tc.Memory != nil {
+		s.res = tc.Memory.NewReservation("exchange partition buffers")
+	}
+	return s
 }
 
 // add splits b, taking ownership of it, and emits every output partition
@@ -214,8 +222,16 @@ func (s *splitter) add(ctx context.Context, b arrow.RecordBatch, emit emitFunc) 
 				return err
 			}
 		}
+		n := batchBytes(piece)
+		if s.res != nil {
+			if err := s.res.Grow(n); err != nil {
+				piece.Release()
+				return err
+			}
+		}
 		s.pending[d] = append(s.pending[d], piece)
 		s.pendRows[d] += len(idx)
+		s.pendBytes[d] += n
 		if s.pendRows[d] >= s.target {
 			if err := s.flush(ctx, d, emit); err != nil {
 				return err
@@ -233,6 +249,7 @@ func (s *splitter) flush(ctx context.Context, d int, emit emitFunc) error {
 	}
 	s.pending[d] = pend[:0]
 	s.pendRows[d] = 0
+	s.shrink(d)
 	b, err := concatBatches(s.alloc, s.schema, pend)
 	releaseBatches(pend)
 	clear(pend)
@@ -258,5 +275,13 @@ func (s *splitter) release() {
 		releaseBatches(pend)
 		s.pending[d] = nil
 		s.pendRows[d] = 0
+		s.shrink(d)
 	}
+}
+
+func (s *splitter) shrink(d int) {
+	if s.res != nil {
+		s.res.Shrink(s.pendBytes[d])
+	}
+	s.pendBytes[d] = 0
 }

@@ -136,7 +136,7 @@ func (s *shuffleStream) fetch(ctx context.Context, m *mergeStream, loc *rpc.Part
 }
 
 func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation) error {
-	if s.env.WorkDir == "" || !insideDir(jobDir(s.env.WorkDir, loc.JobId), loc.Path) {
+	if s.env.WorkDir == "" || validJobID(loc.JobId) != nil || !insideDir(jobDir(s.env.WorkDir, loc.JobId), loc.Path) {
 		return fmt.Errorf("shuffle file %s is not under this executor's work dir", loc.Path)
 	}
 	f, fr, err := openShuffleFile(loc.Path, s.alloc)

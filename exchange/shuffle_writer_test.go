@@ -211,3 +211,35 @@ func TestShuffleWriterRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestShuffleWriterChargesBuffers(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit int64
+		fail  bool
+	}{
+		{name: "within the pool", limit: 0},
+		{name: "pool too small", limit: 1000, fail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := &Env{ExecutorID: "e1", WorkDir: t.TempDir()}
+			tc, _ := checkedTC(t, taskEnv(env, "j", 1, 0))
+			tc.Memory = physical.NewMemoryPool("task", tt.limit, nil)
+			_, err := NewShuffleWriter(rowsSource(2, 1000, 30), "j", 1, hashPart(4)).RunTask(context.Background(), []int{0, 1}, tc)
+			if tt.fail != errors.Is(err, physical.ErrResourcesExhausted) || (!tt.fail && err != nil) {
+				t.Fatalf("error %v", err)
+			}
+			if tc.Memory.Used() != 0 {
+				t.Errorf("%d bytes still reserved", tc.Memory.Used())
+			}
+			if tt.fail {
+				if files := stageFiles(t, env.WorkDir, "j", 1); len(files) > 0 {
+					t.Errorf("files left behind: %v", files)
+				}
+			} else if tc.Memory.Peak() == 0 {
+				t.Error("buffers were not charged to the pool")
+			}
+		})
+	}
+}
