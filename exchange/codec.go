@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"sluice/physical"
+	"sluice/physical/expr"
 	"sluice/rpc"
 )
 
@@ -33,7 +34,11 @@ func (Codec) Encode(op physical.Operator, encode func(physical.Operator) (*rpc.P
 			Input: in, JobId: op.JobID, StageId: int32(op.StageID), Partitioning: part,
 		}}}, nil
 	case *ShuffleReader:
-		n := &rpc.ShuffleReaderNode{StageId: int32(op.StageID), Schema: schemaToProto(op.schema)}
+		sch, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("shuffle reader of stage %d: %w", op.StageID, err)
+		}
+		n := &rpc.ShuffleReaderNode{StageId: int32(op.StageID), Schema: sch}
 		for _, locs := range op.Partitions {
 			n.Partitions = append(n.Partitions, &rpc.PartitionLocations{Locations: locs})
 		}
@@ -52,7 +57,11 @@ func (Codec) Encode(op physical.Operator, encode func(physical.Operator) (*rpc.P
 			Broadcast: op.Broadcast, QueueBatches: int32(op.QueueBatches),
 		}}}, nil
 	case *PipelinedReader:
-		n := &rpc.PipelinedReaderNode{JobId: op.JobID, StageId: int32(op.StageID), Schema: schemaToProto(op.schema)}
+		sch, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("pipelined reader of stage %d: %w", op.StageID, err)
+		}
+		n := &rpc.PipelinedReaderNode{JobId: op.JobID, StageId: int32(op.StageID), Schema: sch}
 		for _, ps := range op.Partitions {
 			n.Partitions = append(n.Partitions, &rpc.PipelinedProducers{Producers: ps})
 		}
@@ -77,7 +86,7 @@ func (Codec) Decode(n *rpc.PhysicalPlan, decode func(*rpc.PhysicalPlan) (physica
 		return NewShuffleWriter(in, w.GetJobId(), int(w.GetStageId()), part), nil
 	case *rpc.PhysicalPlan_ShuffleReader:
 		r := n.ShuffleReader
-		schema, err := schemaFromProto(r.GetSchema())
+		schema, err := expr.SchemaFromProto(r.GetSchema())
 		if err != nil {
 			return nil, fmt.Errorf("shuffle reader of stage %d: %w", r.GetStageId(), err)
 		}
@@ -99,7 +108,7 @@ func (Codec) Decode(n *rpc.PhysicalPlan, decode func(*rpc.PhysicalPlan) (physica
 		return NewPipelinedWriter(in, w.GetJobId(), int(w.GetStageId()), part, w.GetBroadcast(), int(w.GetQueueBatches())), nil
 	case *rpc.PhysicalPlan_PipelinedReader:
 		r := n.PipelinedReader
-		schema, err := schemaFromProto(r.GetSchema())
+		schema, err := expr.SchemaFromProto(r.GetSchema())
 		if err != nil {
 			return nil, fmt.Errorf("pipelined reader of stage %d: %w", r.GetStageId(), err)
 		}
@@ -120,7 +129,7 @@ func partitioningToProto(p physical.Partitioning) (*rpc.Partitioning, error) {
 	}
 	out := &rpc.Partitioning{Kind: int32(p.Kind), Count: int32(p.Count)}
 	for _, k := range p.Keys {
-		e, err := exprToProto(k)
+		e, err := expr.ToProto(k)
 		if err != nil {
 			return nil, fmt.Errorf("partition key: %w", err)
 		}
@@ -137,7 +146,7 @@ func partitioningFromProto(p *rpc.Partitioning, input physical.Operator) (physic
 	}
 	out := physical.Partitioning{Kind: physical.PartitioningKind(p.GetKind()), Count: int(p.GetCount())}
 	for _, k := range p.GetKeys() {
-		e, err := exprFromProto(k)
+		e, err := expr.FromProto(k)
 		if err != nil {
 			return physical.Partitioning{}, fmt.Errorf("partition key: %w", err)
 		}

@@ -34,6 +34,8 @@ func init() {
 		".maxwidth":  {".maxwidth [N]", "widest a table column is drawn", (*Runner).dotMaxWidth},
 		".nullvalue": {".nullvalue [TEXT]", "text shown for NULL", (*Runner).dotNullValue},
 		".timer":     {".timer on|off", "print time to first row and total time after each query", (*Runner).dotTimer},
+		".cluster":   {".cluster", "show the scheduler, executors (vcores free/total) and running jobs", (*Runner).dotCluster},
+		".explain":   {".explain QUERY", "show the query's logical, physical and stage plans", (*Runner).dotExplain},
 		".mode":      {".mode [blocking|pipelined|compare [off]]", "show or switch the execution mode; compare runs each query in both", (*Runner).dotMode},
 	}
 }

@@ -29,6 +29,8 @@ type Runner struct {
 	Timer     bool
 	Echo      bool
 	Quiet     bool // no footers
+	// Progress shows a progress line on Err for long statements (terminals).
+	Progress bool
 	// ContinueOnError keeps running a script after a failed statement.
 	ContinueOnError bool
 
@@ -102,6 +104,8 @@ func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
 		return r.runCompare(ctx, p)
 	}
 	start := time.Now()
+	prog := r.startProgress()
+	defer prog.stop()
 	res, err := r.Session.Execute(ctx, p.SQL)
 	if err != nil {
 		return err
@@ -133,6 +137,7 @@ func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
 		}
 		if firstRow.IsZero() {
 			firstRow = time.Now()
+			prog.stop()
 		}
 		err = w.Write(b)
 		b.Release()

@@ -27,7 +27,56 @@ import (
 // goroutine at a time.
 type Session struct {
 	Settings *engine.Settings
-	backend  backend
+	// OnProgress, when set, receives a cluster job's progress while it runs
+	// (called from the goroutine running the statement).
+	OnProgress func(Progress)
+	backend    backend
+}
+
+// Progress is a running job's progress.
+type Progress struct {
+	StagesDone, StagesTotal             int
+	TasksRunning, TasksDone, TasksTotal int
+	Rows                                int64
+}
+
+// ClusterInfo describes the cluster a session uses.
+type ClusterInfo struct {
+	Scheduler string
+	Policy    string
+	Executors []ExecutorInfo
+	// RunningJobs are the IDs of unfinished jobs.
+	RunningJobs []string
+}
+
+// ExecutorInfo is one executor's state.
+type ExecutorInfo struct {
+	ID, Address        string
+	FreeVcores, Vcores int
+	SinceHeartbeat     time.Duration
+}
+
+// Cluster describes the cluster, or fails for an in-process session.
+func (s *Session) Cluster(ctx context.Context) (*ClusterInfo, error) {
+	r, ok := s.backend.(*remote)
+	if !ok {
+		return nil, errors.New("this session runs queries in process, not on a cluster")
+	}
+	st, err := r.clusterState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info := &ClusterInfo{Scheduler: r.addr, Policy: st.Policy}
+	for _, e := range st.Executors {
+		info.Executors = append(info.Executors, ExecutorInfo{
+			ID: e.Meta.GetId(), Address: e.Meta.GetGrpcAddress(), FreeVcores: int(e.FreeVcores), Vcores: int(e.Meta.GetVcores()),
+			SinceHeartbeat: time.Since(time.UnixMilli(e.LastHeartbeatUnixMs)),
+		})
+	}
+	for _, j := range st.RunningJobs {
+		info.RunningJobs = append(info.RunningJobs, j.JobId)
+	}
+	return info, nil
 }
 
 type backend interface {

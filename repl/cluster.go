@@ -1,0 +1,85 @@
+package repl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"sluice/session"
+)
+
+func (r *Runner) dotCluster(ctx context.Context, _ []string) error {
+	info, err := r.Session.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.Err, "scheduler %s (policy %s)\n", info.Scheduler, info.Policy)
+	for _, e := range info.Executors {
+		fmt.Fprintf(r.Err, "  executor %-24s %-21s vcores %d free / %d  (heartbeat %.1fs ago)\n",
+			e.ID, e.Address, e.FreeVcores, e.Vcores, e.SinceHeartbeat.Seconds())
+	}
+	if len(info.Executors) == 0 {
+		fmt.Fprintln(r.Err, "  no executors")
+	}
+	if len(info.RunningJobs) == 0 {
+		fmt.Fprintln(r.Err, "running jobs: none")
+	} else {
+		fmt.Fprintf(r.Err, "running jobs: %s\n", strings.Join(info.RunningJobs, ", "))
+	}
+	return nil
+}
+
+func (r *Runner) dotExplain(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: .explain QUERY")
+	}
+	q := strings.TrimSuffix(strings.TrimSpace(strings.Join(args, " ")), ";")
+	saved := r.Format
+	r.Format = "line"
+	defer func() { r.Format = saved }()
+	return r.RunStatement(ctx, Piece{SQL: "EXPLAIN " + q, Line: 1})
+}
+
+// progressLine draws a one-line progress report on a terminal's stderr for
+// statements running longer than a second, and clears it when output starts
+// or the statement ends.
+type progressLine struct {
+	mu      sync.Mutex
+	r       *Runner
+	start   time.Time
+	shown   bool
+	stopped bool
+}
+
+func (r *Runner) startProgress() *progressLine {
+	p := &progressLine{r: r, start: time.Now()}
+	if r.Progress {
+		r.Session.OnProgress = p.update
+	}
+	return p
+}
+
+func (p *progressLine) update(pr session.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || time.Since(p.start) < time.Second {
+		return
+	}
+	fmt.Fprintf(p.r.Err, "\r\x1b[K[%.1fs] stages %d/%d, tasks running %d, done %d/%d, rows %d",
+		time.Since(p.start).Seconds(), pr.StagesDone, pr.StagesTotal, pr.TasksRunning, pr.TasksDone, pr.TasksTotal, pr.Rows)
+	p.shown = true
+}
+
+// stop clears the line; safe to call more than once.
+func (p *progressLine) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.r.Err, "\r\x1b[K")
+		p.shown = false
+	}
+	p.stopped = true
+	p.r.Session.OnProgress = nil
+}
