@@ -137,8 +137,8 @@ func outputsOf(task *rpc.TaskDefinition, executorID string) []*rpc.PartitionLoca
 			out = append(out, &rpc.PartitionLocation{
 				JobId: task.Id.JobId, StageId: task.Id.StageId, MapPartition: mp, Partition: p,
 				ExecutorId: executorID, FlightAddress: executorID + ":flight",
-				Path: fmt.Sprintf("%s/%s/%d/%d/%d-a%d", executorID, task.Id.JobId, task.Id.StageId, p, mp, task.Id.Attempt),
-				NumRows:  1,
+				Path:    fmt.Sprintf("%s/%s/%d/%d/%d-a%d", executorID, task.Id.JobId, task.Id.StageId, p, mp, task.Id.Attempt),
+				NumRows: 1,
 			})
 		}
 	}
