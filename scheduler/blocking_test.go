@@ -304,3 +304,25 @@ func TestBlockingCancel(t *testing.T) {
 		t.Errorf("describe:\n%s", g.Describe())
 	}
 }
+
+// Output lost after all its consumers finished is not re-created.
+func TestBlockingLostOutputNoLongerNeeded(t *testing.T) {
+	g, dg := blockingGraphFor(t, testEngine(t), groupBySQL+" order by 2", 2, 1, 3)
+	if len(dg.Stages) != 3 {
+		t.Fatalf("%d stages", len(dg.Stages))
+	}
+	finishAll(t, g, g.Offer([]*Offer{{ExecutorID: "a", Free: 1}, {ExecutorID: "b", Free: 1}}))
+	finishAll(t, g, g.Offer([]*Offer{{ExecutorID: "b", Free: 2}}))
+	if g.stages[1].state != StageSuccessful {
+		t.Fatalf("stage 2 is %s", g.stages[1].state)
+	}
+	g.ExecutorLost("a")
+	as := g.Offer([]*Offer{{ExecutorID: "b", Free: 4}})
+	if fmt.Sprint(stageOf(as)) != "[3]" {
+		t.Fatalf("placed stages %v, want only the final stage", stageOf(as))
+	}
+	finishAll(t, g, as)
+	if st, err := g.State(); st != GraphSuccessful {
+		t.Fatalf("state %v %v", st, err)
+	}
+}

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -76,13 +75,13 @@ func (s *Scheduler) expireExecutors(now time.Time) {
 	}
 	s.mu.Unlock()
 	for _, id := range expired {
-		s.executorLost(id, fmt.Errorf("no heartbeat for %s", s.cfg.ExecutorTimeout))
+		s.executorLost(id)
 	}
 }
 
 // executorLost removes an executor and tells every job; their graphs
 // re-run what was lost there.
-func (s *Scheduler) executorLost(id string, why error) {
+func (s *Scheduler) executorLost(id string) {
 	s.mu.Lock()
 	e := s.removeExecutorLocked(id)
 	s.mu.Unlock()
@@ -90,7 +89,6 @@ func (s *Scheduler) executorLost(id string, why error) {
 		e.close()
 		s.poke()
 	}
-	_ = why // the graphs' errors say where tasks ran; nothing else records it yet
 }
 
 // removeExecutorLocked forgets an executor and notifies the jobs; the

@@ -167,6 +167,9 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 	switch mode {
 	case ModeBlocking:
 	case ModePipelined:
+		if s.cfg.Policy == PolicyPull {
+			return nil, errors.New("pipelined mode needs the push scheduling policy, and this scheduler runs with pull (SET execution.mode = 'blocking')")
+		}
 		return nil, errors.New("pipelined mode is not available yet (SET execution.mode = 'blocking' to run queries stage by stage)")
 	default:
 		return nil, fmt.Errorf("unknown execution mode %q (expected blocking or pipelined)", mode)

@@ -235,8 +235,10 @@ func (s *Scheduler) pushTasks() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RPCTimeout)
 			defer cancel()
+			// An executor that cannot take the tasks is treated as gone: its
+			// tasks (and any output it held) are re-run elsewhere.
 			if _, err := clients[id].LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: tasks}); err != nil {
-				s.executorLost(id, fmt.Errorf("launching %d tasks: %w", len(tasks), err))
+				s.executorLost(id)
 			}
 		}()
 	}

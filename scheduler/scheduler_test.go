@@ -241,6 +241,29 @@ func TestCancelJob(t *testing.T) {
 	}
 }
 
+// A client that goes away cancels its job.
+func TestClientGoneCancelsJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	e := h.addExecutor("a", 4, false, func(*rpc.TaskDefinition, string) *rpc.TaskStatus { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := h.client.ExecuteQuery(ctx, &rpc.ExecuteQueryRequest{Sql: groupBySQL, Settings: blocking()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a running task", func() bool { return len(e.tasks()) > 0 })
+	cancel()
+	eventually(t, "tasks cancelled on the executor", func() bool { return len(e.cancelled()) == 1 })
+	st, err := h.client.GetJobStatus(context.Background(), &rpc.GetJobStatusRequest{JobId: first.JobId})
+	if err != nil || st.State != rpc.JobState_JOB_CANCELLED {
+		t.Errorf("job after the client left: %v %v", st.GetState(), err)
+	}
+}
+
 // A job that cannot be placed stays queued until an executor appears.
 func TestQueuedUntilExecutorJoins(t *testing.T) {
 	h := newHarness(t, Config{})
