@@ -13,6 +13,7 @@ import (
 
 	"sluice/engine"
 	"sluice/physical"
+	"sluice/physical/expr"
 	"sluice/plan"
 	"sluice/rpc"
 	"sluice/scheduler/dplan"
@@ -135,7 +136,7 @@ func (s *Scheduler) prepare(jobID string, req *rpc.ExecuteQueryRequest) (*rpc.Jo
 // an Arrow IPC stream.
 func inline(st *rpc.JobStatus, rows arrow.RecordBatch) error {
 	var err error
-	if st.Schema, err = schemaToProto(rows.Schema()); err != nil {
+	if st.Schema, err = expr.SchemaToProto(rows.Schema()); err != nil {
 		return err
 	}
 	st.InlineResult, err = ipcBytes(rows)
@@ -174,7 +175,7 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 	default:
 		return nil, fmt.Errorf("unknown execution mode %q (expected blocking or pipelined)", mode)
 	}
-	schema, err := schemaToProto(q.Schema)
+	schema, err := expr.SchemaToProto(q.Schema)
 	if err != nil {
 		return nil, err
 	}
