@@ -4,46 +4,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
 	"sluice/catalog"
 )
 
-var (
-	rownumRe   = regexp.MustCompile(`;\s*where rownum <= (-?\d+);\s*$`)
-	dayPrecRe  = regexp.MustCompile(`(interval '[^']*' day) \(\d+\)`)
-	tpchQueryN = 22
-)
+const tpchQueryN = 22
 
-// tpchText loads TPC-H query n and adapts it: "-- " comment lines are
-// dropped, "where rownum <= N;" becomes LIMIT N, and "day (3)" loses its
-// precision.
+// tpchText loads TPC-H query n from the project's PostgreSQL-syntax copies.
 func tpchText(t *testing.T, n int) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("/work/shared/tpch/queries", fmt.Sprintf("q%d.sql", n)))
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "tpch", fmt.Sprintf("q%d.sql", n)))
 	if err != nil {
-		t.Skipf("TPC-H queries not available: %v", err)
+		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "-- ") {
-			continue
-		}
-		lines = append(lines, l)
-	}
-	text := strings.Join(lines, "\n")
-	text = dayPrecRe.ReplaceAllString(text, "$1")
-	m := rownumRe.FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("q%d: no rownum clause", n)
-	}
-	text = text[:len(text)-len(m[0])]
-	if m[1] != "-1" {
-		text += "\nlimit " + m[1]
-	}
-	return text + ";\n"
+	return string(raw)
 }
 
 // bindScript binds every statement of text, applying CREATE VIEW and DROP
