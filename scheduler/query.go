@@ -43,6 +43,16 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 		cur := s.statusLocked(j)
 		changed := j.changed
 		s.mu.Unlock()
+		if last != nil && last.State == rpc.JobState_JOB_QUEUED && cur.State == rpc.JobState_JOB_SUCCESSFUL {
+			// The job ran between two looks at it; report that it did, so
+			// every stream shows the whole lifecycle.
+			running := proto.Clone(cur).(*rpc.JobStatus)
+			running.State, running.FinalLocations = rpc.JobState_JOB_RUNNING, nil
+			if err := stream.Send(running); err != nil {
+				s.cancelIfRunning(j.id)
+				return err
+			}
+		}
 		if !proto.Equal(cur, last) {
 			if err := stream.Send(cur); err != nil {
 				s.cancelIfRunning(j.id)
