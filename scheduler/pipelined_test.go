@@ -263,8 +263,8 @@ func TestPipelinedWiring(t *testing.T) {
 			readers:  [][]producer{{"0@a/a:flight"}, {"0@a/a:flight"}, {"1@b/b:flight"}},
 		},
 		{
-			name: "broadcast: every consumer task reads the whole build side",
-			sql:  "select c_name, o_totalprice from customer join orders on c_custkey = o_custkey where c_mktsegment = 'BUILDING'",
+			name:       "broadcast: every consumer task reads the whole build side",
+			sql:        "select c_name, o_totalprice from customer join orders on c_custkey = o_custkey where c_mktsegment = 'BUILDING'",
 			partitions: 3, maxPerTask: 2,
 			offers:   offers("a", 2, "b", 2),
 			writers:  map[int32]string{1: "Unknown(3) true", 2: "Unknown(3) false"},
