@@ -415,7 +415,7 @@ func TestPipelinedExecutorLost(t *testing.T) {
 
 // The job succeeds as soon as its final stage has; tasks still feeding it
 // are then cancelled.
-func TestPipelinedEarlyFinish(t *testing.T) {
+func TestPipelinedGraphEarlyFinish(t *testing.T) {
 	g, _ := pipelinedGraphFor(t, testEngine(t), "select o_orderkey from orders limit 5", 4, 2, cluster(2, 4))
 	as := g.Offer(offers("a", 2, "b", 2))
 	var final *Assignment
