@@ -48,6 +48,11 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
 		st.FinalLocations = j.graph.FinalLocations()
 	}
+	// A pipelined job is read while it runs; a status stream may skip
+	// Running when the job ends quickly, so Successful carries them too.
+	if sg, ok := j.graph.(StreamingGraph); ok {
+		st.FinalProducers = sg.FinalProducers()
+	}
 	return st
 }
 
@@ -75,6 +80,12 @@ func (s *Scheduler) syncJobLocked(j *job) {
 	switch state {
 	case GraphSuccessful:
 		s.endLocked(j, rpc.JobState_JOB_SUCCESSFUL)
+		// Early finish (pipelined): the final stage is complete, so tasks
+		// still feeding it (a LIMIT was satisfied) are no longer needed.
+		// The data is removed when the client releases the job.
+		if running := j.graph.Cancel(); len(running) > 0 {
+			s.goLocked(func() { s.cleanup(j.id, running, nil) })
+		}
 	case GraphFailed:
 		s.endLocked(j, rpc.JobState_JOB_FAILED)
 		j.err = &rpc.UserError{Kind: "execution", Message: err.Error()}

@@ -181,7 +181,6 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 		if s.cfg.Policy == PolicyPull {
 			return nil, errors.New("pipelined mode needs the push scheduling policy, and this scheduler runs with pull (SET execution.mode = 'blocking')")
 		}
-		return nil, errors.New("pipelined mode is not available yet (SET execution.mode = 'blocking' to run queries stage by stage)")
 	default:
 		return nil, fmt.Errorf("unknown execution mode %q (expected blocking or pipelined)", mode)
 	}
@@ -192,6 +191,9 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 	dg, err := dplan.Plan(q.Physical)
 	if err != nil {
 		return nil, err
+	}
+	if mode == ModePipelined {
+		return s.submitPipelined(jobID, dg, schema, settings)
 	}
 	g, err := NewBlockingGraph(BlockingConfig{
 		JobID: jobID, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,

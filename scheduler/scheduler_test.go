@@ -358,11 +358,6 @@ func TestStatements(t *testing.T) {
 				t.Errorf("%v %v", st.State, st.Error)
 			}
 		}},
-		{"pipelined", "select count(*) from orders", map[string]string{"execution.mode": "pipelined"}, func(t *testing.T, st *rpc.JobStatus) {
-			if st.State != rpc.JobState_JOB_FAILED || !strings.Contains(st.Error.GetMessage(), "pipelined mode is not available yet") {
-				t.Errorf("%v %v", st.State, st.Error)
-			}
-		}},
 		{"two statements", "select 1; select 2", blocking(), func(t *testing.T, st *rpc.JobStatus) {
 			if st.State != rpc.JobState_JOB_FAILED || !strings.Contains(st.Error.GetMessage(), "one statement") {
 				t.Errorf("%v %v", st.State, st.Error)

@@ -1,0 +1,37 @@
+package scheduler
+
+import (
+	"sluice/engine"
+	"sluice/rpc"
+	"sluice/scheduler/dplan"
+)
+
+// submitPipelined registers a pipelined job. The graph is built under the
+// lock because it checks the job against the executors registered now: a
+// job that can never fit fails here, at submission.
+func (s *Scheduler) submitPipelined(jobID string, dg *dplan.Graph, schema *rpc.Schema, settings *engine.Settings) (*job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := NewPipelinedGraph(PipelinedConfig{
+		JobID: jobID, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode, Settings: settings.Map(),
+		MaxPartitionsPerTask: int(settings.Int("scheduler.max_partitions_per_task")),
+		QueueBatches:         int(settings.Int("exchange.queue_batches")),
+		Cluster:              s.clusterLocked,
+	})
+	if err != nil {
+		return nil, err
+	}
+	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{})}
+	s.addJobLocked(j)
+	return j, nil
+}
+
+// clusterLocked is the cluster's size: registered executors and their
+// vcores. Callers hold s.mu.
+func (s *Scheduler) clusterLocked() ClusterCapacity {
+	c := ClusterCapacity{Executors: len(s.executors)}
+	for _, e := range s.executors {
+		c.Vcores += int(e.meta.Vcores)
+	}
+	return c
+}
