@@ -1,0 +1,123 @@
+// Package exchange holds the operators that cross stage boundaries and the
+// executor-side services they use:
+//
+//   - blocking mode: ShuffleWriter (a stage root writing each output
+//     partition to Arrow IPC files under the executor's work dir) and
+//     ShuffleReader (reads a finished stage's files, locally or over Arrow
+//     Flight);
+//   - pipelined mode: PipelinedWriter (a stage root routing batches into
+//     bounded per-partition queues in the executor's Registry) and
+//     PipelinedReader (drains every producer's queue over Flight);
+//   - the Flight service serving FetchPartition and FetchPipelinedPartition
+//     tickets, and a pool of Flight clients;
+//   - Codec, which converts the four operators to and from rpc messages.
+//
+// A consumer stage holds a physical.UnresolvedExchange until the execution
+// graph knows its producers and swaps in a reader.
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sluice/physical"
+	"sluice/rpc"
+)
+
+// Env is what an executor offers exchange operators. One Env per executor
+// process (or per client, with no WorkDir and no Registry).
+type Env struct {
+	// ExecutorID identifies this executor ("" for a client).
+	ExecutorID string
+	// FlightAddress is where this executor's Flight service listens.
+	FlightAddress string
+	// WorkDir holds shuffle files: <WorkDir>/<job>/<stage>/<partition>/...
+	WorkDir string
+	// Registry holds pipelined queues (nil on clients).
+	Registry *Registry
+	// Clients dials and caches Flight clients by address.
+	Clients *ClientPool
+	// MaxFetchBytes caps the bytes a ShuffleReader stream has in flight at
+	// once (0: DefaultMaxFetchBytes).
+	MaxFetchBytes int64
+	// ProducerWait bounds how long a pipelined fetch waits for its producer
+	// task to register its queues (0: DefaultProducerWait).
+	ProducerWait time.Duration
+}
+
+// DefaultMaxFetchBytes is the fetch cap used when Env.MaxFetchBytes is 0.
+const DefaultMaxFetchBytes = 64 << 20
+
+// DefaultProducerWait is the wait used when Env.ProducerWait is 0. Tasks of
+// a pipelined job launch together, so a consumer's fetch can arrive before
+// its producer has started; ten seconds covers a slow launch without
+// hanging forever on a producer that will never come.
+const DefaultProducerWait = 10 * time.Second
+
+func (e *Env) maxFetchBytes() int64 {
+	if e.MaxFetchBytes > 0 {
+		return e.MaxFetchBytes
+	}
+	return DefaultMaxFetchBytes
+}
+
+func (e *Env) producerWait() time.Duration {
+	if e.ProducerWait > 0 {
+		return e.ProducerWait
+	}
+	return DefaultProducerWait
+}
+
+// TaskEnv is the value of physical.TaskContext.Exchange on executors: the
+// executor's Env and the identity of the task being run.
+type TaskEnv struct {
+	*Env
+	JobID   string
+	StageID int
+	TaskID  int
+	Attempt int
+}
+
+// StageWriter is the root operator of a stage. The executor runs a task by
+// calling RunTask once with the stage partitions the task owns.
+type StageWriter interface {
+	physical.Operator
+	// RunTask drives the given input partitions to completion (concurrently)
+	// and reports where their output went: shuffle files for blocking mode;
+	// nothing for pipelined mode, whose queues are found in the registry.
+	RunTask(ctx context.Context, partitions []int, tc *physical.TaskContext) ([]*rpc.PartitionLocation, error)
+}
+
+// errNoEnv is returned by exchange operators run without an executor or
+// client environment in their TaskContext.
+var errNoEnv = errors.New("exchange operator run without an exchange environment (TaskContext.Exchange is nil)")
+
+// envOf returns the Env in tc.Exchange: an *Env (clients) or a *TaskEnv
+// (executors).
+func envOf(tc *physical.TaskContext) (*Env, error) {
+	switch e := tc.Exchange.(type) {
+	case *TaskEnv:
+		if e != nil && e.Env != nil {
+			return e.Env, nil
+		}
+	case *Env:
+		if e != nil {
+			return e, nil
+		}
+	case nil:
+	default:
+		return nil, fmt.Errorf("internal: TaskContext.Exchange holds %T, want *exchange.TaskEnv or *exchange.Env", tc.Exchange)
+	}
+	return nil, errNoEnv
+}
+
+// taskEnvOf returns the *TaskEnv stage writers need.
+func taskEnvOf(tc *physical.TaskContext) (*TaskEnv, error) {
+	te, ok := tc.Exchange.(*TaskEnv)
+	if !ok || te == nil || te.Env == nil {
+		return nil, fmt.Errorf("internal: a stage writer needs an *exchange.TaskEnv in TaskContext.Exchange, got %T", tc.Exchange)
+	}
+	return te, nil
+}

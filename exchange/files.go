@@ -1,0 +1,131 @@
+package exchange
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Shuffle files live at
+//
+//	<WorkDir>/<job>/<stage>/<output partition>/data-<input partition>.arrow
+//
+// in the Arrow IPC file format with LZ4-compressed buffers. The file
+// format (not the stream format) is used because its footer makes a
+// truncated file unreadable instead of silently short; files are written
+// under a temporary name and renamed into place, so a reader never sees a
+// partial file and a retried task atomically replaces its predecessor's.
+
+// validJobID rejects job ids that are not a single, ordinary path element:
+// they name directories under the work dir, and a ticket is untrusted input.
+func validJobID(job string) error {
+	if job == "" || job == "." || job == ".." || strings.ContainsAny(job, `/\`) || strings.ContainsRune(job, 0) {
+		return fmt.Errorf("invalid job id %q", job)
+	}
+	return nil
+}
+
+func jobDir(workDir, job string) string { return filepath.Join(workDir, job) }
+
+func stageDir(workDir, job string, stage int) string {
+	return filepath.Join(workDir, job, strconv.Itoa(stage))
+}
+
+func shuffleFile(workDir, job string, stage, partition, mapPartition int) string {
+	return filepath.Join(stageDir(workDir, job, stage), strconv.Itoa(partition), fmt.Sprintf("data-%d.arrow", mapPartition))
+}
+
+// insideDir reports whether path, once cleaned, lies strictly inside dir.
+func insideDir(dir, path string) bool {
+	rel, err := filepath.Rel(dir, filepath.Clean(path))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return false
+	}
+	return true
+}
+
+// fileWriter writes one shuffle file: a temporary file that commit renames
+// into place.
+type fileWriter struct {
+	path string
+	tmp  *os.File
+	w    *ipc.FileWriter
+	rows int64
+}
+
+func createShuffleFile(path string, schema *arrow.Schema, alloc memory.Allocator) (*fileWriter, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("creating shuffle directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("creating shuffle file: %w", err)
+	}
+	w, err := ipc.NewFileWriter(tmp, ipc.WithSchema(schema), ipc.WithAllocator(alloc), ipc.WithLZ4())
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("starting shuffle file %s: %w", path, err)
+	}
+	return &fileWriter{path: path, tmp: tmp, w: w}, nil
+}
+
+func (f *fileWriter) write(b arrow.RecordBatch) error {
+	if err := f.w.Write(b); err != nil {
+		return fmt.Errorf("writing shuffle file %s: %w", f.path, err)
+	}
+	f.rows += b.NumRows()
+	return nil
+}
+
+// commit finishes the file and renames it into place, returning its size.
+func (f *fileWriter) commit() (int64, error) {
+	err := f.w.Close()
+	if err == nil {
+		err = f.tmp.Sync()
+	}
+	if cerr := f.tmp.Close(); err == nil {
+		err = cerr
+	}
+	var size int64
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(f.tmp.Name()); err == nil {
+			size = st.Size()
+			err = os.Rename(f.tmp.Name(), f.path)
+		}
+	}
+	if err != nil {
+		os.Remove(f.tmp.Name())
+		return 0, fmt.Errorf("finishing shuffle file %s: %w", f.path, err)
+	}
+	return size, nil
+}
+
+// abort discards the temporary file.
+func (f *fileWriter) abort() {
+	f.w.Close()
+	f.tmp.Close()
+	os.Remove(f.tmp.Name())
+}
+
+// openShuffleFile opens a shuffle file for reading; the caller closes both
+// the reader and the file.
+func openShuffleFile(path string, alloc memory.Allocator) (*os.File, *ipc.FileReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(alloc))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("reading shuffle file %s: %w", path, err)
+	}
+	return f, r, nil
+}

@@ -1,0 +1,192 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"sluice/rpc"
+)
+
+// FlightService is an executor's Arrow Flight service. DoGet serves two
+// tickets (an rpc.Ticket, protobuf-encoded):
+//
+//   - FetchPartition: one shuffle file of a job this executor holds. The
+//     job's directory must exist and the file must lie under
+//     <WorkDir>/<job>/<stage>/; anything else is refused, so a ticket can
+//     never read outside the executor's shuffle output.
+//   - FetchPipelinedPartition: one pipelined queue of the Registry, waiting
+//     up to Env.ProducerWait for its producer to register.
+//
+// Batches travel as Arrow IPC with LZ4-compressed buffers.
+type FlightService struct {
+	flight.BaseFlightServer
+	env *Env
+	// Alloc allocates the buffers the service decodes and compresses (nil:
+	// the Go allocator); tests set a checked allocator.
+	Alloc memory.Allocator
+}
+
+// NewFlightService returns the Flight service of the executor env.
+func NewFlightService(env *Env) *FlightService {
+	return &FlightService{env: env}
+}
+
+func (s *FlightService) alloc() memory.Allocator {
+	if s.Alloc != nil {
+		return s.Alloc
+	}
+	return memory.DefaultAllocator
+}
+
+// DoGet implements flight.FlightServiceServer.
+func (s *FlightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	var t rpc.Ticket
+	if err := proto.Unmarshal(tkt.GetTicket(), &t); err != nil {
+		return status.Errorf(codes.InvalidArgument, "malformed ticket: %v", err)
+	}
+	switch k := t.Kind.(type) {
+	case *rpc.Ticket_FetchPartition:
+		return s.fetchPartition(stream, k.FetchPartition)
+	case *rpc.Ticket_FetchPipelinedPartition:
+		return s.fetchPipelined(stream, k.FetchPipelinedPartition)
+	}
+	return status.Error(codes.InvalidArgument, "ticket names no fetch (want fetch_partition or fetch_pipelined_partition)")
+}
+
+// shufflePath checks a FetchPartition ticket against the work dir and
+// returns the file it names.
+func (s *FlightService) shufflePath(f *rpc.FetchPartition) (string, error) {
+	if s.env.WorkDir == "" {
+		return "", status.Error(codes.FailedPrecondition, "this executor keeps no shuffle files (no work dir)")
+	}
+	if err := validJobID(f.JobId); err != nil {
+		return "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	if st, err := os.Stat(jobDir(s.env.WorkDir, f.JobId)); err != nil || !st.IsDir() {
+		return "", status.Errorf(codes.NotFound, "unknown job %s on executor %s (its data was removed, or the executor restarted)", f.JobId, s.env.ExecutorID)
+	}
+	dir := stageDir(s.env.WorkDir, f.JobId, int(f.StageId))
+	path := f.Path
+	if path == "" {
+		path = shuffleFile(s.env.WorkDir, f.JobId, int(f.StageId), int(f.Partition), int(f.MapPartition))
+	}
+	if !insideDir(dir, path) {
+		return "", status.Errorf(codes.InvalidArgument, "path %q is not a shuffle file of stage %d of job %s", f.Path, f.StageId, f.JobId)
+	}
+	return filepath.Clean(path), nil
+}
+
+func (s *FlightService) fetchPartition(stream flight.FlightService_DoGetServer, f *rpc.FetchPartition) error {
+	path, err := s.shufflePath(f)
+	if err != nil {
+		return err
+	}
+	file, r, err := openShuffleFile(path, s.alloc())
+	if errors.Is(err, os.ErrNotExist) {
+		return status.Errorf(codes.NotFound, "no partition %d (map partition %d) of stage %d of job %s on executor %s",
+			f.Partition, f.MapPartition, f.StageId, f.JobId, s.env.ExecutorID)
+	}
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	defer file.Close()
+	defer r.Close()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(r.Schema()), ipc.WithAllocator(s.alloc()), ipc.WithLZ4())
+	defer w.Close()
+	for i := 0; i < r.NumRecords(); i++ {
+		b, err := r.RecordBatchAt(i)
+		if err != nil {
+			return status.Errorf(codes.Internal, "reading %s: %v", path, err)
+		}
+		err = w.Write(b)
+		b.Release()
+		if err != nil {
+			return streamErr(stream.Context(), err)
+		}
+	}
+	return nil
+}
+
+func (s *FlightService) fetchPipelined(stream flight.FlightService_DoGetServer, f *rpc.FetchPipelinedPartition) error {
+	if s.env.Registry == nil {
+		return status.Error(codes.FailedPrecondition, "this executor has no pipelined registry")
+	}
+	ctx := stream.Context()
+	k := QueueKey{JobID: f.JobId, StageID: int(f.StageId), TaskID: int(f.TaskId), Partition: int(f.Partition)}
+	q, err := s.env.Registry.Take(ctx, k, s.env.producerWait())
+	if err != nil {
+		if errors.Is(err, ErrJobReleased) {
+			return status.Errorf(codes.NotFound, "unknown job %s on executor %s: %v", f.JobId, s.env.ExecutorID, err)
+		}
+		if ctx.Err() != nil {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		return status.Error(codes.NotFound, err.Error())
+	}
+	defer q.Close()
+	return sendQueue(ctx, stream, q.Schema(), q.Next, s.alloc())
+}
+
+// sendQueue writes a queue's batches to a Flight stream until EOF. A
+// producer error becomes the stream's error status, so the consumer fails
+// rather than seeing a short stream.
+func sendQueue(ctx context.Context, stream flight.FlightService_DoGetServer, schema *arrow.Schema,
+	next func(context.Context) (arrow.RecordBatch, error), alloc memory.Allocator) error {
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(alloc), ipc.WithLZ4())
+	defer w.Close()
+	for {
+		b, err := next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return status.FromContextError(ctx.Err()).Err()
+			}
+			return status.Error(codes.Aborted, err.Error())
+		}
+		err = w.Write(b)
+		b.Release()
+		if err != nil {
+			return streamErr(ctx, err)
+		}
+	}
+}
+
+func streamErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return status.Errorf(codes.Unavailable, "sending batch: %v", err)
+}
+
+// RemoveJob deletes job's shuffle files and releases its pipelined queues.
+func (s *FlightService) RemoveJob(jobID string) error {
+	if err := validJobID(jobID); err != nil {
+		return err
+	}
+	if s.env.Registry != nil {
+		s.env.Registry.DropJob(jobID)
+	}
+	if s.env.WorkDir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(jobDir(s.env.WorkDir, jobID)); err != nil {
+		return fmt.Errorf("removing data of job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+var _ flight.FlightServer = (*FlightService)(nil)

@@ -1,0 +1,121 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+
+	"sluice/physical"
+	"sluice/rpc"
+)
+
+// PipelinedReader is the leaf of a pipelined-mode stage reading a running
+// stage's queues: partition p merges the queues of partition p of every
+// producer task in Partitions[p].
+//
+// Execute opens one stream per producer at once and drains them all
+// concurrently. There is deliberately no cap on streams in flight: each
+// producer blocks on its bounded queue until it is read, and a producer
+// that feeds several partitions cannot finish any of them while one is
+// unread, so a capped reader would wait for streams it never opened.
+// Producers on this executor are read from the Registry directly; others
+// over Flight. There are no retries: a broken stream fails the read.
+type PipelinedReader struct {
+	JobID string
+	// StageID is the producer stage.
+	StageID    int
+	schema     *arrow.Schema
+	Partitions [][]*rpc.PipelinedProducer
+}
+
+// NewPipelinedReader returns a reader of stage stageID of job jobID whose
+// partition i merges partition i of every producer in partitions[i].
+func NewPipelinedReader(jobID string, stageID int, schema *arrow.Schema, partitions [][]*rpc.PipelinedProducer) *PipelinedReader {
+	return &PipelinedReader{JobID: jobID, StageID: stageID, schema: schema, Partitions: partitions}
+}
+
+// Schema implements physical.Operator.
+func (r *PipelinedReader) Schema() *arrow.Schema { return r.schema }
+
+// Children implements physical.Operator.
+func (r *PipelinedReader) Children() []physical.Operator { return nil }
+
+// OutputPartitioning implements physical.Operator.
+func (r *PipelinedReader) OutputPartitioning() physical.Partitioning {
+	return physical.Partitioning{Kind: physical.PartUnknown, Count: len(r.Partitions)}
+}
+
+func (r *PipelinedReader) String() string {
+	return fmt.Sprintf("PipelinedReader: job=%s stage=%d partitions=%d", r.JobID, r.StageID, len(r.Partitions))
+}
+
+// Execute implements physical.Operator.
+func (r *PipelinedReader) Execute(ctx context.Context, partition int, tc *physical.TaskContext) (physical.Stream, error) {
+	if partition < 0 || partition >= len(r.Partitions) {
+		return nil, fmt.Errorf("pipelined reader of stage %d: partition %d out of range (%d partitions)", r.StageID, partition, len(r.Partitions))
+	}
+	env, err := envOf(tc)
+	if err != nil {
+		return nil, fmt.Errorf("pipelined reader of stage %d: %w", r.StageID, err)
+	}
+	producers := r.Partitions[partition]
+	run := func(ctx context.Context, m *mergeStream) error {
+		g, gctx := errgroup.WithContext(ctx)
+		for _, p := range producers {
+			g.Go(func() error {
+				err := r.drain(gctx, env, tc, partition, p, m)
+				if err != nil && gctx.Err() == nil {
+					return fmt.Errorf("reading partition %d of stage %d from task %d on executor %s: %w",
+						partition, r.StageID, p.TaskId, p.ExecutorId, err)
+				}
+				return err
+			})
+		}
+		return g.Wait()
+	}
+	return startMerge(ctx, r.schema, max(len(producers), 1), run), nil
+}
+
+// drain copies one producer's queue into m.
+func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.TaskContext, partition int, p *rpc.PipelinedProducer, m *mergeStream) error {
+	if env.Registry != nil && env.ExecutorID != "" && p.ExecutorId == env.ExecutorID {
+		k := QueueKey{JobID: r.JobID, StageID: r.StageID, TaskID: int(p.TaskId), Partition: partition}
+		q, err := env.Registry.Take(ctx, k, env.producerWait())
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		for {
+			b, err := q.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := m.send(ctx, b); err != nil {
+				return err
+			}
+		}
+	}
+	if env.Clients == nil {
+		return errors.New("no Flight client pool configured")
+	}
+	ticket, err := proto.Marshal(&rpc.Ticket{Kind: &rpc.Ticket_FetchPipelinedPartition{FetchPipelinedPartition: &rpc.FetchPipelinedPartition{
+		JobId:     r.JobID,
+		StageId:   int32(r.StageID),
+		TaskId:    p.TaskId,
+		Partition: int32(partition),
+	}}})
+	if err != nil {
+		return fmt.Errorf("encoding ticket: %w", err)
+	}
+	return doGet(ctx, env.Clients, p.FlightAddress, ticket, tc.Alloc, m.send)
+}
+
+var _ physical.Operator = (*PipelinedReader)(nil)

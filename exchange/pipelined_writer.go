@@ -1,0 +1,182 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/errgroup"
+
+	"sluice/physical"
+	"sluice/rpc"
+)
+
+// PipelinedWriter is the root of a pipelined-mode stage: it drives its
+// task's input partitions concurrently and routes their batches into the
+// task's bounded queues in the executor's Registry, one per output
+// partition, from which consumers stream them over Flight.
+//
+// PartHash splits rows by physical.HashRows(Keys) % Count and coalesces each
+// output partition's rows back up to the batch size before queueing them;
+// every task produces all Count output partitions. PartUnknown passes
+// through: input partition i becomes output partition i, so a task owns
+// (and registers) only the output partitions of its input partitions.
+//
+// Every output partition ends with an end-of-stream marker once all input
+// partitions are done, or with the task's error (cancellation included),
+// so consumers never mistake a failed producer for a short one. RunTask
+// returns once everything has been queued: for a non-broadcast output that
+// is when consumers have read all but the last few batches.
+type PipelinedWriter struct {
+	input physical.Operator
+	// JobID and StageID name the stage; the task id comes from TaskEnv.
+	JobID   string
+	StageID int
+	// Part is how output partitions are formed (PartHash or PartUnknown).
+	Part physical.Partitioning
+	// Broadcast keeps the output for every consumer task to replay.
+	Broadcast bool
+	// QueueBatches is each queue's capacity in batches.
+	QueueBatches int
+}
+
+// NewPipelinedWriter returns a PipelinedWriter of input for stage stageID
+// of job jobID.
+func NewPipelinedWriter(input physical.Operator, jobID string, stageID int, p physical.Partitioning, broadcast bool, queueBatches int) *PipelinedWriter {
+	return &PipelinedWriter{input: input, JobID: jobID, StageID: stageID, Part: p, Broadcast: broadcast, QueueBatches: queueBatches}
+}
+
+// Input is the stage body the writer drives.
+func (w *PipelinedWriter) Input() physical.Operator { return w.input }
+
+// Schema implements physical.Operator.
+func (w *PipelinedWriter) Schema() *arrow.Schema { return w.input.Schema() }
+
+// Children implements physical.Operator.
+func (w *PipelinedWriter) Children() []physical.Operator { return []physical.Operator{w.input} }
+
+// OutputPartitioning is the partitioning of the queues the writer fills.
+func (w *PipelinedWriter) OutputPartitioning() physical.Partitioning {
+	if w.Part.Kind == physical.PartHash {
+		return w.Part
+	}
+	return physical.Partitioning{Kind: physical.PartUnknown, Count: w.input.OutputPartitioning().Count}
+}
+
+func (w *PipelinedWriter) String() string {
+	s := fmt.Sprintf("PipelinedWriter: job=%s stage=%d output=%s queue=%d", w.JobID, w.StageID, w.OutputPartitioning(), w.QueueBatches)
+	if w.Broadcast {
+		s += " broadcast"
+	}
+	return s
+}
+
+// Execute implements physical.Operator. A stage writer fills queues, not a
+// stream: executors call RunTask.
+func (w *PipelinedWriter) Execute(context.Context, int, *physical.TaskContext) (physical.Stream, error) {
+	return nil, fmt.Errorf("internal: pipelined writer of stage %d is a stage root; run it with RunTask", w.StageID)
+}
+
+// RunTask implements StageWriter. It returns no locations: consumers find
+// the queues by (job, stage, task, partition).
+func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *physical.TaskContext) ([]*rpc.PartitionLocation, error) {
+	switch w.Part.Kind {
+	case physical.PartHash:
+		if w.Part.Count < 1 || len(w.Part.Keys) == 0 {
+			return nil, fmt.Errorf("pipelined writer: hash partitioning needs keys and at least one partition, got %s", w.Part)
+		}
+	case physical.PartUnknown:
+	default:
+		return nil, fmt.Errorf("pipelined writer: unsupported output partitioning %s", w.Part)
+	}
+	te, err := taskEnvOf(tc)
+	if err != nil {
+		return nil, err
+	}
+	if te.Registry == nil {
+		return nil, errors.New("pipelined writer: the executor has no pipelined registry")
+	}
+	in := w.input.OutputPartitioning().Count
+	for _, p := range partitions {
+		if p < 0 || p >= in {
+			return nil, fmt.Errorf("pipelined writer: stage %d has no partition %d (it has %d)", w.StageID, p, in)
+		}
+	}
+	owned := partitions
+	if w.Part.Kind == physical.PartHash {
+		owned = make([]int, w.Part.Count)
+		for i := range owned {
+			owned[i] = i
+		}
+	}
+	reg := te.Registry
+	if err := reg.Register(w.JobID, w.StageID, te.TaskID, w.input.Schema(), owned, w.QueueBatches, w.Broadcast); err != nil {
+		return nil, fmt.Errorf("pipelined writer stage %d task %d: %w", w.StageID, te.TaskID, err)
+	}
+	key := func(p int) QueueKey {
+		return QueueKey{JobID: w.JobID, StageID: w.StageID, TaskID: te.TaskID, Partition: p}
+	}
+	push := func(ctx context.Context, d int, b arrow.RecordBatch) error {
+		return reg.Push(ctx, key(d), b)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, p := range partitions {
+		g.Go(func() error { return w.drive(gctx, p, tc, push) })
+	}
+	err = g.Wait()
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("task cancelled: %w", ctx.Err())
+	}
+	for _, p := range owned {
+		reg.Finish(key(p), err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipelined writer stage %d task %d: %w", w.StageID, te.TaskID, err)
+	}
+	return nil, nil
+}
+
+// drive routes input partition in's batches to the queues.
+func (w *PipelinedWriter) drive(ctx context.Context, in int, tc *physical.TaskContext, push emitFunc) error {
+	s, err := w.input.Execute(ctx, in, tc)
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", in, err)
+	}
+	defer s.Close()
+	var split *splitter
+	if w.Part.Kind == physical.PartHash {
+		split = newSplitter(w.Part, w.input.Schema(), tc)
+		defer split.release()
+	}
+	for {
+		b, err := s.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("partition %d: %w", in, err)
+		}
+		switch {
+		case split != nil:
+			err = split.add(ctx, b, push)
+		case b.NumRows() == 0:
+			b.Release()
+		default:
+			err = push(ctx, in, b)
+		}
+		if err != nil {
+			return fmt.Errorf("partition %d: %w", in, err)
+		}
+	}
+	if split != nil {
+		if err := split.flushAll(ctx, push); err != nil {
+			return fmt.Errorf("partition %d: %w", in, err)
+		}
+	}
+	return nil
+}
+
+var _ StageWriter = (*PipelinedWriter)(nil)

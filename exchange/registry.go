@@ -1,0 +1,409 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// QueueKey names one pipelined queue: output partition Partition of task
+// TaskID of stage StageID of job JobID.
+type QueueKey struct {
+	JobID     string
+	StageID   int
+	TaskID    int
+	Partition int
+}
+
+func (k QueueKey) String() string {
+	return fmt.Sprintf("job %s stage %d task %d partition %d", k.JobID, k.StageID, k.TaskID, k.Partition)
+}
+
+// ErrJobReleased is returned (wrapped) to producers and consumers of a job
+// whose queues were dropped by DropJob: the job finished, failed or was
+// cancelled.
+var ErrJobReleased = errors.New("the job's exchange queues were released")
+
+// droppedJobTTL is how long DropJob remembers a job, so that a producer
+// task that starts after cleanup (it was launched just before the job
+// failed) cannot re-create queues nobody will ever drop.
+const droppedJobTTL = time.Hour
+
+// Registry is the executor-wide set of pipelined queues, keyed by
+// QueueKey. A producer (PipelinedWriter) registers its task's queues,
+// pushes batches and finishes each queue with an end-of-stream marker or
+// an error; consumers (the Flight service, or a local PipelinedReader)
+// take a queue and read it.
+//
+// A queue holds at most its capacity in batches: Push blocks while it is
+// full, which is how a slow consumer slows its producers (backpressure).
+// A consumer sees io.EOF only after the producer's end-of-stream marker; a
+// producer error or cancellation reaches it as an error, never as a short
+// result.
+//
+// Broadcast queues keep every batch so that each consumer task can replay
+// the whole output; Push never blocks on them (a broadcast output is a
+// join build side small enough to broadcast), and they are released by
+// DropJob. A non-broadcast queue has one consumer and is dropped once that
+// consumer has read it to the end (or gave up and the producer finished).
+//
+// All methods are safe for concurrent use.
+type Registry struct {
+	mu      sync.Mutex
+	jobs    map[string]*jobQueues
+	dropped map[string]time.Time // released jobs and when
+	changed chan struct{}        // closed (and replaced) on every Register and DropJob
+}
+
+type jobQueues struct {
+	queues map[QueueKey]*queue
+	bytes  int64
+	peak   int64
+}
+
+type queue struct {
+	key       QueueKey
+	job       *jobQueues
+	schema    *arrow.Schema
+	capacity  int
+	broadcast bool
+
+	batches  []arrow.RecordBatch // non-broadcast: unread; broadcast: all
+	sizes    []int64
+	finished bool  // the producer called Finish
+	err      error // the producer's error, if any
+	taken    bool  // non-broadcast: a consumer has it
+	gone     bool  // non-broadcast: the consumer closed before the end
+	released bool  // DropJob released the queue
+	removed  bool
+	changed  chan struct{} // closed (and replaced) on every state change
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{
+		jobs:    make(map[string]*jobQueues),
+		dropped: make(map[string]time.Time),
+		changed: make(chan struct{}),
+	}
+}
+
+func (r *Registry) signal() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (q *queue) signal() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+func (r *Registry) lookup(k QueueKey) *queue {
+	if j := r.jobs[k.JobID]; j != nil {
+		return j.queues[k]
+	}
+	return nil
+}
+
+func releasedErr(job string) error { return fmt.Errorf("job %s: %w", job, ErrJobReleased) }
+
+// Register creates the queues of one producer task: one per output
+// partition in partitions, each holding up to capacity batches (at least
+// one) of the given schema.
+func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.dropped[job]; ok {
+		return releasedErr(job)
+	}
+	j := r.jobs[job]
+	if j == nil {
+		j = &jobQueues{queues: make(map[QueueKey]*queue)}
+		r.jobs[job] = j
+	}
+	for _, p := range partitions {
+		k := QueueKey{JobID: job, StageID: stage, TaskID: task, Partition: p}
+		if j.queues[k] != nil {
+			return fmt.Errorf("internal: pipelined queue for %s registered twice", k)
+		}
+	}
+	for _, p := range partitions {
+		k := QueueKey{JobID: job, StageID: stage, TaskID: task, Partition: p}
+		j.queues[k] = &queue{key: k, job: j, schema: schema, capacity: max(capacity, 1), broadcast: broadcast, changed: make(chan struct{})}
+	}
+	r.signal()
+	return nil
+}
+
+// Push appends b to queue k, taking ownership of it. It blocks while a
+// non-broadcast queue is full, until the consumer reads, ctx is done
+// (returning ctx's error) or the job is released. If the consumer has
+// gone, b is discarded and Push returns nil: the rows are not wanted.
+func (r *Registry) Push(ctx context.Context, k QueueKey, b arrow.RecordBatch) error {
+	r.mu.Lock()
+	q := r.lookup(k)
+	if q == nil {
+		_, dropped := r.dropped[k.JobID]
+		r.mu.Unlock()
+		b.Release()
+		if dropped {
+			return releasedErr(k.JobID)
+		}
+		return fmt.Errorf("internal: push to unregistered pipelined queue %s", k)
+	}
+	for {
+		switch {
+		case q.released:
+			r.mu.Unlock()
+			b.Release()
+			return releasedErr(k.JobID)
+		case q.finished:
+			r.mu.Unlock()
+			b.Release()
+			return fmt.Errorf("internal: push to finished pipelined queue %s", k)
+		case q.gone:
+			r.mu.Unlock()
+			b.Release()
+			return nil
+		case q.broadcast || len(q.batches) < q.capacity:
+			n := batchBytes(b)
+			q.batches = append(q.batches, b)
+			q.sizes = append(q.sizes, n)
+			q.job.bytes += n
+			q.job.peak = max(q.job.peak, q.job.bytes)
+			q.signal()
+			r.mu.Unlock()
+			return nil
+		}
+		ch := q.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			b.Release()
+			return ctx.Err()
+		}
+		r.mu.Lock()
+	}
+}
+
+// Finish ends queue k: with err nil it is the end-of-stream marker; with an
+// error every consumer gets that error after the batches already queued.
+// Only the first Finish counts.
+func (r *Registry) Finish(k QueueKey, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.lookup(k)
+	if q == nil || q.finished {
+		return
+	}
+	q.finished, q.err = true, err
+	q.signal()
+	if q.gone {
+		r.remove(q)
+	}
+}
+
+// remove deletes a non-broadcast queue and its batches.
+func (r *Registry) remove(q *queue) {
+	if q.removed {
+		return
+	}
+	q.removed = true
+	r.discard(q)
+	delete(q.job.queues, q.key)
+}
+
+// discard releases q's batches.
+func (r *Registry) discard(q *queue) {
+	for i, b := range q.batches {
+		b.Release()
+		q.job.bytes -= q.sizes[i]
+	}
+	q.batches, q.sizes = nil, nil
+}
+
+// Take returns a reader of queue k, waiting up to wait for its producer to
+// register it. A non-broadcast queue can be taken once; a broadcast queue
+// any number of times, each reader replaying it from the start.
+func (r *Registry) Take(ctx context.Context, k QueueKey, wait time.Duration) (*QueueReader, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	r.mu.Lock()
+	for {
+		if _, ok := r.dropped[k.JobID]; ok {
+			r.mu.Unlock()
+			return nil, releasedErr(k.JobID)
+		}
+		if q := r.lookup(k); q != nil {
+			defer r.mu.Unlock()
+			if !q.broadcast {
+				if q.taken {
+					return nil, fmt.Errorf("pipelined queue %s is already being read (no retries in pipelined mode)", k)
+				}
+				q.taken = true
+			}
+			return &QueueReader{r: r, q: q}, nil
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return nil, fmt.Errorf("producer of %s did not start within %s (was the task launched on this executor?)", k, wait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		r.mu.Lock()
+	}
+}
+
+// DropJob releases every queue of job: their batches are freed, blocked
+// producers and consumers return an error wrapping ErrJobReleased, and
+// later registrations for the job are refused.
+func (r *Registry) DropJob(job string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	for id, t := range r.dropped {
+		if now.Sub(t) > droppedJobTTL {
+			delete(r.dropped, id)
+		}
+	}
+	r.dropped[job] = now
+	if j := r.jobs[job]; j != nil {
+		for _, q := range j.queues {
+			q.released = true
+			r.discard(q)
+			q.signal()
+		}
+		delete(r.jobs, job)
+	}
+	r.signal()
+}
+
+// QueuedBytes is the memory held by job's queued batches.
+func (r *Registry) QueuedBytes(job string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[job]; j != nil {
+		return j.bytes
+	}
+	return 0
+}
+
+// PeakQueuedBytes is the most memory job's queues held at once.
+func (r *Registry) PeakQueuedBytes(job string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[job]; j != nil {
+		return j.peak
+	}
+	return 0
+}
+
+// Entries is the number of job's queues still registered.
+func (r *Registry) Entries(job string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[job]; j != nil {
+		return len(j.queues)
+	}
+	return 0
+}
+
+// QueueReader reads one queue. It is used by one goroutine.
+type QueueReader struct {
+	r      *Registry
+	q      *queue
+	cursor int  // broadcast: next batch to replay
+	ended  bool // returned EOF or the producer's error
+	closed bool
+}
+
+// Schema is the schema of the queue's batches.
+func (qr *QueueReader) Schema() *arrow.Schema { return qr.q.schema }
+
+// Next returns the next batch (the caller owns it), io.EOF after the
+// producer's end-of-stream marker, or an error: the producer's, one
+// wrapping ErrJobReleased, or ctx's.
+func (qr *QueueReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	r, q := qr.r, qr.q
+	if qr.closed {
+		return nil, fmt.Errorf("internal: read of closed pipelined queue %s", q.key)
+	}
+	r.mu.Lock()
+	for {
+		if q.released {
+			r.mu.Unlock()
+			return nil, releasedErr(q.key.JobID)
+		}
+		if q.broadcast {
+			if qr.cursor < len(q.batches) {
+				b := q.batches[qr.cursor]
+				qr.cursor++
+				b.Retain()
+				r.mu.Unlock()
+				return b, nil
+			}
+		} else if len(q.batches) > 0 {
+			b := q.batches[0]
+			q.job.bytes -= q.sizes[0]
+			q.batches[0] = nil
+			q.batches, q.sizes = q.batches[1:], q.sizes[1:]
+			q.signal()
+			r.mu.Unlock()
+			return b, nil
+		}
+		if q.finished {
+			qr.ended = true
+			if !q.broadcast {
+				r.remove(q)
+			}
+			err := q.err
+			r.mu.Unlock()
+			if err != nil {
+				return nil, fmt.Errorf("producer of %s failed: %w", q.key, err)
+			}
+			return nil, io.EOF
+		}
+		ch := q.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		r.mu.Lock()
+	}
+}
+
+// Close ends the read. A non-broadcast queue closed before its end is
+// abandoned: its batches are freed and its producer's further pushes are
+// discarded (LIMIT stops reading early).
+func (qr *QueueReader) Close() {
+	if qr.closed {
+		return
+	}
+	qr.closed = true
+	if qr.q.broadcast || qr.ended {
+		return
+	}
+	r, q := qr.r, qr.q
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if q.released {
+		return
+	}
+	q.gone = true
+	r.discard(q)
+	q.signal()
+	if q.finished {
+		r.remove(q)
+	}
+}
