@@ -1,0 +1,46 @@
+package dplan
+
+import (
+	"fmt"
+
+	"sluice/physical"
+)
+
+// WithNewChildren returns op rebuilt over children (in Children() order)
+// through the operator's public constructor. Operators are immutable, so
+// this is how a plan rewrite replaces a subtree. Leaves are returned as
+// they are. An operator this package does not know fails with an error
+// rather than being silently kept over its old children.
+func WithNewChildren(op physical.Operator, children []physical.Operator) (physical.Operator, error) {
+	if want := len(op.Children()); want != len(children) {
+		return nil, fmt.Errorf("internal: %s has %d children, got %d replacements", op, want, len(children))
+	}
+	if len(children) == 0 {
+		return op, nil
+	}
+	switch o := op.(type) {
+	case *physical.Filter:
+		return physical.NewFilter(children[0], o.Predicate()), nil
+	case *physical.Projection:
+		return physical.NewProjection(children[0], o.Exprs(), o.Names()), nil
+	case *physical.HashAggregate:
+		return physical.NewHashAggregate(children[0], o.Mode(), o.GroupBy(), o.GroupNames(), o.Aggs())
+	case *physical.HashJoin:
+		return physical.NewHashJoin(children[0], children[1], o.JoinType(), o.LeftKeys(), o.RightKeys(), o.Filter(), o.NullAware(), o.Mode())
+	case *physical.NestedLoopJoin:
+		return physical.NewNestedLoopJoin(children[0], children[1], o.JoinType(), o.Filter())
+	case *physical.Sort:
+		return physical.NewSort(children[0], o.Keys(), o.Fetch()), nil
+	case *physical.SortPreservingMerge:
+		return physical.NewSortPreservingMerge(children[0], o.Keys(), o.Fetch()), nil
+	case *physical.Limit:
+		return physical.NewLimit(children[0], o.Offset(), o.Count()), nil
+	case *physical.Union:
+		return physical.NewUnion(children), nil
+	case *physical.CoalescePartitions:
+		return physical.NewCoalescePartitions(children[0]), nil
+	case *physical.Repartition:
+		return physical.NewRepartition(children[0], o.OutputPartitioning()), nil
+	}
+	return nil, fmt.Errorf("internal: cannot rebuild operator %T (%s) over new children", op, op)
+}

@@ -1,0 +1,156 @@
+package dplan
+
+import (
+	"fmt"
+	"slices"
+
+	"sluice/physical"
+)
+
+// Plan cuts a physical plan into stages, as Ballista's
+// DefaultDistributedPlanner does. The cut points are:
+//
+//   - a Repartition: the producer stage's body is the repartition's input
+//     and its Output the repartition's partitioning; the consumer reads an
+//     UnresolvedExchange in the repartition's place.
+//   - a CoalescePartitions or SortPreservingMerge over several partitions:
+//     the cut is below it, so the producer writes its partitions through
+//     unchanged and the many-to-one step runs in the consumer, over an
+//     exchange with the producer's partition count.
+//   - the build (left) side of a HashJoin in CollectLeft mode and of a
+//     NestedLoopJoin: every consumer task reads all of it, so the producer
+//     stage is marked Broadcast.
+//   - every input of a Union: each branch is its own stage.
+//
+// What remains above the last cut is the final stage, whose output
+// partitions the client reads. An input that is already an exchange is not
+// cut again: a stage that only copies another stage's output would add a
+// round trip and nothing else.
+func Plan(root physical.Operator) (*Graph, error) {
+	if root == nil {
+		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
+	}
+	p := &planner{}
+	body, inputs, err := p.visit(root)
+	if err != nil {
+		return nil, fmt.Errorf("distributed planning: %w", err)
+	}
+	p.add(body, passThrough(body), inputs, false)
+	return &Graph{Stages: p.stages}, nil
+}
+
+// planner accumulates stages in creation order; since a producer is always
+// finished before its consumer is created, IDs increase from producers to
+// consumers.
+type planner struct {
+	stages []*Stage
+}
+
+func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
+	s := &Stage{ID: len(p.stages) + 1, Body: body, Output: out, Inputs: inputs, Broadcast: broadcast}
+	p.stages = append(p.stages, s)
+	return s
+}
+
+// passThrough is the output of a stage that writes its body's partitions
+// unchanged.
+func passThrough(body physical.Operator) physical.Partitioning {
+	return physical.Partitioning{Kind: physical.PartUnknown, Count: body.OutputPartitioning().Count}
+}
+
+// visit returns op with every cut below it replaced by an exchange
+// placeholder, and the (sorted, distinct) IDs of the stages it reads.
+func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) {
+	switch o := op.(type) {
+	case *physical.Repartition:
+		in, ins, err := p.visit(o.Children()[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		s := p.add(in, o.OutputPartitioning(), ins, false)
+		return physical.NewUnresolvedExchange(s.ID, o.Schema(), o.OutputPartitioning()), []int{s.ID}, nil
+	case *physical.CoalescePartitions, *physical.SortPreservingMerge:
+		in, ins, err := p.visit(op.Children()[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		if in.OutputPartitioning().Count > 1 {
+			in, ins = p.cut(in, ins, false)
+		}
+		out, err := WithNewChildren(op, []physical.Operator{in})
+		return out, ins, err
+	case *physical.HashJoin:
+		if o.Mode() == physical.JoinCollectLeft {
+			return p.collectLeft(op)
+		}
+	case *physical.NestedLoopJoin:
+		// A nested-loop join always buffers every left partition in each task.
+		return p.collectLeft(op)
+	case *physical.Union:
+		children := o.Children()
+		outs := make([]physical.Operator, len(children))
+		var all []int
+		for i, c := range children {
+			in, ins, err := p.visit(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			outs[i], ins = p.cut(in, ins, false)
+			all = append(all, ins...)
+		}
+		out, err := WithNewChildren(op, outs)
+		return out, normalize(all), err
+	}
+	children := op.Children()
+	if len(children) == 0 {
+		return op, nil, nil
+	}
+	outs := make([]physical.Operator, len(children))
+	var all []int
+	for i, c := range children {
+		in, ins, err := p.visit(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		outs[i] = in
+		all = append(all, ins...)
+	}
+	out, err := WithNewChildren(op, outs)
+	return out, normalize(all), err
+}
+
+// collectLeft plans a join whose left side every task reads whole: the left
+// side becomes a broadcast stage, the right side stays in this stage.
+func (p *planner) collectLeft(op physical.Operator) (physical.Operator, []int, error) {
+	children := op.Children()
+	left, lins, err := p.visit(children[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	left, lins = p.cut(left, lins, true)
+	right, rins, err := p.visit(children[1])
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := WithNewChildren(op, []physical.Operator{left, right})
+	return out, normalize(append(lins, rins...)), err
+}
+
+// cut makes in (reading stages ins) a pass-through stage of its own and
+// returns the placeholder the consumer reads instead. An input that already
+// is a placeholder is returned as it is (marked broadcast if asked).
+func (p *planner) cut(in physical.Operator, ins []int, broadcast bool) (physical.Operator, []int) {
+	if u, ok := in.(*physical.UnresolvedExchange); ok {
+		if broadcast {
+			p.stages[u.StageID-1].Broadcast = true
+		}
+		return in, ins
+	}
+	s := p.add(in, passThrough(in), ins, broadcast)
+	return physical.NewUnresolvedExchange(s.ID, in.Schema(), in.OutputPartitioning()), []int{s.ID}
+}
+
+func normalize(ids []int) []int {
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}

@@ -1,0 +1,204 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"sluice/rpc"
+)
+
+// executor is a registered executor as the scheduler sees it.
+type executor struct {
+	meta     *rpc.ExecutorMetadata
+	lastSeen time.Time
+	client   rpc.ExecutorServiceClient
+	closeFn  func() error
+}
+
+func (e *executor) close() {
+	if e.closeFn != nil {
+		_ = e.closeFn()
+	}
+}
+
+// RegisterExecutor adds an executor. An executor registering again under a
+// known ID has restarted: whatever it held is gone.
+func (s *Scheduler) RegisterExecutor(ctx context.Context, req *rpc.RegisterExecutorRequest) (*rpc.RegisterExecutorResponse, error) {
+	m := req.GetMeta()
+	if m.GetId() == "" || m.GetVcores() <= 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "register executor: need an id and a positive vcores count, got id=%q vcores=%d", m.GetId(), m.GetVcores())
+	}
+	client, closeFn, err := s.cfg.Dial(m.GrpcAddress)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "register executor %s: %v", m.Id, err)
+	}
+	s.mu.Lock()
+	old := s.removeExecutorLocked(m.Id)
+	s.executors[m.Id] = &executor{meta: m, lastSeen: time.Now(), client: client, closeFn: closeFn}
+	s.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	s.poke()
+	return &rpc.RegisterExecutorResponse{}, nil
+}
+
+// Heartbeat keeps an executor alive; an unknown executor (expired, or the
+// scheduler restarted) is told to register again.
+func (s *Scheduler) Heartbeat(ctx context.Context, req *rpc.HeartbeatRequest) (*rpc.HeartbeatResponse, error) {
+	s.mu.Lock()
+	e := s.executors[req.ExecutorId]
+	if e != nil {
+		e.lastSeen = time.Now()
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return &rpc.HeartbeatResponse{Reregister: true}, nil
+	}
+	s.poke()
+	return &rpc.HeartbeatResponse{}, nil
+}
+
+// expireExecutors drops executors whose last heartbeat is older than the
+// timeout.
+func (s *Scheduler) expireExecutors(now time.Time) {
+	s.mu.Lock()
+	var expired []string
+	for id, e := range s.executors {
+		if now.Sub(e.lastSeen) > s.cfg.ExecutorTimeout {
+			expired = append(expired, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range expired {
+		s.executorLost(id, fmt.Errorf("no heartbeat for %s", s.cfg.ExecutorTimeout))
+	}
+}
+
+// executorLost removes an executor and tells every job; their graphs
+// re-run what was lost there.
+func (s *Scheduler) executorLost(id string, why error) {
+	s.mu.Lock()
+	e := s.removeExecutorLocked(id)
+	s.mu.Unlock()
+	if e != nil {
+		e.close()
+		s.poke()
+	}
+	_ = why // the graphs' errors say where tasks ran; nothing else records it yet
+}
+
+// removeExecutorLocked forgets an executor and notifies the jobs; the
+// caller closes the returned executor's connection outside the lock.
+func (s *Scheduler) removeExecutorLocked(id string) *executor {
+	e := s.executors[id]
+	if e == nil {
+		return nil
+	}
+	delete(s.executors, id)
+	for _, j := range slices.Clone(s.order) {
+		j.graph.ExecutorLost(id)
+		s.syncJobLocked(j)
+	}
+	return e
+}
+
+// offersLocked is every executor's free capacity: its vcores minus what
+// the jobs hold there.
+func (s *Scheduler) offersLocked() []*Offer {
+	ids := make([]string, 0, len(s.executors))
+	for id := range s.executors {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []*Offer
+	for _, id := range ids {
+		if free := s.freeLocked(id); free > 0 {
+			out = append(out, &Offer{ExecutorID: id, FlightAddress: s.executors[id].meta.FlightAddress, Free: free})
+		}
+	}
+	return out
+}
+
+func (s *Scheduler) freeLocked(id string) int {
+	e := s.executors[id]
+	if e == nil {
+		return 0
+	}
+	free := int(e.meta.Vcores)
+	for _, j := range s.order {
+		free -= j.graph.Reserved(id)
+	}
+	return max(free, 0)
+}
+
+// PollWork hands an executor (pull policy) tasks for its free vcores.
+func (s *Scheduler) PollWork(ctx context.Context, req *rpc.PollWorkRequest) (*rpc.PollWorkResponse, error) {
+	if s.cfg.Policy != PolicyPull {
+		return nil, status.Errorf(codes.FailedPrecondition, "PollWork: the scheduler pushes tasks (policy %q); executors must not poll", s.cfg.Policy)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.executors[req.ExecutorId]
+	if e == nil {
+		return nil, status.Errorf(codes.NotFound, "PollWork: unknown executor %q (register again)", req.ExecutorId)
+	}
+	e.lastSeen = time.Now()
+	free := min(int(req.FreeVcores), s.freeLocked(req.ExecutorId))
+	if free <= 0 {
+		return &rpc.PollWorkResponse{}, nil
+	}
+	offer := []*Offer{{ExecutorID: req.ExecutorId, FlightAddress: e.meta.FlightAddress, Free: free}}
+	resp := &rpc.PollWorkResponse{}
+	for _, a := range s.placeLocked(offer) {
+		resp.Tasks = append(resp.Tasks, a.Task)
+	}
+	return resp, nil
+}
+
+// UpdateTaskStatus feeds task reports to their jobs' graphs.
+func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskStatusRequest) (*rpc.UpdateTaskStatusResponse, error) {
+	s.mu.Lock()
+	if e := s.executors[req.ExecutorId]; e != nil {
+		e.lastSeen = time.Now()
+	}
+	for _, st := range req.Statuses {
+		if st.ExecutorId == "" {
+			st.ExecutorId = req.ExecutorId
+		}
+		j := s.jobs[st.GetId().GetJobId()]
+		if j == nil || j.finished() {
+			continue
+		}
+		j.graph.UpdateTask(st)
+		s.syncJobLocked(j)
+	}
+	s.mu.Unlock()
+	s.poke()
+	return &rpc.UpdateTaskStatusResponse{}, nil
+}
+
+// GetClusterState lists executors and unfinished jobs.
+func (s *Scheduler) GetClusterState(ctx context.Context, req *rpc.GetClusterStateRequest) (*rpc.ClusterState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs := &rpc.ClusterState{Policy: s.cfg.Policy}
+	ids := make([]string, 0, len(s.executors))
+	for id := range s.executors {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e := s.executors[id]
+		cs.Executors = append(cs.Executors, &rpc.ExecutorState{Meta: e.meta, FreeVcores: int32(s.freeLocked(id)), LastHeartbeatUnixMs: e.lastSeen.UnixMilli()})
+	}
+	for _, j := range s.order {
+		cs.RunningJobs = append(cs.RunningJobs, s.statusLocked(j))
+	}
+	return cs, nil
+}

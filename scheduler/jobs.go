@@ -1,0 +1,180 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"sluice/rpc"
+)
+
+// job is a query being run (or recently run) on the cluster.
+type job struct {
+	id       string
+	graph    ExecutionGraph
+	state    rpc.JobState
+	err      *rpc.UserError
+	schema   *rpc.Schema
+	settings map[string]string
+	// changed is closed (and replaced) whenever the job's status changes,
+	// waking every status stream following it.
+	changed chan struct{}
+	ended   time.Time
+}
+
+func (j *job) finished() bool {
+	switch j.state {
+	case rpc.JobState_JOB_SUCCESSFUL, rpc.JobState_JOB_FAILED, rpc.JobState_JOB_CANCELLED:
+		return true
+	}
+	return false
+}
+
+func (j *job) notify() {
+	close(j.changed)
+	j.changed = make(chan struct{})
+}
+
+// statusLocked is the job's status as clients see it.
+func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
+	st := &rpc.JobStatus{
+		JobId: j.id, State: j.state, Error: j.err, Schema: j.schema,
+		FinalStageId: int32(j.graph.FinalStageID()), Progress: j.graph.Progress(),
+		Stages: j.graph.Describe(), Settings: j.settings,
+	}
+	if j.state == rpc.JobState_JOB_SUCCESSFUL {
+		st.FinalLocations = j.graph.FinalLocations()
+	}
+	return st
+}
+
+// addJobLocked registers a new job and queues it for placement.
+func (s *Scheduler) addJobLocked(j *job) {
+	s.jobs[j.id] = j
+	s.order = append(s.order, j)
+	s.syncJobLocked(j)
+}
+
+// endLocked records that the job reached a final state.
+func (s *Scheduler) endLocked(j *job, state rpc.JobState) {
+	j.state = state
+	j.ended = time.Now()
+	s.order = slices.DeleteFunc(s.order, func(o *job) bool { return o == j })
+}
+
+// syncJobLocked carries the graph's state over to the job. A failed job's
+// remaining tasks are cancelled and its data removed in the background.
+func (s *Scheduler) syncJobLocked(j *job) {
+	if j.finished() {
+		return
+	}
+	state, err := j.graph.State()
+	switch state {
+	case GraphSuccessful:
+		s.endLocked(j, rpc.JobState_JOB_SUCCESSFUL)
+	case GraphFailed:
+		s.endLocked(j, rpc.JobState_JOB_FAILED)
+		j.err = &rpc.UserError{Kind: "execution", Message: err.Error()}
+		running := j.graph.Cancel()
+		executors := j.graph.Executors()
+		s.goLocked(func() { s.cleanup(j.id, running, executors) })
+	}
+	j.notify()
+}
+
+// cleanup cancels a job's running tasks on their executors and removes the
+// job's data from every executor that ran part of it. Executors that
+// cannot be reached are skipped: whatever they held is gone with them, or
+// is swept by their own TTL.
+func (s *Scheduler) cleanup(jobID string, running []*Assignment, executors []string) {
+	tasks := map[string][]*rpc.TaskId{}
+	for _, a := range running {
+		tasks[a.ExecutorID] = append(tasks[a.ExecutorID], a.Task.Id)
+	}
+	ids := make([]string, 0, len(tasks))
+	for id := range tasks {
+		ids = append(ids, id)
+	}
+	_ = s.callExecutors(ids, func(ctx context.Context, c rpc.ExecutorServiceClient) error {
+		_, err := c.CancelTasks(ctx, &rpc.CancelTasksRequest{JobId: jobID})
+		return err
+	})
+	_ = s.callExecutors(executors, func(ctx context.Context, c rpc.ExecutorServiceClient) error {
+		_, err := c.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: jobID})
+		return err
+	})
+}
+
+// CancelJob cancels a queued or running job: its running tasks are
+// cancelled on their executors and its data removed.
+func (s *Scheduler) CancelJob(ctx context.Context, req *rpc.CancelJobRequest) (*rpc.CancelJobResponse, error) {
+	s.mu.Lock()
+	j := s.jobs[req.JobId]
+	if j == nil {
+		s.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "cancel: unknown job %q", req.JobId)
+	}
+	if j.finished() {
+		s.mu.Unlock()
+		return &rpc.CancelJobResponse{Cancelled: false}, nil
+	}
+	running := j.graph.Cancel()
+	executors := j.graph.Executors()
+	s.endLocked(j, rpc.JobState_JOB_CANCELLED)
+	j.err = &rpc.UserError{Kind: "execution", Message: "query cancelled"}
+	j.notify()
+	s.mu.Unlock()
+	s.cleanup(j.id, running, executors)
+	s.poke()
+	return &rpc.CancelJobResponse{Cancelled: true}, nil
+}
+
+// GetJobStatus returns a job's current status.
+func (s *Scheduler) GetJobStatus(ctx context.Context, req *rpc.GetJobStatusRequest) (*rpc.JobStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[req.JobId]
+	if j == nil {
+		return nil, status.Errorf(codes.NotFound, "unknown job %q (finished jobs are forgotten once released or after their TTL)", req.JobId)
+	}
+	return s.statusLocked(j), nil
+}
+
+// ReleaseJob: the client has read every result partition; the job's data
+// is removed and the job forgotten.
+func (s *Scheduler) ReleaseJob(ctx context.Context, req *rpc.ReleaseJobRequest) (*rpc.ReleaseJobResponse, error) {
+	s.mu.Lock()
+	j := s.jobs[req.JobId]
+	if j == nil {
+		s.mu.Unlock()
+		return &rpc.ReleaseJobResponse{}, nil
+	}
+	if !j.finished() {
+		s.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "release: job %q is still %s (cancel it instead)", req.JobId, j.state)
+	}
+	delete(s.jobs, j.id)
+	executors := j.graph.Executors()
+	s.mu.Unlock()
+	s.cleanup(j.id, nil, executors)
+	return &rpc.ReleaseJobResponse{}, nil
+}
+
+// sweepJobs forgets finished jobs older than the TTL, removing their data.
+func (s *Scheduler) sweepJobs(now time.Time) {
+	s.mu.Lock()
+	old := map[string][]string{}
+	for id, j := range s.jobs {
+		if j.finished() && now.Sub(j.ended) > s.cfg.JobDataTTL {
+			old[id] = j.graph.Executors()
+			delete(s.jobs, id)
+		}
+	}
+	s.mu.Unlock()
+	for id, executors := range old {
+		s.cleanup(id, nil, executors)
+	}
+}

@@ -1,0 +1,222 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/protobuf/proto"
+
+	"sluice/engine"
+	"sluice/physical"
+	"sluice/plan"
+	"sluice/rpc"
+	"sluice/scheduler/dplan"
+	"sluice/sql"
+)
+
+// Execution modes (setting execution.mode).
+const (
+	ModeBlocking  = "blocking"
+	ModePipelined = "pipelined"
+)
+
+// ExecuteQuery runs one statement. Statements the scheduler answers itself
+// (DDL, SET, SHOW, DESCRIBE, EXPLAIN) produce a single final status;
+// queries become jobs whose status is streamed until they end. If the
+// client goes away before its job ends, the job is cancelled.
+func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.SchedulerService_ExecuteQueryServer) error {
+	jobID := s.newJobID()
+	st, j := s.prepare(jobID, req)
+	if j == nil {
+		return stream.Send(st)
+	}
+	s.poke()
+	var last *rpc.JobStatus
+	for {
+		s.mu.Lock()
+		cur := s.statusLocked(j)
+		changed := j.changed
+		s.mu.Unlock()
+		if !proto.Equal(cur, last) {
+			if err := stream.Send(cur); err != nil {
+				s.cancelIfRunning(j.id)
+				return err
+			}
+			last = cur
+		}
+		if isFinal(cur.State) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-stream.Context().Done():
+			s.cancelIfRunning(j.id)
+			return stream.Context().Err()
+		case <-s.ctx.Done():
+			return fmt.Errorf("scheduler shutting down while job %s runs", j.id)
+		}
+	}
+}
+
+func isFinal(s rpc.JobState) bool {
+	return s == rpc.JobState_JOB_SUCCESSFUL || s == rpc.JobState_JOB_FAILED || s == rpc.JobState_JOB_CANCELLED
+}
+
+func (s *Scheduler) cancelIfRunning(jobID string) {
+	_, _ = s.CancelJob(context.Background(), &rpc.CancelJobRequest{JobId: jobID})
+}
+
+// prepare handles the statement: it returns either a final status, or a
+// registered job whose status the caller follows.
+func (s *Scheduler) prepare(jobID string, req *rpc.ExecuteQueryRequest) (*rpc.JobStatus, *job) {
+	failed := func(err error) (*rpc.JobStatus, *job) {
+		return &rpc.JobStatus{JobId: jobID, State: rpc.JobState_JOB_FAILED, Error: userError(err), Settings: req.Settings}, nil
+	}
+	settings, err := engine.SettingsFromMap(req.Settings)
+	if err != nil {
+		return failed(err)
+	}
+	stmts, err := sql.Parse(req.Sql)
+	if err != nil {
+		return failed(err)
+	}
+	if len(stmts) != 1 {
+		return failed(fmt.Errorf("expected exactly one statement, got %d (send statements one at a time)", len(stmts)))
+	}
+	bound, err := (&sql.Binder{Catalog: s.cfg.Catalog}).Bind(stmts[0])
+	if err != nil {
+		return failed(err)
+	}
+	done := &rpc.JobStatus{JobId: jobID, State: rpc.JobState_JOB_SUCCESSFUL, Settings: settings.Map()}
+	switch st := bound.(type) {
+	case *sql.Query:
+		q, err := s.engine.PlanQuery(st, settings)
+		if err != nil {
+			return failed(err)
+		}
+		j, err := s.submit(jobID, q, settings)
+		if err != nil {
+			return failed(err)
+		}
+		return nil, j
+	case *sql.Explain:
+		rows, err := s.explain(st, settings)
+		if err != nil {
+			return failed(err)
+		}
+		defer rows.Release()
+		if err := inline(done, rows); err != nil {
+			return failed(err)
+		}
+		return done, nil
+	}
+	// Everything else is the engine's: DDL, SET, SHOW, DESCRIBE.
+	out, err := s.engine.Prepare(req.Sql, settings)
+	if err != nil {
+		return failed(err)
+	}
+	done.Settings = settings.Map()
+	done.Message = out.Message
+	if out.Rows != nil {
+		defer out.Rows.Release()
+		if err := inline(done, out.Rows); err != nil {
+			return failed(err)
+		}
+	}
+	return done, nil
+}
+
+// inline puts a small result into the status: its schema and its rows as
+// an Arrow IPC stream.
+func inline(st *rpc.JobStatus, rows arrow.RecordBatch) error {
+	var err error
+	if st.Schema, err = schemaToProto(rows.Schema()); err != nil {
+		return err
+	}
+	st.InlineResult, err = ipcBytes(rows)
+	return err
+}
+
+// explain renders the logical, physical and distributed plans; the caller
+// releases the rows.
+func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.RecordBatch, error) {
+	q, err := s.engine.PlanQuery(st.Query, settings)
+	if err != nil {
+		return nil, err
+	}
+	g, err := dplan.Plan(q.Physical)
+	if err != nil {
+		return nil, err
+	}
+	rows := engine.StringRows([]string{"plan_type", "plan"}, [][]string{
+		{"logical_plan", strings.TrimRight(plan.Format(q.Logical), "\n")},
+		{"physical_plan", strings.TrimRight(physical.Format(q.Physical), "\n")},
+		{"distributed_plan", strings.TrimRight(dplan.Format(g), "\n")},
+	})
+	return rows, nil
+}
+
+// submit plans a query into stages and registers its job.
+func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Settings) (*job, error) {
+	mode, _ := settings.Get("execution.mode")
+	switch mode {
+	case ModeBlocking:
+	case ModePipelined:
+		return nil, errors.New("pipelined mode is not available yet (SET execution.mode = 'blocking' to run queries stage by stage)")
+	default:
+		return nil, fmt.Errorf("unknown execution mode %q (expected blocking or pipelined)", mode)
+	}
+	schema, err := schemaToProto(q.Schema)
+	if err != nil {
+		return nil, err
+	}
+	dg, err := dplan.Plan(q.Physical)
+	if err != nil {
+		return nil, err
+	}
+	g, err := NewBlockingGraph(BlockingConfig{
+		JobID: jobID, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
+		Settings: settings.Map(), MaxPartitionsPerTask: int(settings.Int("scheduler.max_partitions_per_task")),
+		TaskRetries: s.cfg.TaskRetries,
+	})
+	if err != nil {
+		return nil, err
+	}
+	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{})}
+	s.mu.Lock()
+	s.addJobLocked(j)
+	s.mu.Unlock()
+	return j, nil
+}
+
+// userError maps an error to what the client shows: the parser's and
+// binder's errors keep their kind and position.
+func userError(err error) *rpc.UserError {
+	var se *sql.Error
+	if errors.As(err, &se) {
+		return &rpc.UserError{Kind: se.Kind, Message: se.Msg, Line: int32(se.Line), Column: int32(se.Column), Near: se.Near, Hint: se.Hint}
+	}
+	kind := "execution"
+	if strings.HasPrefix(err.Error(), "internal") {
+		kind = "internal"
+	}
+	return &rpc.UserError{Kind: kind, Message: err.Error()}
+}
+
+// ipcBytes encodes a batch as an Arrow IPC stream.
+func ipcBytes(b arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(b.Schema()))
+	if err := w.Write(b); err != nil {
+		return nil, fmt.Errorf("encoding result: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("encoding result: %w", err)
+	}
+	return buf.Bytes(), nil
+}
