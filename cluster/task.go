@@ -38,6 +38,7 @@ func (k taskKey) String() string {
 type runningTask struct {
 	key    taskKey
 	def    *rpc.TaskDefinition
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed once the task has reported and let go of its slots
 }
@@ -72,7 +73,7 @@ func (e *Executor) launch(defs []*rpc.TaskDefinition) error {
 			continue
 		}
 		ctx, cancel := context.WithCancelCause(e.ctx)
-		rt := &runningTask{key: k, def: def, cancel: cancel, done: make(chan struct{})}
+		rt := &runningTask{key: k, def: def, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 		e.running[k] = rt
 		n := e.slots.size(int(def.Vcores))
 		if def.Vcores <= 0 {
