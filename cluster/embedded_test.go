@@ -125,4 +125,3 @@ func checkGoroutines(t *testing.T) {
 		}
 	})
 }
-
