@@ -121,9 +121,17 @@ func (s *SchedulerServer) logUnary(ctx context.Context, req any, info *grpc.Unar
 	switch r := req.(type) {
 	case *rpc.RegisterExecutorRequest:
 		m := r.GetMeta()
-		s.log.Info("executor registered", "executor", m.GetId(), "grpc", m.GetGrpcAddress(), "flight", m.GetFlightAddress(), "vcores", m.GetVcores(), "err", err)
+		attrs := []any{"executor", m.GetId(), "grpc", m.GetGrpcAddress(), "flight", m.GetFlightAddress(), "vcores", m.GetVcores()}
+		if err != nil {
+			attrs = append(attrs, "err", err)
+		}
+		s.log.Info("executor registered", attrs...)
 	case *rpc.CancelJobRequest:
-		s.log.Info("job cancel requested", "job", r.GetJobId(), "err", err)
+		if err != nil {
+			s.log.Info("job cancel refused", "job", r.GetJobId(), "err", err)
+		} else {
+			s.log.Info("job cancel requested", "job", r.GetJobId())
+		}
 	}
 	return resp, err
 }
