@@ -48,6 +48,12 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "tpch" {
 		return runTPCH(args[1:])
 	}
+	if len(args) > 0 && args[0] == "scheduler" {
+		return runScheduler(args[1:])
+	}
+	if len(args) > 0 && args[0] == "executor" {
+		return runExecutor(args[1:])
+	}
 	fs := pflag.NewFlagSet("sluice", pflag.ContinueOnError)
 	fs.SortFlags = false
 	var items []scriptItem

@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"sluice/catalog"
+	"sluice/rpc"
+)
+
+// EmbeddedConfig configures an embedded cluster. Zero values take
+// defaults.
+type EmbeddedConfig struct {
+	// Executors is how many executors start (default 2).
+	Executors int
+	// VcoresPerExecutor (default: the CPUs shared out among the executors,
+	// at least 2 each).
+	VcoresPerExecutor int
+	// Policy is PolicyPush (default) or PolicyPull.
+	Policy string
+	// WorkDir holds one directory per executor (default: a temporary
+	// directory removed by Close).
+	WorkDir string
+	// TaskFailureHook is passed to every executor (tests only).
+	TaskFailureHook func(task *rpc.TaskDefinition) error
+	// Catalog holds the tables queries see (default: empty).
+	Catalog *catalog.Catalog
+	// ExecutorTimeout is how long an executor may miss heartbeats before
+	// the scheduler considers it lost (default: the scheduler's). Fault
+	// tests shorten it.
+	ExecutorTimeout time.Duration
+	// HeartbeatInterval (default: 2s, or a fifth of ExecutorTimeout when
+	// that is shorter).
+	HeartbeatInterval time.Duration
+	// Logger receives the scheduler's and executors' events (nil:
+	// discarded).
+	Logger *slog.Logger
+}
+
+// Embedded is a scheduler and its executors in one process, talking over
+// loopback gRPC and Flight exactly as separate processes would.
+type Embedded struct {
+	cfg     EmbeddedConfig
+	sched   *SchedulerServer
+	workDir string
+	tempDir bool
+
+	mu        sync.Mutex
+	executors []*Executor
+	next      int
+	closed    bool
+}
+
+// StartEmbedded starts the scheduler on 127.0.0.1 and cfg.Executors
+// executors registered with it.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.Executors <= 0 {
+		cfg.Executors = 2
+	}
+	if cfg.VcoresPerExecutor <= 0 {
+		cfg.VcoresPerExecutor = max(2, runtime.NumCPU()/cfg.Executors)
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 2 * time.Second
+		if cfg.ExecutorTimeout > 0 {
+			cfg.HeartbeatInterval = min(cfg.HeartbeatInterval, cfg.ExecutorTimeout/5)
+		}
+	}
+	e := &Embedded{cfg: cfg, workDir: cfg.WorkDir}
+	if e.workDir == "" {
+		dir, err := os.MkdirTemp("", "sluice-cluster-")
+		if err != nil {
+			return nil, fmt.Errorf("embedded cluster: creating a work dir: %w", err)
+		}
+		e.workDir, e.tempDir = dir, true
+	}
+	sched, err := StartScheduler(SchedulerConfig{
+		Policy: cfg.Policy, Catalog: cfg.Catalog, ExecutorTimeout: cfg.ExecutorTimeout, Logger: cfg.Logger,
+	})
+	if err != nil {
+		e.removeWorkDir()
+		return nil, fmt.Errorf("embedded cluster: %w", err)
+	}
+	e.sched = sched
+	for range cfg.Executors {
+		if _, err := e.AddExecutor(ctx); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// SchedulerAddr is the scheduler's gRPC address.
+func (e *Embedded) SchedulerAddr() string { return e.sched.Addr() }
+
+// Scheduler is the scheduler server.
+func (e *Embedded) Scheduler() *SchedulerServer { return e.sched }
+
+// Executors lists the executors started so far, including stopped ones.
+func (e *Embedded) Executors() []*Executor {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.executors)
+}
+
+// AddExecutor starts one more executor, with its own work dir under the
+// cluster's.
+func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, errors.New("embedded cluster is closed")
+	}
+	e.next++
+	id := fmt.Sprintf("exec-%d", e.next)
+	e.mu.Unlock()
+	dir := filepath.Join(e.workDir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded cluster: creating work dir of %s: %w", id, err)
+	}
+	x, err := StartExecutor(ctx, ExecutorConfig{
+		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
+		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded cluster: %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		x.Kill()
+		return nil, errors.New("embedded cluster is closed")
+	}
+	e.executors = append(e.executors, x)
+	return x, nil
+}
+
+// Close stops the executors and the scheduler, waits for their goroutines
+// and removes the work dir if the cluster created it.
+func (e *Embedded) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	execs := e.executors
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, x := range execs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x.Close()
+		}()
+	}
+	wg.Wait()
+	if e.sched != nil {
+		e.sched.Close()
+	}
+	e.removeWorkDir()
+}
+
+func (e *Embedded) removeWorkDir() {
+	if e.tempDir {
+		_ = os.RemoveAll(e.workDir)
+	}
+}

@@ -1,0 +1,416 @@
+// Package cluster runs sluice's distributed processes: the executor (task
+// slots, task runner, control service and Arrow Flight server), the
+// standalone scheduler server, and the embedded cluster (a scheduler and N
+// executors in one process, talking over loopback gRPC exactly as separate
+// processes would).
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"sluice/exchange"
+	"sluice/physical"
+	"sluice/rpc"
+)
+
+// Placement policies, as the scheduler names them.
+const (
+	PolicyPush = "push"
+	PolicyPull = "pull"
+)
+
+// ExecutorConfig configures an executor. Zero values take defaults.
+type ExecutorConfig struct {
+	// SchedulerAddr is the scheduler's gRPC address (host:port).
+	SchedulerAddr string
+	// BindAddr is where the executor's control service (LaunchTasks,
+	// CancelTasks, RemoveJobData) listens; ":0" picks a free port.
+	BindAddr string
+	// FlightAddr is where the Arrow Flight service serving shuffle files
+	// and pipelined queues listens; ":0" picks a free port.
+	FlightAddr string
+	// AdvertiseHost is the host other processes use to reach this
+	// executor. Default: the host of the bind address, or 127.0.0.1 when
+	// the bind address has none (":0", "0.0.0.0:0"); set it when executors
+	// run on several machines and bind every interface.
+	AdvertiseHost string
+	// Vcores is how many partitions the executor runs at once (default 2).
+	Vcores int
+	// WorkDir holds shuffle files (required).
+	WorkDir string
+	// ID names the executor (default: generated).
+	ID string
+	// HeartbeatInterval is how often the executor tells the scheduler it is
+	// alive (default 2s). Keep it well under the scheduler's executor
+	// timeout.
+	HeartbeatInterval time.Duration
+	// Policy is PolicyPush (default: the scheduler launches tasks) or
+	// PolicyPull (the executor polls for work when it has free vcores).
+	Policy string
+	// PollInterval is how long a pull-mode executor waits after an empty
+	// poll (default 100ms).
+	PollInterval time.Duration
+	// TaskFailureHook is for tests: it is called before each task runs, and
+	// an error it returns fails that task (a panic is recovered like any
+	// task panic).
+	TaskFailureHook func(task *rpc.TaskDefinition) error
+	// Logger receives one line per important event (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Executor runs tasks for a scheduler. Start it with StartExecutor; stop it
+// with Close (graceful) or Kill (abrupt).
+type Executor struct {
+	cfg       ExecutorConfig
+	id        string
+	log       *slog.Logger
+	env       *exchange.Env
+	flightSvc *exchange.FlightService
+	tables    *physical.TableCache
+	memory    *physical.MemoryPool
+
+	grpcSrv, flightSrv *grpc.Server
+	grpcAddr           string
+	conn               *grpc.ClientConn
+	sched              rpc.SchedulerServiceClient
+
+	// ctx bounds the executor's background work and status reports;
+	// stop cancels it.
+	ctx  context.Context
+	stop context.CancelFunc
+	// loops counts the heartbeat and poll loops and the two servers;
+	// tasks counts task goroutines.
+	loops sync.WaitGroup
+	tasks sync.WaitGroup
+
+	slots *slots
+
+	mu      sync.Mutex
+	running map[taskKey]*runningTask
+	removed map[string]time.Time // jobs whose data was removed, and when
+	closing bool
+	once    sync.Once
+}
+
+var _ rpc.ExecutorServiceServer = (*executorService)(nil)
+
+// StartExecutor listens on the configured addresses, registers with the
+// scheduler and starts heartbeating (and polling, under the pull policy).
+// ctx bounds only the start: registration waits for the scheduler until
+// ctx is done.
+func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
+	if cfg.SchedulerAddr == "" {
+		return nil, errors.New("executor: no scheduler address given (--scheduler HOST:PORT)")
+	}
+	if cfg.WorkDir == "" {
+		return nil, errors.New("executor: no work dir given (--work-dir DIR)")
+	}
+	if cfg.Vcores <= 0 {
+		cfg.Vcores = 2
+	}
+	if cfg.ID == "" {
+		cfg.ID = newExecutorID()
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 2 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	switch cfg.Policy {
+	case "":
+		cfg.Policy = PolicyPush
+	case PolicyPush, PolicyPull:
+	default:
+		return nil, fmt.Errorf("executor: unknown policy %q (expected push or pull)", cfg.Policy)
+	}
+	if cfg.BindAddr == "" {
+		cfg.BindAddr = ":0"
+	}
+	if cfg.FlightAddr == "" {
+		cfg.FlightAddr = ":0"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+
+	grpcLis, err := net.Listen("tcp", cfg.BindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("executor: listening for the control service on %s: %w", cfg.BindAddr, err)
+	}
+	flightLis, err := net.Listen("tcp", cfg.FlightAddr)
+	if err != nil {
+		grpcLis.Close()
+		return nil, fmt.Errorf("executor: listening for Flight on %s: %w", cfg.FlightAddr, err)
+	}
+	grpcAddr := advertised(grpcLis.Addr(), cfg.BindAddr, cfg.AdvertiseHost)
+	flightAddr := advertised(flightLis.Addr(), cfg.FlightAddr, cfg.AdvertiseHost)
+
+	conn, err := grpc.NewClient(cfg.SchedulerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		grpcLis.Close()
+		flightLis.Close()
+		return nil, fmt.Errorf("executor: connecting to scheduler at %s: %w", cfg.SchedulerAddr, err)
+	}
+
+	env := &exchange.Env{
+		ExecutorID:    cfg.ID,
+		FlightAddress: flightAddr,
+		WorkDir:       cfg.WorkDir,
+		Registry:      exchange.NewRegistry(),
+		Clients:       exchange.NewClientPool(),
+	}
+	bg, stop := context.WithCancel(context.Background())
+	e := &Executor{
+		cfg: cfg, id: cfg.ID, log: log.With("executor", cfg.ID),
+		env: env, flightSvc: exchange.NewFlightService(env),
+		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, 0, nil),
+		grpcSrv: grpc.NewServer(), flightSrv: grpc.NewServer(), grpcAddr: grpcAddr,
+		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
+		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
+		running: map[taskKey]*runningTask{}, removed: map[string]time.Time{},
+	}
+	rpc.RegisterExecutorServiceServer(e.grpcSrv, &executorService{e: e})
+	flight.RegisterFlightServiceServer(e.flightSrv, e.flightSvc)
+	e.serve(e.grpcSrv, grpcLis)
+	e.serve(e.flightSrv, flightLis)
+
+	if err := e.register(ctx, true); err != nil {
+		e.Kill()
+		return nil, err
+	}
+	e.log.Info("executor registered", "scheduler", cfg.SchedulerAddr, "grpc", grpcAddr, "flight", flightAddr,
+		"vcores", cfg.Vcores, "policy", cfg.Policy, "work_dir", cfg.WorkDir)
+	e.loops.Add(1)
+	go e.heartbeatLoop()
+	if cfg.Policy == PolicyPull {
+		e.loops.Add(1)
+		go e.pollLoop()
+	}
+	return e, nil
+}
+
+func newExecutorID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "exec-" + hex.EncodeToString(b[:])
+}
+
+// advertised is the address other processes dial for a listener: the
+// listener's port with the configured host.
+func advertised(a net.Addr, bind, advertiseHost string) string {
+	_, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	host := advertiseHost
+	if host == "" {
+		if h, _, err := net.SplitHostPort(bind); err == nil {
+			host = h
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "127.0.0.1"
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (e *Executor) serve(srv *grpc.Server, lis net.Listener) {
+	e.loops.Add(1)
+	go func() {
+		defer e.loops.Done()
+		if err := srv.Serve(lis); err != nil {
+			e.log.Error("server stopped", "addr", lis.Addr().String(), "err", err)
+		}
+	}()
+}
+
+// ID is the executor's ID.
+func (e *Executor) ID() string { return e.id }
+
+// FlightAddress is where the executor's Flight service can be reached.
+func (e *Executor) FlightAddress() string { return e.env.FlightAddress }
+
+// GRPCAddress is where the executor's control service can be reached.
+func (e *Executor) GRPCAddress() string { return e.grpcAddr }
+
+// WorkDir is the directory holding the executor's shuffle files.
+func (e *Executor) WorkDir() string { return e.cfg.WorkDir }
+
+// RunningTasks is how many tasks are queued or running.
+func (e *Executor) RunningTasks() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
+}
+
+// register tells the scheduler about this executor. At start it waits for
+// the scheduler to come up until ctx is done.
+func (e *Executor) register(ctx context.Context, waitForReady bool) error {
+	_, err := e.sched.RegisterExecutor(ctx, &rpc.RegisterExecutorRequest{Meta: &rpc.ExecutorMetadata{
+		Id: e.id, GrpcAddress: e.grpcAddr, FlightAddress: e.env.FlightAddress, Vcores: int32(e.cfg.Vcores),
+	}}, grpc.WaitForReady(waitForReady))
+	if err != nil {
+		return fmt.Errorf("executor %s: registering with the scheduler at %s: %w", e.id, e.cfg.SchedulerAddr, err)
+	}
+	return nil
+}
+
+// heartbeatLoop keeps the executor known to the scheduler, registering
+// again when the scheduler has forgotten it (it expired the executor, or
+// restarted).
+func (e *Executor) heartbeatLoop() {
+	defer e.loops.Done()
+	tick := time.NewTicker(e.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.HeartbeatInterval)
+		resp, err := e.sched.Heartbeat(ctx, &rpc.HeartbeatRequest{ExecutorId: e.id, FreeVcores: int32(e.slots.free())})
+		if err == nil && resp.Reregister {
+			e.log.Warn("scheduler does not know this executor; registering again")
+			err = e.register(ctx, false)
+		}
+		cancel()
+		switch {
+		case err != nil && e.ctx.Err() == nil && !failing:
+			e.log.Warn("heartbeat failed", "err", err)
+			failing = true
+		case err == nil && failing:
+			e.log.Info("heartbeat restored")
+			failing = false
+		}
+	}
+}
+
+// pollLoop asks the scheduler for work whenever vcores are free (pull
+// policy): at once after a poll that returned tasks or a task that ended,
+// otherwise every PollInterval.
+func (e *Executor) pollLoop() {
+	defer e.loops.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-timer.C:
+		case <-e.slots.freed:
+		}
+		for e.ctx.Err() == nil {
+			free := e.slots.free()
+			if free <= 0 {
+				break
+			}
+			ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+			resp, err := e.sched.PollWork(ctx, &rpc.PollWorkRequest{ExecutorId: e.id, FreeVcores: int32(free)})
+			if status.Code(err) == codes.NotFound {
+				e.log.Warn("scheduler does not know this executor; registering again")
+				err = e.register(ctx, false)
+			}
+			cancel()
+			if err != nil {
+				if e.ctx.Err() == nil {
+					e.log.Warn("polling for work failed", "err", err)
+				}
+				break
+			}
+			if len(resp.Tasks) == 0 {
+				break
+			}
+			e.launch(resp.Tasks)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(e.cfg.PollInterval)
+	}
+}
+
+// errShuttingDown is the cause of task cancellation when the executor
+// closes.
+var errShuttingDown = errors.New("executor shutting down")
+
+// Close stops the executor gracefully: it stops taking tasks, cancels
+// running ones and reports them failed (so the scheduler re-runs them
+// elsewhere), stops the servers once in-flight fetches end, and waits for
+// every goroutine. The scheduler learns that the executor is gone when it
+// next fails to reach it or the executor's heartbeats stop.
+func (e *Executor) Close() {
+	e.shutdown(true)
+}
+
+// Kill stops the executor abruptly, as kill -9 would: servers and
+// heartbeats stop at once, running tasks are abandoned without a report,
+// and shuffle files stay where they are. Tests use it to simulate a lost
+// executor in process.
+func (e *Executor) Kill() {
+	e.shutdown(false)
+}
+
+func (e *Executor) shutdown(graceful bool) {
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.closing = true
+		e.mu.Unlock()
+		if graceful {
+			e.cancelTasks(func(*runningTask) bool { return true }, errShuttingDown)
+			e.tasks.Wait() // tasks report while e.ctx is alive
+			e.stop()
+			stopGracefully(e.grpcSrv, 5*time.Second)
+			stopGracefully(e.flightSrv, 5*time.Second)
+		} else {
+			e.stop()
+			e.grpcSrv.Stop()
+			e.flightSrv.Stop()
+			e.cancelTasks(func(*runningTask) bool { return true }, errShuttingDown)
+			e.tasks.Wait()
+		}
+		e.loops.Wait()
+		_ = e.conn.Close()
+		_ = e.env.Clients.Close()
+		e.log.Info("executor stopped", "graceful", graceful)
+	})
+}
+
+// stopGracefully lets in-flight calls finish for up to wait, then cuts
+// them off.
+func stopGracefully(srv *grpc.Server, wait time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		srv.Stop()
+		<-done
+	}
+}

@@ -1,0 +1,204 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"sluice/rpc"
+)
+
+// fakeScheduler records what an executor tells it.
+type fakeScheduler struct {
+	rpc.UnimplementedSchedulerServiceServer
+	statuses chan *rpc.TaskStatus
+
+	mu            sync.Mutex
+	registrations int
+	forget        bool // answer the next heartbeat with reregister
+}
+
+func (f *fakeScheduler) RegisterExecutor(ctx context.Context, req *rpc.RegisterExecutorRequest) (*rpc.RegisterExecutorResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.registrations++
+	return &rpc.RegisterExecutorResponse{}, nil
+}
+
+func (f *fakeScheduler) Heartbeat(ctx context.Context, req *rpc.HeartbeatRequest) (*rpc.HeartbeatResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.forget
+	f.forget = false
+	return &rpc.HeartbeatResponse{Reregister: r}, nil
+}
+
+func (f *fakeScheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskStatusRequest) (*rpc.UpdateTaskStatusResponse, error) {
+	for _, st := range req.Statuses {
+		f.statuses <- st
+	}
+	return &rpc.UpdateTaskStatusResponse{}, nil
+}
+
+func (f *fakeScheduler) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.registrations
+}
+
+// startWithFake starts an executor (2 vcores) registered with a fake
+// scheduler and returns a client of its control service.
+func startWithFake(t *testing.T, hook func(*rpc.TaskDefinition) error) (*Executor, *fakeScheduler, rpc.ExecutorServiceClient) {
+	t.Helper()
+	fake := &fakeScheduler{statuses: make(chan *rpc.TaskStatus, 16)}
+	srv := grpc.NewServer()
+	rpc.RegisterSchedulerServiceServer(srv, fake)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = srv.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		srv.Stop()
+		wg.Wait()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	x, err := StartExecutor(ctx, ExecutorConfig{
+		SchedulerAddr: lis.Addr().String(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+		Vcores: 2, WorkDir: t.TempDir(), ID: "x1", HeartbeatInterval: 50 * time.Millisecond, TaskFailureHook: hook,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(x.Close)
+	conn, err := grpc.NewClient(x.GRPCAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return x, fake, rpc.NewExecutorServiceClient(conn)
+}
+
+func task(job string, id int32, vcores int32) *rpc.TaskDefinition {
+	return &rpc.TaskDefinition{Id: &rpc.TaskId{JobId: job, StageId: 1, TaskId: id}, Partitions: []int32{0}, Vcores: vcores}
+}
+
+func nextStatus(t *testing.T, f *fakeScheduler) *rpc.TaskStatus {
+	t.Helper()
+	select {
+	case st := <-f.statuses:
+		return st
+	case <-time.After(10 * time.Second):
+		t.Fatal("no task status reported")
+		return nil
+	}
+}
+
+func TestExecutorQueuesCancelsAndReportsTasks(t *testing.T) {
+	checkGoroutines(t)
+	release := make(chan struct{})
+	hook := func(def *rpc.TaskDefinition) error {
+		if def.Id.TaskId == 0 {
+			<-release
+		}
+		return nil
+	}
+	x, fake, c := startWithFake(t, hook)
+	ctx := testContext(t, 20*time.Second)
+	// Task 0 takes both vcores and hangs in the hook; task 1 waits for
+	// slots until it is cancelled.
+	if _, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task("j", 0, 2), task("j", 1, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := x.RunningTasks(); n != 2 {
+		t.Fatalf("%d tasks accepted, want 2", n)
+	}
+	if _, err := c.CancelTasks(ctx, &rpc.CancelTasksRequest{Tasks: []*rpc.TaskId{task("j", 1, 2).Id}}); err != nil {
+		t.Fatal(err)
+	}
+	st := nextStatus(t, fake)
+	if st.Id.TaskId != 1 || st.State != rpc.TaskState_TASK_CANCELLED || st.ExecutorId != "x1" {
+		t.Fatalf("got %v, want task 1 cancelled on x1", st)
+	}
+	// Task 0 has no plan: once released it fails with a clear error.
+	close(release)
+	st = nextStatus(t, fake)
+	if st.Id.TaskId != 0 || st.State != rpc.TaskState_TASK_FAILED || !strings.Contains(st.Error, "decoding the stage plan") {
+		t.Fatalf("got %v, want task 0 failed decoding its plan", st)
+	}
+	waitFor(t, "no tasks", func() bool { return x.RunningTasks() == 0 })
+
+	// Tasks of a job whose data was removed are refused.
+	if _, err := c.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: "j"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task("j", 2, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := x.RunningTasks(); n != 0 {
+		t.Errorf("%d tasks of a removed job accepted", n)
+	}
+
+	// A task that cannot be set up fails alone; the executor carries on.
+	bad := task("k", 0, 1)
+	bad.Settings = map[string]string{"execution.batch_size": "many"}
+	bad.Plan = &rpc.PhysicalPlan{}
+	if _, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{bad}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := nextStatus(t, fake); st.State != rpc.TaskState_TASK_FAILED {
+		t.Errorf("got %v, want failed", st)
+	}
+}
+
+func TestExecutorRegistersAgainWhenForgotten(t *testing.T) {
+	_, fake, _ := startWithFake(t, nil)
+	fake.mu.Lock()
+	fake.forget = true
+	fake.mu.Unlock()
+	waitFor(t, "a second registration", func() bool { return fake.count() >= 2 })
+}
+
+func TestExecutorCloseAndKill(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		x, _, c := startWithFake(t, nil)
+		if kill {
+			x.Kill()
+		} else {
+			x.Close()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{})
+		cancel()
+		if err == nil {
+			t.Errorf("kill=%v: the control service still answers", kill)
+		}
+		x.Close() // idempotent
+	}
+}
+
+func TestAdvertised(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv6unspecified, Port: 4242}
+	for _, tt := range []struct{ bind, host, want string }{
+		{":0", "", "127.0.0.1:4242"},
+		{"0.0.0.0:0", "", "127.0.0.1:4242"},
+		{"10.1.2.3:0", "", "10.1.2.3:4242"},
+		{":0", "exec7.internal", "exec7.internal:4242"},
+	} {
+		if got := advertised(addr, tt.bind, tt.host); got != tt.want {
+			t.Errorf("advertised(%s, %q) = %s, want %s", tt.bind, tt.host, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"sluice/exchange"
+	"sluice/rpc"
+)
+
+// hookSlot lets a TaskFailureHook, fixed before the cluster starts, reach
+// the cluster once it exists.
+type hookSlot struct{ emb atomic.Pointer[Embedded] }
+
+func (h *hookSlot) executor(id string) *Executor {
+	for _, x := range h.emb.Load().Executors() {
+		if x.ID() == id {
+			return x
+		}
+	}
+	return nil
+}
+
+// faultConfig is a cluster that notices lost executors within seconds.
+func faultConfig(policy string, hook func(*rpc.TaskDefinition) error) EmbeddedConfig {
+	return EmbeddedConfig{Executors: 2, Policy: policy, ExecutorTimeout: 2 * time.Second, TaskFailureHook: hook}
+}
+
+func TestKilledExecutorWorkIsRerun(t *testing.T) {
+	for _, policy := range []string{PolicyPush, PolicyPull} {
+		t.Run(policy, func(t *testing.T) {
+			var (
+				slot   hookSlot
+				once   sync.Once
+				killed sync.WaitGroup
+			)
+			// When the second stage starts, the first stage's output is
+			// spread over both executors: losing exec-2 loses part of it.
+			hook := func(def *rpc.TaskDefinition) error {
+				if def.Id.StageId >= 2 {
+					once.Do(func() {
+						killed.Add(1)
+						go func() {
+							defer killed.Done()
+							slot.executor("exec-2").Kill()
+						}()
+					})
+				}
+				return nil
+			}
+			emb, cat := startCluster(t, faultConfig(policy, hook))
+			slot.emb.Store(emb)
+			c := newTestClient(t, emb.SchedulerAddr())
+			got, st, err := c.query(testContext(t, 60*time.Second), heavyQuery, heavySettings)
+			killed.Wait()
+			if err != nil {
+				t.Fatalf("query after losing an executor: %v\n%s", err, st.GetStages())
+			}
+			sameRows(t, "heavy", got, localRows(t, cat, heavyQuery), true)
+			t.Logf("stages:\n%s", st.Stages)
+			if !strings.Contains(st.Stages, "lost") && !strings.Contains(st.Stages, "failed") {
+				t.Errorf("no task was lost or failed; the kill came too late to test anything:\n%s", st.Stages)
+			}
+		})
+	}
+}
+
+func TestAllExecutorsKilledFailsQuery(t *testing.T) {
+	t.Skip("the scheduler keeps a job waiting for executors forever once every executor is lost; " +
+		"enable this test when it fails such jobs (reported to the scheduler's owner)")
+	var (
+		slot   hookSlot
+		once   sync.Once
+		killed sync.WaitGroup
+	)
+	hook := func(def *rpc.TaskDefinition) error {
+		if def.Id.StageId >= 2 {
+			once.Do(func() {
+				killed.Add(1)
+				go func() {
+					defer killed.Done()
+					for _, x := range slot.emb.Load().Executors() {
+						x.Kill()
+					}
+				}()
+			})
+		}
+		return nil
+	}
+	emb, _ := startCluster(t, faultConfig(PolicyPush, hook))
+	slot.emb.Store(emb)
+	c := newTestClient(t, emb.SchedulerAddr())
+	start := time.Now()
+	_, st, err := c.query(testContext(t, 40*time.Second), heavyQuery, heavySettings)
+	killed.Wait()
+	if err == nil {
+		t.Fatal("query succeeded with every executor killed")
+	}
+	if st.GetState() != rpc.JobState_JOB_FAILED {
+		t.Fatalf("got %v (state %v), want a failed job", err, st.GetState())
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the failure took %s, want under 30s", took)
+	}
+	if msg := st.GetError().GetMessage(); !strings.Contains(msg, "executor") {
+		t.Errorf("error %q does not say that executors were lost", msg)
+	}
+}
+
+func TestInjectedTaskFailuresAreRetried(t *testing.T) {
+	var failed, panicked atomic.Int32
+	hook := func(def *rpc.TaskDefinition) error {
+		if def.Id.StageId != 1 || def.Id.Attempt != 0 {
+			return nil
+		}
+		switch def.Id.TaskId {
+		case 0:
+			failed.Add(1)
+			return errors.New("disk on fire")
+		case 1:
+			panicked.Add(1)
+			panic("operator bug")
+		}
+		return nil
+	}
+	emb, cat := startCluster(t, EmbeddedConfig{Executors: 2, TaskFailureHook: hook})
+	c := newTestClient(t, emb.SchedulerAddr())
+	got, st, err := c.query(testContext(t, 60*time.Second), heavyQuery, heavySettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "heavy", got, localRows(t, cat, heavyQuery), true)
+	if failed.Load() != 1 || panicked.Load() != 1 {
+		t.Errorf("hook failed %d and panicked %d first attempts, want 1 each", failed.Load(), panicked.Load())
+	}
+	if strings.Count(st.Stages, "failed") < 2 {
+		t.Errorf("want two failed attempts in the stages:\n%s", st.Stages)
+	}
+}
+
+func TestTaskPanicFailsJobWithStack(t *testing.T) {
+	hook := func(def *rpc.TaskDefinition) error {
+		if def.Id.StageId == 1 {
+			panic("operator bug")
+		}
+		return nil
+	}
+	emb, _ := startCluster(t, EmbeddedConfig{Executors: 2, TaskFailureHook: hook})
+	c := newTestClient(t, emb.SchedulerAddr())
+	_, st, err := c.query(testContext(t, 60*time.Second), heavyQuery, heavySettings)
+	if err == nil {
+		t.Fatal("query succeeded although every task of stage 1 panics")
+	}
+	msg := st.GetError().GetMessage()
+	for _, want := range []string{"panicked", "operator bug", "goroutine "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	// The executors survived the panics.
+	if _, _, err := c.query(testContext(t, 60*time.Second), "SELECT count(*) FROM orders", nil); err == nil {
+		t.Error("the hook panics in every stage 1 task; this query should have failed too")
+	} else if !strings.Contains(err.Error(), "panicked") {
+		t.Errorf("second query: %v", err)
+	}
+}
+
+func TestCancelMidQueryStopsTasksAndRemovesFiles(t *testing.T) {
+	for _, policy := range []string{PolicyPush, PolicyPull} {
+		t.Run(policy, func(t *testing.T) {
+			entered := make(chan struct{})
+			release := make(chan struct{})
+			var once sync.Once
+			// Stage 2 tasks hang (ignoring cancellation, like a slow
+			// operator) until the test has seen them cancelled.
+			hook := func(def *rpc.TaskDefinition) error {
+				if def.Id.StageId == 2 {
+					once.Do(func() { close(entered) })
+					<-release
+				}
+				return nil
+			}
+			emb, _ := startCluster(t, EmbeddedConfig{Executors: 2, Policy: policy, TaskFailureHook: hook})
+			c := newTestClient(t, emb.SchedulerAddr())
+			ctx := testContext(t, 60*time.Second)
+			j, err := c.submit(ctx, heavyQuery, heavySettings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-entered:
+			case <-ctx.Done():
+				t.Fatal("stage 2 never started")
+			}
+			if n := countFiles(t, emb); n == 0 {
+				t.Fatal("stage 1 wrote no shuffle files; the test would prove nothing")
+			}
+			cancelled := make(chan error, 1)
+			go func() {
+				_, err := c.sched.CancelJob(ctx, &rpc.CancelJobRequest{JobId: j.id()})
+				cancelled <- err
+			}()
+			waitFor(t, "stage 2 tasks cancelled", func() bool { return allCancelled(emb) })
+			close(release)
+			if err := <-cancelled; err != nil {
+				t.Fatal(err)
+			}
+			st, err := j.wait()
+			if st.GetState() != rpc.JobState_JOB_CANCELLED {
+				t.Fatalf("job ended %v (%v), want cancelled", st.GetState(), err)
+			}
+			waitFor(t, "no running tasks", func() bool {
+				for _, x := range emb.Executors() {
+					if x.RunningTasks() > 0 {
+						return false
+					}
+				}
+				return true
+			})
+			if n := countFiles(t, emb); n != 0 {
+				t.Errorf("%d files left under the work dirs after cancelling", n)
+			}
+		})
+	}
+}
+
+// allCancelled reports whether every task on the executors has had its
+// context cancelled.
+func allCancelled(emb *Embedded) bool {
+	for _, x := range emb.Executors() {
+		x.mu.Lock()
+		for _, rt := range x.running {
+			if rt.ctx.Err() == nil {
+				x.mu.Unlock()
+				return false
+			}
+		}
+		x.mu.Unlock()
+	}
+	return true
+}
+
+func countFiles(t *testing.T, emb *Embedded) int {
+	t.Helper()
+	n := 0
+	for _, x := range emb.Executors() {
+		err := filepath.WalkDir(x.WorkDir(), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// waitFor polls cond until it holds, failing the test after 20 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling state that has no notification
+	}
+}
+
+func TestTicketsForUnknownJobsAreRejected(t *testing.T) {
+	emb, _ := startCluster(t, EmbeddedConfig{Executors: 2})
+	c := newTestClient(t, emb.SchedulerAddr())
+	ctx := testContext(t, 30*time.Second)
+	j, err := c.submit(ctx, heavyQuery, heavySettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := j.wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.FinalLocations) == 0 {
+		t.Fatal("no final locations")
+	}
+	final := st.FinalLocations[0]
+	if _, err := c.read(ctx, st); err != nil {
+		t.Fatalf("reading the result before release: %v", err)
+	}
+	if _, err := c.sched.ReleaseJob(ctx, &rpc.ReleaseJobRequest{JobId: st.JobId}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		fetch *rpc.FetchPartition
+	}{
+		{"never existed", &rpc.FetchPartition{JobId: "no-such-job", StageId: 1}},
+		{"released", &rpc.FetchPartition{JobId: final.JobId, StageId: final.StageId, Partition: final.Partition, MapPartition: final.MapPartition, Path: final.Path}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := doGet(ctx, c.env.Clients, final.FlightAddress, tt.fetch)
+			if status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "unknown job") {
+				t.Fatalf("got %v, want NotFound: unknown job", err)
+			}
+		})
+	}
+}
+
+// doGet sends a FetchPartition ticket and reads the stream to its end.
+func doGet(ctx context.Context, pool *exchange.ClientPool, addr string, f *rpc.FetchPartition) error {
+	ticket, err := proto.Marshal(&rpc.Ticket{Kind: &rpc.Ticket_FetchPartition{FetchPartition: f}})
+	if err != nil {
+		return err
+	}
+	client, err := pool.Get(addr)
+	if err != nil {
+		return err
+	}
+	stream, err := client.DoGet(ctx, &flight.Ticket{Ticket: ticket})
+	if err != nil {
+		return err
+	}
+	r, err := flight.NewRecordReader(stream)
+	if err != nil {
+		return err
+	}
+	defer r.Release()
+	for r.Next() {
+	}
+	return r.Err()
+}

@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sluice/rpc"
+)
+
+// TestSeparateProcesses runs `sluice scheduler` and two `sluice executor`
+// processes, queries them, then kills one executor with SIGKILL during a
+// multi-stage query.
+func TestSeparateProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the sluice binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sluice")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := filepath.Join(dir, "data")
+	cat := writeTestTables(t, data)
+
+	sched := startProcess(t, bin, "scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s")
+	addr := sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
+	var execs []*process
+	for i := 1; i <= 2; i++ {
+		execs = append(execs, startProcess(t, bin, "executor", "--scheduler", addr, "--bind", "127.0.0.1:0",
+			"--flight-bind", "127.0.0.1:0", "--vcores", "2", "--work-dir", filepath.Join(dir, fmt.Sprintf("work-%d", i)),
+			"--id", fmt.Sprintf("proc-%d", i), "--heartbeat", "400ms"))
+	}
+	for _, x := range execs {
+		x.await(t, regexp.MustCompile(`msg="executor registered"`))
+	}
+
+	c := newTestClient(t, addr)
+	ctx := testContext(t, 60*time.Second)
+	for _, tb := range testTables {
+		sql := fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", tb.name, filepath.Join(data, tb.name))
+		if _, _, err := c.query(ctx, sql, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := testQueries[0]
+	got, _, err := c.query(ctx, q.sql, q.settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, q.name, got, localRows(t, cat, q.sql), q.ordered)
+
+	// Kill proc-2 once the first stage is done, if the query is still
+	// running by then; either way the answer must be right.
+	j, err := c.submit(ctx, heavyQuery, heavySettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	midQuery := false
+	for {
+		st, err := c.sched.GetJobStatus(ctx, &rpc.GetJobStatusRequest{JobId: j.id()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if finalState(st.State) {
+			break
+		}
+		if st.Progress.GetStagesDone() >= 1 {
+			midQuery = true
+			break
+		}
+	}
+	execs[1].kill(t)
+	st, err := j.wait()
+	if err != nil {
+		t.Fatalf("query with a killed executor: %v\n%s", err, st.GetStages())
+	}
+	got, err = c.read(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := localRows(t, cat, heavyQuery)
+	sameRows(t, "heavy", got, want, true)
+	t.Logf("killed mid-query: %v\n%s", midQuery, st.Stages)
+
+	// The survivor runs queries alone.
+	got, _, err = c.query(ctx, heavyQuery, heavySettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "heavy after the kill", got, want, true)
+
+	execs[0].stop(t)
+	sched.stop(t)
+}
+
+// process is a sluice subprocess whose stderr is kept for the test log.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	out  *watchedBuffer
+	done chan struct{}
+	err  error
+}
+
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{name: args[0], cmd: exec.Command(bin, args...), out: &watchedBuffer{changed: make(chan struct{})}, done: make(chan struct{})}
+	p.cmd.Stderr = p.out
+	p.cmd.Stdout = p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", p.name, p.out.String())
+		}
+	})
+	return p
+}
+
+// await waits for a line of output matching re and returns its first
+// group, if any.
+func (p *process) await(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		text, changed := p.out.snapshot()
+		if m := re.FindStringSubmatch(text); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return m[0]
+		}
+		select {
+		case <-changed:
+		case <-p.done:
+			t.Fatalf("%s exited (%v) before printing %s:\n%s", p.name, p.err, re, p.out.String())
+		case <-timeout.C:
+			t.Fatalf("%s did not print %s within 30s:\n%s", p.name, re, p.out.String())
+		}
+	}
+}
+
+// kill sends SIGKILL and waits for the process to die.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not stop within 20s of SIGTERM", p.name)
+	}
+	if p.err != nil {
+		t.Errorf("%s exited with %v after SIGTERM", p.name, p.err)
+	}
+}
+
+// watchedBuffer collects output and signals every write.
+type watchedBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func (w *watchedBuffer) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return w.buf.Write(b)
+}
+
+func (w *watchedBuffer) snapshot() (string, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String(), w.changed
+}
+
+func (w *watchedBuffer) String() string {
+	s, _ := w.snapshot()
+	return s
+}

@@ -1,0 +1,286 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"sluice/exchange"
+	"sluice/physical"
+	"sluice/rpc"
+)
+
+// taskKey identifies one attempt of one task.
+type taskKey struct {
+	job                                string
+	stage, stageAttempt, task, attempt int32
+}
+
+func keyOf(id *rpc.TaskId) taskKey {
+	return taskKey{job: id.GetJobId(), stage: id.GetStageId(), stageAttempt: id.GetStageAttempt(), task: id.GetTaskId(), attempt: id.GetAttempt()}
+}
+
+func (k taskKey) String() string {
+	return fmt.Sprintf("job %s stage %d task %d attempt %d", k.job, k.stage, k.task, k.attempt)
+}
+
+// runningTask is a task accepted by the executor, queued for slots or
+// running.
+type runningTask struct {
+	key    taskKey
+	def    *rpc.TaskDefinition
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed once the task has reported and let go of its slots
+}
+
+// Causes of task cancellation.
+var (
+	errTaskCancelled = errors.New("task cancelled by the scheduler")
+	errJobRemoved    = errors.New("the job's data was removed")
+)
+
+// launch accepts tasks and starts each on its own goroutine, which waits
+// for slots, runs the task and reports its status. Tasks of jobs whose data
+// was already removed, and tasks already running, are skipped.
+func (e *Executor) launch(defs []*rpc.TaskDefinition) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return errShuttingDown
+	}
+	for _, def := range defs {
+		if def.GetId() == nil {
+			e.log.Error("task without an id ignored")
+			continue
+		}
+		k := keyOf(def.Id)
+		if _, ok := e.removed[k.job]; ok {
+			e.log.Info("task of a removed job ignored", "task", k.String())
+			continue
+		}
+		if _, ok := e.running[k]; ok {
+			e.log.Warn("task launched twice; second launch ignored", "task", k.String())
+			continue
+		}
+		ctx, cancel := context.WithCancelCause(e.ctx)
+		rt := &runningTask{key: k, def: def, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+		e.running[k] = rt
+		n := e.slots.size(int(def.Vcores))
+		if def.Vcores <= 0 {
+			n = e.slots.size(len(def.Partitions))
+		}
+		e.slots.accept(n)
+		e.tasks.Add(1)
+		go e.runTask(ctx, rt, n)
+	}
+	return nil
+}
+
+// runTask is a task's goroutine.
+func (e *Executor) runTask(ctx context.Context, rt *runningTask, n int) {
+	defer e.tasks.Done()
+	held := false
+	defer func() {
+		rt.cancel(nil)
+		e.mu.Lock()
+		delete(e.running, rt.key)
+		e.mu.Unlock()
+		e.slots.release(n, held)
+		close(rt.done)
+	}()
+	start := time.Now()
+	var st *rpc.TaskStatus
+	if err := e.slots.acquire(ctx, n); err != nil {
+		st = e.interrupted(ctx, rt.def)
+	} else {
+		held = true
+		st = e.execute(ctx, rt.def)
+	}
+	if e.ctx.Err() != nil {
+		return // killed: nobody is told
+	}
+	switch st.State {
+	case rpc.TaskState_TASK_SUCCESSFUL:
+		e.log.Info("task finished", "task", rt.key.String(), "partitions", rt.def.Partitions, "rows", st.RowsOut, "took", time.Since(start).Round(time.Millisecond))
+	case rpc.TaskState_TASK_CANCELLED:
+		e.log.Info("task cancelled", "task", rt.key.String())
+	default:
+		e.log.Warn("task failed", "task", rt.key.String(), "partitions", rt.def.Partitions, "err", st.Error, "fetch_failure", st.FetchFailure != nil)
+	}
+	e.report(st)
+}
+
+// execute runs a task and returns its final status.
+func (e *Executor) execute(ctx context.Context, def *rpc.TaskDefinition) *rpc.TaskStatus {
+	locs, err := e.run(ctx, def)
+	if err == nil {
+		st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_SUCCESSFUL, Outputs: locs}
+		for _, l := range locs {
+			st.RowsOut += l.NumRows
+		}
+		return st
+	}
+	if ctx.Err() != nil {
+		return e.interrupted(ctx, def)
+	}
+	st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_FAILED, Error: err.Error()}
+	var fe *exchange.FetchError
+	if errors.As(err, &fe) {
+		st.FetchFailure = &rpc.FetchFailure{ExecutorId: fe.ExecutorID, StageId: int32(fe.StageID), MapPartition: int32(fe.MapPartition)}
+	}
+	return st
+}
+
+// interrupted is the status of a task whose context ended: cancelled by
+// the scheduler, or failed because this executor is shutting down (so the
+// scheduler re-runs it elsewhere).
+func (e *Executor) interrupted(ctx context.Context, def *rpc.TaskDefinition) *rpc.TaskStatus {
+	st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_CANCELLED}
+	if errors.Is(context.Cause(ctx), errShuttingDown) {
+		st.State = rpc.TaskState_TASK_FAILED
+		st.Error = fmt.Sprintf("executor %s is shutting down", e.id)
+	}
+	return st
+}
+
+// run decodes the task's stage plan and drives its partitions. A panic
+// becomes the task's error, with the stack, so one bad task fails its job
+// instead of the executor; in test binaries runtime errors (nil
+// dereferences, index out of range) still crash, so bugs are not hidden.
+func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition) (locs []*rpc.PartitionLocation, err error) {
+	k := keyOf(def.Id)
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(runtime.Error); ok && testing.Testing() {
+				panic(r)
+			}
+			locs, err = nil, fmt.Errorf("%s panicked on executor %s: %v\n%s", k, e.id, r, debug.Stack())
+		}
+	}()
+	if hook := e.cfg.TaskFailureHook; hook != nil {
+		if err := hook(def); err != nil {
+			return nil, fmt.Errorf("%s: injected failure: %w", k, err)
+		}
+	}
+	op, err := physical.DecodePlan(def.Plan, exchange.Codec{}, e.tables)
+	if err != nil {
+		return nil, fmt.Errorf("%s: decoding the stage plan: %w", k, err)
+	}
+	w, ok := op.(exchange.StageWriter)
+	if !ok {
+		return nil, fmt.Errorf("internal: %s: the stage plan's root is %T, not a stage writer", k, op)
+	}
+	tc, err := e.taskContext(def)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k, err)
+	}
+	parts := make([]int, len(def.Partitions))
+	for i, p := range def.Partitions {
+		parts[i] = int(p)
+	}
+	return w.RunTask(ctx, parts, tc)
+}
+
+// taskContext builds what the task's operators share. The memory limit
+// setting applies to each task: it is the budget one executor can enforce.
+func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, error) {
+	batch, err := intSetting(def.Settings, "execution.batch_size", physical.DefaultBatchSize)
+	if err != nil {
+		return nil, err
+	}
+	if batch <= 0 {
+		return nil, fmt.Errorf("invalid execution.batch_size %d (expected a positive integer)", batch)
+	}
+	limit, err := intSetting(def.Settings, "execution.memory_limit", 0)
+	if err != nil {
+		return nil, err
+	}
+	id := def.Id
+	return &physical.TaskContext{
+		Alloc:     memory.DefaultAllocator,
+		Memory:    physical.NewMemoryPool(keyOf(id).String(), int64(limit), e.memory),
+		BatchSize: batch,
+		Exchange: &exchange.TaskEnv{
+			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),
+		},
+	}, nil
+}
+
+func intSetting(settings map[string]string, key string, def int) (int, error) {
+	v, ok := settings[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("invalid %s %q (expected an integer)", key, v)
+	}
+	return n, nil
+}
+
+// reportAttempts bounds how often a task status report is retried.
+const reportAttempts = 5
+
+// report sends a task's status to the scheduler, retrying transient
+// failures with backoff. A status that cannot be delivered is dropped: the
+// scheduler will consider the task lost with this executor if it cannot
+// reach it either.
+func (e *Executor) report(st *rpc.TaskStatus) {
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+		_, err := e.sched.UpdateTaskStatus(ctx, &rpc.UpdateTaskStatusRequest{ExecutorId: e.id, Statuses: []*rpc.TaskStatus{st}})
+		cancel()
+		if err == nil {
+			return
+		}
+		if e.ctx.Err() != nil {
+			return
+		}
+		if attempt == reportAttempts || !transient(err) {
+			e.log.Error("reporting task status failed", "task", keyOf(st.Id).String(), "state", st.State.String(), "attempts", attempt, "err", err)
+			return
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-e.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff *= 2
+	}
+}
+
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// cancelTasks cancels the accepted tasks match selects, with cause, and
+// returns them.
+func (e *Executor) cancelTasks(match func(*runningTask) bool, cause error) []*runningTask {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*runningTask
+	for _, rt := range e.running {
+		if match(rt) {
+			rt.cancel(cause)
+			out = append(out, rt)
+		}
+	}
+	return out
+}

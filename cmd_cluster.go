@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"sluice/cluster"
+)
+
+// runScheduler is `sluice scheduler`: a standalone scheduler serving
+// until SIGINT or SIGTERM.
+func runScheduler(args []string) int {
+	fs := pflag.NewFlagSet("sluice scheduler", pflag.ContinueOnError)
+	fs.SortFlags = false
+	bind := fs.String("bind", "127.0.0.1:50050", "gRPC listen address (host:port; port 0 picks a free one)")
+	policy := fs.String("policy", cluster.PolicyPush, "task placement: push (the scheduler launches tasks) or pull (executors poll)")
+	timeout := fs.Duration("executor-timeout", 30*time.Second, "how long an executor may miss heartbeats before it is considered lost")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: sluice scheduler --bind ADDR --policy push|pull\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (see sluice scheduler --help)\n", fs.Arg(0))
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := cluster.ServeScheduler(ctx, cluster.SchedulerConfig{
+		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, Logger: stderrLogger(),
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runExecutor is `sluice executor`: an executor serving a scheduler until
+// SIGINT or SIGTERM, then shutting down gracefully.
+func runExecutor(args []string) int {
+	fs := pflag.NewFlagSet("sluice executor", pflag.ContinueOnError)
+	fs.SortFlags = false
+	sched := fs.String("scheduler", "127.0.0.1:50050", "the scheduler's gRPC address")
+	bind := fs.String("bind", "127.0.0.1:0", "control service listen address (host:port)")
+	flightBind := fs.String("flight-bind", "127.0.0.1:0", "Arrow Flight listen address (host:port)")
+	advertise := fs.String("advertise-host", "", "host other processes use to reach this executor (default: the bind host, or 127.0.0.1)")
+	vcores := fs.Int("vcores", 2, "partitions run at once")
+	workDir := fs.String("work-dir", "", "directory for shuffle files (required)")
+	id := fs.String("id", "", "executor ID (default: generated)")
+	policy := fs.String("policy", cluster.PolicyPush, "push (wait for tasks) or pull (poll for tasks); must match the scheduler's")
+	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: sluice executor --scheduler ADDR --bind ADDR --flight-bind ADDR --vcores N --work-dir DIR\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (see sluice executor --help)\n", fs.Arg(0))
+		return 2
+	}
+	if *workDir == "" {
+		fmt.Fprintln(os.Stderr, "Error: --work-dir DIR is required (shuffle files are written there)")
+		return 2
+	}
+	if err := os.MkdirAll(*workDir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: creating work dir: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	x, err := cluster.StartExecutor(ctx, cluster.ExecutorConfig{
+		SchedulerAddr: *sched, BindAddr: *bind, FlightAddr: *flightBind, AdvertiseHost: *advertise,
+		Vcores: *vcores, WorkDir: *workDir, ID: *id, HeartbeatInterval: *heartbeat, Policy: *policy,
+		Logger: stderrLogger(),
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	<-ctx.Done()
+	x.Close()
+	return 0
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+	return 2
+}
+
+func stderrLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
