@@ -79,6 +79,13 @@ func (e *Executor) launch(defs []*rpc.TaskDefinition) error {
 		if def.Vcores <= 0 {
 			n = e.slots.size(len(def.Partitions))
 		}
+		if def.Settings["execution.mode"] == "pipelined" {
+			// All of a pipelined job's tasks run at once: the scheduler
+			// reserved their vcores (the busiest stage's, not the sum), and
+			// a task queued behind a slot would deadlock against the
+			// backpressure of the stages it feeds or reads.
+			n = 0
+		}
 		e.slots.accept(n)
 		e.tasks.Add(1)
 		go e.runTask(ctx, rt, n)
@@ -100,7 +107,10 @@ func (e *Executor) runTask(ctx context.Context, rt *runningTask, n int) {
 	}()
 	start := time.Now()
 	var st *rpc.TaskStatus
-	if err := e.slots.acquire(ctx, n); err != nil {
+	if n == 0 {
+		held = true
+		st = e.execute(ctx, rt.def)
+	} else if err := e.slots.acquire(ctx, n); err != nil {
 		st = e.interrupted(ctx, rt.def)
 	} else {
 		held = true
