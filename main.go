@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"sluice/catalog"
+	"sluice/cluster"
 	"sluice/render"
 	"sluice/repl"
 	"sluice/session"
@@ -65,6 +66,10 @@ func run(args []string) int {
 	cont := fs.Bool("continue-on-error", false, "keep running a script after a failed statement")
 	noRC := fs.Bool("no-rc", false, "do not run ~/.sluicerc at start")
 	quiet := fs.BoolP("quiet", "q", false, "no banner, no footers")
+	schedulerAddr := fs.String("scheduler", "", "use the scheduler at HOST:PORT (default: start an embedded cluster in this process)")
+	executors := fs.Int("executors", 2, "executors in the embedded cluster")
+	mode := fs.String("mode", "", "initial execution mode: blocking or pipelined (default pipelined)")
+	inProcess := fs.Bool("in-process", false, "run queries on the engine in this process, without a cluster")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: sluice [flags]          interactive on a terminal; reads a script from stdin otherwise\n")
@@ -106,16 +111,28 @@ func run(args []string) int {
 		defer stop()
 	}
 
-	cat := catalog.New()
+	sess, shutdown, err := connect(ctx, *schedulerAddr, *executors, *inProcess)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	defer shutdown()
+	if *mode != "" {
+		if err := sess.Settings.Set("execution.mode", *mode); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: --mode: %v\n", err)
+			return 2
+		}
+	}
 	if *tpchSF > 0 {
-		if err := registerTPCH(ctx, cat, *tpchSF); err != nil {
+		if err := registerTPCH(ctx, sess, *tpchSF); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 			return 1
 		}
 	}
 	r := &repl.Runner{
-		Session: session.New(cat), Out: os.Stdout, Err: os.Stderr, Format: *format,
+		Session: sess, Out: os.Stdout, Err: os.Stderr, Format: *format,
 		Echo: *echo, ContinueOnError: *cont, Quiet: *quiet, NullValue: "NULL",
+		Progress: interactive && isatty.IsTerminal(os.Stderr.Fd()),
 	}
 	defer r.Close()
 	if interactive && stdoutTerminal {
@@ -198,12 +215,48 @@ func tpchDir(sf int) (string, error) {
 	return filepath.Join(base, "sluice", "tpch-sf"+strconv.Itoa(sf)), nil
 }
 
-func registerTPCH(ctx context.Context, cat *catalog.Catalog, sf int) error {
+// connect returns the session queries run in: on the scheduler at addr, on
+// an embedded cluster of n executors started here, or (inProcess) on the
+// engine in this process. shutdown closes whatever was started.
+func connect(ctx context.Context, addr string, n int, inProcess bool) (*session.Session, func(), error) {
+	if inProcess {
+		return session.New(catalog.New()), func() {}, nil
+	}
+	var emb *cluster.Embedded
+	if addr == "" {
+		if n <= 0 {
+			return nil, nil, fmt.Errorf("--executors must be at least 1")
+		}
+		var err error
+		emb, err = cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: n})
+		if err != nil {
+			return nil, nil, err
+		}
+		addr = emb.SchedulerAddr()
+	}
+	sess, err := session.Connect(addr)
+	if err != nil {
+		if emb != nil {
+			emb.Close()
+		}
+		return nil, nil, err
+	}
+	return sess, func() {
+		sess.Close()
+		if emb != nil {
+			emb.Close()
+		}
+	}, nil
+}
+
+// registerTPCH generates TPC-H at sf into the user cache once and registers
+// its tables in the session's catalog.
+func registerTPCH(ctx context.Context, sess *session.Session, sf int) error {
 	dir, err := tpchDir(sf)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, tpch.CompleteMarker)); err != nil {
 		fmt.Fprintf(os.Stderr, "Generating TPC-H SF %d into %s (once)...\n", sf, dir)
 		progress := func(string, int64, int64) {}
 		if isatty.IsTerminal(os.Stderr.Fd()) {
@@ -214,13 +267,12 @@ func registerTPCH(ctx context.Context, cat *catalog.Catalog, sf int) error {
 		}
 	}
 	for _, t := range tpch.TableNames {
-		pt, err := catalog.OpenParquet(filepath.Join(dir, t))
+		stmt := fmt.Sprintf("CREATE OR REPLACE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", t, filepath.Join(dir, t))
+		res, err := sess.Execute(ctx, stmt)
 		if err != nil {
-			return err
+			return fmt.Errorf("registering TPC-H table %s: %w", t, err)
 		}
-		if err := cat.RegisterTable(t, pt, true); err != nil {
-			return err
-		}
+		res.Close()
 	}
 	return nil
 }
