@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"sluice/catalog"
+	"sluice/cluster"
 	"sluice/render"
 	"sluice/session"
 )
@@ -38,7 +39,57 @@ func TestSQLLogic(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			for _, parts := range []string{"1", "3"} {
-				runSLT(t, f, parts)
+				s := session.New(catalog.New())
+				runSLT(t, f, s, "in-process, target_partitions="+parts, map[string]string{"execution.target_partitions": parts})
+			}
+		})
+	}
+}
+
+// clusterConfigs are the embedded clusters every .slt file and TPC-H query
+// runs on.
+var clusterConfigs = []struct {
+	executors int
+	policy    string
+	mode      string
+}{
+	{2, cluster.PolicyPush, "blocking"},
+	{3, cluster.PolicyPush, "blocking"},
+	{2, cluster.PolicyPull, "blocking"},
+	{3, cluster.PolicyPull, "blocking"},
+	{2, cluster.PolicyPush, "pipelined"},
+	{3, cluster.PolicyPush, "pipelined"},
+}
+
+// startCluster starts an embedded cluster with an empty catalog and
+// returns a session connected to it.
+func startCluster(t testing.TB, executors int, policy string) *session.Session {
+	t.Helper()
+	emb, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{Executors: executors, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	s, err := session.Connect(emb.SchedulerAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestSQLLogicCluster runs every .slt file on embedded clusters of 2 and 3
+// executors, push and pull, blocking and pipelined.
+func TestSQLLogicCluster(t *testing.T) {
+	files, err := filepath.Glob("../testdata/slt/*.slt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clusterConfigs {
+		t.Run(fmt.Sprintf("%s/%d-executors/%s", c.mode, c.executors, c.policy), func(t *testing.T) {
+			for _, f := range files {
+				s := startCluster(t, c.executors, c.policy)
+				runSLT(t, f, s, c.mode, map[string]string{"execution.mode": c.mode})
 			}
 		})
 	}
@@ -103,19 +154,20 @@ func parseSLT(path string) ([]sltRecord, error) {
 	return out, nil
 }
 
-func runSLT(t *testing.T, path, partitions string) {
+func runSLT(t *testing.T, path string, s *session.Session, label string, settings map[string]string) {
 	recs, err := parseSLT(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := session.New(catalog.New())
-	if err := s.Settings.Set("execution.target_partitions", partitions); err != nil {
-		t.Fatal(err)
+	for k, v := range settings {
+		if err := s.Settings.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx := context.Background()
 	for _, rec := range recs {
 		rows, err := sltRun(ctx, s, rec.sql)
-		where := fmt.Sprintf("%s:%d (target_partitions=%s)", filepath.Base(path), rec.line, partitions)
+		where := fmt.Sprintf("%s:%d (%s)", filepath.Base(path), rec.line, label)
 		if rec.wantErr {
 			if err == nil {
 				t.Errorf("%s: expected an error matching %q, got success\n%s", where, rec.errRe, rec.sql)

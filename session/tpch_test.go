@@ -111,32 +111,68 @@ func TestTPCH(t *testing.T) {
 	for n := 1; n <= 22; n++ {
 		t.Run(fmt.Sprintf("q%d", n), func(t *testing.T) {
 			start := time.Now()
-			got, err := runTPCHQuery(ctx, s, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			elapsed := time.Since(start)
-			header, rows, err := tpch.ReadCSVResult(strings.NewReader(got))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ans, err := os.Open(fmt.Sprintf("../testdata/tpch/answers-sf1/q%d.out", n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ans.Close()
-			res, err := tpch.CompareAnswer(n, ans, header, rows)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Pass {
-				t.Fatalf("q%d does not match the official answer: %s", n, res.Detail)
-			}
-			if !res.Exact && n != 17 {
-				t.Errorf("q%d passes only within tolerance, not exactly: %s", n, res.Detail)
-			}
-			t.Logf("q%d ok (exact=%v) in %v", n, res.Exact, elapsed)
+			checkTPCH(t, ctx, s, n)
+			t.Logf("q%d in %v", n, time.Since(start))
 		})
+	}
+}
+
+// TestTPCHCluster runs the 22 queries on embedded clusters of 2 and 3
+// executors, push and pull, blocking and pipelined.
+func TestTPCHCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("TPC-H SF 1 skipped in -short mode")
+	}
+	dir := tpchData(t)
+	ctx := context.Background()
+	for _, c := range clusterConfigs {
+		t.Run(fmt.Sprintf("%s/%d-executors/%s", c.mode, c.executors, c.policy), func(t *testing.T) {
+			s := startCluster(t, c.executors, c.policy)
+			if err := s.Settings.Set("execution.mode", c.mode); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range tpch.TableNames {
+				res, err := s.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", name, filepath.Join(dir, name)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Close()
+			}
+			start := time.Now()
+			for n := 1; n <= 22; n++ {
+				checkTPCH(t, ctx, s, n)
+			}
+			t.Logf("22 queries in %v", time.Since(start))
+		})
+	}
+}
+
+// checkTPCH runs query n and compares it with the official answer.
+func checkTPCH(t *testing.T, ctx context.Context, s *session.Session, n int) {
+	t.Helper()
+	got, err := runTPCHQuery(ctx, s, n)
+	if err != nil {
+		t.Errorf("q%d: %v", n, err)
+		return
+	}
+	header, rows, err := tpch.ReadCSVResult(strings.NewReader(got))
+	if err != nil {
+		t.Errorf("q%d: %v", n, err)
+		return
+	}
+	ans, err := os.Open(fmt.Sprintf("../testdata/tpch/answers-sf1/q%d.out", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ans.Close()
+	res, err := tpch.CompareAnswer(n, ans, header, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pass {
+		t.Errorf("q%d does not match the official answer: %s", n, res.Detail)
+	} else if !res.Exact && n != 17 {
+		t.Errorf("q%d passes only within tolerance, not exactly: %s", n, res.Detail)
 	}
 }
 
