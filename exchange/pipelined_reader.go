@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -70,8 +72,13 @@ func (r *PipelinedReader) Execute(ctx context.Context, partition int, tc *physic
 			g.Go(func() error {
 				err := r.drain(gctx, env, tc, partition, p, m)
 				if err != nil && gctx.Err() == nil {
-					return fmt.Errorf("reading partition %d of stage %d from task %d on executor %s: %w",
+					err = fmt.Errorf("reading partition %d of stage %d from task %d on executor %s: %w",
 						partition, r.StageID, p.TaskId, p.ExecutorId, err)
+					if status.Code(err) == codes.Unavailable {
+						// The producer's executor is unreachable: say which,
+						// so the scheduler can check on it at once.
+						return &FetchError{ExecutorID: p.ExecutorId, StageID: r.StageID, MapPartition: int(p.TaskId), Partition: partition, Err: err}
+					}
 				}
 				return err
 			})

@@ -407,3 +407,14 @@ func (qr *QueueReader) Close() {
 		r.remove(q)
 	}
 }
+
+// TotalEntries counts the queues of every job still in the registry.
+func (r *Registry) TotalEntries() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, j := range r.jobs {
+		n += len(j.queues)
+	}
+	return n
+}

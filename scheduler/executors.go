@@ -173,12 +173,37 @@ func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskSta
 		if j == nil || j.finished() {
 			continue
 		}
+		if ff := st.GetFetchFailure(); ff != nil && ff.ExecutorId != "" && ff.ExecutorId != req.ExecutorId {
+			s.wg.Add(1)
+			go s.probeExecutor(ff.ExecutorId)
+		}
 		j.graph.UpdateTask(st)
 		s.syncJobLocked(j)
 	}
 	s.mu.Unlock()
 	s.poke()
 	return &rpc.UpdateTaskStatusResponse{}, nil
+}
+
+// probeExecutor checks on an executor another one could not fetch from,
+// and declares it lost at once if it does not answer, instead of waiting
+// for its heartbeats to expire: the next job must not be placed on it.
+func (s *Scheduler) probeExecutor(id string) {
+	defer s.wg.Done()
+	s.mu.Lock()
+	e := s.executors[id]
+	s.mu.Unlock()
+	if e == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, min(s.cfg.RPCTimeout, 2*time.Second))
+	defer cancel()
+	// An empty cancel request changes nothing; any answer, even a refusal,
+	// shows the executor is there. Only an unreachable one is lost.
+	_, err := e.client.CancelTasks(ctx, &rpc.CancelTasksRequest{})
+	if c := status.Code(err); (c == codes.Unavailable || c == codes.DeadlineExceeded) && s.ctx.Err() == nil {
+		s.executorLost(id)
+	}
 }
 
 // GetClusterState lists executors and unfinished jobs.

@@ -16,6 +16,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"sync"
 	"time"
 
@@ -274,7 +276,9 @@ func (s *Scheduler) newJobID() string {
 
 // callExecutors runs f against each executor's client concurrently, with
 // the RPC timeout, and waits. Errors are returned joined; cleanup callers
-// ignore them (a vanished executor has nothing left to clean).
+// ignore them (a vanished executor has nothing left to clean). An executor
+// that cannot be reached is declared lost right away, so no new job is
+// placed on it while its heartbeats run out.
 func (s *Scheduler) callExecutors(ids []string, f func(ctx context.Context, c rpc.ExecutorServiceClient) error) error {
 	s.mu.Lock()
 	clients := map[string]rpc.ExecutorServiceClient{}
@@ -285,9 +289,10 @@ func (s *Scheduler) callExecutors(ids []string, f func(ctx context.Context, c rp
 	}
 	s.mu.Unlock()
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg          sync.WaitGroup
+		mu          sync.Mutex
+		errs        []error
+		unreachable []string
 	)
 	for id, c := range clients {
 		wg.Add(1)
@@ -297,11 +302,17 @@ func (s *Scheduler) callExecutors(ids []string, f func(ctx context.Context, c rp
 			defer cancel()
 			if err := f(ctx, c); err != nil {
 				mu.Lock()
+				if status.Code(err) == codes.Unavailable {
+					unreachable = append(unreachable, id)
+				}
 				errs = append(errs, fmt.Errorf("executor %s: %w", id, err))
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	for _, id := range unreachable {
+		s.executorLost(id)
+	}
 	return errors.Join(errs...)
 }

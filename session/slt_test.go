@@ -65,7 +65,13 @@ var clusterConfigs = []struct {
 // returns a session connected to it.
 func startCluster(t testing.TB, executors int, policy string) *session.Session {
 	t.Helper()
-	emb, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{Executors: executors, Policy: policy})
+	_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: executors, Policy: policy})
+	return s
+}
+
+func startClusterWith(t testing.TB, cfg cluster.EmbeddedConfig) (*cluster.Embedded, *session.Session) {
+	t.Helper()
+	emb, err := cluster.StartEmbedded(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +81,7 @@ func startCluster(t testing.TB, executors int, policy string) *session.Session {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	return s
+	return emb, s
 }
 
 // TestSQLLogicCluster runs every .slt file on embedded clusters of 2 and 3
