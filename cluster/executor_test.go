@@ -108,18 +108,26 @@ func nextStatus(t *testing.T, f *fakeScheduler) *rpc.TaskStatus {
 
 func TestExecutorQueuesCancelsAndReportsTasks(t *testing.T) {
 	checkGoroutines(t)
-	release := make(chan struct{})
+	entered, release := make(chan struct{}), make(chan struct{})
 	hook := func(def *rpc.TaskDefinition) error {
-		if def.Id.TaskId == 0 {
+		if def.Id.JobId == "j" && def.Id.TaskId == 0 {
+			close(entered)
 			<-release
 		}
 		return nil
 	}
 	x, fake, c := startWithFake(t, hook)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the executor's Close, which waits for task 0
 	ctx := testContext(t, 20*time.Second)
 	// Task 0 takes both vcores and hangs in the hook; task 1 waits for
 	// slots until it is cancelled.
-	if _, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task("j", 0, 2), task("j", 1, 2)}}); err != nil {
+	if _, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task("j", 0, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if _, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task("j", 1, 2)}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := x.RunningTasks(); n != 2 {
@@ -133,7 +141,7 @@ func TestExecutorQueuesCancelsAndReportsTasks(t *testing.T) {
 		t.Fatalf("got %v, want task 1 cancelled on x1", st)
 	}
 	// Task 0 has no plan: once released it fails with a clear error.
-	close(release)
+	unblock()
 	st = nextStatus(t, fake)
 	if st.Id.TaskId != 0 || st.State != rpc.TaskState_TASK_FAILED || !strings.Contains(st.Error, "decoding the stage plan") {
 		t.Fatalf("got %v, want task 0 failed decoding its plan", st)

@@ -193,6 +193,9 @@ func TestCancelMidQueryStopsTasksAndRemovesFiles(t *testing.T) {
 				return nil
 			}
 			emb, _ := startCluster(t, EmbeddedConfig{Executors: 2, Policy: policy, TaskFailureHook: hook})
+			var releaseOnce sync.Once
+			unblock := func() { releaseOnce.Do(func() { close(release) }) }
+			t.Cleanup(unblock) // before the cluster's Close, which waits for the hung tasks
 			c := newTestClient(t, emb.SchedulerAddr())
 			ctx := testContext(t, 60*time.Second)
 			j, err := c.submit(ctx, heavyQuery, heavySettings)
@@ -213,7 +216,7 @@ func TestCancelMidQueryStopsTasksAndRemovesFiles(t *testing.T) {
 				cancelled <- err
 			}()
 			waitFor(t, "stage 2 tasks cancelled", func() bool { return allCancelled(emb) })
-			close(release)
+			unblock()
 			if err := <-cancelled; err != nil {
 				t.Fatal(err)
 			}
