@@ -22,7 +22,7 @@ func runScheduler(args []string) int {
 	fs.SortFlags = false
 	bind := fs.String("bind", "127.0.0.1:50050", "gRPC listen address (host:port; port 0 picks a free one)")
 	policy := fs.String("policy", cluster.PolicyPush, "task placement: push (the scheduler launches tasks) or pull (executors poll)")
-	timeout := fs.Duration("executor-timeout", 30*time.Second, "how long an executor may miss heartbeats before it is considered lost")
+	timeout := fs.Duration("executor-timeout", 10*time.Second, "how long an executor may miss heartbeats before it is considered lost")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: sluice scheduler --bind ADDR --policy push|pull\n\nFlags:\n%s", fs.FlagUsages())
 	}

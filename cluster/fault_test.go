@@ -78,8 +78,6 @@ func TestKilledExecutorWorkIsRerun(t *testing.T) {
 }
 
 func TestAllExecutorsKilledFailsQuery(t *testing.T) {
-	t.Skip("the scheduler keeps a job waiting for executors forever once every executor is lost; " +
-		"enable this test when it fails such jobs (reported to the scheduler's owner)")
 	var (
 		slot   hookSlot
 		once   sync.Once

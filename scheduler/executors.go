@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -103,7 +104,29 @@ func (s *Scheduler) removeExecutorLocked(id string) *executor {
 		j.graph.ExecutorLost(id)
 		s.syncJobLocked(j)
 	}
+	if len(s.executors) == 0 {
+		// Nothing is left to run the work: fail the unfinished jobs now
+		// rather than have their clients wait for executors that may never
+		// come.
+		for _, j := range slices.Clone(s.order) {
+			s.failJobLocked(j, fmt.Errorf("no executors available: every executor was lost (the last was %s); start executors and run the query again", id))
+		}
+	}
 	return e
+}
+
+// failJobLocked ends an unfinished job as failed, cancelling what still
+// runs and removing its data.
+func (s *Scheduler) failJobLocked(j *job, err error) {
+	if j.finished() {
+		return
+	}
+	s.endLocked(j, rpc.JobState_JOB_FAILED)
+	j.err = &rpc.UserError{Kind: "execution", Message: err.Error()}
+	running := j.graph.Cancel()
+	executors := j.graph.Executors()
+	s.goLocked(func() { s.cleanup(j.id, running, executors) })
+	j.notify()
 }
 
 // offersLocked is every executor's free capacity: its vcores minus what

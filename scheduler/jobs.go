@@ -87,11 +87,8 @@ func (s *Scheduler) syncJobLocked(j *job) {
 			s.goLocked(func() { s.cleanup(j.id, running, nil) })
 		}
 	case GraphFailed:
-		s.endLocked(j, rpc.JobState_JOB_FAILED)
-		j.err = &rpc.UserError{Kind: "execution", Message: err.Error()}
-		running := j.graph.Cancel()
-		executors := j.graph.Executors()
-		s.goLocked(func() { s.cleanup(j.id, running, executors) })
+		s.failJobLocked(j, err)
+		return
 	}
 	j.notify()
 }

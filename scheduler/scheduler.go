@@ -56,7 +56,7 @@ type Config struct {
 	// fails (default 3; negative: none).
 	TaskRetries int
 	// ExecutorTimeout is how long an executor may go without a heartbeat
-	// before it is considered lost (default 30s).
+	// before it is considered lost (default 10s; executors beat every 2s).
 	ExecutorTimeout time.Duration
 	// JobDataTTL is how long a finished job's data is kept when the client
 	// does not release it (default 10 minutes).
@@ -103,7 +103,7 @@ func New(cfg Config) *Scheduler {
 	}
 	cfg.TaskRetries = max(cfg.TaskRetries, 0)
 	if cfg.ExecutorTimeout <= 0 {
-		cfg.ExecutorTimeout = 30 * time.Second
+		cfg.ExecutorTimeout = 10 * time.Second
 	}
 	if cfg.JobDataTTL <= 0 {
 		cfg.JobDataTTL = 10 * time.Minute
