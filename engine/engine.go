@@ -22,6 +22,10 @@ import (
 // Engine prepares statements against a catalog. Safe for concurrent use.
 type Engine struct {
 	Catalog *catalog.Catalog
+	// DefaultPartitions is the partition count used when the session's
+	// execution.target_partitions is 0; nil means the CPU count. A
+	// scheduler sets it to its executors' total vcores.
+	DefaultPartitions func() int
 }
 
 // New returns an engine over cat.
@@ -125,8 +129,12 @@ func (e *Engine) PlanQuery(q *sql.Query, settings *Settings) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	parts := int(settings.Int("execution.target_partitions"))
+	if parts == 0 && e.DefaultPartitions != nil {
+		parts = e.DefaultPartitions()
+	}
 	cfg := physical.PlannerConfig{
-		TargetPartitions:   int(settings.Int("execution.target_partitions")),
+		TargetPartitions:   parts, // 0: physical.Plan uses the CPU count
 		BroadcastThreshold: settings.Int("optimizer.broadcast_join_threshold_bytes"),
 	}
 	op, err := physical.Plan(opt, cfg)

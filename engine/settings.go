@@ -48,9 +48,9 @@ func constant(s string) func() string { return func() string { return s } }
 
 var knownSettings = map[string]setting{
 	"execution.target_partitions": {
-		def:      func() string { return strconv.Itoa(physical.DefaultTargetPartitions()) },
-		validate: positiveInt,
-		help:     "partitions per scan and repartition (default: CPU count)",
+		def:      constant("0"),
+		validate: nonNegativeInt,
+		help:     "partitions per scan and repartition; 0 means half the cluster's vcores (the CPU count in process)",
 	},
 	"execution.batch_size": {
 		def:      constant(strconv.Itoa(physical.DefaultBatchSize)),

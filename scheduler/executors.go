@@ -40,6 +40,7 @@ func (s *Scheduler) RegisterExecutor(ctx context.Context, req *rpc.RegisterExecu
 	s.mu.Lock()
 	old := s.removeExecutorLocked(m.Id)
 	s.executors[m.Id] = &executor{meta: m, lastSeen: time.Now(), client: client, closeFn: closeFn}
+	s.totalVcores.Add(int64(m.Vcores))
 	s.mu.Unlock()
 	if old != nil {
 		old.close()
@@ -85,6 +86,14 @@ func (s *Scheduler) expireExecutors(now time.Time) {
 func (s *Scheduler) executorLost(id string) {
 	s.mu.Lock()
 	e := s.removeExecutorLocked(id)
+	if e != nil && len(s.executors) == 0 {
+		// Nothing is left to run the work: fail the unfinished jobs now
+		// rather than have their clients wait for executors that may never
+		// come.
+		for _, j := range slices.Clone(s.order) {
+			s.failJobLocked(j, fmt.Errorf("no executors available: every executor was lost (the last was %s); start executors and run the query again", id))
+		}
+	}
 	s.mu.Unlock()
 	if e != nil {
 		e.close()
@@ -104,14 +113,7 @@ func (s *Scheduler) removeExecutorLocked(id string) *executor {
 		j.graph.ExecutorLost(id)
 		s.syncJobLocked(j)
 	}
-	if len(s.executors) == 0 {
-		// Nothing is left to run the work: fail the unfinished jobs now
-		// rather than have their clients wait for executors that may never
-		// come.
-		for _, j := range slices.Clone(s.order) {
-			s.failJobLocked(j, fmt.Errorf("no executors available: every executor was lost (the last was %s); start executors and run the query again", id))
-		}
-	}
+	s.totalVcores.Add(-int64(e.meta.Vcores))
 	return e
 }
 

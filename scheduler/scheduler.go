@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -85,6 +86,10 @@ type Scheduler struct {
 	nextJob   uint64
 	closed    bool // set by Close: no new background work may start
 
+	// totalVcores is the registered executors' vcores, readable without
+	// the lock (planning reads it for the default partition count).
+	totalVcores atomic.Int64
+
 	wake   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -125,6 +130,10 @@ func New(cfg Config) *Scheduler {
 		executors: map[string]*executor{}, jobs: map[string]*job{},
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 	}
+	// Half the cluster's vcores: a pipelined job needs a vcore for every
+	// partition of its widest stage, and a stage reading a two-branch
+	// UNION has the partitions of both branches.
+	s.engine.DefaultPartitions = func() int { return max(1, int(s.totalVcores.Load())/2) }
 	s.wg.Add(2)
 	go s.placementLoop()
 	go s.maintenanceLoop()
