@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,5 +148,30 @@ func TestOverlongValueIsMarked(t *testing.T) {
 	}
 	if !strings.Contains(out, "much lo…") || strings.Contains(out, "much longer than eight") {
 		t.Errorf("an over-long value must be cut with a visible …:\n%s", out)
+	}
+}
+
+func TestModeCompare(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/slt/data/emp.csv")
+	script := fmt.Sprintf(`CREATE EXTERNAL TABLE emp (id INT, name VARCHAR, dept VARCHAR, salary DECIMAL(10,2), hired DATE, manager INT) STORED AS CSV WITH HEADER ROW LOCATION '%s';
+.mode compare
+SELECT dept, count(*) AS n FROM emp GROUP BY dept ORDER BY dept NULLS LAST;
+.mode compare off
+.mode
+`, abs)
+	out, errOut, code := runCLI(t, script)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := "dept,n\neng,2\nhr,1\nsales,2\n,1\n"; out != want {
+		t.Errorf("stdout = %q, want the pipelined result %q", out, want)
+	}
+	for _, want := range []string{"blocking", "pipelined", "time to first row", "total time", "rows", "stages", "tasks", "results agree (in order)"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.HasSuffix(errOut, "pipelined\n") {
+		t.Errorf(".mode after compare off should print the mode: %q", errOut)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow"
 	"io"
 	"sort"
 	"strings"
@@ -45,30 +46,35 @@ type modeRun struct {
 	err   error
 }
 
-// runCompare runs a query in both modes, prints the pipelined result, and
-// a side-by-side comparison on stderr.
+// runCompare runs a query in both modes: blocking first, collected
+// silently, then pipelined, rendered as usual; then it prints the two runs
+// side by side on stderr.
 func (r *Runner) runCompare(ctx context.Context, p Piece) error {
 	orig, _ := r.Session.Settings.Get("execution.mode")
 	defer r.Session.Settings.Set("execution.mode", orig)
-	var runs []modeRun
-	for _, mode := range []string{"blocking", "pipelined"} {
-		if err := r.Session.Settings.Set("execution.mode", mode); err != nil {
-			return err
-		}
-		run := modeRun{mode: mode}
-		run.rows, run.stats, run.err = r.collect(ctx, p.SQL)
-		if ctx.Err() != nil {
-			return fmt.Errorf("query cancelled")
-		}
-		runs = append(runs, run)
+	if err := r.Session.Settings.Set("execution.mode", "blocking"); err != nil {
+		return err
 	}
-	if runs[1].err == nil {
-		if err := r.RunStatement(ctx, p); err != nil {
-			return err
-		}
+	blocking := modeRun{mode: "blocking"}
+	blocking.rows, blocking.stats, blocking.err = r.collect(ctx, p.SQL)
+	if ctx.Err() != nil {
+		return fmt.Errorf("query cancelled")
 	}
-	r.printCompare(p.SQL, runs)
-	return nil
+	if err := r.Session.Settings.Set("execution.mode", "pipelined"); err != nil {
+		return err
+	}
+	pipelined := modeRun{mode: "pipelined"}
+	pipelined.stats, pipelined.err = r.render(ctx, p, func(b arrow.RecordBatch) {
+		pipelined.rows = append(pipelined.rows, rowStrings(b)...)
+	})
+	if ctx.Err() != nil {
+		return fmt.Errorf("query cancelled")
+	}
+	r.printCompare(p.SQL, []modeRun{blocking, pipelined})
+	if pipelined.err != nil {
+		return pipelined.err
+	}
+	return blocking.err
 }
 
 // collect runs a query and returns its rows as text lines.
@@ -87,17 +93,7 @@ func (r *Runner) collect(ctx context.Context, text string) ([]string, session.St
 			res.Close()
 			return nil, session.Stats{}, err
 		}
-		for i := 0; i < int(b.NumRows()); i++ {
-			vals := make([]string, b.NumCols())
-			for c := range vals {
-				v, ok := render.FormatValue(b.Column(c), i)
-				if !ok {
-					v = "\x00NULL"
-				}
-				vals[c] = v
-			}
-			rows = append(rows, strings.Join(vals, "\x1f"))
-		}
+		rows = append(rows, rowStrings(b)...)
 		b.Release()
 	}
 	res.Close()
@@ -106,6 +102,23 @@ func (r *Runner) collect(ctx context.Context, text string) ([]string, session.St
 		st = *s
 	}
 	return rows, st, nil
+}
+
+// rowStrings renders a batch's rows as comparable lines.
+func rowStrings(b arrow.RecordBatch) []string {
+	out := make([]string, 0, b.NumRows())
+	for i := 0; i < int(b.NumRows()); i++ {
+		vals := make([]string, b.NumCols())
+		for c := range vals {
+			v, ok := render.FormatValue(b.Column(c), i)
+			if !ok {
+				v = "\x00NULL"
+			}
+			vals[c] = v
+		}
+		out = append(out, strings.Join(vals, "\x1f"))
+	}
+	return out
 }
 
 // hasOrderBy reports whether the statement orders its result (then the two

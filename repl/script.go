@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow"
 	"io"
 	"os"
 	"strings"
@@ -103,25 +104,33 @@ func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
 	if r.compare && isQuery(p.SQL) {
 		return r.runCompare(ctx, p)
 	}
+	_, err := r.render(ctx, p, nil)
+	return err
+}
+
+// render runs a statement and renders its result; observe (if set) sees
+// every batch before it is rendered. It returns the query's statistics
+// (zero for statements without a query).
+func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordBatch)) (session.Stats, error) {
 	start := time.Now()
 	prog := r.startProgress()
 	defer prog.stop()
 	res, err := r.Session.Execute(ctx, p.SQL)
 	if err != nil {
-		return err
+		return session.Stats{}, err
 	}
 	defer res.Close()
 	if res.Schema == nil {
 		r.timing(start, time.Time{})
-		return nil
+		return session.Stats{}, nil
 	}
 	opts := render.Options{NullValue: r.NullValue, MaxRows: r.MaxRows, MaxWidth: r.MaxWidth, NoFooter: r.Quiet}
 	w, err := render.New(r.Format, r.Out, opts)
 	if err != nil {
-		return err
+		return session.Stats{}, err
 	}
 	if err := w.Begin(res.Schema); err != nil {
-		return err
+		return session.Stats{}, err
 	}
 	var firstRow time.Time
 	for {
@@ -131,25 +140,33 @@ func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("query cancelled")
+				return session.Stats{}, fmt.Errorf("query cancelled")
 			}
-			return err
+			return session.Stats{}, err
 		}
 		if firstRow.IsZero() {
 			firstRow = time.Now()
 			prog.stop()
 		}
+		if observe != nil {
+			observe(b)
+		}
 		err = w.Write(b)
 		b.Release()
 		if err != nil {
-			return err
+			return session.Stats{}, err
 		}
 	}
 	if _, err = w.End(); err != nil {
-		return err
+		return session.Stats{}, err
 	}
 	r.timing(start, firstRow)
-	return nil
+	res.Close()
+	var st session.Stats
+	if s := res.Stats(); s != nil {
+		st = *s
+	}
+	return st, nil
 }
 
 func (r *Runner) timing(start, firstRow time.Time) {
