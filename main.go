@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,12 @@ import (
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// Queries allocate many short-lived batches; collecting less often
+		// costs memory we have and saves about a quarter of the CPU time
+		// (TPC-H SF 1: 8.6 s -> 6.2 s in process).
+		debug.SetGCPercent(400)
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
