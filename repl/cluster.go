@@ -33,13 +33,22 @@ func (r *Runner) dotCluster(ctx context.Context, _ []string) error {
 
 func (r *Runner) dotExplain(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: .explain QUERY")
+		if r.lastReport == "" {
+			return fmt.Errorf("usage: .explain QUERY (or .explain alone, after a query on the cluster, for its stages and tasks)")
+		}
+		fmt.Fprintln(r.Out, r.lastReport)
+		return nil
 	}
 	q := strings.TrimSuffix(strings.TrimSpace(strings.Join(args, " ")), ";")
-	saved := r.Format
-	r.Format = "line"
-	defer func() { r.Format = saved }()
-	return r.RunStatement(ctx, Piece{SQL: "EXPLAIN " + q, Line: 1})
+	rows, _, err := r.collect(ctx, "EXPLAIN "+q)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		kind, plan, _ := strings.Cut(row, "\x1f")
+		fmt.Fprintf(r.Out, "%s:\n%s\n\n", strings.ReplaceAll(kind, "_", " "), plan)
+	}
+	return nil
 }
 
 // progressLine draws a one-line progress report on a terminal's stderr for

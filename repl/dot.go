@@ -35,7 +35,7 @@ func init() {
 		".nullvalue": {".nullvalue [TEXT]", "text shown for NULL", (*Runner).dotNullValue},
 		".timer":     {".timer on|off", "print time to first row and total time after each query", (*Runner).dotTimer},
 		".cluster":   {".cluster", "show the scheduler, executors (vcores free/total) and running jobs", (*Runner).dotCluster},
-		".explain":   {".explain QUERY", "show the query's logical, physical and stage plans", (*Runner).dotExplain},
+		".explain":   {".explain [QUERY]", "show a query's logical, physical and stage plans; alone: the last query's stages and tasks", (*Runner).dotExplain},
 		".mode":      {".mode [blocking|pipelined|compare [off]]", "show or switch the execution mode; compare runs each query in both", (*Runner).dotMode},
 	}
 }

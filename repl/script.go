@@ -38,6 +38,8 @@ type Runner struct {
 	outFile *os.File // set by .output FILE
 	stdout  io.Writer
 	compare bool // .mode compare
+	// lastReport is the stage report of the last cluster query (.explain).
+	lastReport string
 }
 
 // ErrExit is returned by RunStatement for .quit/.exit.
@@ -165,6 +167,9 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 	var st session.Stats
 	if s := res.Stats(); s != nil {
 		st = *s
+		if st.Report != "" {
+			r.lastReport = st.Report
+		}
 	}
 	return st, nil
 }

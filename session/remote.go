@@ -302,17 +302,29 @@ func (w *jobStream) Close() {
 	}
 	w.job.cancelStream()
 	w.watchers.Wait()
+	w.job.mu.Lock()
+	st := w.job.last
+	w.job.mu.Unlock()
+	if w.job.id != "" {
+		// The job's own last word: stages, tasks and where they ran.
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if fresh, err := w.job.r.client.GetJobStatus(cctx, &rpc.GetJobStatusRequest{JobId: w.job.id}); err == nil {
+			st = fresh
+		}
+		cancel()
+	}
+	if st != nil && st.Progress != nil {
+		w.stats.Stages = int(st.Progress.StagesTotal)
+		w.stats.Tasks = int(st.Progress.TasksTotal)
+	}
+	if st != nil {
+		w.stats.Report = st.Stages
+	}
 	if w.job.id != "" {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		w.job.r.client.ReleaseJob(cctx, &rpc.ReleaseJobRequest{JobId: w.job.id})
 		cancel()
 	}
-	w.job.mu.Lock()
-	if st := w.job.last; st != nil && st.Progress != nil {
-		w.stats.Stages = int(st.Progress.StagesTotal)
-		w.stats.Tasks = int(st.Progress.TasksTotal)
-	}
-	w.job.mu.Unlock()
 }
 
 // userError turns the scheduler's error into the shell's error types.

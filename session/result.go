@@ -37,6 +37,9 @@ type Stats struct {
 	Rows     int64
 	Stages   int
 	Tasks    int
+	// Report is the cluster's description of the finished job: its stages,
+	// their tasks and the executors they ran on.
+	Report string
 }
 
 // Stats returns the query's statistics, or nil for statements that ran no
