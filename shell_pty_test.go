@@ -158,7 +158,8 @@ func TestShellCtrlCCancelsQuery(t *testing.T) {
 		from = append(from, fmt.Sprintf("emp e%d", i))
 	}
 	tm.send("SELECT count(*) FROM " + strings.Join(from, ", ") + ";\r")
-	time.Sleep(500 * time.Millisecond) // let the query start; there is nothing to await
+	// After a second the running query shows a progress line.
+	tm.expect(`\[\d+\.\ds\] stages \d+/\d+, tasks running \d+`, 10*time.Second)
 	tm.send("\x03")
 	tm.expect(`query cancelled`, 10*time.Second)
 	tm.expect(`sluice> `, 5*time.Second)

@@ -52,43 +52,80 @@ func (r *Runner) dotExplain(ctx context.Context, args []string) error {
 }
 
 // progressLine draws a one-line progress report on a terminal's stderr for
-// statements running longer than a second, and clears it when output starts
-// or the statement ends.
+// statements running longer than a second, redrawn every quarter second
+// from the job's latest progress, and clears it when output starts or the
+// statement ends.
 type progressLine struct {
 	mu      sync.Mutex
 	r       *Runner
 	start   time.Time
+	last    session.Progress
 	shown   bool
 	stopped bool
+	done    chan struct{}
+	exited  chan struct{}
 }
 
 func (r *Runner) startProgress() *progressLine {
-	p := &progressLine{r: r, start: time.Now()}
-	if r.Progress {
-		r.Session.OnProgress = p.update
+	p := &progressLine{r: r, start: time.Now(), done: make(chan struct{}), exited: make(chan struct{})}
+	if !r.Progress {
+		p.stopped = true
+		close(p.exited)
+		return p
 	}
+	r.Session.OnProgress = p.update
+	go p.loop()
 	return p
 }
 
+func (p *progressLine) loop() {
+	defer close(p.exited)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-tick.C:
+			p.draw()
+		}
+	}
+}
+
 func (p *progressLine) update(pr session.Progress) {
+	p.mu.Lock()
+	p.last = pr
+	p.mu.Unlock()
+}
+
+func (p *progressLine) draw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped || time.Since(p.start) < time.Second {
 		return
 	}
+	pr := p.last
 	fmt.Fprintf(p.r.Err, "\r\x1b[K[%.1fs] stages %d/%d, tasks running %d, done %d/%d, rows %d",
 		time.Since(p.start).Seconds(), pr.StagesDone, pr.StagesTotal, pr.TasksRunning, pr.TasksDone, pr.TasksTotal, pr.Rows)
 	p.shown = true
 }
 
-// stop clears the line; safe to call more than once.
+// stop clears the line and waits for the drawing goroutine; safe to call
+// more than once.
 func (p *progressLine) stop() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	if p.stopped {
+		p.mu.Unlock()
+		<-p.exited
+		return
+	}
+	p.stopped = true
 	if p.shown {
 		fmt.Fprint(p.r.Err, "\r\x1b[K")
 		p.shown = false
 	}
-	p.stopped = true
+	p.mu.Unlock()
+	close(p.done)
+	<-p.exited
 	p.r.Session.OnProgress = nil
 }
