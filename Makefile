@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sluice
 SF      ?= 1
 
-.PHONY: build run test vet bench-engine clean
+.PHONY: build run test vet bench bench-engine clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -19,6 +19,20 @@ vet:
 # official answers (SF 1 is generated once into .cache/).
 test: vet
 	$(GO) test -timeout 60m -p 1 ./...
+
+# TPC-H at SF: blocking vs pipelined on an embedded cluster, then the DuckDB
+# peer (its own module, bench/duckdb) on the same Parquet files, merged into
+# $(BENCH_OUT)/results.json, table.md and chart.svg.
+RUNS      ?= 3
+BENCH_OUT ?= bench-results
+bench: build
+	./$(BIN) bench tpch --sf $(SF) --runs $(RUNS) --out $(BENCH_OUT)
+	@if (cd bench/duckdb && $(GO) build -o ../../bin/sluice-bench-duckdb .); then \
+		./bin/sluice-bench-duckdb --sf $(SF) --runs $(RUNS) --queries testdata/tpch --out $(BENCH_OUT)/duckdb.json && \
+		./$(BIN) bench merge $(BENCH_OUT)/results.json $(BENCH_OUT)/duckdb.json; \
+	else \
+		echo "make bench: the DuckDB peer (bench/duckdb) did not build; $(BENCH_OUT) has sluice's modes only" >&2; \
+	fi
 
 # Per-query TPC-H SF 1 times of the in-process engine (GOGC=400 as the
 # sluice binary sets it).

@@ -53,6 +53,9 @@ func (f scriptFlag) Set(v string) error {
 var version = "dev"
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "bench" {
+		return runBench(args[1:])
+	}
 	if len(args) > 0 && args[0] == "tpch" {
 		return runTPCH(args[1:])
 	}

@@ -1,0 +1,229 @@
+// Command duckdb is the DuckDB peer of sluice bench: it runs the same
+// TPC-H query texts on the same Parquet files with DuckDB and writes the
+// same JSON shape (mode "duckdb"), to be merged with `sluice bench merge`.
+//
+// It is its own module so that the sluice binary does not link DuckDB.
+// Run it from this directory:
+//
+//	go run . --data ~/.cache/sluice/tpch-sf1 --runs 3 --out duckdb.json
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/spf13/pflag"
+
+	"sluice/bench"
+	"sluice/repl"
+	"sluice/tpch"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	fs := pflag.NewFlagSet("duckdb", pflag.ContinueOnError)
+	data := fs.String("data", "", "TPC-H Parquet directory, one sub-directory per table (default: where sluice --tpch caches --sf)")
+	queriesDir := fs.String("queries", "../../testdata/tpch", "directory of q1.sql ... q22.sql")
+	list := fs.String("only", "", "query numbers to run, e.g. 1,3,6 (default: all 22)")
+	runs := fs.Int("runs", 3, "timed runs per query, after one warm-up run")
+	sf := fs.Int("sf", 1, "scale factor of the data (recorded in the report)")
+	out := fs.String("out", "duckdb.json", "report to write")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *runs <= 0 || *sf <= 0 {
+		fmt.Fprintln(os.Stderr, "Error: --runs and --sf must be positive")
+		return 2
+	}
+	if *data == "" {
+		// The same place as sluice's tpchDir (main.go), so that the
+		// peer reads the very files sluice bench measured.
+		base, err := os.UserCacheDir()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: no --data and no user cache dir: %v\n", err)
+			return 2
+		}
+		*data = filepath.Join(base, "sluice", "tpch-sf"+strconv.Itoa(*sf))
+	}
+	if _, err := os.Stat(filepath.Join(*data, tpch.CompleteMarker)); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: no complete TPC-H data in %s (run sluice bench tpch --sf %d first, or sluice tpch gen)\n", *data, *sf)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := bench1(ctx, *data, *queriesDir, *list, *runs, *sf, *out); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func bench1(ctx context.Context, data, queriesDir, list string, runs, sf int, out string) error {
+	ns, err := queryNumbers(list)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return fmt.Errorf("opening DuckDB: %w", err)
+	}
+	defer db.Close()
+	// One connection, so the views (and q15's) are visible to every
+	// statement.
+	db.SetMaxOpenConns(1)
+	abs, err := filepath.Abs(data)
+	if err != nil {
+		return err
+	}
+	for _, t := range tpch.TableNames {
+		glob := filepath.Join(abs, t, "*.parquet")
+		stmt := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')", t, strings.ReplaceAll(glob, "'", "''"))
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("registering %s from %s: %w", t, glob, err)
+		}
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
+		return fmt.Errorf("DuckDB version: %w", err)
+	}
+	rep := &bench.Report{Suite: "tpch", ScaleFact: sf, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
+		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, Parquet read through views over read_parquet", version)}}
+	for _, n := range ns {
+		b, err := os.ReadFile(filepath.Join(queriesDir, fmt.Sprintf("q%d.sql", n)))
+		if err != nil {
+			return err
+		}
+		if _, err := runScript(ctx, db, string(b)); err != nil {
+			return fmt.Errorf("q%d (warm-up): %w", n, err)
+		}
+		var totals []float64
+		for i := 1; i <= runs; i++ {
+			m, err := runScript(ctx, db, string(b))
+			if err != nil {
+				return fmt.Errorf("q%d (run %d): %w", n, i, err)
+			}
+			rep.Runs = append(rep.Runs, bench.Run{Query: n, Mode: "duckdb", Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
+			totals = append(totals, ms(m.Total))
+		}
+		fmt.Fprintf(os.Stderr, "q%-2d duckdb     median %8.1f ms\n", n, bench.Median(totals))
+	}
+	if rss, err := bench.PeakRSS(); err == nil {
+		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
+	}
+	return bench.WriteJSON(out, rep)
+}
+
+// runScript runs each statement of text and times the last query (a
+// statement starting with SELECT or WITH); the others run untimed.
+func runScript(ctx context.Context, db *sql.DB, text string) (bench.Measurement, error) {
+	sp := repl.NewSplitter()
+	pieces := sp.Feed(text)
+	if p, ok := sp.Pending(); ok {
+		pieces = append(pieces, p)
+	}
+	var m bench.Measurement
+	timed := false
+	for _, p := range pieces {
+		if !isQuery(p.SQL) {
+			if _, err := db.ExecContext(ctx, p.SQL); err != nil {
+				return m, fmt.Errorf("line %d: %w", p.Line, err)
+			}
+			continue
+		}
+		got, err := timeQuery(ctx, db, p.SQL)
+		if err != nil {
+			return m, fmt.Errorf("line %d: %w", p.Line, err)
+		}
+		m, timed = got, true
+	}
+	if !timed {
+		return m, errors.New("no query in the script")
+	}
+	return m, nil
+}
+
+// timeQuery runs a query and scans every row, as a client would.
+func timeQuery(ctx context.Context, db *sql.DB, q string) (bench.Measurement, error) {
+	var m bench.Measurement
+	start := time.Now()
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return m, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return m, err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if m.Rows == 0 {
+			m.TTFR = time.Since(start)
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return m, err
+		}
+		m.Rows++
+	}
+	if err := rows.Err(); err != nil {
+		return m, err
+	}
+	m.Total = time.Since(start)
+	if m.Rows == 0 {
+		m.TTFR = m.Total
+	}
+	return m, nil
+}
+
+// isQuery reports whether a statement, past its leading comments, is a
+// SELECT or WITH.
+func isQuery(s string) bool {
+	for {
+		s = strings.TrimSpace(s)
+		if !strings.HasPrefix(s, "--") {
+			break
+		}
+		_, rest, ok := strings.Cut(s, "\n")
+		if !ok {
+			return false
+		}
+		s = rest
+	}
+	lower := strings.ToLower(s)
+	return strings.HasPrefix(lower, "select") || strings.HasPrefix(lower, "with")
+}
+
+func queryNumbers(list string) ([]int, error) {
+	if list == "" {
+		ns := make([]int, 22)
+		for i := range ns {
+			ns[i] = i + 1
+		}
+		return ns, nil
+	}
+	var ns []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "q"))
+		if err != nil || n < 1 || n > 22 {
+			return nil, fmt.Errorf("--only: %q is not a TPC-H query number (1 to 22)", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

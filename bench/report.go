@@ -1,0 +1,146 @@
+// Package bench measures sluice on TPC-H: each query in each execution mode
+// (and DuckDB as a peer), with time to first row and total time per run,
+// round-trip latency and memory, and writes the runs as JSON, a text table
+// and an SVG chart.
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+)
+
+// Run is one timed execution of one query.
+type Run struct {
+	Query   int     `json:"query"`
+	Mode    string  `json:"mode"`
+	Run     int     `json:"run"`
+	TTFRMs  float64 `json:"ttfr_ms"`
+	TotalMs float64 `json:"total_ms"`
+	Rows    int64   `json:"rows"`
+}
+
+// Machine describes where a report was measured.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	GoVersion string `json:"go_version"`
+	Date      string `json:"date"`
+	// Host is free text, such as the CPU model (from /proc/cpuinfo).
+	Host string `json:"host,omitempty"`
+}
+
+// Latency is a round-trip microbenchmark of one statement in one mode.
+type Latency struct {
+	Name  string  `json:"name"`
+	Mode  string  `json:"mode"`
+	Count int     `json:"count"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// Memory is what one mode's suite cost in memory.
+type Memory struct {
+	Mode string `json:"mode"`
+	// PeakRSSBytes is the process's resident high-water mark (VmHWM) when
+	// the mode's suite ended. It is process-wide and never goes down, so
+	// modes run later include the earlier modes' peak.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+}
+
+// Report is everything one benchmark run measured.
+type Report struct {
+	Suite      string    `json:"suite"`
+	ScaleFact  int       `json:"scale_factor"`
+	Executors  int       `json:"executors,omitempty"`
+	Machine    Machine   `json:"machine"`
+	Runs       []Run     `json:"runs"`
+	Latency    []Latency `json:"latency,omitempty"`
+	Memory     []Memory  `json:"memory,omitempty"`
+	Notes      []string  `json:"notes,omitempty"`
+	ModesOrder []string  `json:"modes"`
+}
+
+// ThisMachine describes the machine this process runs on.
+func ThisMachine() Machine {
+	return Machine{
+		CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		GoVersion: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339), Host: cpuModel(),
+	}
+}
+
+// WriteJSON writes r to path, indented.
+func WriteJSON(path string, r *Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding benchmark report: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing benchmark report: %w", err)
+	}
+	return nil
+}
+
+// ReadJSON reads a report written by WriteJSON (or the DuckDB peer).
+func ReadJSON(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading benchmark report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading benchmark report %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Merge adds other's runs (and modes) to r, for a peer such as DuckDB
+// measured by a separate program on the same data.
+func (r *Report) Merge(other *Report) {
+	r.Runs = append(r.Runs, other.Runs...)
+	for _, m := range other.Modes() {
+		if !contains(r.ModesOrder, m) {
+			r.ModesOrder = append(r.ModesOrder, m)
+		}
+	}
+	r.Latency = append(r.Latency, other.Latency...)
+	r.Memory = append(r.Memory, other.Memory...)
+	r.Notes = append(r.Notes, other.Notes...)
+}
+
+// Modes lists the report's modes in the order they ran.
+func (r *Report) Modes() []string {
+	out := append([]string(nil), r.ModesOrder...)
+	for _, run := range r.Runs {
+		if !contains(out, run.Mode) {
+			out = append(out, run.Mode)
+		}
+	}
+	return out
+}
+
+// Queries lists the queries measured, ascending.
+func (r *Report) Queries() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, run := range r.Runs {
+		if !seen[run.Query] {
+			seen[run.Query] = true
+			out = append(out, run.Query)
+		}
+	}
+	sortInts(out)
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"sluice/repl"
+	"sluice/session"
+)
+
+// Query is one benchmark query: its number and its script, which may hold
+// several statements (TPC-H q15 creates and drops a view around its
+// SELECT).
+type Query struct {
+	N    int
+	Text string
+}
+
+// Measurement is how one statement ran, measured by the client from
+// submission: time to the first batch, time to end of stream, rows read.
+type Measurement struct {
+	TTFR, Total time.Duration
+	Rows        int64
+}
+
+// RunScript runs every statement of text on sess and returns the
+// measurement of the last one that returned rows; the other statements
+// (views, SET) run untimed. It fails if no statement returned rows.
+func RunScript(ctx context.Context, sess *session.Session, text string) (Measurement, error) {
+	sp := repl.NewSplitter()
+	pieces := sp.Feed(text)
+	if p, ok := sp.Pending(); ok {
+		pieces = append(pieces, p)
+	}
+	var m Measurement
+	timed := false
+	for _, p := range pieces {
+		got, rows, err := runStatement(ctx, sess, p.SQL)
+		if err != nil {
+			return Measurement{}, fmt.Errorf("line %d: %w", p.Line, err)
+		}
+		if rows {
+			m, timed = got, true
+		}
+	}
+	if !timed {
+		return Measurement{}, errors.New("no statement returned rows")
+	}
+	return m, nil
+}
+
+// runStatement runs one statement, reads its rows to the end and reports
+// whether it had a row schema.
+func runStatement(ctx context.Context, sess *session.Session, sql string) (Measurement, bool, error) {
+	start := time.Now()
+	res, err := sess.Execute(ctx, sql)
+	if err != nil {
+		return Measurement{}, false, err
+	}
+	defer res.Close()
+	var m Measurement
+	first := false
+	for {
+		b, err := res.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Measurement{}, false, err
+		}
+		if !first {
+			m.TTFR, first = time.Since(start), true
+		}
+		m.Rows += b.NumRows()
+		b.Release()
+	}
+	m.Total = time.Since(start)
+	if !first {
+		// No batch at all: the first (absent) row is known at the end.
+		m.TTFR = m.Total
+	}
+	return m, res.Schema != nil, nil
+}
+
+// Suite runs queries in each mode on one session.
+type Suite struct {
+	Session *session.Session
+	Queries []Query
+	// Modes are values of the execution.mode setting, run in this order.
+	Modes []string
+	// Runs is how many timed runs each query gets per mode, after one
+	// warm-up run that is not recorded.
+	Runs int
+	// Progress, when set, receives a line per query and mode.
+	Progress io.Writer
+}
+
+// Run measures every query in every mode. Memory holds the process's peak
+// RSS after each mode (see Memory for why it only grows).
+func (s *Suite) Run(ctx context.Context) ([]Run, []Memory, error) {
+	if s.Runs < 1 {
+		return nil, nil, fmt.Errorf("benchmark: runs must be at least 1, got %d", s.Runs)
+	}
+	var runs []Run
+	var mem []Memory
+	for _, mode := range s.Modes {
+		if err := s.Session.Settings.Set("execution.mode", mode); err != nil {
+			return nil, nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
+		}
+		for _, q := range s.Queries {
+			if _, err := RunScript(ctx, s.Session, q.Text); err != nil {
+				return nil, nil, fmt.Errorf("benchmark: q%d (%s, warm-up): %w", q.N, mode, err)
+			}
+			var totals []float64
+			for i := 1; i <= s.Runs; i++ {
+				m, err := RunScript(ctx, s.Session, q.Text)
+				if err != nil {
+					return nil, nil, fmt.Errorf("benchmark: q%d (%s, run %d): %w", q.N, mode, i, err)
+				}
+				runs = append(runs, Run{Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
+				totals = append(totals, ms(m.Total))
+			}
+			if s.Progress != nil {
+				fmt.Fprintf(s.Progress, "q%-2d %-10s median %8.1f ms\n", q.N, mode, Median(totals))
+			}
+		}
+		if rss, err := PeakRSS(); err == nil {
+			mem = append(mem, Memory{Mode: mode, PeakRSSBytes: rss})
+		}
+	}
+	return runs, mem, nil
+}
+
+// MeasureLatency runs sql once to warm up, then n times, each a full round
+// trip (submit, read every row, close), and returns the median and p99.
+func MeasureLatency(ctx context.Context, sess *session.Session, name, mode, sql string, n int) (Latency, error) {
+	if err := sess.Settings.Set("execution.mode", mode); err != nil {
+		return Latency{}, fmt.Errorf("latency: mode %q: %w", mode, err)
+	}
+	if _, _, err := runStatement(ctx, sess, sql); err != nil {
+		return Latency{}, fmt.Errorf("latency %s (%s): %w", name, mode, err)
+	}
+	xs := make([]float64, 0, n)
+	for range n {
+		m, _, err := runStatement(ctx, sess, sql)
+		if err != nil {
+			return Latency{}, fmt.Errorf("latency %s (%s): %w", name, mode, err)
+		}
+		xs = append(xs, ms(m.Total))
+	}
+	return Latency{Name: name, Mode: mode, Count: n, P50Ms: Median(xs), P99Ms: Percentile(xs, 99)}, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

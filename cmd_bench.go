@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"sluice/bench"
+	"sluice/cluster"
+	"sluice/session"
+)
+
+const benchUsage = `usage: sluice bench tpch [--sf N] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,...] [--latency N] [--out DIR]
+       sluice bench merge RESULTS.json PEER.json... [--out DIR]`
+
+// runBench is `sluice bench`: the TPC-H suite on an embedded cluster, or
+// merging a peer's results (DuckDB) into a report.
+func runBench(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, benchUsage)
+		return 2
+	}
+	switch args[0] {
+	case "tpch":
+		return runBenchTPCH(args[1:])
+	case "merge":
+		return runBenchMerge(args[1:])
+	}
+	fmt.Fprintf(os.Stderr, "Error: unknown bench command %q\n%s\n", args[0], benchUsage)
+	return 2
+}
+
+func runBenchTPCH(args []string) int {
+	fs := pflag.NewFlagSet("bench tpch", pflag.ContinueOnError)
+	sf := fs.Int("sf", 1, "TPC-H scale factor (generated once into the user cache, as --tpch does)")
+	modes := fs.String("modes", "blocking,pipelined", "execution modes to compare, in the order they run")
+	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
+	executors := fs.Int("executors", 2, "executors in the embedded cluster")
+	queries := fs.String("queries", "", "query numbers to run, e.g. 1,3,6 (default: all 22)")
+	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
+	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(os.Stderr, benchUsage)
+		return 2
+	}
+	if *sf <= 0 || *runs <= 0 || *executors <= 0 || *latency < 0 {
+		fmt.Fprintln(os.Stderr, "Error: --sf, --runs and --executors must be positive and --latency not negative")
+		return 2
+	}
+	qs, err := benchQueries(*queries)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: --queries: %v\n", err)
+		return 2
+	}
+	modeList := strings.Split(*modes, ",")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+
+	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: *executors})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	defer emb.Close()
+	sess, err := session.Connect(emb.SchedulerAddr())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	defer sess.Close()
+	if err := registerTPCH(ctx, sess, *sf); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	dataDir, _ := tpchDir(*sf)
+	fmt.Fprintf(os.Stderr, "TPC-H SF %d from %s; %d executors; modes %s; %d runs each after a warm-up\n", *sf, dataDir, *executors, *modes, *runs)
+
+	rep := &bench.Report{Suite: "tpch", ScaleFact: *sf, Executors: *executors, Machine: bench.ThisMachine(), ModesOrder: modeList}
+	suite := &bench.Suite{Session: sess, Queries: qs, Modes: modeList, Runs: *runs, Progress: os.Stderr}
+	rep.Runs, rep.Memory, err = suite.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	if *latency > 0 {
+		for _, mode := range modeList {
+			for _, l := range []struct{ name, sql string }{
+				{"SELECT 1", "SELECT 1"},
+				{"point query", "SELECT * FROM nation WHERE n_nationkey = 7"},
+			} {
+				m, err := bench.MeasureLatency(ctx, sess, l.name, mode, l.sql, *latency)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+					return 1
+				}
+				rep.Latency = append(rep.Latency, m)
+			}
+		}
+	}
+	rep.Notes = append(rep.Notes,
+		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak",
+		"pipelined exchange peak queued bytes: not measured — cluster.Executor exposes no accessor to its exchange registry, and Registry.PeakQueuedBytes is per job and forgotten when the job is dropped")
+	return writeBenchOutputs(*out, rep)
+}
+
+// writeBenchOutputs writes results.json, table.md and chart.svg into dir and
+// prints the table.
+func writeBenchOutputs(dir string, rep *bench.Report) int {
+	if err := bench.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	s := bench.Summarize(rep)
+	var table strings.Builder
+	m := rep.Machine
+	fmt.Fprintf(&table, "TPC-H SF %d, %d executors, %d runs per query and mode (medians, ms). Machine: %d CPUs %s, %s/%s, %s, %s.\n\n",
+		rep.ScaleFact, rep.Executors, maxRun(rep), m.CPUs, m.Host, m.GOOS, m.GOARCH, m.GoVersion, m.Date)
+	if err := s.WriteTable(&table); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	if err := bench.WriteExtras(&table, rep); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	fmt.Print(table.String())
+	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table.String()), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: writing the table: %v\n", err)
+		return 1
+	}
+	f, err := os.Create(filepath.Join(dir, "chart.svg"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: writing the chart: %v\n", err)
+		return 1
+	}
+	title := fmt.Sprintf("TPC-H SF %d: median time to first row and total per query (%s)", rep.ScaleFact, strings.Join(s.Modes, ", "))
+	err = bench.WriteSVG(f, s, title)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: writing the chart: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "Wrote %s, table.md and chart.svg in %s\n", "results.json", dir)
+	return 0
+}
+
+func maxRun(rep *bench.Report) int {
+	n := 0
+	for _, r := range rep.Runs {
+		n = max(n, r.Run)
+	}
+	return n
+}
+
+// runBenchMerge adds peers' runs (DuckDB) to a sluice report and rewrites
+// the table and the chart.
+func runBenchMerge(args []string) int {
+	fs := pflag.NewFlagSet("bench merge", pflag.ContinueOnError)
+	out := fs.String("out", "", "directory for the merged results.json, table.md and chart.svg (default: the first report's)")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 2 {
+		fmt.Fprintln(os.Stderr, benchUsage)
+		return 2
+	}
+	rep, err := bench.ReadJSON(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	for _, p := range fs.Args()[1:] {
+		peer, err := bench.ReadJSON(p)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		rep.Merge(peer)
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Dir(fs.Arg(0))
+	}
+	return writeBenchOutputs(dir, rep)
+}
+
+// benchQueries reads the embedded TPC-H scripts listed in list ("" = all).
+func benchQueries(list string) ([]bench.Query, error) {
+	var ns []int
+	if list == "" {
+		for n := 1; n <= 22; n++ {
+			ns = append(ns, n)
+		}
+	} else {
+		for _, f := range strings.Split(list, ",") {
+			n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "q"))
+			if err != nil || n < 1 || n > 22 {
+				return nil, fmt.Errorf("%q is not a TPC-H query number (1 to 22)", f)
+			}
+			ns = append(ns, n)
+		}
+	}
+	var qs []bench.Query
+	for _, n := range ns {
+		f, err := tpchQueries.Open(fmt.Sprintf("testdata/tpch/q%d.sql", n))
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, bench.Query{N: n, Text: string(b)})
+	}
+	return qs, nil
+}
