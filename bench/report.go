@@ -49,6 +49,9 @@ type Memory struct {
 	// the mode's suite ended. It is process-wide and never goes down, so
 	// modes run later include the earlier modes' peak.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// PeakQueuedBytes is the most bytes the executors' pipelined exchange
+	// queues held at once during the mode's suite (summed over executors).
+	PeakQueuedBytes int64 `json:"peak_queued_bytes"`
 }
 
 // Report is everything one benchmark run measured.

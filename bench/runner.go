@@ -96,6 +96,10 @@ type Suite struct {
 	Runs int
 	// Progress, when set, receives a line per query and mode.
 	Progress io.Writer
+	// QueuePeak, when set, returns the cluster's peak queued exchange bytes
+	// since ResetQueuePeak; both are called once per mode.
+	QueuePeak      func() int64
+	ResetQueuePeak func()
 }
 
 // Run measures every query in every mode. Memory holds the process's peak
@@ -107,6 +111,9 @@ func (s *Suite) Run(ctx context.Context) ([]Run, []Memory, error) {
 	var runs []Run
 	var mem []Memory
 	for _, mode := range s.Modes {
+		if s.ResetQueuePeak != nil {
+			s.ResetQueuePeak()
+		}
 		if err := s.Session.Settings.Set("execution.mode", mode); err != nil {
 			return nil, nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
 		}
@@ -127,9 +134,14 @@ func (s *Suite) Run(ctx context.Context) ([]Run, []Memory, error) {
 				fmt.Fprintf(s.Progress, "q%-2d %-10s median %8.1f ms\n", q.N, mode, Median(totals))
 			}
 		}
+		m := Memory{Mode: mode}
 		if rss, err := PeakRSS(); err == nil {
-			mem = append(mem, Memory{Mode: mode, PeakRSSBytes: rss})
+			m.PeakRSSBytes = rss
 		}
+		if s.QueuePeak != nil {
+			m.PeakQueuedBytes = s.QueuePeak()
+		}
+		mem = append(mem, m)
 	}
 	return runs, mem, nil
 }

@@ -155,9 +155,9 @@ func WriteExtras(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.Memory) > 0 {
-		b.WriteString("\n| mode | peak RSS of the process after the mode's suite (MiB) |\n|---|---:|\n")
+		b.WriteString("\n| mode | peak RSS of the process after the mode's suite (MiB) | peak queued exchange bytes (MiB) |\n|---|---:|---:|\n")
 		for _, m := range r.Memory {
-			fmt.Fprintf(&b, "| %s | %.0f |\n", m.Mode, float64(m.PeakRSSBytes)/(1<<20))
+			fmt.Fprintf(&b, "| %s | %.0f | %.1f |\n", m.Mode, float64(m.PeakRSSBytes)/(1<<20), float64(m.PeakQueuedBytes)/(1<<20))
 		}
 	}
 	for _, n := range r.Notes {

@@ -58,6 +58,9 @@ type Registry struct {
 	jobs    map[string]*jobQueues
 	dropped map[string]time.Time // released jobs and when
 	changed chan struct{}        // closed (and replaced) on every Register and DropJob
+	// total is the bytes queued over all jobs; peakTotal its high-water
+	// mark since the last ResetPeak.
+	total, peakTotal int64
 }
 
 type jobQueues struct {
@@ -176,6 +179,8 @@ func (r *Registry) Push(ctx context.Context, k QueueKey, b arrow.RecordBatch) er
 			q.sizes = append(q.sizes, n)
 			q.job.bytes += n
 			q.job.peak = max(q.job.peak, q.job.bytes)
+			r.total += n
+			r.peakTotal = max(r.peakTotal, r.total)
 			q.signal()
 			r.mu.Unlock()
 			return nil
@@ -224,6 +229,7 @@ func (r *Registry) discard(q *queue) {
 	for i, b := range q.batches {
 		b.Release()
 		q.job.bytes -= q.sizes[i]
+		r.total -= q.sizes[i]
 	}
 	q.batches, q.sizes = nil, nil
 }
@@ -354,6 +360,7 @@ func (qr *QueueReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		} else if len(q.batches) > 0 {
 			b := q.batches[0]
 			q.job.bytes -= q.sizes[0]
+			r.total -= q.sizes[0]
 			q.batches[0] = nil
 			q.batches, q.sizes = q.batches[1:], q.sizes[1:]
 			q.signal()
@@ -417,4 +424,19 @@ func (r *Registry) TotalEntries() int {
 		n += len(j.queues)
 	}
 	return n
+}
+
+// PeakTotalBytes is the most bytes queued at once over all jobs since the
+// registry was made or ResetPeak was called.
+func (r *Registry) PeakTotalBytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.peakTotal
+}
+
+// ResetPeak restarts PeakTotalBytes from the bytes queued now.
+func (r *Registry) ResetPeak() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.peakTotal = r.total
 }
