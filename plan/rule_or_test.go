@@ -14,11 +14,12 @@ func TestFactorDisjunctions(t *testing.T) {
 		in   Expr
 		want string
 	}{
-		{or(and(eq(a, b), eq(c, lit(1))), and(eq(a, b), eq(c, lit(2)))), "((a = b) AND ((c = 1) OR (c = 2)))"},
-		{or(eq(c, lit(1)), eq(c, lit(2))), "((c = 1) OR (c = 2))"},
+		{or(and(eq(a, b), eq(c, lit(1))), and(eq(a, b), eq(c, lit(2)))), "(c IN (1, 2) AND ((a = b) AND ((c = 1) OR (c = 2))))"},
+		{or(eq(c, lit(1)), eq(c, lit(2))), "c IN (1, 2)"},
+		{or(eq(c, lit(1)), eq(a, lit(2))), "((c = 1) OR (a = 2))"},
 		{or(eq(a, b), and(eq(a, b), eq(c, lit(2)))), "(a = b)"},
 		{or(or(and(eq(a, b), eq(c, lit(1))), and(eq(c, lit(2)), eq(a, b))), and(eq(a, b), eq(c, lit(3)))),
-			"((a = b) AND (((c = 1) OR (c = 2)) OR (c = 3)))"},
+			"(c IN (1, 2, 3) AND ((a = b) AND (((c = 1) OR (c = 2)) OR (c = 3))))"},
 	}
 	for _, tt := range tests {
 		if got := factorExpr(tt.in).String(); got != tt.want {
