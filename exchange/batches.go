@@ -6,39 +6,16 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical"
 	"sluice/physical/expr"
 )
 
-// This file holds the batch helpers both writers share: measuring batches,
-// gathering rows, concatenating pieces, and the hash splitter that routes
-// rows to output partitions exactly as physical.Repartition does.
-
-// batchBytes is the memory a batch's buffers occupy. Buffers shared by
-// slices are counted in full, erring on the safe side.
-func batchBytes(b arrow.RecordBatch) int64 {
-	var n int64
-	for _, col := range b.Columns() {
-		n += arrayBytes(col.Data())
-	}
-	return n
-}
-
-func arrayBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, buf := range d.Buffers() {
-		if buf != nil {
-			n += int64(buf.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += arrayBytes(c)
-	}
-	return n
-}
+// This file holds the helpers both writers share, above all the splitter
+// that routes rows to output partitions. It hashes, gathers and measures
+// with physical's own helpers (HashPartition, TakeBatch, BatchBytes), so a
+// hash exchange splits rows exactly as physical.Repartition does.
 
 func releaseBatches(bs []arrow.RecordBatch) {
 	for _, b := range bs {
@@ -54,57 +31,6 @@ func releaseArrays(as []arrow.Array) {
 			a.Release()
 		}
 	}
-}
-
-// takeRows gathers rows idx of b into a new batch.
-func takeRows(alloc memory.Allocator, b arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
-	ib := array.NewInt32Builder(alloc)
-	ib.AppendValues(idx, nil)
-	indices := ib.NewArray()
-	ib.Release()
-	defer indices.Release()
-	ctx := compute.WithAllocator(context.Background(), alloc)
-	cols := make([]arrow.Array, b.NumCols())
-	for i, col := range b.Columns() {
-		c, err := compute.TakeArray(ctx, col, indices)
-		if err != nil {
-			releaseArrays(cols)
-			return nil, fmt.Errorf("gathering column %q: %w", b.ColumnName(i), err)
-		}
-		cols[i] = c
-	}
-	out := array.NewRecordBatch(b.Schema(), cols, int64(len(idx)))
-	releaseArrays(cols)
-	return out, nil
-}
-
-// concatBatches joins bs (same schema) into one batch; bs stay owned by the
-// caller. A single batch is returned retained rather than copied.
-func concatBatches(alloc memory.Allocator, schema *arrow.Schema, bs []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(bs) == 1 {
-		bs[0].Retain()
-		return bs[0], nil
-	}
-	var rows int64
-	for _, b := range bs {
-		rows += b.NumRows()
-	}
-	cols := make([]arrow.Array, schema.NumFields())
-	parts := make([]arrow.Array, len(bs))
-	for c := range cols {
-		for i, b := range bs {
-			parts[i] = b.Column(c)
-		}
-		col, err := array.Concatenate(parts, alloc)
-		if err != nil {
-			releaseArrays(cols)
-			return nil, fmt.Errorf("concatenating column %q: %w", schema.Field(c).Name, err)
-		}
-		cols[c] = col
-	}
-	out := array.NewRecordBatch(schema, cols, rows)
-	releaseArrays(cols)
-	return out, nil
 }
 
 // withSchema returns b relabelled with schema when only names or metadata
@@ -182,31 +108,10 @@ func (s *splitter) add(ctx context.Context, b arrow.RecordBatch, emit emitFunc) 
 	if rows == 0 {
 		return nil
 	}
-	keys := make([]arrow.Array, len(s.keys))
-	for i, k := range s.keys {
-		a, err := k.Eval(b, s.alloc)
-		if err != nil {
-			releaseArrays(keys)
-			return fmt.Errorf("evaluating partition key %s: %w", k, err)
-		}
-		keys[i] = a
-	}
-	if cap(s.hashes) < rows {
-		s.hashes = make([]uint64, rows)
-	}
-	s.hashes = s.hashes[:rows]
-	err := physical.HashRows(keys, s.hashes)
-	releaseArrays(keys)
+	var err error
+	s.hashes, err = physical.HashPartition(s.keys, b, s.alloc, s.hashes, s.idx)
 	if err != nil {
-		return fmt.Errorf("hashing partition keys: %w", err)
-	}
-	n := uint64(len(s.idx))
-	for i := range s.idx {
-		s.idx[i] = s.idx[i][:0]
-	}
-	for r, h := range s.hashes {
-		d := h % n
-		s.idx[d] = append(s.idx[d], int32(r))
+		return err
 	}
 	for d, idx := range s.idx {
 		var piece arrow.RecordBatch
@@ -217,12 +122,12 @@ func (s *splitter) add(ctx context.Context, b arrow.RecordBatch, emit emitFunc) 
 			b.Retain()
 			piece = b
 		default:
-			piece, err = takeRows(s.alloc, b, idx)
+			piece, err = physical.TakeBatch(s.alloc, b, idx)
 			if err != nil {
 				return err
 			}
 		}
-		n := batchBytes(piece)
+		n := physical.BatchBytes(piece)
 		if s.res != nil {
 			if err := s.res.Grow(n); err != nil {
 				piece.Release()
@@ -250,7 +155,7 @@ func (s *splitter) flush(ctx context.Context, d int, emit emitFunc) error {
 	s.pending[d] = pend[:0]
 	s.pendRows[d] = 0
 	s.shrink(d)
-	b, err := concatBatches(s.alloc, s.schema, pend)
+	b, err := physical.ConcatBatches(s.alloc, s.schema, pend)
 	releaseBatches(pend)
 	clear(pend)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/physical"
 )
 
 // QueueKey names one pipelined queue: output partition Partition of task
@@ -174,7 +176,7 @@ func (r *Registry) Push(ctx context.Context, k QueueKey, b arrow.RecordBatch) er
 			b.Release()
 			return nil
 		case q.broadcast || len(q.batches) < q.capacity:
-			n := batchBytes(b)
+			n := physical.BatchBytes(b)
 			q.batches = append(q.batches, b)
 			q.sizes = append(q.sizes, n)
 			q.job.bytes += n

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical"
 )
 
 func qkey(job string, p int) QueueKey {
@@ -42,7 +44,7 @@ func TestRegistryBackpressure(t *testing.T) {
 	}
 	// Batches of equal size, so the queue's bytes count its batches.
 	one := makeBatch(mem, 1000, 100)
-	size := batchBytes(one)
+	size := physical.BatchBytes(one)
 	one.Release()
 
 	produced := make(chan error, 1)

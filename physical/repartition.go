@@ -184,28 +184,12 @@ func (p *producer) run(ctx context.Context) error {
 // split hashes b's keys and queues each destination's rows.
 func (p *producer) split(ctx context.Context, b arrow.RecordBatch) error {
 	defer b.Release()
-	keys, err := evalAll(p.op.part.Keys, b, p.tc.Alloc)
+	var err error
+	p.hashes, err = HashPartition(p.op.part.Keys, b, p.tc.Alloc, p.hashes, p.idx)
 	if err != nil {
 		return fmt.Errorf("repartition: %w", err)
 	}
 	rows := int(b.NumRows())
-	if cap(p.hashes) < rows {
-		p.hashes = make([]uint64, rows)
-	}
-	p.hashes = p.hashes[:rows]
-	err = HashRows(keys, p.hashes)
-	releaseAll(keys)
-	if err != nil {
-		return fmt.Errorf("repartition: %w", err)
-	}
-	n := uint64(len(p.idx))
-	for i := range p.idx {
-		p.idx[i] = p.idx[i][:0]
-	}
-	for r, h := range p.hashes {
-		d := h % n
-		p.idx[d] = append(p.idx[d], int32(r))
-	}
 	for d, idx := range p.idx {
 		var piece arrow.RecordBatch
 		switch len(idx) {

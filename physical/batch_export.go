@@ -1,0 +1,58 @@
+package physical
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical/expr"
+)
+
+// The batch helpers other packages (the exchange writers) share with the
+// operators here, so that a hash exchange splits rows exactly as
+// Repartition does.
+
+// BatchBytes is the memory a batch's buffers occupy (shared buffers are
+// counted in full).
+func BatchBytes(b arrow.RecordBatch) int64 { return batchBytes(b) }
+
+// TakeBatch returns a new batch holding b's rows at idx, in that order.
+func TakeBatch(mem memory.Allocator, b arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
+	return takeBatch(mem, b, idx)
+}
+
+// ConcatBatches joins batches of schema into one; a single batch is
+// returned retained rather than copied. The inputs stay the caller's.
+func ConcatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	return concatBatches(mem, schema, batches)
+}
+
+// HashPartition evaluates keys on b, hashes each row with HashRows and
+// appends row indices to idx[HashRows % len(idx)] (idx slices are reset
+// first). hashes is scratch space, returned grown for reuse.
+func HashPartition(keys []expr.Expr, b arrow.RecordBatch, mem memory.Allocator, hashes []uint64, idx [][]int32) ([]uint64, error) {
+	cols, err := evalAll(keys, b, mem)
+	if err != nil {
+		return hashes, fmt.Errorf("evaluating partition keys: %w", err)
+	}
+	rows := int(b.NumRows())
+	if cap(hashes) < rows {
+		hashes = make([]uint64, rows)
+	}
+	hashes = hashes[:rows]
+	err = HashRows(cols, hashes)
+	releaseAll(cols)
+	if err != nil {
+		return hashes, fmt.Errorf("hashing partition keys: %w", err)
+	}
+	n := uint64(len(idx))
+	for i := range idx {
+		idx[i] = idx[i][:0]
+	}
+	for r, h := range hashes {
+		d := h % n
+		idx[d] = append(idx[d], int32(r))
+	}
+	return hashes, nil
+}
