@@ -782,3 +782,37 @@ func (c *rowComparator) compare(a, b rowRef) int {
 	}
 	return 0
 }
+
+// heapUp restores the heap order of h (less(i, j): h[i] belongs above h[j])
+// after h[i] was added or decreased. Sort's top-K and the sort-preserving
+// merge keep their heaps with it.
+func heapUp[T any](h []T, i int, less func(i, j int) bool) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(i, p) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+// heapDown restores the heap order of h after h[i] was replaced.
+func heapDown[T any](h []T, i int, less func(i, j int) bool) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && less(r, l) {
+			m = r
+		}
+		if !less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}

@@ -279,35 +279,8 @@ func (s *sortStream) compact() error {
 // The heap is a max-heap: its root is the worst row kept so far.
 func (s *sortStream) less(i, j int) bool { return s.cmp.compare(s.heap[i], s.heap[j]) > 0 }
 
-func (s *sortStream) siftUp(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			return
-		}
-		s.heap[i], s.heap[p] = s.heap[p], s.heap[i]
-		i = p
-	}
-}
-
-func (s *sortStream) siftDown(i int) {
-	n := len(s.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			return
-		}
-		s.heap[i], s.heap[m] = s.heap[m], s.heap[i]
-		i = m
-	}
-}
+func (s *sortStream) siftUp(i int)   { heapUp(s.heap, i, s.less) }
+func (s *sortStream) siftDown(i int) { heapDown(s.heap, i, s.less) }
 
 func (s *sortStream) Close() {
 	if s.closed {

@@ -243,35 +243,8 @@ func (s *mergeStream) less(a, b int) bool {
 	return c < 0 || (c == 0 && x < y)
 }
 
-func (s *mergeStream) siftUp(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			return
-		}
-		s.heap[i], s.heap[p] = s.heap[p], s.heap[i]
-		i = p
-	}
-}
-
-func (s *mergeStream) siftDown(i int) {
-	n := len(s.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			return
-		}
-		s.heap[i], s.heap[m] = s.heap[m], s.heap[i]
-		i = m
-	}
-}
+func (s *mergeStream) siftUp(i int)   { heapUp(s.heap, i, s.less) }
+func (s *mergeStream) siftDown(i int) { heapDown(s.heap, i, s.less) }
 
 func (s *mergeStream) Close() {
 	if s.closed {
