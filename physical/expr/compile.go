@@ -201,56 +201,67 @@ func checkLiteral(l *plan.Literal) error {
 // ColumnIndexes returns the sorted, distinct input column positions e reads.
 func ColumnIndexes(e Expr) []int {
 	seen := map[int]bool{}
-	var walk func(Expr)
-	walk = func(e Expr) {
-		switch e := e.(type) {
-		case *Column:
-			seen[e.Index] = true
-		case *Binary:
-			walk(e.L)
-			walk(e.R)
-		case *Not:
-			walk(e.X)
-		case *Negate:
-			walk(e.X)
-		case *IsNull:
-			walk(e.X)
-		case *Cast:
-			walk(e.X)
-		case *Case:
-			for _, w := range e.Whens {
-				walk(w.Cond)
-				walk(w.Then)
-			}
-			if e.Else != nil {
-				walk(e.Else)
-			}
-		case *Like:
-			walk(e.X)
-			walk(e.Pattern)
-		case *InList:
-			walk(e.X)
-			for _, x := range e.List {
-				walk(x)
-			}
-		case *Func:
-			for _, x := range e.Args {
-				walk(x)
-			}
-		case *Coalesce:
-			for _, x := range e.Args {
-				walk(x)
-			}
-		case *NullIf:
-			walk(e.A)
-			walk(e.B)
-		}
-	}
-	walk(e)
+	walkColumns(e, func(c *Column) bool {
+		seen[c.Index] = true
+		return true
+	})
 	out := make([]int, 0, len(seen))
 	for i := range seen {
 		out = append(out, i)
 	}
 	sort.Ints(out)
 	return out
+}
+
+// walkColumns calls f on every Column in e, depth first, until f returns
+// false. It is the one place that knows each node's children.
+func walkColumns(e Expr, f func(*Column) bool) bool {
+	switch e := e.(type) {
+	case nil:
+		return true
+	case *Column:
+		return f(e)
+	case *Binary:
+		return walkColumns(e.L, f) && walkColumns(e.R, f)
+	case *Not:
+		return walkColumns(e.X, f)
+	case *Negate:
+		return walkColumns(e.X, f)
+	case *IsNull:
+		return walkColumns(e.X, f)
+	case *Cast:
+		return walkColumns(e.X, f)
+	case *Case:
+		for _, w := range e.Whens {
+			if !walkColumns(w.Cond, f) || !walkColumns(w.Then, f) {
+				return false
+			}
+		}
+		if e.Else != nil {
+			return walkColumns(e.Else, f)
+		}
+	case *Like:
+		return walkColumns(e.X, f) && walkColumns(e.Pattern, f)
+	case *InList:
+		if !walkColumns(e.X, f) {
+			return false
+		}
+		return walkAll(e.List, f)
+	case *Func:
+		return walkAll(e.Args, f)
+	case *Coalesce:
+		return walkAll(e.Args, f)
+	case *NullIf:
+		return walkColumns(e.A, f) && walkColumns(e.B, f)
+	}
+	return true
+}
+
+func walkAll(es []Expr, f func(*Column) bool) bool {
+	for _, x := range es {
+		if !walkColumns(x, f) {
+			return false
+		}
+	}
+	return true
 }

@@ -625,56 +625,13 @@ func funcFromProto(f *rpc.FuncExpr) ([]Expr, arrow.DataType, error) {
 // decode time instead of panicking mid-query.
 func CheckColumns(e Expr, s *arrow.Schema) error {
 	var err error
-	var walk func(Expr)
-	walk = func(e Expr) {
-		if err != nil || e == nil {
-			return
+	walkColumns(e, func(c *Column) bool {
+		if c.Index < 0 || c.Index >= s.NumFields() {
+			err = fmt.Errorf("column %s: index out of range for an input of %d columns", c, s.NumFields())
+		} else if ft := s.Field(c.Index).Type; !arrow.TypeEqual(ft, c.Type) {
+			err = fmt.Errorf("column %s is %s, but input column %d is %s", c, plan.TypeName(c.Type), c.Index, plan.TypeName(ft))
 		}
-		switch e := e.(type) {
-		case *Column:
-			if e.Index < 0 || e.Index >= s.NumFields() {
-				err = fmt.Errorf("column %s: index out of range for an input of %d columns", e, s.NumFields())
-			} else if ft := s.Field(e.Index).Type; !arrow.TypeEqual(ft, e.Type) {
-				err = fmt.Errorf("column %s is %s, but input column %d is %s", e, plan.TypeName(e.Type), e.Index, plan.TypeName(ft))
-			}
-		case *Binary:
-			walk(e.L)
-			walk(e.R)
-		case *Not:
-			walk(e.X)
-		case *Negate:
-			walk(e.X)
-		case *IsNull:
-			walk(e.X)
-		case *Cast:
-			walk(e.X)
-		case *Case:
-			for _, w := range e.Whens {
-				walk(w.Cond)
-				walk(w.Then)
-			}
-			walk(e.Else)
-		case *Like:
-			walk(e.X)
-			walk(e.Pattern)
-		case *InList:
-			walk(e.X)
-			for _, x := range e.List {
-				walk(x)
-			}
-		case *Func:
-			for _, x := range e.Args {
-				walk(x)
-			}
-		case *Coalesce:
-			for _, x := range e.Args {
-				walk(x)
-			}
-		case *NullIf:
-			walk(e.A)
-			walk(e.B)
-		}
-	}
-	walk(e)
+		return err == nil
+	})
 	return err
 }
