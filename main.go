@@ -266,15 +266,13 @@ func registerTPCH(ctx context.Context, sess *session.Session, sf int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, tpch.CompleteMarker)); err != nil {
-		fmt.Fprintf(os.Stderr, "Generating TPC-H SF %d into %s (once)...\n", sf, dir)
-		progress := func(string, int64, int64) {}
-		if isatty.IsTerminal(os.Stderr.Fd()) {
-			progress = tpch.NewProgressBar(os.Stderr)
-		}
-		if err := tpch.Generate(ctx, sf, dir, progress); err != nil {
-			return fmt.Errorf("generating TPC-H data: %w", err)
-		}
+	progress := func(string, int64, int64) {}
+	if isatty.IsTerminal(os.Stderr.Fd()) {
+		progress = tpch.NewProgressBar(os.Stderr)
+	}
+	notice := func(s string) { fmt.Fprintln(os.Stderr, s) }
+	if _, err := tpch.EnsureCached(ctx, sf, dir, notice, progress); err != nil {
+		return fmt.Errorf("generating TPC-H data: %w", err)
 	}
 	for _, t := range tpch.TableNames {
 		stmt := fmt.Sprintf("CREATE OR REPLACE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", t, filepath.Join(dir, t))

@@ -182,10 +182,8 @@ func tpchSF1(t *testing.T) string {
 		t.Skip("needs TPC-H SF 1")
 	}
 	dir, _ := filepath.Abs(".cache/tpch-sf1")
-	if _, err := os.Stat(filepath.Join(dir, tpch.CompleteMarker)); err != nil {
-		if err := tpch.Generate(context.Background(), 1, dir, func(string, int64, int64) {}); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := tpch.EnsureCached(context.Background(), 1, dir, nil, nil); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

@@ -269,3 +269,51 @@ func TestParseDate(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureCached: a current data set is kept, an older format's is
+// replaced, and a directory that is not a data set is refused untouched.
+func TestEnsureCached(t *testing.T) {
+	ctx := context.Background()
+	steps := []string{"nation", "region"}
+	dir := filepath.Join(t.TempDir(), "sf1")
+	var notices []string
+	notice := func(s string) { notices = append(notices, s) }
+
+	gen, err := ensureCached(ctx, 1, dir, steps, notice, nil)
+	if err != nil || !gen {
+		t.Fatalf("first call: generated=%v err=%v, want a generation", gen, err)
+	}
+	gen, err = ensureCached(ctx, 1, dir, steps, notice, nil)
+	if err != nil || gen {
+		t.Fatalf("second call: generated=%v err=%v, want the cache kept", gen, err)
+	}
+
+	// A cache of format 1 (its marker had no format line) is regenerated.
+	marker := filepath.Join(dir, CompleteMarker)
+	if err := os.WriteFile(marker, []byte("scale_factor=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gen, err = ensureCached(ctx, 1, dir, steps, notice, nil)
+	if err != nil || !gen {
+		t.Fatalf("outdated cache: generated=%v err=%v, want a regeneration", gen, err)
+	}
+	if got, _ := os.ReadFile(marker); string(got) != markerText(1) {
+		t.Errorf("marker after regeneration = %q, want %q", got, markerText(1))
+	}
+	if len(notices) != 2 || !strings.Contains(notices[1], "older sluice") {
+		t.Errorf("notices = %q, want a generation and an 'older sluice' regeneration", notices)
+	}
+
+	// Not ours: a directory with other files and no marker.
+	other := t.TempDir()
+	keep := filepath.Join(other, "mine.txt")
+	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureCached(ctx, 1, other, steps, nil, nil); err == nil {
+		t.Error("a non-empty directory without a marker was accepted")
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("a file in a foreign directory was removed: %v", err)
+	}
+}

@@ -125,7 +125,7 @@ func startSink(dir string, cancel context.CancelFunc) *parquetSink {
 		done:   make(chan struct{}),
 		files:  map[string]*openFile{},
 		cancel: cancel,
-		wprops: parquet.NewWriterProperties(
+		wprops: parquet.NewWriterProperties(append(plainEncoded(),
 			parquet.WithCompression(compress.Codecs.Snappy),
 			parquet.WithStats(true),
 			parquet.WithDictionaryDefault(true),
@@ -134,7 +134,7 @@ func startSink(dir string, cancel context.CancelFunc) *parquetSink {
 			parquet.WithStoreDecimalAsInteger(true),
 			// Each job is exactly one row group; never split it.
 			parquet.WithMaxRowGroupLength(1<<30),
-		),
+		)...),
 		arprops: pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()),
 	}
 	go s.run()
@@ -230,4 +230,28 @@ func (s *parquetSink) close() error {
 	close(s.jobs)
 	<-s.done
 	return s.err
+}
+
+// plainColumns are the columns whose values are unique or nearly so within a
+// row group: keys, prices, names, addresses, phones and comments. A
+// dictionary saves nothing on them, the writer gives up on it part way
+// through a row group anyway (the dictionary page limit), and readers pay for
+// decoding the dictionary and gathering through it. Measured on SF 1 with
+// the 22 queries in process: 5.75 s with dictionaries on every column, 5.06 s
+// with these written plain; DuckDB on the same files was unchanged.
+var plainColumns = []string{
+	"p_partkey", "p_name", "p_retailprice", "p_comment",
+	"s_suppkey", "s_name", "s_address", "s_phone", "s_comment",
+	"ps_partkey", "ps_suppkey", "ps_supplycost", "ps_comment",
+	"c_custkey", "c_name", "c_address", "c_phone", "c_acctbal", "c_comment",
+	"o_orderkey", "o_custkey", "o_totalprice", "o_comment",
+	"l_orderkey", "l_partkey", "l_suppkey", "l_extendedprice", "l_comment",
+}
+
+func plainEncoded() []parquet.WriterProperty {
+	ps := make([]parquet.WriterProperty, len(plainColumns))
+	for i, c := range plainColumns {
+		ps[i] = parquet.WithDictionaryFor(c, false)
+	}
+	return ps
 }
