@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -81,6 +82,7 @@ func run(args []string) int {
 	mode := fs.String("mode", "", "initial execution mode: blocking or pipelined (default pipelined)")
 	inProcess := fs.Bool("in-process", false, "run queries on the engine in this process, without a cluster")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole session to this file (for go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: sluice [flags]          interactive on a terminal; reads a script from stdin otherwise\n")
 		fmt.Fprintf(os.Stderr, "       sluice tpch gen --sf N --out DIR\n\nFlags:\n%s", fs.FlagUsages())
@@ -99,6 +101,22 @@ func run(args []string) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (SQL goes in -c, scripts in -f; see sluice --help)\n", fs.Arg(0))
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: --cpuprofile: %v\n", err)
+			return 2
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: --cpuprofile: %v\n", err)
+			f.Close()
+			return 2
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	stdinTerminal := isatty.IsTerminal(os.Stdin.Fd())
 	stdoutTerminal := isatty.IsTerminal(os.Stdout.Fd())

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -152,6 +154,32 @@ func selectionIndices(mask *array.Boolean, idx []int32) []int32 {
 	n := mask.Len()
 	vals := mask.Data().Buffers()[1].Bytes()
 	off := mask.Data().Offset()
+	if mask.NullN() == 0 && off%8 == 0 {
+		// A byte at a time: skip empty bytes, take full ones whole, and walk
+		// the set bits of the rest.
+		idx = slices.Grow(idx, n)
+		bs := vals[off/8:]
+		full := n / 8
+		for k := 0; k < full; k++ {
+			base := int32(k * 8)
+			switch v := bs[k]; v {
+			case 0:
+			case 0xff:
+				idx = append(idx, base, base+1, base+2, base+3, base+4, base+5, base+6, base+7)
+			default:
+				for v != 0 {
+					idx = append(idx, base+int32(bits.TrailingZeros8(v)))
+					v &= v - 1
+				}
+			}
+		}
+		for i := full * 8; i < n; i++ {
+			if bitutil.BitIsSet(bs, i) {
+				idx = append(idx, int32(i))
+			}
+		}
+		return idx
+	}
 	if mask.NullN() == 0 {
 		for i := 0; i < n; i++ {
 			if bitutil.BitIsSet(vals, off+i) {
@@ -306,6 +334,8 @@ func takeBool(mem memory.Allocator, arr *array.Boolean, idx []int32) arrow.Array
 	return finishArray(arr.DataType(), n, validity, data, nil, nulls)
 }
 
+// takeString gathers the rows idx names; a negative index gives a NULL (the
+// missing side of an outer join).
 func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Array {
 	n := len(idx)
 	srcOff := arr.ValueOffsets()
@@ -313,8 +343,12 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 	if b := arr.Data().Buffers()[2]; b != nil {
 		srcVals = b.Bytes()
 	}
-	total := 0
+	total, missing := 0, 0
 	for _, j := range idx {
+		if j < 0 {
+			missing++
+			continue
+		}
 		total += int(srcOff[j+1] - srcOff[j])
 	}
 	offBuf := memory.NewResizableBuffer(mem)
@@ -324,17 +358,26 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 	valBuf.Resize(total)
 	vals := valBuf.Bytes()
 	pos := int32(0)
-	for i, j := range idx {
-		offs[i] = pos
-		pos += int32(copy(vals[pos:], srcVals[srcOff[j]:srcOff[j+1]]))
+	if missing == 0 {
+		for i, j := range idx {
+			offs[i] = pos
+			pos += int32(copy(vals[pos:], srcVals[srcOff[j]:srcOff[j+1]]))
+		}
+	} else {
+		for i, j := range idx {
+			offs[i] = pos
+			if j >= 0 {
+				pos += int32(copy(vals[pos:], srcVals[srcOff[j]:srcOff[j+1]]))
+			}
+		}
 	}
 	offs[n] = pos
 	var validity *memory.Buffer
 	nulls := 0
-	if arr.NullN() > 0 {
+	if arr.NullN() > 0 || missing > 0 {
 		validity = newValidity(mem, n)
 		for i, j := range idx {
-			if arr.IsNull(int(j)) {
+			if j < 0 || arr.IsNull(int(j)) {
 				bitutil.ClearBit(validity.Bytes(), i)
 				nulls++
 			}

@@ -2,6 +2,7 @@ package physical
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -147,5 +148,36 @@ func TestSelectionIndices(t *testing.T) {
 	}
 	sl.Release()
 	mask.Release()
+
+	// No NULLs: the byte-at-a-time path, with empty, full and mixed bytes
+	// and a ragged tail, against a bit-by-bit reference.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 7, 8, 9, 64, 1000, 8193} {
+		vals := make([]bool, n)
+		for i := range vals {
+			switch (i / 24) % 3 {
+			case 0:
+				vals[i] = false
+			case 1:
+				vals[i] = true
+			default:
+				vals[i] = rng.IntN(2) == 0
+			}
+		}
+		bb := array.NewBooleanBuilder(mem)
+		bb.AppendValues(vals, nil)
+		m := bb.NewBooleanArray()
+		bb.Release()
+		var want []int32
+		for i, v := range vals {
+			if v {
+				want = append(want, int32(i))
+			}
+		}
+		if got := selectionIndices(m, []int32{42}); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("n=%d: got %v, want %v", n, got, want)
+		}
+		m.Release()
+	}
 	mem.AssertSize(t, 0)
 }

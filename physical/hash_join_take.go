@@ -28,6 +28,8 @@ func joinTakeArray(arr arrow.Array, idx []int32, mem memory.Allocator) (arrow.Ar
 		return joinTakeFixed(a.Float64Values(), arr, idx, mem), nil
 	case *array.Decimal128:
 		return joinTakeFixed(a.Values(), arr, idx, mem), nil
+	case *array.String:
+		return takeString(mem, a, idx), nil
 	case *array.Null:
 		return array.NewNull(n), nil
 	}
@@ -42,22 +44,6 @@ func joinTakeArray(arr arrow.Array, idx []int32, mem memory.Allocator) (arrow.Ar
 				bb.UnsafeAppendBoolToBitmap(false)
 			} else {
 				bb.UnsafeAppend(a.Value(int(j)))
-			}
-		}
-	case *array.String:
-		bb := b.(*array.StringBuilder)
-		size := 0
-		for _, j := range idx {
-			if j >= 0 {
-				size += a.ValueLen(int(j))
-			}
-		}
-		bb.ReserveData(size)
-		for _, j := range idx {
-			if j < 0 || (nulls && a.IsNull(int(j))) {
-				bb.AppendNull()
-			} else {
-				bb.Append(a.Value(int(j)))
 			}
 		}
 	case *array.MonthDayNanoInterval:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -209,18 +210,13 @@ func compareDecimal(op plan.BinaryOp, l, r operand, out []byte) error {
 	tbl := cmpTable(op)
 	if sb == 0 {
 		c := b[0]
-		// Most decimals in practice fit in 64 bits; compare those directly.
-		if fitsInt64(c) {
-			ci := int64(c.LowBits())
-			for i, x := range a {
-				var t bool
-				if fitsInt64(x) {
-					t = tbl[cmp.Compare(int64(x.LowBits()), ci)+1]
-				} else {
-					t = tbl[cmp128(x, c)+1]
-				}
-				out[i>>3] |= b2u(t) << (i & 7)
-			}
+		// Most decimals in practice fit in 64 bits. Against a constant
+		// strictly inside the int64 range, a value outside it compares like
+		// the nearest int64 bound, so clamping to int64 keeps every
+		// comparison's answer and lets the integer kernel do the work.
+		if fitsInt64(c) && int64(c.LowBits()) != math.MinInt64 && int64(c.LowBits()) != math.MaxInt64 {
+			clamped := clampInt64(a)
+			cmpKernel(op, clamped, []int64{int64(c.LowBits())}, 0, out)
 			return nil
 		}
 		for i, x := range a {
@@ -333,4 +329,21 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// clampInt64 returns the decimals as int64, those outside the int64 range
+// replaced by the bound on their side.
+func clampInt64(a []decimal128.Num) []int64 {
+	out := make([]int64, len(a))
+	for i, x := range a {
+		v := int64(x.LowBits())
+		if h := x.HighBits(); h != v>>63 {
+			v = math.MaxInt64
+			if h < 0 {
+				v = math.MinInt64
+			}
+		}
+		out[i] = v
+	}
+	return out
 }

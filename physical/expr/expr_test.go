@@ -101,6 +101,14 @@ func TestCompare(t *testing.T) {
 		{"bool eq", bin(plan.OpEq, col("b"), lit(plan.Bool, true)), "true false NULL true", ""},
 		{"timestamp gt", bin(plan.OpGt, col("ts"), cast(str("2000-01-01"), plan.Timestamp)), "true NULL false true", ""},
 		{"null const", bin(plan.OpLt, col("d1"), lit(plan.Decimal(15, 2), nil)), "NULL NULL NULL NULL", ""},
+		// Values beyond int64 against a constant that fits it (the clamped
+		// fast path) and against one that does not.
+		{"wide decimal gt const", bin(plan.OpGt, bin(plan.OpMul, col("d1"), dec("99999999999999999999999", 23, 0)), dec("1", 1, 0)),
+			"true true NULL false", ""},
+		{"wide decimal lteq const", bin(plan.OpLtEq, bin(plan.OpMul, col("d1"), dec("99999999999999999999999", 23, 0)), dec("-5", 1, 0)),
+			"false false NULL true", ""},
+		{"wide decimal noteq wide const", bin(plan.OpNotEq, bin(plan.OpMul, col("d1"), dec("99999999999999999999999", 23, 0)),
+			dec("99999999999999999999999", 23, 0)), "true false NULL true", ""},
 	})
 }
 
