@@ -149,8 +149,16 @@ func listFiles(path, ext string) ([]string, error) {
 // metadata: strings come back as plain utf8 (never dictionary or large
 // variants) and decimals as decimal128. The scan builds its reader manifest
 // the same way, so what it reads matches.
-func ParquetArrowSchema(rdr *file.Reader) (*pqarrow.SchemaManifest, error) {
-	return pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
+//
+// props, if given, are the read properties the manifest is for: a leaf they
+// mark for dictionary reading comes back as dictionary<int32, utf8>, which
+// the scan decodes itself.
+func ParquetArrowSchema(rdr *file.Reader, props ...*pqarrow.ArrowReadProperties) (*pqarrow.SchemaManifest, error) {
+	p := &pqarrow.ArrowReadProperties{}
+	if len(props) > 0 {
+		p = props[0]
+	}
+	return pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, p)
 }
 
 func readParquetFooter(path string) (ParquetFile, *arrow.Schema, [][]int, error) {

@@ -361,7 +361,16 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 	if missing == 0 {
 		for i, j := range idx {
 			offs[i] = pos
-			pos += int32(copy(vals[pos:], srcVals[srcOff[j]:srcOff[j+1]]))
+			// Short values (flags, codes, dictionary entries) are copied
+			// byte by byte: cheaper than a call to memmove.
+			if b, e := srcOff[j], srcOff[j+1]; e-b <= 8 {
+				for k := b; k < e; k++ {
+					vals[pos] = srcVals[k]
+					pos++
+				}
+			} else {
+				pos += int32(copy(vals[pos:], srcVals[b:e]))
+			}
 		}
 	} else {
 		for i, j := range idx {

@@ -3,6 +3,7 @@ package physical
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"sluice/catalog"
@@ -539,5 +541,96 @@ func BenchmarkParquetScan(b *testing.B) {
 		if rows[0]+rows[1] != 1<<20 {
 			b.Fatalf("%d rows", rows[0]+rows[1])
 		}
+	}
+}
+
+// TestParquetScanDictionaryStrings: a string column whose chunks are all
+// dictionary pages is read as a dictionary and decoded by the scan (NULLs
+// included); one whose writer fell back to plain pages is read the usual
+// way. Both give the written values.
+func TestParquetScanDictionaryStrings(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	values := func(i int, distinct bool) (string, bool) {
+		if i%11 == 3 {
+			return "", false
+		}
+		if distinct {
+			return fmt.Sprintf("value number %06d, long enough to fill a page", i), true
+		}
+		return []string{"A", "NO", "YES", "a longer dictionary entry"}[i%4], true
+	}
+	for _, tc := range []struct {
+		name     string
+		distinct bool
+		props    []parquet.WriterProperty
+		wantDict bool
+	}{
+		{"dictionary", false, nil, true},
+		{"fallback", true, []parquet.WriterProperty{parquet.WithDictionaryPageSizeLimit(256)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := array.NewStringBuilder(memory.NewGoAllocator())
+			for i := range 3000 {
+				if v, ok := values(i, tc.distinct); ok {
+					b.Append(v)
+				} else {
+					b.AppendNull()
+				}
+			}
+			col := b.NewArray()
+			b.Release()
+			rec := array.NewRecordBatch(schema, []arrow.Array{col}, 3000)
+			col.Release()
+			path := filepath.Join(t.TempDir(), "d.parquet")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			props := append([]parquet.WriterProperty{parquet.WithDataPageSize(1024)}, tc.props...)
+			fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fw.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+			if err := fw.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			rdr, err := file.OpenParquetFile(path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := dictionaryOnlyStrings(rdr, []int{0}, []int{0})
+			rdr.Close()
+			if (len(got) == 1) != tc.wantDict {
+				t.Fatalf("dictionaryOnlyStrings = %v, want dictionary reading %v", got, tc.wantDict)
+			}
+
+			tbl, err := catalog.OpenParquet(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			bs := drainPartition(t, NewParquetScan("d", tbl, []int{0}, nil, 1), 0, testTaskContext(mem, 700))
+			defer releaseAll(bs)
+			i := 0
+			for _, b := range bs {
+				s := b.Column(0).(*array.String)
+				for r := 0; r < s.Len(); r++ {
+					want, ok := values(i, tc.distinct)
+					if s.IsValid(r) != ok || (ok && s.Value(r) != want) {
+						t.Fatalf("row %d: got %q (valid %v), want %q (valid %v)", i, s.Value(r), s.IsValid(r), want, ok)
+					}
+					i++
+				}
+			}
+			if i != 3000 {
+				t.Fatalf("read %d rows, want 3000", i)
+			}
+		})
 	}
 }
