@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -217,7 +216,7 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 	}
 	id := def.Id
 	return &physical.TaskContext{
-		Alloc:     memory.DefaultAllocator,
+		Alloc:     physical.Allocator,
 		Memory:    physical.NewMemoryPool(keyOf(id).String(), int64(limit), e.memory),
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{

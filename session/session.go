@@ -186,7 +186,7 @@ func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start
 	}
 	alloc := l.alloc
 	if alloc == nil {
-		alloc = memory.DefaultAllocator
+		alloc = physical.Allocator
 	}
 	tc := &physical.TaskContext{
 		Alloc:     alloc,

@@ -1,0 +1,100 @@
+package physical
+
+import (
+	"math/bits"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Allocator is the allocator queries run with: it recycles the buffers of
+// released arrays instead of leaving them to the garbage collector.
+//
+// Why: a query allocates its column buffers at a high rate (the Parquet
+// reader alone, a few hundred MiB per TPC-H query), and each fresh large
+// allocation from the Go heap is zeroed page by page on first touch, page
+// faults included. Recycled buffers are zeroed while still in cache.
+// Measured on the 22 TPC-H queries: see docs/architecture.md.
+//
+// Buffers of at least poolMin bytes come from per-size-class pools (powers
+// of two); smaller ones come straight from the Go heap, whose small-object
+// allocator is cheap already. Every buffer handed out is zeroed, as the
+// Go allocator's are. A buffer is recycled only when its last reference is
+// released (arrow's reference counting calls Free); buffers never released
+// are simply collected. sync.Pool drops what is not reused within two
+// garbage collections, so the pools do not hold memory for idle sessions.
+var Allocator memory.Allocator = &poolAllocator{}
+
+const (
+	poolMinShift = 12 // 4 KiB
+	poolMaxShift = 28 // 256 MiB
+)
+
+type poolAllocator struct {
+	classes [poolMaxShift + 1]sync.Pool
+}
+
+// class returns the size class (log2 of the rounded-up size) of size, or
+// -1 when size is outside the pooled range.
+func poolClass(size int) int {
+	if size < 1<<poolMinShift || size > 1<<poolMaxShift {
+		return -1
+	}
+	return bits.Len(uint(size - 1))
+}
+
+// Allocate implements memory.Allocator.
+func (a *poolAllocator) Allocate(size int) []byte {
+	c := poolClass(size)
+	if c < 0 {
+		return make([]byte, size)
+	}
+	if p, ok := a.classes[c].Get().(unsafe.Pointer); ok {
+		buf := unsafe.Slice((*byte)(p), 1<<c)[:size]
+		clear(buf)
+		return buf
+	}
+	return make([]byte, size, 1<<c)
+}
+
+// Reallocate implements memory.Allocator. Growth within the buffer's class
+// zeroes the newly exposed bytes, which a previous user may have written.
+func (a *poolAllocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		if size > len(b) {
+			clear(b[len(b):size])
+		}
+		return b[:size]
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+// Free implements memory.Allocator.
+func (a *poolAllocator) Free(b []byte) {
+	c := cap(b)
+	if c == 0 || c&(c-1) != 0 {
+		return // not one of ours (or not a pooled size)
+	}
+	cl := poolClass(c)
+	if cl < 0 || 1<<cl != c {
+		return
+	}
+	b = b[:c]
+	if poisonFreed {
+		for i := range b {
+			b[i] = 0xa5
+		}
+	}
+	a.classes[cl].Put(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// poisonFreed (environment SLUICE_ALLOC_POISON=1, set by make test) fills
+// every recycled buffer with 0xa5 when it is freed, so that a use after
+// release reads garbage, and a test's answers come out wrong, instead of
+// reading the old values by luck.
+var poisonFreed = os.Getenv("SLUICE_ALLOC_POISON") == "1"

@@ -1,0 +1,79 @@
+package physical
+
+import (
+	"testing"
+)
+
+// TestPoolAllocatorZeroesRecycledBuffers: a freed buffer comes back zeroed,
+// growth inside a buffer's size class zeroes the new bytes, growth beyond
+// it copies, and sizes outside the pooled range pass through.
+func TestPoolAllocatorZeroesRecycledBuffers(t *testing.T) {
+	a := &poolAllocator{}
+	dirty := func(b []byte) {
+		for i := range b {
+			b[i] = 0xff
+		}
+	}
+	zero := func(name string, b []byte) {
+		t.Helper()
+		for i, x := range b {
+			if x != 0 {
+				t.Fatalf("%s: byte %d is %#x, want 0", name, i, x)
+			}
+		}
+	}
+
+	b := a.Allocate(5000)
+	if len(b) != 5000 || cap(b) != 8192 {
+		t.Fatalf("Allocate(5000): len %d cap %d, want 5000 and 8192", len(b), cap(b))
+	}
+	dirty(b[:cap(b)])
+	a.Free(b)
+	// Whatever the pool hands back (this buffer or a fresh one) is zero.
+	for range 3 {
+		c := a.Allocate(6000)
+		zero("reused", c)
+		dirty(c[:cap(c)])
+		a.Free(c)
+	}
+
+	c := a.Allocate(4096)
+	dirty(c)
+	g := a.Reallocate(4096+100, c)
+	if cap(g) < 4196 {
+		t.Fatalf("Reallocate grew to cap %d", cap(g))
+	}
+	for i := range 4096 {
+		if g[i] != 0xff {
+			t.Fatalf("Reallocate lost byte %d", i)
+		}
+	}
+	zero("grown part", g[4096:])
+
+	d := a.Allocate(8192)
+	dirty(d)
+	e := a.Reallocate(8000, d) // shrink within the class: contents kept
+	if len(e) != 8000 || e[7999] != 0xff {
+		t.Fatalf("shrink: len %d", len(e))
+	}
+	f := a.Reallocate(8192, e) // and grow back: the re-exposed tail is zeroed
+	zero("re-exposed tail", f[8000:])
+
+	small := a.Allocate(100)
+	if len(small) != 100 {
+		t.Fatalf("small: len %d", len(small))
+	}
+	a.Free(small) // not pooled; must not panic
+	a.Free(nil)
+	a.Free(make([]byte, 3000, 4096)) // a pooled size: accepted
+}
+
+func TestPoolClass(t *testing.T) {
+	for _, c := range []struct{ size, class int }{
+		{4095, -1}, {4096, 12}, {4097, 13}, {8192, 13}, {1 << 28, 28}, {1<<28 + 1, -1},
+	} {
+		if got := poolClass(c.size); got != c.class {
+			t.Errorf("poolClass(%d) = %d, want %d", c.size, got, c.class)
+		}
+	}
+}
