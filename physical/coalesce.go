@@ -130,13 +130,17 @@ func startGroup(ctx context.Context) *taskGroup {
 // other error.
 // exit, if not nil, is called with the goroutine's result as it ends.
 func (g *taskGroup) goStream(input Operator, p int, tc *TaskContext, emit func(context.Context, arrow.RecordBatch) error, exit func(error)) {
+	// Execute here rather than in the goroutine: every partition's stream
+	// then exists before any is drained, so state the streams share (a
+	// join's build side) cannot be dropped by a fast partition and rebuilt
+	// for a slow one.
+	s, execErr := input.Execute(g.gctx, p, tc)
 	g.eg.Go(func() (err error) {
 		if exit != nil {
 			defer func() { exit(err) }()
 		}
-		s, err := input.Execute(g.gctx, p, tc)
-		if err != nil {
-			return fmt.Errorf("input partition %d: %w", p, err)
+		if execErr != nil {
+			return fmt.Errorf("input partition %d: %w", p, execErr)
 		}
 		defer s.Close()
 		for {

@@ -254,8 +254,16 @@ func (c *hashJoinCandidates) first(p int) (int32, bool) {
 		return 0, false
 	}
 	t := c.table
+	if t.direct {
+		return t.directLookup(c.pInt[p])
+	}
 	if t.intKey {
 		k := c.pInt[p]
+		if t.bitmap != nil {
+			if d := uint64(k - t.dmin); d >= uint64(len(t.bitmap))*64 || t.bitmap[d>>6]&(1<<(d&63)) == 0 {
+				return 0, false
+			}
+		}
 		pos := mix(uint64(k)) & t.mask
 		for {
 			s := &t.islots[pos]
@@ -290,12 +298,46 @@ func (c *hashJoinCandidates) accept(b, p int) bool {
 
 func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, bool) {
 	added := 0
-	if c.table.intKey && !c.hasNull && !c.started {
+	if c.table.direct && !c.hasNull && !c.started {
+		// Fast path for a direct index: one load per probe row.
+		t := c.table
+		dh, lo := t.dheads, t.dmin
+		for c.row < c.n && added < limit {
+			p := c.row
+			d := uint64(c.pInt[p] - lo)
+			if d >= uint64(len(dh)) || dh[d] == 0 {
+				c.row++
+				continue
+			}
+			h := dh[d]
+			if !c.firstOnly && t.next != nil && t.next[h-1] != 0 {
+				break // a chain: the general loop below walks it
+			}
+			bi = append(bi, h-1)
+			pi = append(pi, int32(p))
+			added++
+			c.row++
+		}
+		if c.row >= c.n {
+			return bi, pi, true
+		}
+		if added >= limit {
+			return bi, pi, false
+		}
+	} else if c.table.intKey && !c.hasNull && !c.started {
 		// Fast path: a tight loop for the common unique-key case.
 		t := c.table
+		bm, lo, nb := t.bitmap, t.dmin, uint64(len(t.bitmap))*64
 		for c.row < c.n && added < limit {
 			p := c.row
 			k := c.pInt[p]
+			if bm != nil {
+				// Rows the key bitmap rules out never touch the slots.
+				if d := uint64(k - lo); d >= nb || bm[d>>6]&(1<<(d&63)) == 0 {
+					c.row++
+					continue
+				}
+			}
 			pos := mix(uint64(k)) & t.mask
 			var s *joinIntSlot
 			for {

@@ -428,3 +428,60 @@ func BenchmarkHashJoin(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(probe)*batch)*float64(b.N)/b.Elapsed().Seconds()/1e6, "probe-Mrows/s")
 }
+
+// TestHashJoinIntIndexKinds runs single integer key joins once with dense
+// keys (direct index) and once with keys spread far apart (open addressing),
+// checking which index the build chose and the rows against the reference.
+func TestHashJoinIntIndexKinds(t *testing.T) {
+	spread := func(rows [][]any, f int) [][]any {
+		out := make([][]any, len(rows))
+		for i, r := range rows {
+			r = slices.Clone(r)
+			if r[0] != nil {
+				r[0] = r[0].(int)*f - 3*f
+			}
+			out[i] = r
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		factor int
+		direct bool
+		bitmap bool
+	}{{"dense", 1, true, false}, {"bitmap", 1000, false, true}, {"sparse", 1 << 40, false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			leftRows, rightRows := spread(jaJoinRows(40, 1), tc.factor), spread(jaJoinRows(50, 2), tc.factor)
+			left := jaPartitioned(t, mem, jaLeftSchema, leftRows, 1, 5)
+			defer left.release()
+			right := jaPartitioned(t, mem, jaRightSchema, rightRows, 1, 7)
+			defer right.release()
+			lk := []expr.Expr{jaCol(0, "lk1", plan.Int64)}
+			rk := []expr.Expr{jaCol(0, "rk1", plan.Int64)}
+
+			ctx := jaTC(mem, 8, 0)
+			table, err := buildJoinTable(context.Background(), left, []int{0}, lk, ctx, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !table.intKey || table.direct != tc.direct || (table.bitmap != nil) != tc.bitmap {
+				t.Errorf("intKey=%v direct=%v bitmap=%v, want direct=%v bitmap=%v", table.intKey, table.direct, table.bitmap != nil, tc.direct, tc.bitmap)
+			}
+			table.release()
+
+			for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
+				op, err := NewHashJoin(left, right, jt, lk, rk, nil, false, JoinCollectLeft)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := jaCollect(t, op, jaTC(mem, 3, 0))
+				want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(false, false))
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: got %d rows\n%s\nwant %d rows\n%s", jt, len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+				}
+			}
+		})
+	}
+}

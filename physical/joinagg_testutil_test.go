@@ -156,16 +156,25 @@ func jaRun(t testing.TB, op Operator, tc *TaskContext) ([]arrow.RecordBatch, err
 	n := op.OutputPartitioning().Count
 	results := make([][]arrow.RecordBatch, n)
 	errs := make([]error, n)
+	// Open every partition's stream before draining any, as a task does:
+	// a build shared by the streams lives as long as one of them is open.
+	streams := make([]Stream, n)
+	for p := range streams {
+		s, err := op.Execute(ctx, p, tc)
+		if err != nil {
+			for _, o := range streams[:p] {
+				o.Close()
+			}
+			return nil, err
+		}
+		streams[p] = s
+	}
 	var wg sync.WaitGroup
 	for p := 0; p < n; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := op.Execute(ctx, p, tc)
-			if err != nil {
-				errs[p] = err
-				return
-			}
+			s := streams[p]
 			defer s.Close()
 			for {
 				b, err := s.Next(ctx)
