@@ -43,7 +43,14 @@ func (f *Filter) Execute(ctx context.Context, partition int, tc *TaskContext) (S
 	if t != arrow.BOOL && t != arrow.NULL {
 		return nil, fmt.Errorf("filter predicate %s has type %s, not boolean", f.pred, f.pred.DataType())
 	}
-	in, err := f.input.Execute(ctx, partition, tc)
+	var in Stream
+	var err error
+	if scan, ok := f.input.(*ParquetScan); ok {
+		// Let the scan drop rows early on what it can judge cheaply.
+		in, err = scan.execute(ctx, partition, tc, expr.Conjuncts(f.pred))
+	} else {
+		in, err = f.input.Execute(ctx, partition, tc)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"sluice/catalog"
+	"sluice/physical/expr"
 	"sluice/plan"
 )
 
@@ -153,6 +154,16 @@ func predicateString(p ColumnPredicate, s *arrow.Schema) string {
 
 // Execute implements Operator.
 func (s *ParquetScan) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	return s.execute(ctx, partition, tc, nil)
+}
+
+// execute is Execute for a scan read by a Filter: filters are the filter's
+// conjuncts (compiled against the scan's schema). Those on a single string
+// column the scan reads as a dictionary are evaluated once per dictionary
+// entry, and rows whose entry fails one are dropped before their strings
+// are decoded; everything else is left to the Filter, which still checks
+// every row it receives.
+func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContext, filters []expr.Expr) (Stream, error) {
 	if partition < 0 || partition >= len(s.parts) {
 		return nil, fmt.Errorf("parquet scan %s: partition %d out of range [0, %d)", s.name, partition, len(s.parts))
 	}
@@ -171,7 +182,7 @@ func (s *ParquetScan) Execute(ctx context.Context, partition int, tc *TaskContex
 			if len(s.projection) == 0 {
 				err = emitRowCounts(ctx, s.schema, units[start:end], batchSize, emit)
 			} else {
-				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], emit)
+				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], filters, emit)
 			}
 			if err != nil {
 				return fmt.Errorf("parquet scan %s: %w", s.name, err)
@@ -202,7 +213,7 @@ func emitRowCounts(ctx context.Context, schema *arrow.Schema, units []parquetUni
 
 // readFile reads the projected columns of units, which all belong to one
 // file, and emits them batch by batch.
-func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, emit func(arrow.RecordBatch) error) error {
+func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, emit func(arrow.RecordBatch) error) error {
 	path := s.table.Files[units[0].file].Path
 	props := parquet.NewReaderProperties(mem)
 	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
@@ -227,9 +238,11 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		rowGroups[i] = s.table.Files[u.file].RowGroups[u.rowGroup].Index
 	}
 	aprops := pqarrow.ArrowReadProperties{BatchSize: int64(batchSize)}
-	for _, leaf := range dictionaryOnlyStrings(rdr, leaves, rowGroups) {
+	dictLeaves := dictionaryOnlyStrings(rdr, leaves, rowGroups)
+	for _, leaf := range dictLeaves {
 		aprops.SetReadDict(leaf, true)
 	}
+	df := s.dictFilters(filters, dictLeaves)
 	fr, err := pqarrow.NewFileReader(rdr, aprops, mem)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -257,7 +270,11 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		if rec.NumRows() == 0 {
 			continue
 		}
-		out, err := s.shape(castCtx, mem, rec, readPos)
+		sel, keep := df.selection(mem, rec, readPos)
+		if !keep {
+			continue
+		}
+		out, err := s.shape(castCtx, mem, rec, readPos, sel)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
@@ -273,7 +290,10 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 
 // shape builds an output batch from a batch as read: columns in projection
 // order, cast to the table's normalized types where the file stores another.
-func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int) (arrow.RecordBatch, error) {
+//
+// sel, if not nil, lists the rows to keep (the rest failed a dictionary
+// filter).
+func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(readPos))
 	release := func() {
 		for _, c := range cols {
@@ -282,21 +302,34 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 			}
 		}
 	}
+	rows := rec.NumRows()
+	if sel != nil {
+		rows = int64(len(sel))
+	}
 	for i, j := range readPos {
 		col := rec.Column(j)
 		want := s.schema.Field(i).Type
-		if arrow.TypeEqual(col.DataType(), want) {
-			col.Retain()
-			cols[i] = col
-			continue
-		}
 		if d, ok := col.(*array.Dictionary); ok && want.ID() == arrow.STRING {
-			dec, err := decodeStringDictionary(mem, d)
+			dec, err := decodeStringDictionary(mem, d, sel)
 			if err != nil {
 				release()
 				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
 			}
 			cols[i] = dec
+			continue
+		}
+		if sel != nil {
+			taken, err := takeArray(mem, col, sel)
+			if err != nil {
+				release()
+				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
+			}
+			col = taken
+			defer taken.Release()
+		}
+		if arrow.TypeEqual(col.DataType(), want) {
+			col.Retain()
+			cols[i] = col
 			continue
 		}
 		cast, err := compute.CastArray(ctx, col, compute.SafeCastOptions(want))
@@ -306,7 +339,7 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 		}
 		cols[i] = cast
 	}
-	out := array.NewRecordBatch(s.schema, cols, rec.NumRows())
+	out := array.NewRecordBatch(s.schema, cols, rows)
 	release()
 	return out, nil
 }
@@ -618,7 +651,9 @@ func dictionaryOnlyStrings(rdr *file.Reader, leaves, rowGroups []int) []int {
 // decodeStringDictionary turns a dictionary<int, utf8> array into plain
 // utf8: lengths are summed first, then offsets and bytes are written in one
 // pass.
-func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary) (arrow.Array, error) {
+//
+// sel, if not nil, lists the rows to decode.
+func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary, sel []int32) (arrow.Array, error) {
 	dict, ok := d.Dictionary().(*array.String)
 	if !ok {
 		return nil, fmt.Errorf("dictionary of %s, want utf8", d.Dictionary().DataType())
@@ -635,16 +670,157 @@ func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary) (arrow.Ar
 			return nil, fmt.Errorf("dictionary index %d out of range [0, %d)", j, dict.Len())
 		}
 	}
+	if sel != nil {
+		codes := make([]int32, len(sel))
+		for k, r := range sel {
+			codes[k] = idx[r]
+			if d.IsNull(int(r)) || dict.IsNull(int(codes[k])) {
+				codes[k] = -1
+			}
+		}
+		return takeString(mem, dict, codes), nil
+	}
 	if d.NullN() > 0 || dict.NullN() > 0 {
 		// Rare for a column written with a dictionary: mark NULL rows with
 		// a negative index, which takeString turns into NULL.
-		sel := slices.Clone(idx)
+		codes := slices.Clone(idx)
 		for i, j := range idx {
 			if d.IsNull(i) || dict.IsNull(int(j)) {
-				sel[i] = -1
+				codes[i] = -1
 			}
 		}
-		return takeString(mem, dict, sel), nil
+		return takeString(mem, dict, codes), nil
 	}
 	return takeString(mem, dict, idx), nil
+}
+
+// dictFilter is one pushed conjunct on a dictionary-read string column:
+// pos is the column's position in the scan's output, truth the conjunct's
+// value per entry of the dictionary it was last evaluated on.
+type dictFilter struct {
+	pos   int
+	pred  expr.Expr
+	dict  arrow.ArrayData // dictionary truth was computed for
+	truth []bool
+}
+
+type dictFilters []*dictFilter
+
+// dictFilters picks the conjuncts that read exactly one column, a string
+// column read as a dictionary from this file.
+func (s *ParquetScan) dictFilters(filters []expr.Expr, dictLeaves []int) dictFilters {
+	var out dictFilters
+	for _, f := range filters {
+		cols := expr.ColumnIndexes(f)
+		if len(cols) != 1 || f.DataType().ID() != arrow.BOOL {
+			continue
+		}
+		pos := cols[0]
+		if pos < 0 || pos >= len(s.projection) || s.schema.Field(pos).Type.ID() != arrow.STRING {
+			continue
+		}
+		leaves := s.table.FieldLeaves(s.projection[pos])
+		if len(leaves) == 1 && slices.Contains(dictLeaves, leaves[0]) {
+			out = append(out, &dictFilter{pos: pos, pred: f})
+		}
+	}
+	return out
+}
+
+// selection returns the rows of rec that pass every dictionary filter (nil:
+// all of them) and whether any row is left. A row whose value is NULL is
+// kept for the Filter to judge; so is every row of a batch on which a
+// conjunct fails to evaluate.
+func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int) ([]int32, bool) {
+	if len(fs) == 0 {
+		return nil, true
+	}
+	n := int(rec.NumRows())
+	var keep []bool
+	for _, f := range fs {
+		d, ok := rec.Column(readPos[f.pos]).(*array.Dictionary)
+		if !ok {
+			continue
+		}
+		ix, ok := d.Indices().(*array.Int32)
+		if !ok || !f.evaluate(mem, d.Dictionary(), rec.Schema(), readPos) {
+			continue
+		}
+		if keep == nil {
+			keep = make([]bool, n)
+			for i := range keep {
+				keep[i] = true
+			}
+		}
+		codes, nulls := ix.Int32Values(), d.NullN() > 0
+		for i, c := range codes {
+			if nulls && d.IsNull(i) {
+				continue
+			}
+			if c < 0 || int(c) >= len(f.truth) || !f.truth[c] {
+				keep[i] = false
+			}
+		}
+	}
+	if keep == nil {
+		return nil, true
+	}
+	sel := make([]int32, 0, n)
+	for i, k := range keep {
+		if k {
+			sel = append(sel, int32(i))
+		}
+	}
+	switch len(sel) {
+	case 0:
+		return nil, false
+	case n:
+		return nil, true
+	}
+	return sel, true
+}
+
+// evaluate computes the conjunct's truth per dictionary entry, unless it
+// has for this dictionary already; false if it cannot be evaluated.
+func (f *dictFilter) evaluate(mem memory.Allocator, dict arrow.Array, readSchema *arrow.Schema, readPos []int) bool {
+	if f.dict == dict.Data() {
+		return f.truth != nil
+	}
+	f.dict, f.truth = dict.Data(), nil
+	vals, ok := dict.(*array.String)
+	if !ok {
+		return false
+	}
+	// A batch of the scan's shape whose only real column is the
+	// dictionary; the conjunct reads no other.
+	m := vals.Len()
+	cols := make([]arrow.Array, len(readPos))
+	fields := make([]arrow.Field, len(readPos))
+	for i := range readPos {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: arrow.Null, Nullable: true}
+		cols[i] = array.NewNull(m)
+	}
+	fields[f.pos] = arrow.Field{Name: "dict", Type: arrow.BinaryTypes.String, Nullable: true}
+	cols[f.pos].Release()
+	cols[f.pos] = vals
+	vals.Retain()
+	b := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(m))
+	for _, c := range cols {
+		c.Release()
+	}
+	defer b.Release()
+	res, err := f.pred.Eval(b, mem)
+	if err != nil {
+		return false
+	}
+	defer res.Release()
+	bools, ok := res.(*array.Boolean)
+	if !ok || bools.Len() != m {
+		return false
+	}
+	f.truth = make([]bool, m)
+	for i := range m {
+		f.truth[i] = bools.IsValid(i) && bools.Value(i)
+	}
+	return true
 }

@@ -234,6 +234,15 @@ func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decima
 		}
 		as, bs = rs, rs
 	}
+	// Fastest path: every operand fits in 32 bits (plus sign), so sums and
+	// products are exact in int64; checked once per batch by the operands'
+	// largest magnitudes.
+	if (op == plan.OpAdd || op == plan.OpSub || op == plan.OpMul) && rp >= 19 &&
+		((op == plan.OpMul && as+bs == rs) || (op != plan.OpMul && as == rs && bs == rs)) &&
+		small32(a) && small32(b) {
+		decArith64(op, a, sa, b, sb, out)
+		return nil
+	}
 	// Fast paths: operands already at the scales the result needs.
 	switch {
 	case (op == plan.OpAdd || op == plan.OpSub) && as == rs && bs == rs:
@@ -334,4 +343,42 @@ func upscaleAll(vs []decimal128.Num, from, to int32, v validity) ([]decimal128.N
 		out[i] = y
 	}
 	return out, true
+}
+
+// small32 reports whether every value of vs lies within ±(2^31-1). Invalid
+// (NULL) slots hold zero or a value written for them, both harmless: the
+// result at those slots is ignored.
+func small32(vs []decimal128.Num) bool {
+	const lim = 1<<31 - 1
+	var bad int64
+	mn, mx := int64(0), int64(0)
+	for _, x := range vs {
+		// In range iff the value fits int64 (hi is lo's sign) and the int64
+		// lies within the limits (min/max compile to conditional moves).
+		v := int64(x.LowBits())
+		bad |= x.HighBits() ^ (v >> 63)
+		mn, mx = min(mn, v), max(mx, v)
+	}
+	return bad == 0 && mn >= -lim && mx <= lim
+}
+
+// decArith64 is decArith for operands within ±(2^31-1) at the result's
+// scales (a product's scale is the sum of its operands'): the results are
+// exact in int64 and fit any precision of 19 digits or more.
+func decArith64(op plan.BinaryOp, a []decimal128.Num, sa int, b []decimal128.Num, sb int, out []decimal128.Num) {
+	n := len(out)
+	switch op {
+	case plan.OpAdd:
+		for i := 0; i < n; i++ {
+			out[i] = decimal128.FromI64(int64(a[i*sa].LowBits()) + int64(b[i*sb].LowBits()))
+		}
+	case plan.OpSub:
+		for i := 0; i < n; i++ {
+			out[i] = decimal128.FromI64(int64(a[i*sa].LowBits()) - int64(b[i*sb].LowBits()))
+		}
+	default: // OpMul
+		for i := 0; i < n; i++ {
+			out[i] = decimal128.FromI64(int64(a[i*sa].LowBits()) * int64(b[i*sb].LowBits()))
+		}
+	}
 }

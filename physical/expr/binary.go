@@ -60,3 +60,11 @@ func (b *Binary) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Arra
 }
 
 var _ Expr = (*Binary)(nil)
+
+// Conjuncts splits e at its top-level ANDs.
+func Conjuncts(e Expr) []Expr {
+	if b, ok := e.(*Binary); ok && b.Op == plan.OpAnd {
+		return append(Conjuncts(b.L), Conjuncts(b.R)...)
+	}
+	return []Expr{e}
+}

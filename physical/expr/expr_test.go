@@ -61,6 +61,12 @@ func TestArithmetic(t *testing.T) {
 		{"decimal div big negative", &plan.Binary{Op: plan.OpDiv, L: dec("-1234567890123456789012345.6789012345", 35, 10),
 			R: dec("7.1", 2, 1), Typ: plan.Decimal(38, 14)},
 			strings.TrimSpace(strings.Repeat("-173882801425838984367936.01111284992958 ", 4)), ""},
+		// Results of 19 digits or more from operands within ±2^31 take the
+		// int64 path; the rest above take the 128-bit ones.
+		{"decimal mul int64 path", bin(plan.OpMul, col("d1"), dec("-3.00", 20, 2)), "-0.3000 -3.0000 NULL 7.5000", ""},
+		{"decimal add int64 path", bin(plan.OpAdd, col("d1"), dec("-1.00", 20, 2)), "-0.90 0.00 NULL -3.50", ""},
+		{"decimal sub int64 path", bin(plan.OpSub, dec("-1.00", 20, 2), col("d1")), "-1.10 -2.00 NULL 1.50", ""},
+		{"decimal mul beyond int32", bin(plan.OpMul, col("d1"), dec("21474836.48", 20, 2)), "2147483.6480 21474836.4800 NULL -53687091.2000", ""},
 		{"negate int", &plan.Negate{X: col("i32")}, "-1 -2 NULL 4", ""},
 		{"negate decimal", &plan.Negate{X: col("d1")}, "-0.10 -1.00 NULL 2.50", ""},
 		{"null operand", bin(plan.OpAdd, col("i32"), lit(plan.Int32, nil)), "NULL NULL NULL NULL", ""},
