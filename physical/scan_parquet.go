@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -253,6 +254,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	if fr.Manifest, err = catalog.ParquetArrowSchema(rdr, &aprops); err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
+	rawDecimals := readDecimalsRaw(fr.Manifest, rdr, fields)
 	rr, err := fr.GetRecordReader(ctx, leaves, rowGroups)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -274,7 +276,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		if !keep {
 			continue
 		}
-		out, err := s.shape(castCtx, mem, rec, readPos, sel)
+		out, err := s.shape(castCtx, mem, rec, readPos, sel, rawDecimals)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
@@ -293,7 +295,10 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 //
 // sel, if not nil, lists the rows to keep (the rest failed a dictionary
 // filter).
-func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32) (arrow.RecordBatch, error) {
+//
+// rawDecimals[j] marks read column j as a decimal read as its stored
+// integers (readDecimalsRaw), to be scaled into decimal128 here.
+func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32, rawDecimals []bool) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(readPos))
 	release := func() {
 		for _, c := range cols {
@@ -311,6 +316,15 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 		want := s.schema.Field(i).Type
 		if d, ok := col.(*array.Dictionary); ok && want.ID() == arrow.STRING {
 			dec, err := decodeStringDictionary(mem, d, sel)
+			if err != nil {
+				release()
+				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
+			}
+			cols[i] = dec
+			continue
+		}
+		if rawDecimals[j] && want.ID() == arrow.DECIMAL128 {
+			dec, err := integersToDecimal(mem, col, want, sel)
 			if err != nil {
 				release()
 				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
@@ -823,4 +837,87 @@ func (f *dictFilter) evaluate(mem memory.Allocator, dict arrow.Array, readSchema
 		f.truth[i] = bools.IsValid(i) && bools.Value(i)
 	}
 	return true
+}
+
+// readDecimalsRaw switches the manifest's decimal leaves stored as INT32 or
+// INT64 to those integer types, so the reader hands their values over
+// without a copy (its own conversion to decimal128 goes value by value
+// through a generic loop, 7 to 13 % of a scan-heavy query); shape then
+// widens them in one tight loop. It returns, per read column (fields'
+// order), whether that column is read so.
+func readDecimalsRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) []bool {
+	raw := make([]bool, len(fields))
+	for j, c := range fields {
+		if c < 0 || c >= len(m.Fields) {
+			continue
+		}
+		sf := &m.Fields[c]
+		if !sf.IsLeaf() || sf.Field.Type.ID() != arrow.DECIMAL128 {
+			continue
+		}
+		var t arrow.DataType
+		switch rdr.MetaData().Schema.Column(sf.ColIndex).PhysicalType() {
+		case parquet.Types.Int64:
+			t = arrow.PrimitiveTypes.Int64
+		case parquet.Types.Int32:
+			t = arrow.PrimitiveTypes.Int32
+		default:
+			continue
+		}
+		f := *sf.Field
+		f.Type = t
+		sf.Field = &f
+		raw[j] = true
+	}
+	return raw
+}
+
+// integersToDecimal turns the unscaled integers of a decimal column into a
+// decimal128 array of type want (sel, if not nil, picks the rows).
+func integersToDecimal(mem memory.Allocator, col arrow.Array, want arrow.DataType, sel []int32) (arrow.Array, error) {
+	var vals []int64
+	switch a := col.(type) {
+	case *array.Int64:
+		vals = a.Int64Values()
+	case *array.Int32:
+		vals = make([]int64, a.Len())
+		for i, v := range a.Int32Values() {
+			vals[i] = int64(v)
+		}
+	default:
+		return nil, fmt.Errorf("decimal stored as %s", col.DataType())
+	}
+	n := len(vals)
+	if sel != nil {
+		n = len(sel)
+	}
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(n * 16)
+	out := arrow.GetData[decimal128.Num](data.Bytes())[:n]
+	if sel == nil {
+		for i, v := range vals {
+			out[i] = decimal128.New(v>>63, uint64(v))
+		}
+	} else {
+		for i, r := range sel {
+			v := vals[r]
+			out[i] = decimal128.New(v>>63, uint64(v))
+		}
+	}
+	var validity *memory.Buffer
+	nulls := 0
+	if col.NullN() > 0 {
+		validity = newValidity(mem, n)
+		for i := range n {
+			r := i
+			if sel != nil {
+				r = int(sel[i])
+			}
+			if col.IsNull(r) {
+				bitutil.ClearBit(validity.Bytes(), i)
+				nulls++
+			}
+		}
+	}
+	return finishArray(want, n, validity, data, nil, nulls), nil
 }

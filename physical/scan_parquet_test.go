@@ -742,3 +742,96 @@ func TestFilterOverScanDictionaryPushdown(t *testing.T) {
 
 // passThrough hides an operator's concrete type.
 type passThrough struct{ Operator }
+
+// TestParquetScanDecimalsStoredAsIntegers: decimals stored as INT32 and
+// INT64 (negative values and NULLs included) come back as the same
+// decimal128 values, with and without rows dropped by a dictionary filter.
+func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
+	d9 := &arrow.Decimal128Type{Precision: 9, Scale: 2}
+	d18 := &arrow.Decimal128Type{Precision: 18, Scale: 3}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: d9, Nullable: true},
+		{Name: "b", Type: d18, Nullable: true},
+		{Name: "tag", Type: arrow.BinaryTypes.String},
+	}, nil)
+	val := func(i int) (int64, int64, bool) {
+		return int64(i*37 - 50000), int64(i)*1_000_000_007 - 3_000_000_000_000, i%7 != 2
+	}
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range 3000 {
+		x, y, ok := val(i)
+		if ok {
+			b.Field(0).(*array.Decimal128Builder).Append(decimal128.FromI64(x))
+			b.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(y))
+		} else {
+			b.Field(0).AppendNull()
+			b.Field(1).AppendNull()
+		}
+		b.Field(2).(*array.StringBuilder).Append([]string{"keep", "drop", "keep", "other"}[i%4])
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "d.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithStoreDecimalAsInteger(true)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := rdr.MetaData().Schema.Column(0).PhysicalType(), rdr.MetaData().Schema.Column(1).PhysicalType()
+	rdr.Close()
+	if pa != parquet.Types.Int32 || pb != parquet.Types.Int64 {
+		t.Fatalf("stored as %s and %s, want INT32 and INT64", pa, pb)
+	}
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := &expr.Column{Index: 2, Name: "tag", Type: arrow.BinaryTypes.String}
+	for _, filtered := range []bool{false, true} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		var op Operator = NewParquetScan("d", tbl, []int{0, 1, 2}, nil, 1)
+		if filtered {
+			op = NewFilter(op, &expr.Binary{Op: plan.OpEq, L: tag, R: &expr.Literal{Value: plan.Literal{Typ: arrow.BinaryTypes.String, Val: "keep"}}, Type: arrow.FixedWidthTypes.Boolean})
+		}
+		bs := drainPartition(t, op, 0, testTaskContext(mem, 500))
+		i := 0
+		for _, b := range bs {
+			if !arrow.TypeEqual(b.Column(0).DataType(), d9) || !arrow.TypeEqual(b.Column(1).DataType(), d18) {
+				t.Fatalf("types %s, %s", b.Column(0).DataType(), b.Column(1).DataType())
+			}
+			ca, cb := b.Column(0).(*array.Decimal128), b.Column(1).(*array.Decimal128)
+			for r := 0; r < int(b.NumRows()); r++ {
+				for filtered && i%4 != 0 && i%4 != 2 {
+					i++
+				}
+				x, y, ok := val(i)
+				if ca.IsValid(r) != ok || cb.IsValid(r) != ok {
+					t.Fatalf("filtered=%v row %d: validity %v/%v, want %v", filtered, i, ca.IsValid(r), cb.IsValid(r), ok)
+				}
+				if ok && (ca.Value(r) != decimal128.FromI64(x) || cb.Value(r) != decimal128.FromI64(y)) {
+					t.Fatalf("filtered=%v row %d: got %s, %s, want %d, %d", filtered, i, ca.ValueStr(r), cb.ValueStr(r), x, y)
+				}
+				i++
+			}
+			b.Release()
+		}
+		if want := 3000; (!filtered && i != want) || (filtered && i < 2998) {
+			t.Fatalf("filtered=%v: read up to row %d", filtered, i)
+		}
+		mem.AssertSize(t, 0)
+	}
+}
