@@ -260,8 +260,10 @@ func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		s.consumed = true
-		// The input is no longer needed: free it (and what it holds) now.
+		// The input is no longer needed: free it (and what it holds) now,
+		// and the table's slots (emitting needs only keys and states).
 		s.input.Close()
+		s.table.releaseSlots()
 	}
 	n := s.table.numGroups()
 	if s.emitted >= n {

@@ -98,3 +98,29 @@ func (a *poolAllocator) Free(b []byte) {
 // release reads garbage, and a test's answers come out wrong, instead of
 // reading the old values by luck.
 var poisonFreed = os.Getenv("SLUICE_ALLOC_POISON") == "1"
+
+// allocSlice returns n zeroed elements of a pointer-free type T from
+// Allocator (large tables: a recycled buffer instead of fresh pages faulted
+// in one by one). Give it back with freeSlice when done; a slice never
+// freed is simply collected.
+func allocSlice[T any](n int) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero)) * n
+	if size == 0 {
+		return nil
+	}
+	b := Allocator.Allocate(size)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// freeSlice returns an allocSlice slice (whole, as allocated) to Allocator.
+// The caller must not use it afterwards.
+func freeSlice[T any](s []T) {
+	var zero T
+	size := int(unsafe.Sizeof(zero)) * len(s)
+	c := poolClass(size)
+	if c < 0 {
+		return // came from the Go heap directly
+	}
+	Allocator.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 1<<c))
+}

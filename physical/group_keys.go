@@ -313,7 +313,7 @@ type groupSlot struct {
 }
 
 func newGroupTable(types []arrow.DataType) (*groupTable, error) {
-	t := &groupTable{slots: make([]groupSlot, 64)}
+	t := &groupTable{slots: allocSlice[groupSlot](64)}
 	for _, typ := range types {
 		s, err := newGroupKeyStore(typ)
 		if err != nil {
@@ -534,7 +534,8 @@ func (t *groupTable) lookupInt(col arrow.Array, n int, gids []int32, newRows []b
 // grow doubles the slot array and reinserts every slot.
 func (t *groupTable) grow() {
 	old := t.slots
-	t.slots = make([]groupSlot, len(old)*2)
+	t.slots = allocSlice[groupSlot](len(old) * 2)
+	defer freeSlice(old)
 	mask := uint64(len(t.slots) - 1)
 	for _, s := range old {
 		if s.gid == 0 {
@@ -549,6 +550,13 @@ func (t *groupTable) grow() {
 		}
 		t.slots[pos] = s
 	}
+}
+
+// releaseSlots gives the slot array back once no more rows will be looked
+// up (the keys and group ids stay).
+func (t *groupTable) releaseSlots() {
+	freeSlice(t.slots)
+	t.slots = nil
 }
 
 // buildKeys returns the key columns of groups [start, end).

@@ -58,6 +58,12 @@ func (t *joinBuildTable) release() {
 	for _, k := range t.keys {
 		k.Release()
 	}
+	freeSlice(t.heads)
+	freeSlice(t.links)
+	freeSlice(t.islots)
+	freeSlice(t.next)
+	freeSlice(t.dheads)
+	freeSlice(t.bitmap)
 	t.cols, t.keys, t.heads, t.links, t.islots, t.next, t.dheads, t.bitmap = nil, nil, nil, nil, nil, nil, nil, nil
 	t.res.Free()
 }
@@ -212,7 +218,7 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		t.indexInt(vals, size)
 		if bits > 0 {
 			t.dmin = lo
-			t.bitmap = make([]uint64, (bits+63)/64)
+			t.bitmap = allocSlice[uint64](int((bits + 63) / 64))
 			k := t.keys[0]
 			nulls := k.NullN() > 0
 			for r, v := range vals {
@@ -233,12 +239,13 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 	if err := t.res.Grow(int64(size)*4 + int64(n)*24); err != nil {
 		return fmt.Errorf("hash join build: %w", err)
 	}
-	hashes := make([]uint64, n)
+	hashes := allocSlice[uint64](n)
+	defer freeSlice(hashes)
 	if err := HashRows(t.keys, hashes); err != nil {
 		return fmt.Errorf("hash join build: %w", err)
 	}
-	t.heads = make([]int32, size)
-	t.links = make([]joinLink, n)
+	t.heads = allocSlice[int32](size)
+	t.links = allocSlice[joinLink](n)
 	t.mask = uint64(size - 1)
 	anyNulls := false
 	for _, k := range t.keys {
@@ -271,7 +278,7 @@ type joinIntSlot struct {
 // indexInt builds the single-integer-key index.
 func (t *joinBuildTable) indexInt(vals []int64, size int) {
 	t.intKey = true
-	t.islots = make([]joinIntSlot, size)
+	t.islots = allocSlice[joinIntSlot](size)
 	t.mask = uint64(size - 1)
 	k := t.keys[0]
 	nulls := k.NullN() > 0
@@ -290,7 +297,7 @@ func (t *joinBuildTable) indexInt(vals []int64, size int) {
 			}
 			if s.key == v {
 				if t.next == nil {
-					t.next = make([]int32, len(vals))
+					t.next = allocSlice[int32](len(vals))
 				}
 				t.next[r] = s.head
 				s.head, s.dup = int32(r+1), true
@@ -329,7 +336,7 @@ func joinKeySpan(vals []int64, k arrow.Array) (int64, int64, bool) {
 // indexDirect builds the direct index over keys [lo, lo+span).
 func (t *joinBuildTable) indexDirect(vals []int64, lo, span int64) {
 	t.intKey, t.direct, t.dmin = true, true, lo
-	t.dheads = make([]int32, span)
+	t.dheads = allocSlice[int32](int(span))
 	k := t.keys[0]
 	nulls := k.NullN() > 0
 	// Insert in reverse so that each chain lists rows in ascending order.
@@ -341,7 +348,7 @@ func (t *joinBuildTable) indexDirect(vals []int64, lo, span int64) {
 		d := vals[r] - lo
 		if h := t.dheads[d]; h != 0 {
 			if t.next == nil {
-				t.next = make([]int32, len(vals))
+				t.next = allocSlice[int32](len(vals))
 			}
 			t.next[r] = h
 		}
