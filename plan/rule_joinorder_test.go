@@ -94,6 +94,14 @@ func TestPruneColumnsGolden(t *testing.T) {
 			j := &Join{Kind: JoinSemi, Left: t, Right: u, Cond: eq(col(t, "a"), col(u, "x"))}
 			return b.project(j, nil, col(t, "c"))
 		}},
+		{name: "filter_only_columns_dropped_below_join", apply: PruneColumns, build: func(b *tb) Node {
+			// t.c is read for the scan's filter only: a Project drops it
+			// before the join, which would otherwise carry it.
+			t, u := b.tu()
+			t.Filters = []Expr{lt(col(t, "c"), col(t, "b"))}
+			j := &Join{Kind: JoinInner, Left: t, Right: u, Cond: eq(col(t, "a"), col(u, "x"))}
+			return b.project(j, nil, col(u, "z"), col(t, "a"))
+		}},
 		{name: "root_scan_untouched", apply: PruneColumns, build: func(b *tb) Node {
 			return b.scan("t", "")
 		}},

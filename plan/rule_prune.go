@@ -86,6 +86,12 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 		o.Left = prune(x.Left, need, exact)
 		rightExact := exact && x.Kind != JoinSemi && x.Kind != JoinAnti
 		o.Right = prune(x.Right, need, rightExact)
+		if !exact {
+			o.Left = dropUnneeded(o.Left, need)
+		}
+		if !rightExact {
+			o.Right = dropUnneeded(o.Right, need)
+		}
 		return &o
 	case *Scan:
 		if exact {
@@ -150,4 +156,23 @@ func addAll(dst, src ColumnSet) {
 	for id := range src {
 		dst[id] = struct{}{}
 	}
+}
+
+// dropUnneeded puts a pass-through Project over a join input whose output
+// has columns the join does not need (a scan's filter-only columns, such as
+// TPC-H q13's o_comment), so that the join does not gather them into its
+// output, nor an exchange ship them.
+func dropUnneeded(n Node, need ColumnSet) Node {
+	p := &Project{Input: n}
+	schema := n.Schema()
+	for _, c := range schema {
+		if need.Has(c.ID) {
+			p.Exprs = append(p.Exprs, c.Ref())
+			p.Cols = append(p.Cols, c)
+		}
+	}
+	if len(p.Cols) == 0 || len(p.Cols) == len(schema) {
+		return n
+	}
+	return p
 }
