@@ -298,7 +298,9 @@ func (c *hashJoinCandidates) accept(b, p int) bool {
 
 func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, bool) {
 	added := 0
-	if c.table.direct && !c.hasNull && !c.started {
+	fast := !c.hasNull && !c.started
+	switch {
+	case fast && c.table.direct:
 		// Fast path for a direct index: one load per probe row.
 		t := c.table
 		dh, lo := t.dheads, t.dmin
@@ -318,13 +320,7 @@ func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, 
 			added++
 			c.row++
 		}
-		if c.row >= c.n {
-			return bi, pi, true
-		}
-		if added >= limit {
-			return bi, pi, false
-		}
-	} else if c.table.intKey && !c.hasNull && !c.started {
+	case fast && c.table.intKey:
 		// Fast path: a tight loop for the common unique-key case.
 		t := c.table
 		bm, lo, nb := t.bitmap, t.dmin, uint64(len(t.bitmap))*64
@@ -360,6 +356,10 @@ func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, 
 			added++
 			c.row++
 		}
+	default:
+		fast = false
+	}
+	if fast {
 		if c.row >= c.n {
 			return bi, pi, true
 		}

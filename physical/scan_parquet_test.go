@@ -434,21 +434,7 @@ func TestParquetScanNormalizesTypes(t *testing.T) {
 	rec := b.NewRecordBatch()
 	b.Release()
 	path := filepath.Join(t.TempDir(), "n.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := pqarrow.NewFileWriter(stored, f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Release()
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeParquetArrow(t, path, rec, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 
 	tbl, err := catalog.OpenParquet(path)
 	if err != nil {
@@ -583,22 +569,7 @@ func TestParquetScanDictionaryStrings(t *testing.T) {
 			rec := array.NewRecordBatch(schema, []arrow.Array{col}, 3000)
 			col.Release()
 			path := filepath.Join(t.TempDir(), "d.parquet")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			props := append([]parquet.WriterProperty{parquet.WithDataPageSize(1024)}, tc.props...)
-			fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := fw.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			rec.Release()
-			if err := fw.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeParquetWith(t, path, rec, append([]parquet.WriterProperty{parquet.WithDataPageSize(1024)}, tc.props...)...)
 
 			rdr, err := file.OpenParquetFile(path, false)
 			if err != nil {
@@ -772,21 +743,7 @@ func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
 	rec := b.NewRecordBatch()
 	b.Release()
 	path := filepath.Join(t.TempDir(), "d.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithStoreDecimalAsInteger(true)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Release()
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeParquetWith(t, path, rec, parquet.WithStoreDecimalAsInteger(true))
 	rdr, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		t.Fatal(err)
@@ -833,5 +790,32 @@ func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
 			t.Fatalf("filtered=%v: read up to row %d", filtered, i)
 		}
 		mem.AssertSize(t, 0)
+	}
+}
+
+// writeParquetWith writes rec (and releases it) as one row group of a new
+// file at path, with the given writer properties.
+func writeParquetWith(t *testing.T, path string, rec arrow.RecordBatch, props ...parquet.WriterProperty) {
+	t.Helper()
+	writeParquetArrow(t, path, rec, pqarrow.DefaultWriterProps(), props...)
+}
+
+// writeParquetArrow is writeParquetWith with Arrow writer properties too.
+func writeParquetArrow(t *testing.T, path string, rec arrow.RecordBatch, aprops pqarrow.ArrowWriterProperties, props ...parquet.WriterProperty) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), f, parquet.NewWriterProperties(props...), aprops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
