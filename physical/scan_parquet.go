@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"sluice/catalog"
 	"sluice/physical/expr"
@@ -630,7 +631,12 @@ func dictionaryOnlyStrings(rdr *file.Reader, leaves, rowGroups []int) []int {
 	md := rdr.MetaData()
 	var out []int
 	for _, leaf := range leaves {
-		if md.Schema.Column(leaf).PhysicalType() != parquet.Types.ByteArray {
+		col := md.Schema.Column(leaf)
+		if col.PhysicalType() != parquet.Types.ByteArray {
+			continue
+		}
+		// Strings only (binary columns keep the reader's own path).
+		if _, isString := col.LogicalType().(schema.StringLogicalType); !isString && col.ConvertedType() != schema.ConvertedTypes.UTF8 {
 			continue
 		}
 		ok := true
