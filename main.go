@@ -9,8 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
