@@ -71,9 +71,17 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 	case *plan.Limit:
 		return p.limit(n)
 	case *plan.Union:
+		// The union's partitions are its inputs' partitions side by side;
+		// the inputs share the target between them, so that a union of k
+		// inputs has about as many partitions as one input would (a
+		// pipelined job needs a vcore for every partition of its widest
+		// stage at once: three scans of 2 partitions each did not fit a
+		// 4-vcore cluster).
+		sub := &planner{cfg: p.cfg}
+		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
 		ins := make([]Operator, len(n.Inputs))
 		for i, c := range n.Inputs {
-			op, err := p.plan(c)
+			op, err := sub.plan(c)
 			if err != nil {
 				return nil, err
 			}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"sluice/cluster"
 	"sluice/rpc"
 	"sluice/session"
@@ -231,4 +233,29 @@ func TestPipelinedExecutorKilledFailsQuickly(t *testing.T) {
 		t.Fatalf("after the kill: %d rows, %v", n, err)
 	}
 	res.Close()
+}
+
+// TestPipelinedUnionOfThreeScansFits: at the default target partitions (half
+// the cluster's vcores), a union of three multi-row-group scans fits a
+// 2-executor cluster in pipelined mode (its inputs share the partitions)
+// and counts every row.
+func TestPipelinedUnionOfThreeScansFits(t *testing.T) {
+	emb, s := pipelinedCluster(t, cluster.EmbeddedConfig{Executors: 2})
+	ctx := context.Background()
+	res, err := s.Execute(ctx, "SELECT count(*) FROM (SELECT l_orderkey FROM lineitem UNION ALL SELECT o_orderkey FROM orders UNION ALL SELECT ps_partkey FROM partsupp) t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := res.Next(ctx)
+	if err != nil {
+		res.Close()
+		t.Fatal(err)
+	}
+	got := b.Column(0).(*array.Int64).Value(0)
+	b.Release()
+	res.Close()
+	if want := int64(6001215 + 1500000 + 800000); got != want {
+		t.Fatalf("count = %d, want %d", got, want)
+	}
+	waitIdle(t, emb, 10*time.Second)
 }
