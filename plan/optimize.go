@@ -36,6 +36,7 @@ func DefaultRules() []Rule {
 		{Name: "semi-joins-down", Apply: PushDownSemiJoins},
 		{Name: "reorder-joins", Apply: ReorderJoins},
 		{Name: "build-side", Apply: ChooseBuildSide},
+		{Name: "reduce-aggregates", Apply: ReduceAggregates},
 		{Name: "prune", Apply: PruneColumns},
 	}
 }

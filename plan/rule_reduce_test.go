@@ -1,0 +1,46 @@
+package plan
+
+import "testing"
+
+func TestReduceAggregatesGolden(t *testing.T) {
+	// The q17 shape: a filtered part scan joined with an aggregate of all
+	// lineitem by part key.
+	partAgg := func(b *tb) (*Project, *Aggregate, *Scan) {
+		p := b.scan("part", "")
+		p.Filters = []Expr{eq(col(p, "p_brand"), str("Brand#23"))}
+		pp := b.project(p, nil, col(p, "p_partkey"))
+		l := b.scan("lineitem", "")
+		a := b.agg(l, []Expr{col(l, "l_partkey")}, sum(col(l, "l_quantity")))
+		return pp, a, l
+	}
+	runGolden(t, "reduce.txt", []goldenCase{
+		{name: "aggregate_read_only_for_joined_keys", apply: ReduceAggregates, build: func(b *tb) Node {
+			pp, a, _ := partAgg(b)
+			ap := b.project(a, []string{"", "total"}, a.Cols[0].Ref(), a.Cols[1].Ref())
+			j := &Join{Kind: JoinInner, Left: pp, Right: ap, Cond: eq(pp.Cols[0].Ref(), ap.Cols[0].Ref())}
+			return b.project(j, nil, ap.Cols[1].Ref())
+		}},
+		{name: "left_join_untouched", apply: ReduceAggregates, build: func(b *tb) Node {
+			// A LEFT join keeps unmatched aggregate rows: nothing to narrow.
+			pp, a, _ := partAgg(b)
+			j := &Join{Kind: JoinLeft, Left: a, Right: pp, Cond: eq(pp.Cols[0].Ref(), a.Cols[0].Ref())}
+			return b.project(j, nil, a.Cols[1].Ref())
+		}},
+		{name: "join_on_an_aggregate_value_untouched", apply: ReduceAggregates, build: func(b *tb) Node {
+			// The join key is the sum, not a group key.
+			p, l := b.scan("part", ""), b.scan("lineitem", "")
+			a := b.agg(l, []Expr{col(l, "l_partkey")}, countStar())
+			j := &Join{Kind: JoinInner, Left: p, Right: a, Cond: eq(col(p, "p_size"), a.Cols[1].Ref())}
+			return b.project(j, nil, col(p, "p_name"))
+		}},
+		{name: "other_side_with_a_join_untouched", apply: ReduceAggregates, build: func(b *tb) Node {
+			// Computing a join twice may cost more than it saves.
+			p, s := b.scan("part", ""), b.scan("partsupp", "")
+			ps := &Join{Kind: JoinInner, Left: p, Right: s, Cond: eq(col(p, "p_partkey"), col(s, "ps_partkey"))}
+			l := b.scan("lineitem", "")
+			a := b.agg(l, []Expr{col(l, "l_partkey")}, countStar())
+			j := &Join{Kind: JoinInner, Left: ps, Right: a, Cond: eq(col(p, "p_partkey"), a.Cols[0].Ref())}
+			return b.project(j, nil, a.Cols[1].Ref())
+		}},
+	})
+}
