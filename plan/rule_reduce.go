@@ -54,11 +54,15 @@ func reduceSide(side, other Node, cond Expr) (Node, bool) {
 		cur = p.Input
 	}
 	agg, ok := cur.(*Aggregate)
-	if !ok || len(agg.GroupBy) == 0 || !scanOnly(other) {
+	if !ok || len(agg.GroupBy) == 0 {
 		return nil, false
 	}
 	sideIDs, otherIDs := side.Schema().IDs(), other.Schema().IDs()
-	var keys []Expr
+	type pair struct {
+		g Expr    // group expression over I
+		r *ColRef // the column of other it must equal
+	}
+	var pairs []pair
 	for _, c := range SplitConjunction(cond) {
 		b, ok := c.(*Binary)
 		if !ok || b.Op != OpEq {
@@ -75,17 +79,35 @@ func reduceSide(side, other Node, cond Expr) (Node, bool) {
 		if !sideIDs.Has(l.ID) || !otherIDs.Has(r.ID) {
 			continue
 		}
-		g, ok := groupKeyOf(l.ID, projects, agg)
-		if !ok {
-			continue
+		if g, ok := groupKeyOf(l.ID, projects, agg); ok {
+			pairs = append(pairs, pair{g, r})
 		}
-		keys = append(keys, &Binary{Op: OpEq, L: g, R: r, Typ: Bool})
 	}
-	if len(keys) == 0 || EstimateRows(other)*4 > EstimateRows(agg.Input) {
+	// What I is semi-joined with: other itself when it is cheap to read
+	// again, else a filtered scan one of its key columns draws its values
+	// from (TPC-H q20: partsupp rows of the 'forest' parts are read through
+	// the semi join with those parts, and l_partkey is narrowed by the
+	// parts alone).
+	var src Node
+	var keys []Expr
+	if scanOnly(other) {
+		src = other
+		for _, p := range pairs {
+			keys = append(keys, &Binary{Op: OpEq, L: p.g, R: p.r, Typ: Bool})
+		}
+	} else {
+		for _, p := range pairs {
+			if rs, rid, ok := keySource(other, p.r.ID); ok {
+				src, keys = rs, []Expr{&Binary{Op: OpEq, L: p.g, R: rid, Typ: Bool}}
+				break
+			}
+		}
+	}
+	if src == nil || len(keys) == 0 || EstimateRows(src)*4 > EstimateRows(agg.Input) {
 		return nil, false
 	}
 	na := *agg
-	na.Input = &Join{Kind: JoinSemi, Left: agg.Input, Right: other, Cond: Conjunction(keys)}
+	na.Input = &Join{Kind: JoinSemi, Left: agg.Input, Right: src, Cond: Conjunction(keys)}
 	var out Node = &na
 	for i := len(projects) - 1; i >= 0; i-- {
 		p := *projects[i]
@@ -136,4 +158,46 @@ func scanOnly(n Node) bool {
 		}
 	}
 	return true
+}
+
+// keySource finds, below n, a filtered scan that every value of n's column
+// id comes from: through pass-through projections and down the left side of
+// semi joins, to a semi join on id = c whose right side is scan-only. It
+// returns that side and a reference to c.
+func keySource(n Node, id ColumnID) (Node, *ColRef, bool) {
+	switch x := n.(type) {
+	case *Project:
+		for i, c := range x.Cols {
+			if c.ID == id {
+				if ref, ok := x.Exprs[i].(*ColRef); ok {
+					return keySource(x.Input, ref.ID)
+				}
+				return nil, nil, false
+			}
+		}
+	case *Join:
+		if x.Kind != JoinSemi || x.Cond == nil || !scanOnly(x.Right) {
+			return nil, nil, false
+		}
+		rightIDs := x.Right.Schema().IDs()
+		for _, c := range SplitConjunction(x.Cond) {
+			b, ok := c.(*Binary)
+			if !ok || b.Op != OpEq {
+				continue
+			}
+			l, lok := b.L.(*ColRef)
+			r, rok := b.R.(*ColRef)
+			if !lok || !rok {
+				continue
+			}
+			if rightIDs.Has(l.ID) {
+				l, r = r, l
+			}
+			if l.ID == id && rightIDs.Has(r.ID) {
+				return x.Right, r, true
+			}
+		}
+		return keySource(x.Left, id)
+	}
+	return nil, nil, false
 }

@@ -33,6 +33,19 @@ func TestReduceAggregatesGolden(t *testing.T) {
 			j := &Join{Kind: JoinInner, Left: p, Right: a, Cond: eq(col(p, "p_size"), a.Cols[1].Ref())}
 			return b.project(j, nil, col(p, "p_name"))
 		}},
+		{name: "key_narrowed_through_a_semi_join", apply: ReduceAggregates, build: func(b *tb) Node {
+			// The q20 shape: partsupp rows of some parts (a semi join) are
+			// not cheap to read again, but their part keys all come from the
+			// filtered part scan, which narrows the aggregate instead.
+			p, s := b.scan("part", ""), b.scan("partsupp", "")
+			p.Filters = []Expr{eq(col(p, "p_brand"), str("Brand#23"))}
+			ps := &Join{Kind: JoinSemi, Left: s, Right: p, Cond: eq(col(s, "ps_partkey"), col(p, "p_partkey"))}
+			l := b.scan("lineitem", "")
+			a := b.agg(l, []Expr{col(l, "l_partkey"), col(l, "l_suppkey")}, sum(col(l, "l_quantity")))
+			j := &Join{Kind: JoinInner, Left: a, Right: ps, Cond: Conjunction([]Expr{
+				eq(col(s, "ps_partkey"), a.Cols[0].Ref()), eq(col(s, "ps_suppkey"), a.Cols[1].Ref())})}
+			return b.project(j, nil, col(s, "ps_suppkey"))
+		}},
 		{name: "other_side_with_a_join_untouched", apply: ReduceAggregates, build: func(b *tb) Node {
 			// Computing a join twice may cost more than it saves.
 			p, s := b.scan("part", ""), b.scan("partsupp", "")
