@@ -234,12 +234,11 @@ func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decima
 		}
 		as, bs = rs, rs
 	}
-	// Fastest path: every operand fits in 32 bits (plus sign), so sums and
-	// products are exact in int64; checked once per batch by the operands'
-	// largest magnitudes.
+	// Fastest path: operands whose largest magnitudes bound every sum or
+	// product within int64 are computed in int64 (checked once per batch).
 	if (op == plan.OpAdd || op == plan.OpSub || op == plan.OpMul) && rp >= 19 &&
 		((op == plan.OpMul && as+bs == rs) || (op != plan.OpMul && as == rs && bs == rs)) &&
-		small32(a) && small32(b) {
+		fitsInt64Result(op, a, b) {
 		decArith64(op, a, sa, b, sb, out)
 		return nil
 	}
@@ -345,26 +344,41 @@ func upscaleAll(vs []decimal128.Num, from, to int32, v validity) ([]decimal128.N
 	return out, true
 }
 
-// small32 reports whether every value of vs lies within ±(2^31-1). Invalid
-// (NULL) slots hold zero or a value written for them, both harmless: the
-// result at those slots is ignored.
-func small32(vs []decimal128.Num) bool {
-	const lim = 1<<31 - 1
+// maxAbs64 returns the largest magnitude in vs and whether every value
+// fits int64. Invalid (NULL) slots hold zero or a value written for them,
+// both harmless: the result at those slots is ignored.
+func maxAbs64(vs []decimal128.Num) (uint64, bool) {
 	var bad int64
-	mn, mx := int64(0), int64(0)
+	var m uint64
 	for _, x := range vs {
-		// In range iff the value fits int64 (hi is lo's sign) and the int64
-		// lies within the limits (min/max compile to conditional moves).
 		v := int64(x.LowBits())
 		bad |= x.HighBits() ^ (v >> 63)
-		mn, mx = min(mn, v), max(mx, v)
+		m = max(m, uint64(absI64(v)))
 	}
-	return bad == 0 && mn >= -lim && mx <= lim
+	return m, bad == 0
 }
 
-// decArith64 is decArith for operands within ±(2^31-1) at the result's
-// scales (a product's scale is the sum of its operands'): the results are
-// exact in int64 and fit any precision of 19 digits or more.
+// fitsInt64Result reports whether a op b, element by element, stays within
+// int64 for every pair, judged by the operands' largest magnitudes.
+func fitsInt64Result(op plan.BinaryOp, a, b []decimal128.Num) bool {
+	ma, ok := maxAbs64(a)
+	if !ok {
+		return false
+	}
+	mb, ok := maxAbs64(b)
+	if !ok || ma >= 1<<62 || mb >= 1<<62 {
+		return false
+	}
+	if op == plan.OpMul {
+		hi, lo := bits.Mul64(ma, mb)
+		return hi == 0 && lo < 1<<63
+	}
+	return ma+mb < 1<<63
+}
+
+// decArith64 is decArith for operands at the result's scales (a product's
+// scale is the sum of its operands') whose results fitsInt64Result bounds
+// within int64: exact, and within any precision of 19 digits or more.
 func decArith64(op plan.BinaryOp, a []decimal128.Num, sa int, b []decimal128.Num, sb int, out []decimal128.Num) {
 	n := len(out)
 	switch op {
