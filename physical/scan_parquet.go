@@ -756,7 +756,7 @@ func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, rea
 		return nil, true
 	}
 	n := int(rec.NumRows())
-	var keep []bool
+	var sel []int32 // rows still kept; nil until a filter applies
 	for _, f := range fs {
 		d, ok := rec.Column(readPos[f.pos]).(*array.Dictionary)
 		if !ok {
@@ -766,35 +766,40 @@ func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, rea
 		if !ok || !f.evaluate(mem, d.Dictionary(), rec.Schema(), readPos) {
 			continue
 		}
-		if keep == nil {
-			keep = make([]bool, n)
-			for i := range keep {
-				keep[i] = true
+		codes, truth, nulls := ix.Int32Values(), f.truth, d.NullN() > 0
+		// A code outside the dictionary keeps its row: decoding reports
+		// the broken file.
+		pass := func(i int) bool {
+			c := codes[i]
+			return (nulls && d.IsNull(i)) || uint32(c) >= uint32(len(truth)) || truth[c]
+		}
+		if sel == nil {
+			sel = make([]int32, n)
+			k := 0
+			for i := range codes {
+				sel[k] = int32(i)
+				if pass(i) {
+					k++
+				}
+			}
+			sel = sel[:k]
+			continue
+		}
+		k := 0
+		for _, i := range sel {
+			sel[k] = i
+			if pass(int(i)) {
+				k++
 			}
 		}
-		codes, nulls := ix.Int32Values(), d.NullN() > 0
-		for i, c := range codes {
-			if nulls && d.IsNull(i) {
-				continue
-			}
-			if c < 0 || int(c) >= len(f.truth) || !f.truth[c] {
-				keep[i] = false
-			}
-		}
+		sel = sel[:k]
 	}
-	if keep == nil {
+	switch {
+	case sel == nil:
 		return nil, true
-	}
-	sel := make([]int32, 0, n)
-	for i, k := range keep {
-		if k {
-			sel = append(sel, int32(i))
-		}
-	}
-	switch len(sel) {
-	case 0:
+	case len(sel) == 0:
 		return nil, false
-	case n:
+	case len(sel) == n:
 		return nil, true
 	}
 	return sel, true
