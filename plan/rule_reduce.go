@@ -14,7 +14,10 @@ package plan
 //
 // L is read twice, so the rule applies only when L is a filtered scan
 // (scans, filters and projections only: no join or aggregate to compute
-// again) estimated at most a quarter of I's rows. It runs after join
+// again), or when one of the join's L columns draws its values from such a
+// scan through a semi join inside L (keySource); that scan is then the one
+// read again. Either way it must be estimated at most a quarter of I's
+// rows. It runs after join
 // ordering (which it leaves alone) and before pruning. The copy of L keeps
 // L's column identities; it is the right side of a semi join, whose output
 // has only I's columns, so they never meet above it.
