@@ -35,10 +35,10 @@ bench: build
 		echo "make bench: the DuckDB peer (bench/duckdb) did not build; $(BENCH_OUT) has sluice's modes only" >&2; \
 	fi
 
-# Per-query TPC-H SF 1 times of the in-process engine (GOGC=400 as the
+# Per-query TPC-H SF 1 times of the in-process engine (GOGC=200 as the
 # sluice binary sets it).
 bench-engine:
-	GOGC=400 $(GO) test -run '^$$' -bench BenchmarkTPCH -benchtime 3x -timeout 60m ./session/
+	GOGC=200 $(GO) test -run '^$$' -bench BenchmarkTPCH -benchtime 3x -timeout 60m ./session/
 
 clean:
 	rm -rf bin .cache
