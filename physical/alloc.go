@@ -18,7 +18,7 @@ import (
 // faults included. Recycled buffers are zeroed while still in cache.
 // Measured on the 22 TPC-H queries: see docs/architecture.md.
 //
-// Buffers of at least poolMin bytes come from per-size-class pools (powers
+// Buffers of 4 KiB to 256 MiB come from per-size-class pools (powers
 // of two); smaller ones come straight from the Go heap, whose small-object
 // allocator is cheap already. Every buffer handed out is zeroed, as the
 // Go allocator's are. A buffer is recycled only when its last reference is
@@ -36,7 +36,7 @@ type poolAllocator struct {
 	classes [poolMaxShift + 1]sync.Pool
 }
 
-// class returns the size class (log2 of the rounded-up size) of size, or
+// poolClass returns the size class (log2 of the rounded-up size) of size, or
 // -1 when size is outside the pooled range.
 func poolClass(size int) int {
 	if size < 1<<poolMinShift || size > 1<<poolMaxShift {
