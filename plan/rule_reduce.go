@@ -106,7 +106,7 @@ func reduceSide(side, other Node, cond Expr) (Node, bool) {
 			}
 		}
 	}
-	if src == nil || len(keys) == 0 || EstimateRows(src)*4 > EstimateRows(agg.Input) {
+	if src == nil || len(keys) == 0 || !filtered(src) || EstimateRows(src)*4 > EstimateRows(agg.Input) {
 		return nil, false
 	}
 	na := *agg
@@ -164,10 +164,20 @@ func scanOnly(n Node) bool {
 }
 
 // keySource finds, below n, a filtered scan that every value of n's column
-// id comes from: through pass-through projections and down the left side of
-// semi joins, to a semi join on id = c whose right side is scan-only. It
-// returns that side and a reference to c.
+// id comes from: n itself when it is one, else through pass-through
+// projections, down the side of an inner join that produces id, and down
+// the left side of a semi join or, when the semi join equates id with a
+// column of a filtered scan on its right, to that scan. It returns the scan
+// and a reference to its column.
 func keySource(n Node, id ColumnID) (Node, *ColRef, bool) {
+	if scanOnly(n) {
+		for _, c := range n.Schema() {
+			if c.ID == id {
+				return n, c.Ref(), true
+			}
+		}
+		return nil, nil, false
+	}
 	switch x := n.(type) {
 	case *Project:
 		for i, c := range x.Cols {
@@ -179,28 +189,52 @@ func keySource(n Node, id ColumnID) (Node, *ColRef, bool) {
 			}
 		}
 	case *Join:
-		if x.Kind != JoinSemi || x.Cond == nil || !scanOnly(x.Right) {
-			return nil, nil, false
+		switch x.Kind {
+		case JoinSemi:
+			if x.Cond != nil && scanOnly(x.Right) {
+				rightIDs := x.Right.Schema().IDs()
+				for _, c := range SplitConjunction(x.Cond) {
+					b, ok := c.(*Binary)
+					if !ok || b.Op != OpEq {
+						continue
+					}
+					l, lok := b.L.(*ColRef)
+					r, rok := b.R.(*ColRef)
+					if !lok || !rok {
+						continue
+					}
+					if rightIDs.Has(l.ID) {
+						l, r = r, l
+					}
+					if l.ID == id && rightIDs.Has(r.ID) {
+						return x.Right, r, true
+					}
+				}
+			}
+			return keySource(x.Left, id)
+		case JoinInner:
+			if x.Left.Schema().IDs().Has(id) {
+				return keySource(x.Left, id)
+			}
+			return keySource(x.Right, id)
 		}
-		rightIDs := x.Right.Schema().IDs()
-		for _, c := range SplitConjunction(x.Cond) {
-			b, ok := c.(*Binary)
-			if !ok || b.Op != OpEq {
-				continue
-			}
-			l, lok := b.L.(*ColRef)
-			r, rok := b.R.(*ColRef)
-			if !lok || !rok {
-				continue
-			}
-			if rightIDs.Has(l.ID) {
-				l, r = r, l
-			}
-			if l.ID == id && rightIDs.Has(r.ID) {
-				return x.Right, r, true
-			}
-		}
-		return keySource(x.Left, id)
 	}
 	return nil, nil, false
+}
+
+// filtered reports whether a scan-only tree filters its rows (an
+// unfiltered table would narrow nothing).
+func filtered(n Node) bool {
+	switch x := n.(type) {
+	case *Filter:
+		return true
+	case *Scan:
+		return len(x.Filters) > 0
+	}
+	for _, c := range n.Children() {
+		if filtered(c) {
+			return true
+		}
+	}
+	return false
 }
