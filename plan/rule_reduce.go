@@ -66,24 +66,12 @@ func reduceSide(side, other Node, cond Expr) (Node, bool) {
 		r *ColRef // the column of other it must equal
 	}
 	var pairs []pair
-	for _, c := range SplitConjunction(cond) {
-		b, ok := c.(*Binary)
-		if !ok || b.Op != OpEq {
+	for _, e := range columnEqualities(cond, otherIDs) {
+		if !sideIDs.Has(e[0].ID) {
 			continue
 		}
-		l, lok := b.L.(*ColRef)
-		r, rok := b.R.(*ColRef)
-		if !lok || !rok {
-			continue
-		}
-		if otherIDs.Has(l.ID) && sideIDs.Has(r.ID) {
-			l, r = r, l
-		}
-		if !sideIDs.Has(l.ID) || !otherIDs.Has(r.ID) {
-			continue
-		}
-		if g, ok := groupKeyOf(l.ID, projects, agg); ok {
-			pairs = append(pairs, pair{g, r})
+		if g, ok := groupKeyOf(e[0].ID, projects, agg); ok {
+			pairs = append(pairs, pair{g, e[1]})
 		}
 	}
 	// What I is semi-joined with: other itself when it is cheap to read
@@ -192,22 +180,9 @@ func keySource(n Node, id ColumnID) (Node, *ColRef, bool) {
 		switch x.Kind {
 		case JoinSemi:
 			if x.Cond != nil && scanOnly(x.Right) {
-				rightIDs := x.Right.Schema().IDs()
-				for _, c := range SplitConjunction(x.Cond) {
-					b, ok := c.(*Binary)
-					if !ok || b.Op != OpEq {
-						continue
-					}
-					l, lok := b.L.(*ColRef)
-					r, rok := b.R.(*ColRef)
-					if !lok || !rok {
-						continue
-					}
-					if rightIDs.Has(l.ID) {
-						l, r = r, l
-					}
-					if l.ID == id && rightIDs.Has(r.ID) {
-						return x.Right, r, true
+				for _, e := range columnEqualities(x.Cond, x.Right.Schema().IDs()) {
+					if e[0].ID == id {
+						return x.Right, e[1], true
 					}
 				}
 			}
@@ -237,4 +212,28 @@ func filtered(n Node) bool {
 		}
 	}
 	return false
+}
+
+// columnEqualities returns the conjuncts of cond of the form a = b between
+// two column references with exactly one of them in of, as {other, in of}.
+func columnEqualities(cond Expr, of ColumnSet) [][2]*ColRef {
+	var out [][2]*ColRef
+	for _, c := range SplitConjunction(cond) {
+		b, ok := c.(*Binary)
+		if !ok || b.Op != OpEq {
+			continue
+		}
+		l, lok := b.L.(*ColRef)
+		r, rok := b.R.(*ColRef)
+		if !lok || !rok {
+			continue
+		}
+		if of.Has(l.ID) {
+			l, r = r, l
+		}
+		if !of.Has(l.ID) && of.Has(r.ID) {
+			out = append(out, [2]*ColRef{l, r})
+		}
+	}
+	return out
 }
