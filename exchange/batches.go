@@ -114,18 +114,12 @@ func (s *splitter) add(ctx context.Context, b arrow.RecordBatch, emit emitFunc) 
 		return err
 	}
 	for d, idx := range s.idx {
-		var piece arrow.RecordBatch
-		switch len(idx) {
-		case 0:
+		if len(idx) == 0 {
 			continue
-		case rows:
-			b.Retain()
-			piece = b
-		default:
-			piece, err = physical.TakeBatch(s.alloc, b, idx)
-			if err != nil {
-				return err
-			}
+		}
+		piece, err := physical.SelectRows(s.alloc, b, idx)
+		if err != nil {
+			return err
 		}
 		n := physical.BatchBytes(piece)
 		if s.res != nil {

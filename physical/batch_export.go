@@ -17,9 +17,10 @@ import (
 // counted in full).
 func BatchBytes(b arrow.RecordBatch) int64 { return batchBytes(b) }
 
-// TakeBatch returns a new batch holding b's rows at idx, in that order.
-func TakeBatch(mem memory.Allocator, b arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
-	return takeBatch(mem, b, idx)
+// SelectRows returns b's rows at idx, ascending and distinct: b itself,
+// retained, when idx selects every row, else a new batch.
+func SelectRows(mem memory.Allocator, b arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
+	return selectRows(mem, b, idx)
 }
 
 // ConcatBatches joins batches of schema into one; a single batch is

@@ -79,6 +79,17 @@ func evalAll(exprs []expr.Expr, batch arrow.RecordBatch, mem memory.Allocator) (
 	return out, nil
 }
 
+// selectRows returns batch's rows at idx, which must be ascending and
+// distinct (a selection, as a filter or a hash split makes): batch itself,
+// retained, when idx selects every row, else a new batch (takeBatch).
+func selectRows(mem memory.Allocator, batch arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
+	if len(idx) == int(batch.NumRows()) {
+		batch.Retain()
+		return batch, nil
+	}
+	return takeBatch(mem, batch, idx)
+}
+
 // takeBatch returns a new batch holding batch's rows at idx, in that order.
 func takeBatch(mem memory.Allocator, batch arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, batch.NumCols())

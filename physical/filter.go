@@ -96,16 +96,11 @@ func (s *filterStream) filter(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 		return nil, fmt.Errorf("filter: predicate %s returned %s", s.op.pred, m.DataType())
 	}
-	n := int(b.NumRows())
 	s.idx = selectionIndices(mask, s.idx)
-	switch len(s.idx) {
-	case 0:
+	if len(s.idx) == 0 {
 		return nil, nil
-	case n:
-		b.Retain()
-		return b, nil
 	}
-	out, err := takeBatch(s.tc.Alloc, b, s.idx)
+	out, err := selectRows(s.tc.Alloc, b, s.idx)
 	if err != nil {
 		return nil, fmt.Errorf("filter: %w", err)
 	}

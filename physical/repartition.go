@@ -189,20 +189,13 @@ func (p *producer) split(ctx context.Context, b arrow.RecordBatch) error {
 	if err != nil {
 		return fmt.Errorf("repartition: %w", err)
 	}
-	rows := int(b.NumRows())
 	for d, idx := range p.idx {
-		var piece arrow.RecordBatch
-		switch len(idx) {
-		case 0:
+		if len(idx) == 0 {
 			continue
-		case rows:
-			b.Retain()
-			piece = b
-		default:
-			piece, err = takeBatch(p.tc.Alloc, b, idx)
-			if err != nil {
-				return fmt.Errorf("repartition: %w", err)
-			}
+		}
+		piece, err := selectRows(p.tc.Alloc, b, idx)
+		if err != nil {
+			return fmt.Errorf("repartition: %w", err)
 		}
 		p.pending[d] = append(p.pending[d], piece)
 		p.pendRows[d] += len(idx)
