@@ -44,10 +44,20 @@ func (c *CoalescePartitions) Execute(ctx context.Context, partition int, tc *Tas
 		// Nothing to merge: no goroutine needed.
 		return c.input.Execute(ctx, 0, tc)
 	}
-	out := make(chan arrow.RecordBatch, max(n, 2))
+	parts := make([]int, n)
+	for i := range parts {
+		parts[i] = i
+	}
+	return mergePartitions(ctx, c.input, parts, tc), nil
+}
+
+// mergePartitions returns a stream of the batches of input's partitions
+// parts, each driven by its own goroutine into one bounded channel.
+func mergePartitions(ctx context.Context, input Operator, parts []int, tc *TaskContext) Stream {
+	out := make(chan arrow.RecordBatch, max(len(parts), 2))
 	g := startGroup(ctx)
-	for i := 0; i < n; i++ {
-		g.goStream(c.input, i, tc, func(gctx context.Context, b arrow.RecordBatch) error {
+	for _, p := range parts {
+		g.goStream(input, p, tc, func(gctx context.Context, b arrow.RecordBatch) error {
 			select {
 			case out <- b:
 				return nil
@@ -58,7 +68,7 @@ func (c *CoalescePartitions) Execute(ctx context.Context, partition int, tc *Tas
 		}, nil)
 	}
 	g.finish()
-	return &coalesceStream{g: g, out: out}, nil
+	return &coalesceStream{g: g, out: out}
 }
 
 type coalesceStream struct {

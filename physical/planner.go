@@ -76,7 +76,9 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		// inputs has about as many partitions as one input would (a
 		// pipelined job needs a vcore for every partition of its widest
 		// stage at once: three scans of 2 partitions each did not fit a
-		// 4-vcore cluster).
+		// 4-vcore cluster). Inputs that still have more partitions than
+		// the target together (more inputs than the target, each with at
+		// least one partition) are folded into the target.
 		sub := &planner{cfg: p.cfg}
 		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
 		ins := make([]Operator, len(n.Inputs))
@@ -88,7 +90,7 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 			// Inputs are matched by position; rename to the union's names.
 			ins[i] = renameTo(op, c.Schema(), n.Cols)
 		}
-		return NewUnion(ins), nil
+		return NewFoldedUnion(ins, p.cfg.TargetPartitions), nil
 	case *plan.Values:
 		rows := make([][]expr.Expr, len(n.Rows))
 		for i, r := range n.Rows {

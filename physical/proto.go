@@ -171,7 +171,7 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 			}
 			ins[i] = p
 		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Union{Union: &rpc.UnionNode{Inputs: ins}}}, nil
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Union{Union: &rpc.UnionNode{Inputs: ins, Folded: int32(op.folded)}}}, nil
 	case *Values:
 		schema, err := expr.SchemaToProto(op.schema)
 		if err != nil {
@@ -379,7 +379,7 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			}
 			ins[i] = in
 		}
-		return NewUnion(ins), nil
+		return NewFoldedUnion(ins, int(m.Union.GetFolded())), nil
 	case *rpc.PhysicalPlan_Values:
 		schema, err := expr.SchemaFromProto(m.Values.GetSchema())
 		if err != nil {

@@ -265,6 +265,7 @@ func operatorCases(t *testing.T) []struct {
 		{"limit", NewLimit(scan(1), 5, 10), true},
 		{"limit without count", NewLimit(scan(2), 95, -1), true},
 		{"union", NewUnion([]Operator{NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"}), csvIDName}), true},
+		{"folded union", NewFoldedUnion([]Operator{NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"}), csvIDName}, 2), false},
 		{"values", NewValues(valuesSchema, [][]expr.Expr{
 			{pLit(plan.Int64, int64(1)), pLit(plan.Utf8, "one")},
 			{pLit(plan.Null, nil), pLit(plan.Utf8, nil)},

@@ -2701,8 +2701,11 @@ func (x *LimitNode) GetCount() int64 {
 }
 
 type UnionNode struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Inputs        []*PhysicalPlan        `protobuf:"bytes,1,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Inputs []*PhysicalPlan        `protobuf:"bytes,1,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	// Output partitions the inputs' partitions are merged into; 0: each input
+	// partition is its own output partition.
+	Folded        int32 `protobuf:"varint,2,opt,name=folded,proto3" json:"folded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2742,6 +2745,13 @@ func (x *UnionNode) GetInputs() []*PhysicalPlan {
 		return x.Inputs
 	}
 	return nil
+}
+
+func (x *UnionNode) GetFolded() int32 {
+	if x != nil {
+		return x.Folded
+	}
+	return 0
 }
 
 type ValuesRow struct {
@@ -4001,9 +4011,10 @@ const file_plan_proto_rawDesc = "" +
 	"\tLimitNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
-	"\x05count\x18\x03 \x01(\x03R\x05count\"9\n" +
+	"\x05count\x18\x03 \x01(\x03R\x05count\"Q\n" +
 	"\tUnionNode\x12,\n" +
-	"\x06inputs\x18\x01 \x03(\v2\x14.sluice.PhysicalPlanR\x06inputs\"9\n" +
+	"\x06inputs\x18\x01 \x03(\v2\x14.sluice.PhysicalPlanR\x06inputs\x12\x16\n" +
+	"\x06folded\x18\x02 \x01(\x05R\x06folded\"9\n" +
 	"\tValuesRow\x12,\n" +
 	"\x06values\x18\x01 \x03(\v2\x14.sluice.PhysicalExprR\x06values\"[\n" +
 	"\n" +

@@ -238,7 +238,8 @@ func TestPipelinedExecutorKilledFailsQuickly(t *testing.T) {
 // TestPipelinedUnionOfThreeScansFits: at the default target partitions (half
 // the cluster's vcores), a union of three multi-row-group scans fits a
 // 2-executor cluster in pipelined mode (its inputs share the partitions)
-// and counts every row.
+// and counts every row; so does a union of six scans, more than the
+// cluster's vcores.
 func TestPipelinedUnionOfThreeScansFits(t *testing.T) {
 	emb, s := pipelinedCluster(t, cluster.EmbeddedConfig{Executors: 2})
 	ctx := context.Background()
@@ -256,6 +257,27 @@ func TestPipelinedUnionOfThreeScansFits(t *testing.T) {
 	res.Close()
 	if want := int64(6001215 + 1500000 + 800000); got != want {
 		t.Fatalf("count = %d, want %d", got, want)
+	}
+	waitIdle(t, emb, 10*time.Second)
+
+	// Six inputs, more than the cluster's 4 vcores: the union merges them
+	// into the target partitions instead of asking for a vcore each.
+	res, err = s.Execute(ctx, `SELECT count(*) FROM (SELECT n_nationkey FROM nation UNION ALL SELECT r_regionkey FROM region
+		UNION ALL SELECT s_suppkey FROM supplier UNION ALL SELECT c_custkey FROM customer
+		UNION ALL SELECT p_partkey FROM part UNION ALL SELECT o_orderkey FROM orders) t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = res.Next(ctx)
+	if err != nil {
+		res.Close()
+		t.Fatal(err)
+	}
+	got = b.Column(0).(*array.Int64).Value(0)
+	b.Release()
+	res.Close()
+	if want := int64(25 + 5 + 10000 + 150000 + 200000 + 1500000); got != want {
+		t.Fatalf("six-input union: count = %d, want %d", got, want)
 	}
 	waitIdle(t, emb, 10*time.Second)
 }

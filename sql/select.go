@@ -451,7 +451,20 @@ func (b *binder) union(sel *pg.SelectStmt, outer *scope) (relation, error) {
 		}
 		types[i] = plan.Column{ID: b.ids.Next(), Name: l.names[i], Type: t, Nullable: ls[i].Nullable || rs[i].Nullable}
 	}
-	u := &plan.Union{Inputs: []plan.Node{b.castTo(l, types), b.castTo(r, types)}, Cols: types}
+	// A chain of UNION ALLs becomes one union of all its inputs (the parser
+	// nests them two by two): one operator, whose inputs share the
+	// partitions, instead of a ladder of unions each halving them.
+	var inputs []plan.Node
+	for _, side := range []relation{l, r} {
+		if inner, ok := side.node.(*plan.Union); ok {
+			for _, in := range inner.Inputs {
+				inputs = append(inputs, b.castTo(relation{node: in, names: side.names}, types))
+			}
+			continue
+		}
+		inputs = append(inputs, b.castTo(side, types))
+	}
+	u := &plan.Union{Inputs: inputs, Cols: types}
 	var node plan.Node = u
 	if !sel.All {
 		node = distinctOf(u)

@@ -36,7 +36,7 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 	case *physical.Limit:
 		return physical.NewLimit(children[0], o.Offset(), o.Count()), nil
 	case *physical.Union:
-		return physical.NewUnion(children), nil
+		return physical.NewFoldedUnion(children, o.Folded()), nil
 	case *physical.CoalescePartitions:
 		return physical.NewCoalescePartitions(children[0]), nil
 	case *physical.Repartition:
