@@ -195,7 +195,15 @@ func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskSta
 			st.ExecutorId = req.ExecutorId
 		}
 		j := s.jobs[st.GetId().GetJobId()]
-		if j == nil || j.finished() {
+		if j == nil {
+			continue
+		}
+		if j.finished() {
+			// Only the report of a task that finished just as its job
+			// did: the graph records it (the job's state stays).
+			if j.state == rpc.JobState_JOB_SUCCESSFUL {
+				j.graph.UpdateTask(st)
+			}
 			continue
 		}
 		if ff := st.GetFetchFailure(); ff != nil && ff.ExecutorId != "" && ff.ExecutorId != req.ExecutorId {

@@ -115,6 +115,10 @@ type pTask struct {
 	flight     string
 	state      rpc.TaskState
 	lost       bool // its executor vanished while it ran
+	// released: the job succeeded while this task still ran, and Cancel
+	// marked it cancelled. If the task had in fact finished (its report
+	// was on the way), a late success report still counts.
+	released bool
 }
 
 func (t *pTask) producer() *rpc.PipelinedProducer {
@@ -199,6 +203,19 @@ func (g *pipelinedGraph) task(id *rpc.TaskId) *pTask {
 // succeeds when every task of the final stage has, even if tasks of
 // earlier stages still run (a LIMIT needed only part of their output).
 func (g *pipelinedGraph) UpdateTask(st *rpc.TaskStatus) {
+	if g.state == GraphSuccessful {
+		// After an early finish: a task that had finished all its output
+		// before the job ended is recorded as successful, not cancelled.
+		t := g.task(st.GetId())
+		if t == nil || !t.released || t.executor != st.ExecutorId || st.State == rpc.TaskState_TASK_RUNNING {
+			return
+		}
+		t.released = false // its one final report
+		if st.State == rpc.TaskState_TASK_SUCCESSFUL {
+			t.state = rpc.TaskState_TASK_SUCCESSFUL
+		}
+		return
+	}
 	if g.state != GraphRunning {
 		return
 	}
@@ -268,6 +285,7 @@ func (g *pipelinedGraph) Cancel() []*Assignment {
 	for _, t := range g.tasks() {
 		if t.state == rpc.TaskState_TASK_RUNNING {
 			t.state = rpc.TaskState_TASK_CANCELLED
+			t.released = g.state == GraphSuccessful
 			out = append(out, &Assignment{ExecutorID: t.executor, Task: &rpc.TaskDefinition{Id: t.id}})
 		}
 	}

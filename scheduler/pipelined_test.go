@@ -449,6 +449,21 @@ func TestPipelinedGraphEarlyFinish(t *testing.T) {
 	if st, _ := g.State(); st != GraphSuccessful {
 		t.Errorf("late failure report changed the state to %v", st)
 	}
+	// A task that had finished all its output as the job ended reports
+	// success late: it is shown as successful, not cancelled.
+	g.UpdateTask(pipelinedSuccess(running[1].Task, running[1].ExecutorID))
+	if st, _ := g.State(); st != GraphSuccessful {
+		t.Errorf("late success report changed the state to %v", st)
+	}
+	d := g.Describe()
+	if !strings.Contains(d, "task 0@a [0 1] cancelled") || !strings.Contains(d, "task 1@b [2 3] successful") {
+		t.Errorf("describe after late reports:\n%s", d)
+	}
+	// Only once, and only from the executor that ran it.
+	g.UpdateTask(pipelinedSuccess(running[0].Task, "b"))
+	if d := g.Describe(); !strings.Contains(d, "task 0@a [0 1] cancelled") {
+		t.Errorf("a report from the wrong executor counted:\n%s", d)
+	}
 }
 
 func TestPipelinedProgressAndDescribe(t *testing.T) {
