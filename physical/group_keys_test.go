@@ -1,6 +1,8 @@
 package physical
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -63,5 +65,100 @@ func TestGroupTableHashCollision(t *testing.T) {
 		a.Release()
 		b.Release()
 		ab.Release()
+	}
+}
+
+// TestGroupTableIntKeyModes feeds integer keys in patterns that keep the
+// table in its direct index (ascending, descending, clustered, NULLs) and
+// that push it out to the slots part way (a far key, then a sparse spread),
+// and checks every row's group, "new" flag and the stored keys against a
+// map.
+func TestGroupTableIntKeyModes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	patterns := map[string]func(batch, i int) (int64, bool){
+		"ascending clustered": func(b, i int) (int64, bool) { return int64((b*500 + i) / 4), false },
+		"descending":          func(b, i int) (int64, bool) { return int64(100000 - b*500 - i), false },
+		"random dense":        func(b, i int) (int64, bool) { return int64(rng.IntN(3000)) - 1500, rng.IntN(50) == 0 },
+		"far key later": func(b, i int) (int64, bool) {
+			if b == 3 && i == 7 {
+				return 1 << 40, false
+			}
+			return int64(rng.IntN(2000)), false
+		},
+		"sparse": func(b, i int) (int64, bool) { return rng.Int64N(1<<50) * 3, rng.IntN(30) == 0 },
+		"extremes": func(b, i int) (int64, bool) {
+			return []int64{math.MinInt64, math.MaxInt64, 0, -1}[rng.IntN(4)], false
+		},
+	}
+	for name, gen := range patterns {
+		t.Run(name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			tab, err := newGroupTable([]arrow.DataType{plan.Int64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[int64]int32{}
+			nullGid := int32(-1)
+			var order []*int64
+			const rows = 500
+			gids, newRows := make([]int32, rows), make([]bool, rows)
+			for b := 0; b < 8; b++ {
+				bld := array.NewInt64Builder(mem)
+				vals := make([]int64, rows)
+				isNull := make([]bool, rows)
+				for i := range vals {
+					vals[i], isNull[i] = gen(b, i)
+					if isNull[i] {
+						bld.AppendNull()
+					} else {
+						bld.Append(vals[i])
+					}
+				}
+				col := bld.NewArray()
+				bld.Release()
+				if err := tab.lookup([]arrow.Array{col}, rows, gids, newRows); err != nil {
+					t.Fatal(err)
+				}
+				for i := range vals {
+					g, seen := want[vals[i]], true
+					if isNull[i] {
+						g, seen = nullGid, nullGid >= 0
+					} else {
+						_, seen = want[vals[i]]
+					}
+					if !seen {
+						g = int32(len(order))
+						if isNull[i] {
+							nullGid = g
+							order = append(order, nil)
+						} else {
+							want[vals[i]] = g
+							v := vals[i]
+							order = append(order, &v)
+						}
+					}
+					if gids[i] != g || newRows[i] == seen {
+						t.Fatalf("batch %d row %d key %d (null %v): gid %d new %v, want %d new %v", b, i, vals[i], isNull[i], gids[i], newRows[i], g, !seen)
+					}
+				}
+				col.Release()
+			}
+			if wantHashed := name == "far key later" || name == "sparse" || name == "extremes"; tab.hashed != wantHashed {
+				t.Errorf("hashed = %v, want %v", tab.hashed, wantHashed)
+			}
+			keys := tab.buildKeys(0, tab.numGroups(), mem)
+			k := keys[0].(*array.Int64)
+			if k.Len() != len(order) {
+				t.Fatalf("%d groups, want %d", k.Len(), len(order))
+			}
+			for g, v := range order {
+				if (v == nil) != k.IsNull(g) || v != nil && k.Value(g) != *v {
+					t.Fatalf("group %d key %v, want %v", g, k.GetOneForMarshal(g), v)
+				}
+			}
+			joinReleaseArrays(keys)
+			tab.releaseSlots()
+		})
 	}
 }
