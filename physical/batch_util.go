@@ -3,6 +3,7 @@ package physical
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -354,6 +355,11 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 	if b := arr.Data().Buffers()[2]; b != nil {
 		srcVals = b.Bytes()
 	}
+	if arr.Len() <= shortDictMax && n >= 4*arr.Len() {
+		if out := takeShortStrings(mem, arr, srcOff, srcVals, idx); out != nil {
+			return out
+		}
+	}
 	total, missing := 0, 0
 	for _, j := range idx {
 		if j < 0 {
@@ -398,6 +404,64 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 		validity = newValidity(mem, n)
 		for i, j := range idx {
 			if j < 0 || arr.IsNull(int(j)) {
+				bitutil.ClearBit(validity.Bytes(), i)
+				nulls++
+			}
+		}
+	}
+	return finishArray(arr.DataType(), n, validity, offBuf, valBuf, nulls)
+}
+
+// shortDictMax is the largest source takeShortStrings handles: a Parquet
+// dictionary (flags, modes, priorities), not a column of data.
+const shortDictMax = 4096
+
+// takeShortStrings is takeString from a small source whose values are all
+// at most 8 bytes long (decoding a dictionary of flags or codes, many
+// rows per entry), or nil when the source is not like that or idx has a
+// negative index. Each entry is read once into a word, and each row is
+// one 8-byte store of its entry's word into the output, which has 8 bytes
+// of slack at its end.
+func takeShortStrings(mem memory.Allocator, arr *array.String, srcOff []int32, srcVals []byte, idx []int32) arrow.Array {
+	m := arr.Len()
+	words, lens := make([]uint64, m), make([]int32, m)
+	for e := 0; e < m; e++ {
+		b, l := srcOff[e], srcOff[e+1]-srcOff[e]
+		if l > 8 {
+			return nil
+		}
+		var w [8]byte
+		copy(w[:], srcVals[b:b+l])
+		words[e], lens[e] = binary.LittleEndian.Uint64(w[:]), l
+	}
+	total := 0
+	for _, j := range idx {
+		if j < 0 {
+			return nil
+		}
+		total += int(lens[j])
+	}
+	n := len(idx)
+	offBuf := memory.NewResizableBuffer(mem)
+	offBuf.Resize((n + 1) * 4)
+	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
+	valBuf := memory.NewResizableBuffer(mem)
+	valBuf.Resize(total + 8)
+	vals := valBuf.Bytes()
+	pos := int32(0)
+	for i, j := range idx {
+		offs[i] = pos
+		binary.LittleEndian.PutUint64(vals[pos:], words[j])
+		pos += lens[j]
+	}
+	offs[n] = pos
+	valBuf.ResizeNoShrink(total)
+	var validity *memory.Buffer
+	nulls := 0
+	if arr.NullN() > 0 {
+		validity = newValidity(mem, n)
+		for i, j := range idx {
+			if arr.IsNull(int(j)) {
 				bitutil.ClearBit(validity.Bytes(), i)
 				nulls++
 			}

@@ -181,3 +181,59 @@ func TestSelectionIndices(t *testing.T) {
 	}
 	mem.AssertSize(t, 0)
 }
+
+// TestTakeShortStrings gathers many rows from small string sources (the
+// dictionary decode path: entries of 0 to 8 bytes, NULL entries, a sliced
+// source) and from sources the short path must leave to the general one
+// (an entry over 8 bytes, a missing row), and checks every value.
+func TestTakeShortStrings(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(5, 6))
+	cases := []struct {
+		name    string
+		entries []string
+		valid   []bool
+		slice   int
+		missing bool
+	}{
+		{"flags", []string{"A", "N", "R"}, nil, 0, false},
+		{"modes with NULL and empty", []string{"REG AIR", "", "MAIL", "TRUCK", "12345678"}, []bool{true, true, false, true, true}, 0, false},
+		{"sliced source", []string{"x", "yy", "zzz", "wwww", "v"}, nil, 2, false},
+		{"long entry", []string{"A", "123456789"}, nil, 0, false},
+		{"missing rows", []string{"A", "B"}, nil, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := array.NewStringBuilder(mem)
+			b.AppendValues(tc.entries, tc.valid)
+			full := b.NewStringArray()
+			b.Release()
+			src := array.NewSlice(full, int64(tc.slice), int64(len(tc.entries))).(*array.String)
+			full.Release()
+			idx := make([]int32, 1000)
+			for i := range idx {
+				idx[i] = int32(rng.IntN(src.Len()))
+				if tc.missing && i%97 == 3 {
+					idx[i] = -1
+				}
+			}
+			got := takeString(mem, src, idx).(*array.String)
+			for i, j := range idx {
+				switch {
+				case j < 0 || src.IsNull(int(j)):
+					if !got.IsNull(i) {
+						t.Fatalf("row %d: %q, want NULL", i, got.Value(i))
+					}
+				case got.IsNull(i) || got.Value(i) != src.Value(int(j)):
+					t.Fatalf("row %d: %q (null %v), want %q", i, got.Value(i), got.IsNull(i), src.Value(int(j)))
+				}
+			}
+			if last := got.ValueOffsets()[got.Len()]; int(last) != got.Data().Buffers()[2].Len() {
+				t.Errorf("data buffer length %d, last offset %d", got.Data().Buffers()[2].Len(), last)
+			}
+			got.Release()
+			src.Release()
+		})
+	}
+}
