@@ -245,6 +245,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		aprops.SetReadDict(leaf, true)
 	}
 	df := s.dictFilters(filters, dictLeaves)
+	var vf *valueFilters // chosen at the first batch, when the read types are known
 	fr, err := pqarrow.NewFileReader(rdr, aprops, mem)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -273,7 +274,13 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		if rec.NumRows() == 0 {
 			continue
 		}
-		sel, keep := df.selection(mem, rec, readPos)
+		if vf == nil {
+			vf = s.valueFilters(filters, rec, readPos)
+		}
+		sel, keep := vf.selection(mem, rec, readPos)
+		if keep {
+			sel, keep = df.selection(mem, rec, readPos, sel)
+		}
 		if !keep {
 			continue
 		}
@@ -751,12 +758,15 @@ func (s *ParquetScan) dictFilters(filters []expr.Expr, dictLeaves []int) dictFil
 // all of them) and whether any row is left. A row whose value is NULL is
 // kept for the Filter to judge; so is every row of a batch on which a
 // conjunct fails to evaluate.
-func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int) ([]int32, bool) {
+//
+// sel, if not nil, lists the rows still kept by earlier filters; the
+// result is a subset of it.
+func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32) ([]int32, bool) {
 	if len(fs) == 0 {
-		return nil, true
+		return sel, true
 	}
 	n := int(rec.NumRows())
-	var sel []int32 // rows still kept; nil until a filter applies
+	// sel: rows still kept; nil until a filter applies
 	for _, f := range fs {
 		d, ok := rec.Column(readPos[f.pos]).(*array.Dictionary)
 		if !ok {
@@ -803,6 +813,99 @@ func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, rea
 		return nil, true
 	}
 	return sel, true
+}
+
+// valueFilters are the conjuncts of a Filter directly over the scan that
+// read only columns the file hands over in their output type (dates,
+// integers, floats, plain strings; not dictionaries, not decimals stored as
+// integers). The scan evaluates them on each batch as read and shapes only
+// the rows that pass, so that decoding dictionaries, widening decimals and
+// the Filter's own copy are spent on those rows alone. The Filter above
+// still evaluates its whole predicate (every function is deterministic, so
+// the rows the scan kept pass these conjuncts again); if the conjuncts fail
+// to evaluate here every row is kept, for the Filter to report.
+type valueFilters struct {
+	pred expr.Expr // the conjuncts ANDed; nil: none
+	cols []int     // output positions pred reads
+	sel  []int32   // scratch: selection indices
+}
+
+func (s *ParquetScan) valueFilters(filters []expr.Expr, rec arrow.RecordBatch, readPos []int) *valueFilters {
+	vf := &valueFilters{}
+	for _, f := range filters {
+		if f.DataType().ID() != arrow.BOOL {
+			continue
+		}
+		cols := expr.ColumnIndexes(f)
+		ok := len(cols) > 0
+		for _, pos := range cols {
+			ok = ok && pos >= 0 && pos < len(readPos) &&
+				arrow.TypeEqual(rec.Column(readPos[pos]).DataType(), s.schema.Field(pos).Type)
+		}
+		if !ok {
+			continue
+		}
+		if vf.pred == nil {
+			vf.pred = f
+		} else {
+			vf.pred = &expr.Binary{Op: plan.OpAnd, L: vf.pred, R: f, Type: arrow.FixedWidthTypes.Boolean}
+		}
+		for _, pos := range cols {
+			if !slices.Contains(vf.cols, pos) {
+				vf.cols = append(vf.cols, pos)
+			}
+		}
+	}
+	return vf
+}
+
+// selection returns the rows of rec that pass every value filter (nil: all
+// of them) and whether any row is left. The slice is reused by the next
+// call.
+func (vf *valueFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int) ([]int32, bool) {
+	if vf.pred == nil {
+		return nil, true
+	}
+	n := rec.NumRows()
+	// A batch of the scan's shape holding the columns the conjuncts read;
+	// the others are NULL placeholders they never look at.
+	cols := make([]arrow.Array, len(readPos))
+	fields := make([]arrow.Field, len(readPos))
+	for i := range readPos {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: arrow.Null, Nullable: true}
+	}
+	for _, pos := range vf.cols {
+		fields[pos].Type = rec.Column(readPos[pos]).DataType()
+		cols[pos] = rec.Column(readPos[pos])
+		cols[pos].Retain()
+	}
+	for i := range cols {
+		if cols[i] == nil {
+			cols[i] = array.NewNull(int(n))
+		}
+	}
+	b := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	res, err := vf.pred.Eval(b, mem)
+	b.Release()
+	if err != nil {
+		return nil, true
+	}
+	defer res.Release()
+	mask, ok := res.(*array.Boolean)
+	if !ok || int64(mask.Len()) != n {
+		return nil, true
+	}
+	vf.sel = selectionIndices(mask, vf.sel)
+	switch int64(len(vf.sel)) {
+	case 0:
+		return nil, false
+	case n:
+		return nil, true
+	}
+	return vf.sel, true
 }
 
 // evaluate computes the conjunct's truth per dictionary entry, unless it
