@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -214,6 +215,10 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 			if err := t.res.Grow(span*4 + int64(n)*4); err != nil {
 				return fmt.Errorf("hash join build: %w", err)
 			}
+			var err error
+			if vals, err = t.clusterByKey(vals, lo, span, tc); err != nil {
+				return err
+			}
 			t.indexDirect(vals, lo, span)
 			return nil
 		}
@@ -366,6 +371,80 @@ func (t *joinBuildTable) indexDirect(vals []int64, lo, span int64) {
 		}
 		t.dheads[d] = int32(r + 1)
 	}
+}
+
+// clusterMinRows is the smallest build side clusterByKey reorders: below
+// it the table stays in cache and chains cost nothing.
+const clusterMinRows = 1 << 16
+
+// clusterByKey reorders a large build side whose keys repeat so that the
+// rows of each key are adjacent, in their original order (a counting sort
+// over the key range [lo, lo+span); NULL keys go last), and returns the
+// keys in the new order. Chains then step to the next row, and a probe
+// takes its matches from consecutive rows: q13's 1.5M orders keyed by
+// customer were walked one cache miss per matching row. A table without
+// repeated keys, or a small one, is left as it is.
+func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskContext) ([]int64, error) {
+	n := len(vals)
+	if n < clusterMinRows {
+		return vals, nil
+	}
+	k := t.keys[0]
+	nulls := k.NullN() > 0
+	start := allocSlice[int32](int(span) + 1)
+	defer freeSlice(start)
+	dup := false
+	for r, v := range vals {
+		if nulls && k.IsNull(r) {
+			continue
+		}
+		c := &start[v-lo+1]
+		dup = dup || *c != 0
+		*c++
+	}
+	if !dup {
+		return vals, nil
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	perm := allocSlice[int32](n)
+	defer freeSlice(perm)
+	tail := int(start[len(start)-1]) // NULL keys after every key
+	for r, v := range vals {
+		if nulls && k.IsNull(r) {
+			perm[tail] = int32(r)
+			tail++
+			continue
+		}
+		d := v - lo
+		perm[start[d]] = int32(r)
+		start[d]++
+	}
+	// The reordered copy exists beside the original until the swap.
+	var bytes int64
+	for _, c := range t.cols {
+		bytes += arrayBytes(c.Data())
+	}
+	bytes += arrayBytes(k.Data())
+	if err := t.res.Grow(bytes); err != nil {
+		return nil, fmt.Errorf("hash join build: %w", err)
+	}
+	defer t.res.Shrink(bytes)
+	cols := make([]arrow.Array, len(t.cols)+1)
+	for i, c := range append(slices.Clone(t.cols), k) {
+		taken, err := takeArray(tc.Alloc, c, perm)
+		if err != nil {
+			joinReleaseArrays(cols[:i])
+			return nil, fmt.Errorf("hash join build: clustering by key: %w", err)
+		}
+		cols[i] = taken
+	}
+	joinReleaseArrays(t.cols)
+	k.Release()
+	t.cols, t.keys[0] = cols[:len(t.cols)], cols[len(t.cols)]
+	out, _ := joinIntKeyValues(t.keys, nil)
+	return out, nil
 }
 
 // directLookup returns the first build row+1 with key k (0: none) and
