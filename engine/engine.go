@@ -7,6 +7,7 @@ package engine
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -164,18 +165,27 @@ func (e *Engine) createExternalTable(st *sql.CreateExternalTable) (*Outcome, err
 		}
 		schema = arrow.NewSchema(fields, nil)
 	}
+	// A relative LOCATION is resolved here, on the scheduler, once: the
+	// executors that scan the table get the absolute path, whatever their
+	// own working directories.
+	loc := st.Location
+	if !strings.Contains(loc, "://") && !filepath.IsAbs(loc) {
+		if abs, err := filepath.Abs(loc); err == nil {
+			loc = abs
+		}
+	}
 	var t catalog.Table
 	var err error
 	switch st.Format {
 	case "parquet":
 		var pt *catalog.ParquetTable
-		pt, err = catalog.OpenParquet(st.Location)
+		pt, err = catalog.OpenParquet(loc)
 		if err == nil && schema != nil && !schemaCompatible(pt.Schema(), schema) {
 			err = fmt.Errorf("declared columns do not match the Parquet schema %s", pt.Schema())
 		}
 		t = pt
 	case "csv":
-		t, err = catalog.OpenCSV(st.Location, catalog.CSVOptions{Header: st.Header, Delimiter: st.Delimiter}, schema)
+		t, err = catalog.OpenCSV(loc, catalog.CSVOptions{Header: st.Header, Delimiter: st.Delimiter}, schema)
 	default:
 		err = fmt.Errorf("unsupported format %q (expected PARQUET or CSV)", st.Format)
 	}
