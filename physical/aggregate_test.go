@@ -555,3 +555,61 @@ func BenchmarkHashAggregateManyGroups(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrows/s")
 }
+
+// TestHashAggregateDecimalFewGroups: decimal sums over a handful of groups,
+// an odd number of rows per batch and groups interleaved at random (the
+// two-chain path for few groups), and over more groups than it serves,
+// match sums computed row by row.
+func TestHashAggregateDecimalFewGroups(t *testing.T) {
+	dt := plan.Decimal(15, 2)
+	schema := jaSchema("g", plan.Int64, "d", dt)
+	for _, groups := range []int{1, 3, fewGroups + 5} {
+		t.Run(fmt.Sprint(groups, " groups"), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			rng := rand.New(rand.NewPCG(uint64(groups), 9))
+			want := map[int]int64{}
+			var batches []arrow.RecordBatch
+			for b := 0; b < 3; b++ {
+				var rows [][]any
+				for i := 0; i < 1001; i++ {
+					g, cents := rng.IntN(groups), rng.Int64N(2_000_000)-1_000_000
+					want[g] += cents
+					sign := ""
+					if cents < 0 {
+						sign, cents = "-", -cents
+					}
+					rows = append(rows, []any{g, fmt.Sprintf("%s%d.%02d", sign, cents/100, cents%100)})
+				}
+				batches = append(batches, jaBatch(t, mem, schema, rows))
+			}
+			src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{batches}}
+			defer src.release()
+			op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "g", plan.Int64)}, []string{"g"},
+				[]AggregateExpr{{Func: plan.AggSum, Arg: jaCol(1, "d", dt), Name: "s", Type: plan.SumType(dt)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs, err := jaRun(t, op, jaTC(mem, 8192, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int64]string{}
+			for _, b := range bs {
+				g, s := b.Column(0).(*array.Int64), b.Column(1).(*array.Decimal128)
+				for r := 0; r < int(b.NumRows()); r++ {
+					got[g.Value(r)] = s.Value(r).ToString(2)
+				}
+				b.Release()
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d groups, want %d", len(got), len(want))
+			}
+			for g, cents := range want {
+				if w := decimal128.FromI64(cents).ToString(2); got[int64(g)] != w {
+					t.Errorf("group %d: sum %s, want %s", g, got[int64(g)], w)
+				}
+			}
+		})
+	}
+}
