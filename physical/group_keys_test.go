@@ -17,18 +17,12 @@ import (
 func TestGroupTableHashCollision(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	mk := func(vals ...string) arrow.Array {
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		b.AppendValues(vals, nil)
-		return b.NewArray()
-	}
 	for _, types := range [][]arrow.DataType{{plan.Utf8}, {plan.Utf8, plan.Utf8}} {
 		tab, err := newGroupTable(types)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, b := mk("a"), mk("b")
+		a, b := stringArray(mem, "a"), stringArray(mem, "b")
 		cols := func(x arrow.Array) []arrow.Array {
 			if len(types) == 1 {
 				return []arrow.Array{x}
@@ -50,7 +44,7 @@ func TestGroupTableHashCollision(t *testing.T) {
 				tab.slots[i].hash = hb[0]
 			}
 		}
-		ab := mk("b", "b")
+		ab := stringArray(mem, "b", "b")
 		if err := tab.lookup(cols(ab), 2, gids, newRows); err != nil {
 			t.Fatal(err)
 		}

@@ -15,12 +15,6 @@ import (
 func TestHashRowsStrings(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	mk := func(vals ...string) arrow.Array {
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		b.AppendValues(vals, nil)
-		return b.NewArray()
-	}
 	words := []string{"", "A", "N", "AB", "MAIL", "REG AIR", "12345678", "123456789", "a\x00", "a", "a longer string than eight"}
 	hashOf := func(a arrow.Array) []uint64 {
 		h := make([]uint64, a.Len())
@@ -31,12 +25,12 @@ func TestHashRowsStrings(t *testing.T) {
 	}
 	// Each word alone in its array (the word sits at the buffer's end)
 	// and all together, followed by padding (the word load).
-	all := mk(append(append([]string{}, words...), "padding-padding")...)
+	all := stringArray(mem, append(append([]string{}, words...), "padding-padding")...)
 	defer all.Release()
 	together := hashOf(all)
 	seen := map[uint64]string{}
 	for i, w := range words {
-		one := mk(w)
+		one := stringArray(mem, w)
 		alone := hashOf(one)[0]
 		one.Release()
 		if alone != together[i] {
@@ -55,4 +49,12 @@ func TestHashRowsStrings(t *testing.T) {
 			t.Errorf("slice row %d: %x, want %x", i, h, together[3+i])
 		}
 	}
+}
+
+// stringArray builds a string array of vals.
+func stringArray(mem memory.Allocator, vals ...string) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.AppendValues(vals, nil)
+	return b.NewArray()
 }
