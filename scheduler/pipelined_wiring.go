@@ -19,7 +19,7 @@ func (g *pipelinedGraph) wire(placed [][]*pTask) ([]*rpc.PhysicalPlan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stage %d: %w", s.ID, err)
 		}
-		w, err := g.cfg.Exchanges.PipelinedWriter(body, g.cfg.JobID, s.ID, s.Output, s.Broadcast, g.cfg.QueueBatches)
+		w, err := g.cfg.Exchanges.PipelinedWriter(body, g.cfg.JobID, s.ID, s.Output, s.Retained(), g.cfg.QueueBatches)
 		if err != nil {
 			return nil, fmt.Errorf("stage %d: %w", s.ID, err)
 		}

@@ -25,7 +25,16 @@ type Stage struct {
 	// Broadcast: the output is a collect-left join's build side; every
 	// consumer task reads all of it.
 	Broadcast bool
+	// Shared: the plan had this stage's computation more than once and
+	// the copies were merged into this stage, so more than one exchange
+	// reads its output (each reading every partition it needs once). A
+	// pipelined writer keeps the output for every reader to replay.
+	Shared bool
 }
+
+// Retained reports whether a pipelined writer must keep the stage's output
+// for more than one reader of each partition.
+func (s *Stage) Retained() bool { return s.Broadcast || s.Shared }
 
 // Partitions is the number of partitions the stage runs (the body's).
 func (s *Stage) Partitions() int { return s.Body.OutputPartitioning().Count }

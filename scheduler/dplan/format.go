@@ -9,8 +9,8 @@ import (
 
 // Format renders the stage DAG for EXPLAIN: per stage, producers first, a
 // header line with its ID, how many partitions it runs, how its writer
-// splits the output, the stages it reads and whether it is broadcast or
-// final, then its body indented (physical.Format).
+// splits the output, the stages it reads and whether it is broadcast,
+// shared or final, then its body indented (physical.Format).
 func Format(g *Graph) string {
 	var b strings.Builder
 	for i, s := range g.Stages {
@@ -21,6 +21,9 @@ func Format(g *Graph) string {
 		fmt.Fprintf(&b, "Stage %d: partitions=%d output=%s inputs=[%s]", s.ID, s.Partitions(), outputString(s.Output), strings.Join(ins, ", "))
 		if s.Broadcast {
 			b.WriteString(" broadcast")
+		}
+		if s.Shared {
+			b.WriteString(" shared")
 		}
 		if i == len(g.Stages)-1 {
 			b.WriteString(" final")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	"sluice/physical"
 )
 
@@ -26,11 +28,19 @@ import (
 // partitions the client reads. An input that is already an exchange is not
 // cut again: a stage that only copies another stage's output would add a
 // round trip and nothing else.
+//
+// A stage whose computation the plan already has (the same body over the
+// same input stages, the same output split: a view or subquery used twice,
+// as TPC-H q15's revenue view) is not added again: its readers read the
+// first one, which is marked Shared (Spark calls this reusing an exchange).
+// Only stages that end in an aggregate, or are broadcast, are merged so:
+// their output is small enough for a pipelined writer to keep it for every
+// reader, which a shared stage needs.
 func Plan(root physical.Operator) (*Graph, error) {
 	if root == nil {
 		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
 	}
-	p := &planner{}
+	p := &planner{seen: map[string]*Stage{}}
 	body, inputs, err := p.visit(root)
 	if err != nil {
 		return nil, fmt.Errorf("distributed planning: %w", err)
@@ -44,12 +54,39 @@ func Plan(root physical.Operator) (*Graph, error) {
 // consumers.
 type planner struct {
 	stages []*Stage
+	seen   map[string]*Stage // stages that may be shared, by reuseKey
 }
 
 func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
+	key := reuseKey(body, out, broadcast)
+	if s := p.seen[key]; s != nil && key != "" {
+		s.Shared = true
+		return s
+	}
 	s := &Stage{ID: len(p.stages) + 1, Body: body, Output: out, Inputs: inputs, Broadcast: broadcast}
 	p.stages = append(p.stages, s)
+	if key != "" {
+		p.seen[key] = s
+	}
 	return s
+}
+
+// reuseKey identifies a stage's computation (its body's plan message, which
+// names its input stages, and its output split), or is "" for a stage that
+// is not merged with an equal one (see Plan).
+func reuseKey(body physical.Operator, out physical.Partitioning, broadcast bool) string {
+	if _, agg := body.(*physical.HashAggregate); !agg && !broadcast {
+		return ""
+	}
+	m, err := physical.EncodePlan(body, nil)
+	if err != nil {
+		return ""
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s|%v|%s", outputString(out), broadcast, b)
 }
 
 // passThrough is the output of a stage that writes its body's partitions

@@ -57,6 +57,7 @@ func TestPlanGolden(t *testing.T) {
 // checkGraph verifies what every stage graph must satisfy, whatever the
 // golden text says: IDs in producer-first order, inputs matching the
 // placeholders in each body, placeholders agreeing with their producer,
+// every stage but the final read once, or more than once when shared,
 // no exchange operator left inside a stage, and the final stage producing
 // the original plan's schema and partition count.
 func checkGraph(g *dplan.Graph, root physical.Operator) error {
@@ -103,8 +104,8 @@ func checkGraph(g *dplan.Graph, root physical.Operator) error {
 		}
 	}
 	for _, s := range g.Stages[:len(g.Stages)-1] {
-		if readers[s.ID] != 1 {
-			return fmt.Errorf("stage %d is read %d times", s.ID, readers[s.ID])
+		if n := readers[s.ID]; n == 0 || (n > 1) != s.Shared {
+			return fmt.Errorf("stage %d (shared %v) is read %d times", s.ID, s.Shared, n)
 		}
 	}
 	final := g.Final()
