@@ -40,14 +40,15 @@ type joinBuildTable struct {
 	dmin   int64
 	dheads []int32
 	// Key bitmap (intKey, keys too sparse for a direct index but within a
-	// range of 64 values per row, or of 4M values: 512 KiB): bit k-dmin is
+	// range of 64 values per row, or of 8M values: 1 MiB): bit k-dmin is
 	// set when a build row has key k. Probes check it first, so the many
 	// probe rows of a join against a filtered build side miss in a bitmap
 	// that fits in cache rather than in a slot table that does not, and a
 	// small slot table is spared probes that mostly miss: whether the first
 	// slot is empty is a coin toss the branch predictor loses (q17's 204
 	// parts probed by 6M lineitem rows twice: 11 ns a row through the
-	// slots alone).
+	// slots alone). Up to 1 MiB so that a quarter's orders (q4, q12, q21:
+	// keys over 6M values) get one too; lineitem probes it in key order.
 	bitmap []uint64
 	// hasNullKey reports whether some build row has a NULL key (null-aware
 	// anti joins output nothing then).
@@ -224,7 +225,7 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		}
 		size := joinIntSlotCount(n)
 		bits := int64(0)
-		if ok && span <= max(int64(n)*64, 1<<22) {
+		if ok && span <= max(int64(n)*64, 1<<23) {
 			bits = span
 		}
 		// Slots of 16 bytes, plus next (4 per row) if keys repeat, plus
