@@ -205,6 +205,11 @@ func (c *hashJoinCandidates) reset(b arrow.RecordBatch) error {
 		}
 		c.probeKeys = append(c.probeKeys, a)
 	}
+	if pk := c.table.pack; pk != nil {
+		packed := pk.pack(c.tc.Alloc, c.probeKeys)
+		joinReleaseArrays(c.probeKeys)
+		c.probeKeys = append(c.probeKeys[:0], packed)
+	}
 	c.n = int(b.NumRows())
 	c.hasNull = false
 	for _, pk := range c.probeKeys {

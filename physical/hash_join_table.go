@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"sluice/physical/expr"
@@ -50,6 +51,9 @@ type joinBuildTable struct {
 	// slots alone). Up to 1 MiB so that a quarter's orders (q4, q12, q21:
 	// keys over 6M values) get one too; lineitem probes it in key order.
 	bitmap []uint64
+	// pack, when not nil, maps the two integer build keys onto the one
+	// int64 key the table is indexed by (probe keys are packed alike).
+	pack *keyPack
 	// hasNullKey reports whether some build row has a NULL key (null-aware
 	// anti joins output nothing then).
 	hasNullKey bool
@@ -201,6 +205,11 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 			return fmt.Errorf("hash join build key %s: %w", k, err)
 		}
 		t.keys = append(t.keys, a)
+	}
+	if pk, ok := newKeyPack(t.keys); ok {
+		packed := pk.pack(tc.Alloc, t.keys)
+		joinReleaseArrays(t.keys)
+		t.keys, t.pack = []arrow.Array{packed}, pk
 	}
 	if vals, ok := joinIntKeyValues(t.keys, nil); ok {
 		lo, span, ok := joinKeySpan(vals, t.keys[0])
@@ -584,4 +593,64 @@ func (s *joinShared) release(tc *TaskContext, e *joinSharedBuild) {
 			e.table = nil
 		}
 	}
+}
+
+// keyPack maps a pair of integer keys (a, b) within the build side's ranges
+// onto one int64, (a-amin)*bspan + (b-bmin), so that a join on two integer
+// columns (partsupp with lineitem on part and supplier) gets the integer
+// indexes: one slot holding key and row instead of a hash bucket, a link and
+// two key columns to compare, each a cache miss on a large build side. A
+// pair outside the ranges cannot match and packs to -1; a pair with a NULL
+// is NULL.
+type keyPack struct {
+	amin, aspan, bmin, bspan int64
+}
+
+// newKeyPack returns the pack for two integer build key columns whose
+// ranges multiply to under 2^62, or false.
+func newKeyPack(keys []arrow.Array) (*keyPack, bool) {
+	if len(keys) != 2 {
+		return nil, false
+	}
+	pk := &keyPack{}
+	for i, k := range keys {
+		vals, ok := joinIntKeyValues(keys[i:i+1], nil)
+		if !ok {
+			return nil, false
+		}
+		lo, span, ok := joinKeySpan(vals, k)
+		if !ok || span > 1<<31 {
+			return nil, false
+		}
+		if i == 0 {
+			pk.amin, pk.aspan = lo, span
+		} else {
+			pk.bmin, pk.bspan = lo, span
+		}
+	}
+	return pk, true
+}
+
+// pack returns keys packed into one Int64 array.
+func (pk *keyPack) pack(mem memory.Allocator, keys []arrow.Array) arrow.Array {
+	av, _ := joinIntKeyValues(keys[0:1], nil)
+	bv, _ := joinIntKeyValues(keys[1:2], nil)
+	n := len(av)
+	nulls := keys[0].NullN() > 0 || keys[1].NullN() > 0
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.Reserve(n)
+	for i := 0; i < n; i++ {
+		if nulls && (keys[0].IsNull(i) || keys[1].IsNull(i)) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		da, db := uint64(av[i]-pk.amin), uint64(bv[i]-pk.bmin)
+		v := int64(-1)
+		if da < uint64(pk.aspan) && db < uint64(pk.bspan) {
+			v = int64(da)*pk.bspan + int64(db)
+		}
+		b.UnsafeAppend(v)
+	}
+	return b.NewArray()
 }

@@ -545,3 +545,58 @@ func TestHashJoinClusteredBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestHashJoinTwoIntegerKeys: a join on two integer columns packs them
+// into one integer key (NULLs in either, probe pairs outside the build
+// side's ranges, repeated pairs, a build side large enough to be clustered
+// and a small one) and answers as the reference does for every join type.
+func TestHashJoinTwoIntegerKeys(t *testing.T) {
+	schema := jaSchema("a", plan.Int64, "b", plan.Int32, "v", plan.Int64)
+	for _, buildRows := range []int{300, clusterMinRows + 100} {
+		t.Run(fmt.Sprint(buildRows, " build rows"), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			rng := rand.New(rand.NewPCG(uint64(buildRows), 3))
+			gen := func(n, lo, hi int) [][]any {
+				var rows [][]any
+				for i := 0; i < n; i++ {
+					var a, b any = lo + rng.IntN(hi-lo), lo/2 + rng.IntN(40)
+					if rng.IntN(23) == 0 {
+						a = nil
+					}
+					if rng.IntN(29) == 0 {
+						b = nil
+					}
+					rows = append(rows, []any{a, b, i})
+				}
+				return rows
+			}
+			leftRows, rightRows := gen(buildRows, 100, 400), gen(200, 50, 450)
+			left := jaPartitioned(t, mem, schema, leftRows, 1, 4096)
+			defer left.release()
+			right := jaPartitioned(t, mem, schema, rightRows, 1, 64)
+			defer right.release()
+			lk := []expr.Expr{jaCol(0, "a", plan.Int64), jaCol(1, "b", plan.Int32)}
+			rk := []expr.Expr{jaCol(0, "a", plan.Int64), jaCol(1, "b", plan.Int32)}
+			table, err := buildJoinTable(context.Background(), left, []int{0}, lk, jaTC(mem, 8, 0), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if table.pack == nil || !table.intKey {
+				t.Errorf("two integer keys were not packed into one")
+			}
+			table.release()
+			for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
+				op, err := NewHashJoin(left, right, jt, lk, rk, nil, false, JoinCollectLeft)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := jaCollect(t, op, jaTC(mem, 128, 0))
+				want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(true, false))
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: got %d rows, want %d\n%s", jt, len(got), len(want), strings.Join(got[:min(len(got), 10)], "\n"))
+				}
+			}
+		})
+	}
+}
