@@ -417,22 +417,25 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 const shortDictMax = 4096
 
 // takeShortStrings is takeString from a small source whose values are all
-// at most 8 bytes long (decoding a dictionary of flags or codes, many
-// rows per entry), or nil when the source is not like that or idx has a
-// negative index. Each entry is read once into a word, and each row is
-// one 8-byte store of its entry's word into the output, which has 8 bytes
-// of slack at its end.
+// at most 16 bytes long (decoding a dictionary of flags, codes or
+// priorities, many rows per entry), or nil when the source is not like that
+// or idx has a negative index. Each entry is read once into one or two
+// words, and each row is one or two 8-byte stores of its entry's words into
+// the output, which has 16 bytes of slack at its end.
 func takeShortStrings(mem memory.Allocator, arr *array.String, srcOff []int32, srcVals []byte, idx []int32) arrow.Array {
 	m := arr.Len()
-	words, lens := make([]uint64, m), make([]int32, m)
+	words, lens := make([][2]uint64, m), make([]int32, m)
+	wide := false
 	for e := 0; e < m; e++ {
 		b, l := srcOff[e], srcOff[e+1]-srcOff[e]
-		if l > 8 {
+		if l > 16 {
 			return nil
 		}
-		var w [8]byte
+		wide = wide || l > 8
+		var w [16]byte
 		copy(w[:], srcVals[b:b+l])
-		words[e], lens[e] = binary.LittleEndian.Uint64(w[:]), l
+		words[e] = [2]uint64{binary.LittleEndian.Uint64(w[:8]), binary.LittleEndian.Uint64(w[8:])}
+		lens[e] = l
 	}
 	total := 0
 	for _, j := range idx {
@@ -446,13 +449,22 @@ func takeShortStrings(mem memory.Allocator, arr *array.String, srcOff []int32, s
 	offBuf.Resize((n + 1) * 4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
 	valBuf := memory.NewResizableBuffer(mem)
-	valBuf.Resize(total + 8)
+	valBuf.Resize(total + 16)
 	vals := valBuf.Bytes()
 	pos := int32(0)
-	for i, j := range idx {
-		offs[i] = pos
-		binary.LittleEndian.PutUint64(vals[pos:], words[j])
-		pos += lens[j]
+	if wide {
+		for i, j := range idx {
+			offs[i] = pos
+			binary.LittleEndian.PutUint64(vals[pos:], words[j][0])
+			binary.LittleEndian.PutUint64(vals[pos+8:], words[j][1])
+			pos += lens[j]
+		}
+	} else {
+		for i, j := range idx {
+			offs[i] = pos
+			binary.LittleEndian.PutUint64(vals[pos:], words[j][0])
+			pos += lens[j]
+		}
 	}
 	offs[n] = pos
 	valBuf.ResizeNoShrink(total)

@@ -183,9 +183,9 @@ func TestSelectionIndices(t *testing.T) {
 }
 
 // TestTakeShortStrings gathers many rows from small string sources (the
-// dictionary decode path: entries of 0 to 8 bytes, NULL entries, a sliced
+// dictionary decode path: entries of 0 to 16 bytes, NULL entries, a sliced
 // source) and from sources the short path must leave to the general one
-// (an entry over 8 bytes, a missing row), and checks every value.
+// (an entry over 16 bytes, a missing row), and checks every value.
 func TestTakeShortStrings(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -200,7 +200,8 @@ func TestTakeShortStrings(t *testing.T) {
 		{"flags", []string{"A", "N", "R"}, nil, 0, false},
 		{"modes with NULL and empty", []string{"REG AIR", "", "MAIL", "TRUCK", "12345678"}, []bool{true, true, false, true, true}, 0, false},
 		{"sliced source", []string{"x", "yy", "zzz", "wwww", "v"}, nil, 2, false},
-		{"long entry", []string{"A", "123456789"}, nil, 0, false},
+		{"priorities up to 16 bytes", []string{"1-URGENT", "2-HIGH", "4-NOT SPECIFIED", "", "0123456789abcdef"}, []bool{true, true, true, false, true}, 0, false},
+		{"long entry", []string{"A", "0123456789abcdefg"}, nil, 0, false},
 		{"missing rows", []string{"A", "B"}, nil, 0, true},
 	}
 	for _, tc := range cases {
