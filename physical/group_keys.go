@@ -586,8 +586,12 @@ func (t *groupTable) directRange(col arrow.Array, vals []int64, nulls bool) bool
 		return false
 	}
 	// Grow with headroom in the direction the keys went, so that keys
-	// arriving in order do not copy the index at every batch.
+	// arriving in order do not copy the index at every batch (none next to
+	// the int64 limits, where the headroom would pass them).
 	size := max(span, min(2*uint64(len(t.dgids)), directMax))
+	if lo > math.MaxInt64-directMax || hi < math.MinInt64+directMax {
+		size = span
+	}
 	newMin := lo
 	if t.dgids != nil && lo < t.dmin {
 		newMin = hi - int64(size) + 1

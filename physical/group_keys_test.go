@@ -80,6 +80,12 @@ func TestGroupTableIntKeyModes(t *testing.T) {
 			return int64(rng.IntN(2000)), false
 		},
 		"sparse": func(b, i int) (int64, bool) { return rng.Int64N(1<<50) * 3, rng.IntN(30) == 0 },
+		"ascending to the int64 limit": func(b, i int) (int64, bool) {
+			return math.MaxInt64 - 3000 + int64(b*300+i%400), false
+		},
+		"descending to the int64 limit": func(b, i int) (int64, bool) {
+			return math.MinInt64 + 4000 - int64(b*500+i), false
+		},
 		"extremes": func(b, i int) (int64, bool) {
 			return []int64{math.MinInt64, math.MaxInt64, 0, -1}[rng.IntN(4)], false
 		},
@@ -140,6 +146,13 @@ func TestGroupTableIntKeyModes(t *testing.T) {
 			}
 			if wantHashed := name == "far key later" || name == "sparse" || name == "extremes"; tab.hashed != wantHashed {
 				t.Errorf("hashed = %v, want %v", tab.hashed, wantHashed)
+			}
+			lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+			for k := range want {
+				lo, hi = min(lo, k), max(hi, k)
+			}
+			if span := uint64(hi) - uint64(lo) + 1; uint64(len(tab.dgids)) > 4*span {
+				t.Errorf("direct index of %d entries for a range of %d keys", len(tab.dgids), span)
 			}
 			keys := tab.buildKeys(0, tab.numGroups(), mem)
 			k := keys[0].(*array.Int64)
