@@ -45,7 +45,8 @@ func Plan(root physical.Operator) (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("distributed planning: %w", err)
 	}
-	p.add(body, passThrough(body), inputs, false)
+	// The final stage is always a stage of its own (never merged).
+	p.stages = append(p.stages, &Stage{ID: len(p.stages) + 1, Body: body, Output: passThrough(body), Inputs: inputs})
 	return &Graph{Stages: p.stages}, nil
 }
 
@@ -59,7 +60,7 @@ type planner struct {
 
 func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
 	key := reuseKey(body, out, broadcast)
-	if s := p.seen[key]; s != nil && key != "" {
+	if s := p.seen[key]; key != "" && s != nil {
 		s.Shared = true
 		return s
 	}
