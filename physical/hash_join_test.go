@@ -471,17 +471,7 @@ func TestHashJoinIntIndexKinds(t *testing.T) {
 			}
 			table.release()
 
-			for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
-				op, err := NewHashJoin(left, right, jt, lk, rk, nil, false, JoinCollectLeft)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := jaCollect(t, op, jaTC(mem, 3, 0))
-				want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(false, false))
-				if !slices.Equal(got, want) {
-					t.Fatalf("%s: got %d rows\n%s\nwant %d rows\n%s", jt, len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
-				}
-			}
+			checkEveryJoinType(t, mem, left, right, lk, rk, leftRows, rightRows, false, 3)
 		})
 	}
 }
@@ -533,17 +523,7 @@ func TestHashJoinClusteredBuild(t *testing.T) {
 	}
 	table.release()
 
-	for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
-		op, err := NewHashJoin(left, right, jt, lk, rk, nil, false, JoinCollectLeft)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := jaCollect(t, op, jaTC(mem, 1024, 0))
-		want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(false, false))
-		if !slices.Equal(got, want) {
-			t.Fatalf("%s: got %d rows, want %d", jt, len(got), len(want))
-		}
-	}
+	checkEveryJoinType(t, mem, left, right, lk, rk, leftRows, rightRows, false, 1024)
 }
 
 // TestHashJoinTwoIntegerKeys: a join on two integer columns packs them
@@ -586,17 +566,26 @@ func TestHashJoinTwoIntegerKeys(t *testing.T) {
 				t.Errorf("two integer keys were not packed into one")
 			}
 			table.release()
-			for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
-				op, err := NewHashJoin(left, right, jt, lk, rk, nil, false, JoinCollectLeft)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := jaCollect(t, op, jaTC(mem, 128, 0))
-				want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(true, false))
-				if !slices.Equal(got, want) {
-					t.Fatalf("%s: got %d rows, want %d\n%s", jt, len(got), len(want), strings.Join(got[:min(len(got), 10)], "\n"))
-				}
-			}
+			checkEveryJoinType(t, mem, left, right, lk, rk, leftRows, rightRows, true, 128)
 		})
+	}
+}
+
+// checkEveryJoinType runs a collect-left hash join of left and right on lk
+// = rk for every join type, with batches of batchSize rows, and compares
+// each answer with the reference over the same rows (multi: both key
+// columns are compared).
+func checkEveryJoinType(t *testing.T, mem memory.Allocator, left, right Operator, lk, rk []expr.Expr, leftRows, rightRows [][]any, multi bool, batchSize int) {
+	t.Helper()
+	for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
+		op, err := NewHashJoin(left, right, jt, lk, rk, nil, false, JoinCollectLeft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := jaCollect(t, op, jaTC(mem, batchSize, 0))
+		want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(multi, false))
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: got %d rows, want %d\n%s", jt, len(got), len(want), strings.Join(got[:min(len(got), 10)], "\n"))
+		}
 	}
 }
