@@ -1,6 +1,7 @@
 package physical
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -315,6 +316,9 @@ type groupTable struct {
 	hashed bool
 	verify []bool // scratch: row's group needs a key check (it was not new)
 	bad    []bool // scratch: row's hash matched another key
+	// lookupShortStrings scratch: each row's combination of codes, and
+	// each combination's group id+1 (0: not looked up yet).
+	combos, comboGids []int32
 }
 
 type groupSlot struct {
@@ -375,6 +379,14 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 		t.lookupInt(cols[0], n, gids, newRows)
 		return nil
 	}
+	if ok, err := t.lookupShortStrings(cols, n, gids, newRows); ok || err != nil {
+		return err
+	}
+	return t.lookupHashed(cols, n, gids, newRows)
+}
+
+// lookupHashed is lookup through the hash slots, for any keys.
+func (t *groupTable) lookupHashed(cols []arrow.Array, n int, gids []int32, newRows []bool) error {
 	if cap(t.hashes) < n {
 		t.hashes = make([]uint64, n)
 	}
@@ -435,6 +447,116 @@ func (t *groupTable) lookup(cols []arrow.Array, n int, gids []int32, newRows []b
 		}
 	}
 	return nil
+}
+
+// Short-string keys: up to shortKeyCols string key columns whose values in a
+// batch are at most 8 bytes long, without NULLs, and take at most
+// shortKeyDistinct values per column (flags, modes, priorities: q1 groups
+// 6M rows by l_returnflag and l_linestatus).
+const (
+	shortKeyCols     = 3
+	shortKeyDistinct = 16
+)
+
+// lookupShortStrings is lookup for a batch of short-string keys: each row's
+// values are mapped to small codes through per-column tables of the batch's
+// distinct values (one 8-byte word and a length each), and each combination
+// of codes is looked up in the hash slots once, through its first row; the
+// other rows of the combination take its group without hashing or
+// comparing strings. It reports false, having written nothing, for a batch
+// that is not like that.
+func (t *groupTable) lookupShortStrings(cols []arrow.Array, n int, gids []int32, newRows []bool) (bool, error) {
+	k := len(cols)
+	if k == 0 || k > shortKeyCols || n == 0 {
+		return false, nil
+	}
+	type column struct {
+		offs []int32
+		data []byte
+	}
+	var cs [shortKeyCols]column
+	for c, a := range cols {
+		s, ok := a.(*array.String)
+		if !ok || s.NullN() > 0 {
+			return false, nil
+		}
+		cs[c].offs = s.ValueOffsets()
+		if buf := s.Data().Buffers()[2]; buf != nil {
+			cs[c].data = buf.Bytes()
+		}
+	}
+	// Per column, an open-addressing table of 2*shortKeyDistinct slots of
+	// the distinct (word, length) pairs seen, and their codes.
+	const slots = 2 * shortKeyDistinct
+	var words [shortKeyCols][slots]uint64
+	var lens, codes [shortKeyCols][slots]int32 // lens: length+1, 0 = empty
+	var distinct [shortKeyCols]int32
+	t.combos = growSlice(t.combos[:0], n)
+	combos := t.combos
+	for i := 0; i < n; i++ {
+		combo := int32(0)
+		for c := 0; c < k; c++ {
+			b, e := int(cs[c].offs[i]), int(cs[c].offs[i+1])
+			l := e - b
+			if l > 8 {
+				return false, nil
+			}
+			var w uint64
+			if b+8 <= len(cs[c].data) {
+				w = binary.LittleEndian.Uint64(cs[c].data[b:]) & (^uint64(0) >> (64 - 8*uint(l)))
+			} else {
+				for j := e - 1; j >= b; j-- {
+					w = w<<8 | uint64(cs[c].data[j])
+				}
+			}
+			pos := mix(w^uint64(l)*0x9e3779b97f4a7c15) & (slots - 1)
+			for lens[c][pos] != 0 && (lens[c][pos] != int32(l)+1 || words[c][pos] != w) {
+				pos = (pos + 1) & (slots - 1)
+			}
+			if lens[c][pos] == 0 {
+				if distinct[c] == shortKeyDistinct {
+					return false, nil
+				}
+				words[c][pos], lens[c][pos], codes[c][pos] = w, int32(l)+1, distinct[c]
+				distinct[c]++
+			}
+			combo = combo*shortKeyDistinct + codes[c][pos]
+		}
+		combos[i] = combo
+	}
+	// Resolve each combination through its first row, in row order (so
+	// that groups are created in the order the hashed path would).
+	t.comboGids = growSlice(t.comboGids[:0], 1<<(4*k))
+	clear(t.comboGids)
+	for i := 0; i < n; i++ {
+		g := &t.comboGids[combos[i]]
+		if *g != 0 {
+			gids[i] = *g - 1
+			if newRows != nil {
+				newRows[i] = false
+			}
+			continue
+		}
+		one := make([]arrow.Array, k)
+		for c, a := range cols {
+			one[c] = array.NewSlice(a, int64(i), int64(i+1))
+		}
+		var gid [1]int32
+		var isNew [1]bool
+		err := t.lookupHashed(one, 1, gid[:], isNew[:])
+		for _, a := range one {
+			a.Release()
+		}
+		if err != nil {
+			return true, err
+		}
+		*g = gid[0] + 1
+		gids[i] = gid[0]
+		if newRows != nil {
+			newRows[i] = isNew[0]
+		}
+	}
+	return true, nil
 }
 
 // slowLookup finds or creates row i's group comparing full keys; it

@@ -1,6 +1,7 @@
 package physical
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -162,6 +163,100 @@ func TestGroupTableIntKeyModes(t *testing.T) {
 			for g, v := range order {
 				if (v == nil) != k.IsNull(g) || v != nil && k.Value(g) != *v {
 					t.Fatalf("group %d key %v, want %v", g, k.GetOneForMarshal(g), v)
+				}
+			}
+			joinReleaseArrays(keys)
+			tab.releaseSlots()
+		})
+	}
+}
+
+// TestGroupTableShortStringKeys feeds batches of one to three string key
+// columns, some the short-string path takes (values of up to 8 bytes, few
+// distinct) and some it must leave to the hashed path (a long value, a
+// NULL, too many distinct values, a buffer ending right after a value), in
+// turn, and checks every row's group and "new" flag against a map, and the
+// stored keys.
+func TestGroupTableShortStringKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	short := []string{"", "A", "N", "R", "F", "O", "MAIL", "SHIP", "REG AIR", "12345678", "a\x00"}
+	for cols := 1; cols <= 4; cols++ {
+		t.Run(fmt.Sprint(cols, " columns"), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			types := make([]arrow.DataType, cols)
+			for c := range types {
+				types[c] = plan.Utf8
+			}
+			tab, err := newGroupTable(types)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int32{}
+			var order []string
+			for b := 0; b < 12; b++ {
+				rows := 1 + rng.IntN(700)
+				kind := b % 4 // 0, 1: short; 2: a long value or a NULL; 3: many distinct
+				vals := make([][]string, cols)
+				valid := make([][]bool, cols)
+				for c := 0; c < cols; c++ {
+					vals[c], valid[c] = make([]string, rows), make([]bool, rows)
+					for i := 0; i < rows; i++ {
+						v := short[rng.IntN(4+c)]
+						switch {
+						case kind == 2 && i == rows/2 && c == 0:
+							v = "longer than eight"
+						case kind == 3:
+							v = fmt.Sprint(rng.IntN(40))
+						}
+						vals[c][i], valid[c][i] = v, !(kind == 2 && c == cols-1 && i == rows/3)
+					}
+				}
+				arrs := make([]arrow.Array, cols)
+				for c := range arrs {
+					bl := array.NewStringBuilder(mem)
+					bl.AppendValues(vals[c], valid[c])
+					arrs[c] = bl.NewArray()
+					bl.Release()
+				}
+				gids, isNew := make([]int32, rows), make([]bool, rows)
+				if err := tab.lookup(arrs, rows, gids, isNew); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < rows; i++ {
+					key := ""
+					for c := 0; c < cols; c++ {
+						if valid[c][i] {
+							key += fmt.Sprintf("%q|", vals[c][i])
+						} else {
+							key += "NULL|"
+						}
+					}
+					g, seen := want[key]
+					if !seen {
+						g = int32(len(order))
+						want[key] = g
+						order = append(order, key)
+					}
+					if gids[i] != g || isNew[i] == seen {
+						t.Fatalf("batch %d (kind %d) row %d %s: gid %d new %v, want %d new %v", b, kind, i, key, gids[i], isNew[i], g, !seen)
+					}
+				}
+				joinReleaseArrays(arrs)
+			}
+			keys := tab.buildKeys(0, tab.numGroups(), mem)
+			for g, key := range order {
+				got := ""
+				for c := 0; c < cols; c++ {
+					k := keys[c].(*array.String)
+					if k.IsNull(g) {
+						got += "NULL|"
+					} else {
+						got += fmt.Sprintf("%q|", k.Value(g))
+					}
+				}
+				if got != key {
+					t.Fatalf("group %d keys %s, want %s", g, got, key)
 				}
 			}
 			joinReleaseArrays(keys)
