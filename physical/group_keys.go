@@ -1,7 +1,6 @@
 package physical
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -501,14 +500,7 @@ func (t *groupTable) lookupShortStrings(cols []arrow.Array, n int, gids []int32,
 			if l > 8 {
 				return false, nil
 			}
-			var w uint64
-			if b+8 <= len(cs[c].data) {
-				w = binary.LittleEndian.Uint64(cs[c].data[b:]) & (^uint64(0) >> (64 - 8*uint(l)))
-			} else {
-				for j := e - 1; j >= b; j-- {
-					w = w<<8 | uint64(cs[c].data[j])
-				}
-			}
+			w := shortWord(cs[c].data, b, e)
 			pos := mix(w^uint64(l)*0x9e3779b97f4a7c15) & (slots - 1)
 			for lens[c][pos] != 0 && (lens[c][pos] != int32(l)+1 || words[c][pos] != w) {
 				pos = (pos + 1) & (slots - 1)
@@ -526,7 +518,11 @@ func (t *groupTable) lookupShortStrings(cols []arrow.Array, n int, gids []int32,
 	}
 	// Resolve each combination through its first row, in row order (so
 	// that groups are created in the order the hashed path would).
-	t.comboGids = growSlice(t.comboGids[:0], 1<<(4*k))
+	ncombos := 1
+	for range k {
+		ncombos *= shortKeyDistinct
+	}
+	t.comboGids = growSlice(t.comboGids[:0], ncombos)
 	clear(t.comboGids)
 	for i := 0; i < n; i++ {
 		g := &t.comboGids[combos[i]]

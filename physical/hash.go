@@ -145,13 +145,19 @@ func hashString(data []byte, b, e int) uint64 {
 	if l > 8 {
 		return xxhash.Sum64(data[b:e])
 	}
-	var w uint64
+	return mix(shortWord(data, b, e) ^ uint64(l)*0x9e3779b97f4a7c15)
+}
+
+// shortWord returns the bytes data[b:e] (at most 8) as one little-endian
+// word, zero above them: one load when the buffer has 8 bytes from b on,
+// byte by byte at its very end.
+func shortWord(data []byte, b, e int) uint64 {
 	if b+8 <= len(data) {
-		w = binary.LittleEndian.Uint64(data[b:]) & (^uint64(0) >> (64 - 8*uint(l)))
-	} else {
-		for k := e - 1; k >= b; k-- {
-			w = w<<8 | uint64(data[k])
-		}
+		return binary.LittleEndian.Uint64(data[b:]) & (^uint64(0) >> (64 - 8*uint(e-b)))
 	}
-	return mix(w ^ uint64(l)*0x9e3779b97f4a7c15)
+	var w uint64
+	for k := e - 1; k >= b; k-- {
+		w = w<<8 | uint64(data[k])
+	}
+	return w
 }
