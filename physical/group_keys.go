@@ -313,8 +313,12 @@ type groupTable struct {
 	dgids  []int32
 	dmin   int64
 	hashed bool
-	verify []bool // scratch: row's group needs a key check (it was not new)
-	bad    []bool // scratch: row's hash matched another key
+	// Hashed: the range of the keys seen since leaving the direct index
+	// (klo > khi: none), and whether the table went back to it already.
+	klo, khi int64
+	returned bool
+	verify   []bool // scratch: row's group needs a key check (it was not new)
+	bad      []bool // scratch: row's hash matched another key
 	// lookupShortStrings scratch: each row's combination of codes, and
 	// each combination's group id+1 (0: not looked up yet).
 	combos, comboGids []int32
@@ -601,12 +605,16 @@ func (t *groupTable) lookupInt(col arrow.Array, n int, gids []int32, newRows []b
 	store := t.keys[0]
 	store.prepare(col)
 	nulls := col.NullN() > 0
+	if t.hashed && !t.returned {
+		t.maybeReturnDirect(col, vals[:n], nulls)
+	}
 	if !t.hashed {
 		if t.directRange(col, vals[:n], nulls) {
 			t.lookupDirect(col, vals[:n], nulls, gids, newRows)
 			return
 		}
 		t.leaveDirect()
+		t.trackKeys(col, vals[:n], nulls)
 	}
 	// Size the table for the worst case (every row new) up front, so that
 	// slot positions stay valid for the whole batch.
@@ -751,13 +759,57 @@ func (t *groupTable) lookupDirect(col arrow.Array, vals []int64, nulls bool, gid
 	}
 }
 
+// returnMinGroups is the fewest groups a hashed table must have before
+// maybeReturnDirect considers the direct index again: below it the slots
+// stay in cache.
+const returnMinGroups = 1 << 16
+
+// maybeReturnDirect moves a hashed table back to a direct index, once, when
+// its groups have become dense enough in the range of the keys seen (those
+// of vals included): a final aggregate fed by sorted partial results sees
+// its key range whole in the first batches, long before it has groups
+// enough to fill it (q18: 750K groups per partition over 6M order keys).
+func (t *groupTable) maybeReturnDirect(col arrow.Array, vals []int64, nulls bool) {
+	t.trackKeys(col, vals, nulls)
+	if int(t.n) < returnMinGroups || t.khi < t.klo {
+		return
+	}
+	span := uint64(t.khi) - uint64(t.klo) + 1
+	if span == 0 || span > directMax || span > directSparse*uint64(t.n) {
+		return
+	}
+	t.returned, t.hashed = true, false
+	t.dgids, t.dmin = allocSlice[int32](int(span)), t.klo
+	for _, sl := range t.slots {
+		if sl.gid != 0 {
+			t.dgids[int64(sl.hash)-t.klo] = sl.gid
+		}
+	}
+	freeSlice(t.slots)
+	t.slots = allocSlice[groupSlot](64)
+}
+
+// trackKeys widens the hashed table's key range to the non-NULL keys of
+// vals.
+func (t *groupTable) trackKeys(col arrow.Array, vals []int64, nulls bool) {
+	for i, v := range vals {
+		if nulls && col.IsNull(i) {
+			continue
+		}
+		t.klo, t.khi = min(t.klo, v), max(t.khi, v)
+	}
+}
+
 // leaveDirect moves the groups of the direct index into the slots; the
-// table stays hashed from then on.
+// table stays hashed from then on (unless maybeReturnDirect moves it back,
+// once).
 func (t *groupTable) leaveDirect() {
 	t.hashed = true
+	t.klo, t.khi = math.MaxInt64, math.MinInt64
 	if t.dgids == nil {
 		return
 	}
+	t.klo, t.khi = t.dmin, t.dmin+int64(len(t.dgids))-1
 	for int(t.n)*2 >= len(t.slots) {
 		t.grow()
 	}

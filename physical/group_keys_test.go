@@ -264,3 +264,82 @@ func TestGroupTableShortStringKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupTableReturnsToDirect: keys that span a wide range from the first
+// batches (two sorted streams far apart, as a final aggregate reads its
+// partial results) send the table to its slots; once its groups fill the
+// range densely enough it moves back to a direct index, once, and a far
+// key later sends it to the slots for good. Every row's group and "new"
+// flag is checked against a map, before and after each move.
+func TestGroupTableReturnsToDirect(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tab, err := newGroupTable([]arrow.DataType{plan.Int64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]int32{}
+	nullGid := int32(-1)
+	next := int32(0)
+	const rows = 1000
+	gids, isNew := make([]int32, rows), make([]bool, rows)
+	var wasHashed bool
+	for b := 0; b < 302; b++ {
+		bld := array.NewInt64Builder(mem)
+		vals := make([]int64, rows)
+		nulls := make([]bool, rows)
+		for i := range vals {
+			base := int64(b/2) * rows * 8
+			if b%2 == 1 {
+				base += 3_000_000
+			}
+			vals[i] = base + int64(i)*8
+			if b == 301 && i == 5 {
+				vals[i] = 1 << 40 // far away: back to the slots, for good
+			}
+			if b == 1 && i == 9 {
+				// Only in the batch that leaves the direct index: the
+				// range kept while hashed must still cover it.
+				vals[i] = 4_300_000
+			}
+			if b == 100 && i == 7 {
+				nulls[i] = true
+				bld.AppendNull()
+				continue
+			}
+			bld.Append(vals[i])
+		}
+		col := bld.NewArray()
+		bld.Release()
+		if err := tab.lookup([]arrow.Array{col}, rows, gids, isNew); err != nil {
+			t.Fatal(err)
+		}
+		col.Release()
+		for i := range vals {
+			var g int32
+			seen := true
+			if nulls[i] {
+				if nullGid < 0 {
+					nullGid, seen = next, false
+					next++
+				}
+				g = nullGid
+			} else if g, seen = want[vals[i]]; !seen {
+				g = next
+				want[vals[i]] = g
+				next++
+			}
+			if gids[i] != g || isNew[i] == seen {
+				t.Fatalf("batch %d row %d key %d: gid %d new %v, want %d new %v", b, i, vals[i], gids[i], isNew[i], g, !seen)
+			}
+		}
+		wasHashed = wasHashed || tab.hashed
+		if b == 299 && (!wasHashed || tab.hashed || !tab.returned) {
+			t.Fatalf("after batch %d: went hashed %v, hashed now %v, returned %v; want back on a direct index", b, wasHashed, tab.hashed, tab.returned)
+		}
+	}
+	if !tab.hashed {
+		t.Errorf("a key 2^40 away did not send the table back to its slots")
+	}
+	tab.releaseSlots()
+}
