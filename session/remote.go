@@ -289,9 +289,40 @@ func (w *jobStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		w.job.cancelJob()
 		return nil, fmt.Errorf("query cancelled")
 	}
-	// A broken data stream: prefer the job's own error when it has one.
+	// A broken data stream: prefer the job's own error when it has one. A
+	// failed job's queues are released, so the read may break before the
+	// status stream delivers the failure: ask the scheduler.
+	if jerr := w.jobError(); jerr != nil {
+		return nil, jerr
+	}
 	w.job.cancelJob()
 	return nil, err
+}
+
+// jobError returns the job's error if the scheduler has it failed or
+// cancelled, or nil.
+func (w *jobStream) jobError() error {
+	select {
+	case ferr := <-w.failed:
+		return ferr
+	default:
+	}
+	if w.job.id == "" {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := w.job.r.client.GetJobStatus(cctx, &rpc.GetJobStatusRequest{JobId: w.job.id})
+	if err != nil {
+		return nil
+	}
+	switch st.State {
+	case rpc.JobState_JOB_FAILED:
+		return userError(st.Error)
+	case rpc.JobState_JOB_CANCELLED:
+		return fmt.Errorf("query cancelled")
+	}
+	return nil
 }
 
 func (w *jobStream) Close() {
