@@ -99,57 +99,21 @@ func TestGroupTableIntKeyModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[int64]int32{}
-			nullGid := int32(-1)
-			var order []*int64
+			ref := newIntGroupRef()
 			const rows = 500
-			gids, newRows := make([]int32, rows), make([]bool, rows)
 			for b := 0; b < 8; b++ {
-				bld := array.NewInt64Builder(mem)
 				vals := make([]int64, rows)
 				isNull := make([]bool, rows)
 				for i := range vals {
 					vals[i], isNull[i] = gen(b, i)
-					if isNull[i] {
-						bld.AppendNull()
-					} else {
-						bld.Append(vals[i])
-					}
 				}
-				col := bld.NewArray()
-				bld.Release()
-				if err := tab.lookup([]arrow.Array{col}, rows, gids, newRows); err != nil {
-					t.Fatal(err)
-				}
-				for i := range vals {
-					g, seen := want[vals[i]], true
-					if isNull[i] {
-						g, seen = nullGid, nullGid >= 0
-					} else {
-						_, seen = want[vals[i]]
-					}
-					if !seen {
-						g = int32(len(order))
-						if isNull[i] {
-							nullGid = g
-							order = append(order, nil)
-						} else {
-							want[vals[i]] = g
-							v := vals[i]
-							order = append(order, &v)
-						}
-					}
-					if gids[i] != g || newRows[i] == seen {
-						t.Fatalf("batch %d row %d key %d (null %v): gid %d new %v, want %d new %v", b, i, vals[i], isNull[i], gids[i], newRows[i], g, !seen)
-					}
-				}
-				col.Release()
+				ref.lookupAndCheck(t, mem, tab, vals, isNull, fmt.Sprint("batch ", b))
 			}
 			if wantHashed := name == "far key later" || name == "sparse" || name == "extremes"; tab.hashed != wantHashed {
 				t.Errorf("hashed = %v, want %v", tab.hashed, wantHashed)
 			}
 			lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-			for k := range want {
+			for k := range ref.want {
 				lo, hi = min(lo, k), max(hi, k)
 			}
 			if span := uint64(hi) - uint64(lo) + 1; uint64(len(tab.dgids)) > 4*span {
@@ -157,6 +121,7 @@ func TestGroupTableIntKeyModes(t *testing.T) {
 			}
 			keys := tab.buildKeys(0, tab.numGroups(), mem)
 			k := keys[0].(*array.Int64)
+			order := ref.order
 			if k.Len() != len(order) {
 				t.Fatalf("%d groups, want %d", k.Len(), len(order))
 			}
@@ -278,14 +243,10 @@ func TestGroupTableReturnsToDirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]int32{}
-	nullGid := int32(-1)
-	next := int32(0)
+	ref := newIntGroupRef()
 	const rows = 1000
-	gids, isNew := make([]int32, rows), make([]bool, rows)
 	var wasHashed bool
 	for b := 0; b < 302; b++ {
-		bld := array.NewInt64Builder(mem)
 		vals := make([]int64, rows)
 		nulls := make([]bool, rows)
 		for i := range vals {
@@ -302,37 +263,9 @@ func TestGroupTableReturnsToDirect(t *testing.T) {
 				// range kept while hashed must still cover it.
 				vals[i] = 4_300_000
 			}
-			if b == 100 && i == 7 {
-				nulls[i] = true
-				bld.AppendNull()
-				continue
-			}
-			bld.Append(vals[i])
+			nulls[i] = b == 100 && i == 7
 		}
-		col := bld.NewArray()
-		bld.Release()
-		if err := tab.lookup([]arrow.Array{col}, rows, gids, isNew); err != nil {
-			t.Fatal(err)
-		}
-		col.Release()
-		for i := range vals {
-			var g int32
-			seen := true
-			if nulls[i] {
-				if nullGid < 0 {
-					nullGid, seen = next, false
-					next++
-				}
-				g = nullGid
-			} else if g, seen = want[vals[i]]; !seen {
-				g = next
-				want[vals[i]] = g
-				next++
-			}
-			if gids[i] != g || isNew[i] == seen {
-				t.Fatalf("batch %d row %d key %d: gid %d new %v, want %d new %v", b, i, vals[i], gids[i], isNew[i], g, !seen)
-			}
-		}
+		ref.lookupAndCheck(t, mem, tab, vals, nulls, fmt.Sprint("batch ", b))
 		wasHashed = wasHashed || tab.hashed
 		if b == 299 && (!wasHashed || tab.hashed || !tab.returned) {
 			t.Fatalf("after batch %d: went hashed %v, hashed now %v, returned %v; want back on a direct index", b, wasHashed, tab.hashed, tab.returned)
@@ -342,4 +275,53 @@ func TestGroupTableReturnsToDirect(t *testing.T) {
 		t.Errorf("a key 2^40 away did not send the table back to its slots")
 	}
 	tab.releaseSlots()
+}
+
+// intGroupRef is the grouping integer keys must get: group ids in order of
+// first appearance, all NULLs one group.
+type intGroupRef struct {
+	want    map[int64]int32
+	nullGid int32
+	order   []*int64 // each group's key (nil: NULL)
+}
+
+func newIntGroupRef() *intGroupRef { return &intGroupRef{want: map[int64]int32{}, nullGid: -1} }
+
+// lookupAndCheck looks up vals (nulls[i]: row i is NULL) in tab and checks
+// every row's group id and "new" flag against the reference.
+func (r *intGroupRef) lookupAndCheck(t *testing.T, mem memory.Allocator, tab *groupTable, vals []int64, nulls []bool, label string) {
+	t.Helper()
+	bld := array.NewInt64Builder(mem)
+	bld.AppendValues(vals, nil)
+	for i, null := range nulls {
+		if null {
+			bld.SetNull(i)
+		}
+	}
+	col := bld.NewArray()
+	bld.Release()
+	defer col.Release()
+	gids, isNew := make([]int32, len(vals)), make([]bool, len(vals))
+	if err := tab.lookup([]arrow.Array{col}, len(vals), gids, isNew); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals {
+		g, seen := r.want[v]
+		if nulls[i] {
+			g, seen = r.nullGid, r.nullGid >= 0
+		}
+		if !seen {
+			g = int32(len(r.order))
+			if nulls[i] {
+				r.nullGid = g
+				r.order = append(r.order, nil)
+			} else {
+				r.want[v] = g
+				r.order = append(r.order, &v)
+			}
+		}
+		if gids[i] != g || isNew[i] == seen {
+			t.Fatalf("%s row %d key %d (null %v): gid %d new %v, want %d new %v", label, i, v, nulls[i], gids[i], isNew[i], g, !seen)
+		}
+	}
 }
