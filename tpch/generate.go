@@ -24,7 +24,8 @@ const CompleteMarker = ".complete"
 //
 //	1: snappy, dictionaries on every column
 //	2: as 1, but near-unique columns written plain (see plainColumns)
-const FormatVersion = 2
+//	3: as 2, but near-unique integers and decimals delta encoded (deltaColumns)
+const FormatVersion = 3
 
 func markerText(sf int) string {
 	return fmt.Sprintf("scale_factor=%d\nformat=%d\n", sf, FormatVersion)

@@ -125,7 +125,7 @@ func startSink(dir string, cancel context.CancelFunc) *parquetSink {
 		done:   make(chan struct{}),
 		files:  map[string]*openFile{},
 		cancel: cancel,
-		wprops: parquet.NewWriterProperties(append(plainEncoded(),
+		wprops: parquet.NewWriterProperties(append(columnEncodings(),
 			parquet.WithCompression(compress.Codecs.Snappy),
 			parquet.WithStats(true),
 			parquet.WithDictionaryDefault(true),
@@ -232,26 +232,52 @@ func (s *parquetSink) close() error {
 	return s.err
 }
 
-// plainColumns are the columns whose values are unique or nearly so within a
-// row group: keys, prices, names, addresses, phones and comments. A
-// dictionary saves nothing on them, the writer gives up on it part way
+// Columns whose values are unique or nearly so within a row group (keys,
+// prices, names, addresses, phones, comments) are written without a
+// dictionary: it saves nothing on them, the writer gives up on it part way
 // through a row group anyway (the dictionary page limit), and readers pay for
 // decoding the dictionary and gathering through it. Measured on SF 1 with
 // the 22 queries in process: 5.75 s with dictionaries on every column, 5.06 s
 // with these written plain; DuckDB on the same files was unchanged.
-var plainColumns = []string{
-	"p_partkey", "p_name", "p_retailprice", "p_comment",
-	"s_suppkey", "s_name", "s_address", "s_phone", "s_comment",
-	"ps_partkey", "ps_suppkey", "ps_supplycost", "ps_comment",
-	"c_custkey", "c_name", "c_address", "c_phone", "c_acctbal", "c_comment",
-	"o_orderkey", "o_custkey", "o_totalprice", "o_comment",
-	"l_orderkey", "l_partkey", "l_suppkey", "l_extendedprice", "l_comment",
+//
+// The integer and decimal ones among them (deltaColumns) are written
+// DELTA_BINARY_PACKED, Parquet's encoding for integers: sorted keys take a
+// few bits a value, random keys and prices about 20. Written PLAIN, their
+// 8-byte values are mostly zero bytes, which snappy turns into a stream of
+// tiny copies that decodes slowly: on the pipelined cluster that
+// decompression was 27 % of the CPU of the 22 queries; delta encoded, the
+// decoding is 12 %. The 22 queries twice on the pipelined cluster took
+// 6.8 s before and 5.3–5.6 s after, DuckDB's 22 on the same files 2.27 s
+// before and 1.49 s after; lineitem shrank from 197 to 151 MB. Every common
+// Parquet reader (DuckDB, Spark, Arrow) reads the encoding.
+var deltaColumns = []string{
+	"p_partkey", "p_retailprice",
+	"s_suppkey",
+	"ps_partkey", "ps_suppkey", "ps_supplycost",
+	"c_custkey", "c_acctbal",
+	"o_orderkey", "o_custkey", "o_totalprice",
+	"l_orderkey", "l_partkey", "l_suppkey", "l_extendedprice",
 }
 
-func plainEncoded() []parquet.WriterProperty {
-	ps := make([]parquet.WriterProperty, len(plainColumns))
-	for i, c := range plainColumns {
-		ps[i] = parquet.WithDictionaryFor(c, false)
+var plainColumns = []string{
+	"p_name", "p_comment",
+	"s_name", "s_address", "s_phone", "s_comment",
+	"ps_comment",
+	"c_name", "c_address", "c_phone", "c_comment",
+	"o_comment",
+	"l_comment",
+}
+
+// columnEncodings lists the writer properties of deltaColumns and
+// plainColumns; every other column is dictionary encoded.
+func columnEncodings() []parquet.WriterProperty {
+	var ps []parquet.WriterProperty
+	for _, c := range deltaColumns {
+		ps = append(ps, parquet.WithDictionaryFor(c, false),
+			parquet.WithEncodingFor(c, parquet.Encodings.DeltaBinaryPacked))
+	}
+	for _, c := range plainColumns {
+		ps = append(ps, parquet.WithDictionaryFor(c, false))
 	}
 	return ps
 }
