@@ -257,45 +257,134 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	rawDecimals := readDecimalsRaw(fr.Manifest, rdr, fields)
-	rr, err := fr.GetRecordReader(ctx, leaves, rowGroups)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+	// Delta-encoded integer columns are decoded here (parquet_delta.go);
+	// arrow's record reader reads the rest.
+	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
+	deltaCols := make([]*deltaColumn, len(fields))
+	var arrowLeaves []int
+	for j, c := range fields {
+		if delta[j] {
+			deltaCols[j] = newDeltaColumn(rdr, fr.Manifest.Fields[c].ColIndex, rowGroups)
+			defer deltaCols[j].close()
+			continue
+		}
+		arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
 	}
-	defer rr.Release()
+	var rr pqarrow.RecordReader
+	if len(arrowLeaves) > 0 {
+		if rr, err = fr.GetRecordReader(ctx, arrowLeaves, rowGroups); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		defer rr.Release()
+	}
+	var rowsLeft int64
+	for _, rg := range rowGroups {
+		rowsLeft += rdr.MetaData().RowGroup(rg).NumRows()
+	}
+	var readSchema *arrow.Schema
 	castCtx := compute.WithAllocator(ctx, mem)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !rr.Next() {
-			break
-		}
-		rec := rr.RecordBatch()
-		if rec.NumRows() == 0 {
-			continue
-		}
-		if vf == nil {
-			vf = s.valueFilters(filters, rec, readPos)
-		}
-		sel, keep := vf.selection(mem, rec, readPos)
-		if keep {
-			sel, keep = df.selection(mem, rec, readPos, sel)
-		}
-		if !keep {
-			continue
-		}
-		out, err := s.shape(castCtx, mem, rec, readPos, sel, rawDecimals)
+		rec, err := nextReadBatch(mem, rr, deltaCols, fr.Manifest, fields, &readSchema, batchSize, rowsLeft)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if rec == nil {
+			break
+		}
+		rowsLeft -= rec.NumRows()
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		out, err := s.filterAndShape(castCtx, mem, rec, readPos, rawDecimals, filters, &vf, df)
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if out == nil {
+			continue
 		}
 		if err := emit(out); err != nil {
 			return err
 		}
 	}
-	if err := rr.Err(); err != nil && err != io.EOF {
-		return fmt.Errorf("read %s: %w", path, err)
+	if rr != nil {
+		if err := rr.Err(); err != nil && err != io.EOF {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	if rowsLeft != 0 {
+		return fmt.Errorf("read %s: %d rows of the row groups were not read", path, rowsLeft)
 	}
 	return nil
+}
+
+// nextReadBatch returns the next batch as read, one column per read field:
+// arrow's record reader's columns and the delta columns', or nil at the
+// end. The caller releases it.
+func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, deltaCols []*deltaColumn, m *pqarrow.SchemaManifest, fields []int, readSchema **arrow.Schema, batchSize int, rowsLeft int64) (arrow.RecordBatch, error) {
+	var rec arrow.RecordBatch
+	n := min(int64(batchSize), rowsLeft)
+	if rr != nil {
+		if !rr.Next() {
+			return nil, nil
+		}
+		rec = rr.RecordBatch()
+		n = rec.NumRows()
+	} else if n == 0 {
+		return nil, nil
+	}
+	cols := make([]arrow.Array, len(fields))
+	k := 0
+	for j := range fields {
+		if deltaCols[j] == nil {
+			cols[j] = rec.Column(k)
+			cols[j].Retain()
+			k++
+			continue
+		}
+		a, err := deltaCols[j].read(mem, int(n))
+		if err != nil {
+			for _, c := range cols[:j] {
+				c.Release()
+			}
+			return nil, fmt.Errorf("column %s: %w", m.Fields[fields[j]].Field.Name, err)
+		}
+		cols[j] = a
+	}
+	if *readSchema == nil {
+		fs := make([]arrow.Field, len(fields))
+		for j := range fields {
+			fs[j] = arrow.Field{Name: m.Fields[fields[j]].Field.Name, Type: cols[j].DataType(), Nullable: true}
+		}
+		*readSchema = arrow.NewSchema(fs, nil)
+	}
+	out := array.NewRecordBatch(*readSchema, cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
+}
+
+// filterAndShape applies the scan's value and dictionary filters to a
+// batch as read and shapes the rows that pass (nil when none does). The
+// value filters are chosen at the first batch, when the read types are
+// known.
+func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, rawDecimals []bool, filters []expr.Expr, vf **valueFilters, df dictFilters) (arrow.RecordBatch, error) {
+	if *vf == nil {
+		*vf = s.valueFilters(filters, rec, readPos)
+	}
+	sel, keep := (*vf).selection(mem, rec, readPos)
+	if keep {
+		sel, keep = df.selection(mem, rec, readPos, sel)
+	}
+	if !keep {
+		return nil, nil
+	}
+	return s.shape(ctx, mem, rec, readPos, sel, rawDecimals)
 }
 
 // shape builds an output batch from a batch as read: columns in projection

@@ -1,0 +1,238 @@
+package physical
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// deltaFile writes cols as required INT64 columns c0, c1, ... with
+// DELTA_BINARY_PACKED, rowGroup rows per row group and small data pages,
+// and opens it.
+func deltaFile(t testing.TB, rowGroup int64, cols ...[]int64) *file.Reader {
+	t.Helper()
+	var fields []arrow.Field
+	var arrs []arrow.Array
+	for i, c := range cols {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		b.AppendValues(c, nil)
+		arrs = append(arrs, b.NewArray())
+		b.Release()
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("c%d", i), Type: arrow.PrimitiveTypes.Int64})
+	}
+	sc := arrow.NewSchema(fields, nil)
+	rec := array.NewRecordBatch(sc, arrs, int64(len(cols[0])))
+	defer rec.Release()
+	for _, a := range arrs {
+		a.Release()
+	}
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(
+		parquet.WithDictionaryDefault(false),
+		parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked),
+		parquet.WithDataPageSize(4096),
+		parquet.WithMaxRowGroupLength(rowGroup),
+	)
+	w, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rdr
+}
+
+// deltaPatterns are columns that exercise every bit width: sorted keys,
+// random values of several widths, negatives, constants and the int64
+// extremes (whose differences wrap).
+func deltaPatterns(n int) map[string][]int64 {
+	r := rand.New(rand.NewPCG(1, 2))
+	pats := map[string][]int64{}
+	sorted := make([]int64, n)
+	for i := range sorted {
+		sorted[i] = int64(i/4)*3 + 1
+	}
+	pats["sorted"] = sorted
+	for _, bitsWide := range []uint{1, 7, 8, 13, 24, 31, 33, 48, 56, 57, 63} {
+		v := make([]int64, n)
+		for i := range v {
+			v[i] = int64(r.Uint64() >> (64 - bitsWide))
+		}
+		pats[fmt.Sprintf("random%d", bitsWide)] = v
+	}
+	full := make([]int64, n)
+	for i := range full {
+		full[i] = int64(r.Uint64())
+	}
+	pats["full64"] = full
+	ext := make([]int64, n)
+	for i := range ext {
+		ext[i] = []int64{math.MinInt64, math.MaxInt64, 0, -1, 1}[r.IntN(5)]
+	}
+	pats["extremes"] = ext
+	neg := make([]int64, n)
+	for i := range neg {
+		neg[i] = -int64(r.IntN(1000)) - 5000*int64(i)
+	}
+	pats["descending"] = neg
+	constant := make([]int64, n)
+	for i := range constant {
+		constant[i] = 42
+	}
+	pats["constant"] = constant
+	return pats
+}
+
+func TestDeltaColumnMatchesValues(t *testing.T) {
+	for _, n := range []int{1, 2, 31, 33, 127, 129, 1000, 20000} {
+		for name, vals := range deltaPatterns(n) {
+			rdr := deltaFile(t, 7000, vals)
+			groups := make([]int, rdr.NumRowGroups())
+			for i := range groups {
+				groups[i] = i
+			}
+			c := newDeltaColumn(rdr, 0, groups)
+			var got []int64
+			// Odd batch sizes cross page and row-group boundaries.
+			for len(got) < n {
+				k := min(n-len(got), 1+len(got)%5000)
+				a, err := c.read(memory.DefaultAllocator, k)
+				if err != nil {
+					t.Fatalf("%s n=%d: %v", name, n, err)
+				}
+				got = append(got, a.(*array.Int64).Int64Values()...)
+				a.Release()
+			}
+			c.close()
+			if !slices.Equal(got, vals) {
+				for i := range got {
+					if got[i] != vals[i] {
+						t.Fatalf("%s n=%d: row %d = %d, want %d", name, n, i, got[i], vals[i])
+					}
+				}
+			}
+			if _, err := c.read(memory.DefaultAllocator, 1); err == nil {
+				t.Fatalf("%s n=%d: a read past the end did not fail", name, n)
+			}
+		}
+	}
+}
+
+func TestDeltaColumnsChosenOnlyForDeltaPages(t *testing.T) {
+	rdr := deltaFile(t, 1000, deltaPatterns(100)["sorted"])
+	m, err := pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deltaColumns(m, rdr, []int{0}, []int{0}); !got[0] {
+		t.Fatal("a delta-encoded required INT64 column was not chosen")
+	}
+	// The same values written with the default encodings are not.
+	var buf bytes.Buffer
+	sc := arrow.NewSchema([]arrow.Field{{Name: "c0", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues([]int64{1, 2, 3}, nil)
+	a := b.NewArray()
+	rec := array.NewRecordBatch(sc, []arrow.Array{a}, 3)
+	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	plain, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := pqarrow.NewSchemaManifest(plain.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deltaColumns(pm, plain, []int{0}, []int{0}); got[0] {
+		t.Fatal("a dictionary-encoded column was chosen for the delta decoder")
+	}
+}
+
+func TestDecodeDeltaRejectsCorruptPages(t *testing.T) {
+	rdr := deltaFile(t, 1000, deltaPatterns(300)["random24"])
+	pr, err := rdr.RowGroup(0).GetColumnPageReader(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pr.Next() {
+		t.Fatal(pr.Err())
+	}
+	page := slices.Clone(pr.Page().Data())
+	n := int(pr.Page().NumValues())
+	out := make([]int64, n)
+	if err := decodeDeltaBinaryPacked(page, out); err != nil {
+		t.Fatal(err)
+	}
+	// Every truncation fails with an error, never a panic or a short read.
+	for cut := 0; cut < len(page); cut++ {
+		if err := decodeDeltaBinaryPacked(page[:cut], out); err == nil {
+			t.Fatalf("page cut to %d of %d bytes decoded without error", cut, len(page))
+		}
+	}
+	if err := decodeDeltaBinaryPacked(page, make([]int64, n+1)); err == nil {
+		t.Fatal("a value count other than the page's was accepted")
+	}
+}
+
+func BenchmarkDeltaColumn(b *testing.B) {
+	for _, name := range []string{"sorted", "random24"} {
+		vals := deltaPatterns(1 << 20)[name]
+		rdr := deltaFile(b, 1<<20, vals)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(8 << 20)
+			for b.Loop() {
+				c := newDeltaColumn(rdr, 0, []int{0})
+				for done := 0; done < len(vals); done += 8192 {
+					a, err := c.read(Allocator, 8192)
+					if err != nil {
+						b.Fatal(err)
+					}
+					a.Release()
+				}
+				c.close()
+			}
+		})
+		// arrow's record reader on the same file, for comparison.
+		b.Run("arrow/"+name, func(b *testing.B) {
+			b.SetBytes(8 << 20)
+			fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 8192}, Allocator)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				rr, err := fr.GetRecordReader(b.Context(), []int{0}, []int{0})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rr.Next() {
+				}
+				rr.Release()
+			}
+		})
+	}
+}
