@@ -257,6 +257,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	rawDecimals := readDecimalsRaw(fr.Manifest, rdr, fields)
+	rawDates := readDatesRaw(fr.Manifest, rdr, fields)
 	// Delta-encoded integer columns are decoded here (parquet_delta.go);
 	// arrow's record reader reads the rest.
 	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
@@ -287,7 +288,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rec, err := nextReadBatch(mem, rr, deltaCols, fr.Manifest, fields, &readSchema, batchSize, rowsLeft)
+		rec, err := nextReadBatch(mem, rr, deltaCols, rawDates, fr.Manifest, fields, &readSchema, batchSize, rowsLeft)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
@@ -324,8 +325,9 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 
 // nextReadBatch returns the next batch as read, one column per read field:
 // arrow's record reader's columns and the delta columns', or nil at the
-// end. The caller releases it.
-func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, deltaCols []*deltaColumn, m *pqarrow.SchemaManifest, fields []int, readSchema **arrow.Schema, batchSize int, rowsLeft int64) (arrow.RecordBatch, error) {
+// end; dates read as their stored integers (rawDates) are Date32 again.
+// The caller releases it.
+func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, deltaCols []*deltaColumn, rawDates []bool, m *pqarrow.SchemaManifest, fields []int, readSchema **arrow.Schema, batchSize int, rowsLeft int64) (arrow.RecordBatch, error) {
 	var rec arrow.RecordBatch
 	n := min(int64(batchSize), rowsLeft)
 	if rr != nil {
@@ -342,8 +344,15 @@ func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, deltaCols []*d
 	for j := range fields {
 		if deltaCols[j] == nil {
 			cols[j] = rec.Column(k)
-			cols[j].Retain()
 			k++
+			if rawDates[j] && cols[j].DataType().ID() == arrow.INT32 {
+				d := cols[j].Data()
+				dd := array.NewData(arrow.FixedWidthTypes.Date32, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+				cols[j] = array.NewDate32Data(dd)
+				dd.Release()
+				continue
+			}
+			cols[j].Retain()
 			continue
 		}
 		a, err := deltaCols[j].read(mem, int(n))
@@ -1069,6 +1078,29 @@ func readDecimalsRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) 
 		}
 		f := *sf.Field
 		f.Type = t
+		sf.Field = &f
+		raw[j] = true
+	}
+	return raw
+}
+
+// readDatesRaw sets the manifest to read the DATE32 fields among fields as
+// Int32, and marks them: arrow's reader hands INT32 columns over without a
+// copy, but copies them value by value into a new buffer as Date32. The
+// scan turns them back into Date32 over the same buffers.
+func readDatesRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) []bool {
+	raw := make([]bool, len(fields))
+	for j, c := range fields {
+		if c < 0 || c >= len(m.Fields) {
+			continue
+		}
+		sf := &m.Fields[c]
+		if !sf.IsLeaf() || sf.Field.Type.ID() != arrow.DATE32 ||
+			rdr.MetaData().Schema.Column(sf.ColIndex).PhysicalType() != parquet.Types.Int32 {
+			continue
+		}
+		f := *sf.Field
+		f.Type = arrow.PrimitiveTypes.Int32
 		sf.Field = &f
 		raw[j] = true
 	}

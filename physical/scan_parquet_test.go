@@ -828,3 +828,122 @@ func writeParquetArrow(t *testing.T, path string, rec arrow.RecordBatch, aprops 
 		t.Fatal(err)
 	}
 }
+
+// TestParquetScanDeltaKeysAndDates reads a file whose required integers
+// and decimals are delta encoded (the scan's own decoder) and whose
+// nullable dates are read as integers and turned back into Date32, over
+// several row groups, alone and next to columns arrow's reader reads,
+// with and without a filter on the dates.
+func TestParquetScanDeltaKeysAndDates(t *testing.T) {
+	money := &arrow.Decimal128Type{Precision: 15, Scale: 2}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "price", Type: money},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "tag", Type: arrow.BinaryTypes.String},
+	}, nil)
+	const n = 5000
+	key := func(i int) int64 { return int64(i/3)*7 - 1000 }
+	price := func(i int) int64 { return int64(i*7919%100000) - 20000 }
+	day := func(i int) (int32, bool) { return int32(9000 + i%400), i%11 != 3 }
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(key(i))
+		b.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(price(i)))
+		if d, ok := day(i); ok {
+			b.Field(2).(*array.Date32Builder).Append(arrow.Date32(d))
+		} else {
+			b.Field(2).AppendNull()
+		}
+		b.Field(3).(*array.StringBuilder).Append(itoa(i % 5))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "delta.parquet")
+	writeParquetWith(t, path, rec,
+		parquet.WithStoreDecimalAsInteger(true),
+		parquet.WithMaxRowGroupLength(1700),
+		parquet.WithDataPageSize(2048),
+		parquet.WithDictionaryFor("k", false), parquet.WithEncodingFor("k", parquet.Encodings.DeltaBinaryPacked),
+		parquet.WithDictionaryFor("price", false), parquet.WithEncodingFor("price", parquet.Encodings.DeltaBinaryPacked))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dayCol := &expr.Column{Index: 2, Name: "day", Type: arrow.FixedWidthTypes.Date32}
+	dayFilter := &expr.Binary{Op: plan.OpLt, L: dayCol, R: &expr.Literal{Value: plan.Literal{Typ: plan.Date32, Val: int32(9100)}}, Type: arrow.FixedWidthTypes.Boolean}
+	for _, projection := range [][]int{{0}, {2, 0, 1, 3}, {1, 2}} {
+		for _, filtered := range []bool{false, true} {
+			if filtered && !slices.Contains(projection, 2) {
+				continue
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			var op Operator = NewParquetScan("d", tbl, projection, nil, 1)
+			if filtered {
+				col := *dayCol
+				col.Index = slices.Index(projection, 2)
+				f := *dayFilter
+				f.L = &col
+				op = NewFilter(op, &f)
+			}
+			bs := drainPartition(t, op, 0, testTaskContext(mem, 333))
+			i := 0
+			for _, b := range bs {
+				for r := 0; r < int(b.NumRows()); r++ {
+					for filtered && !func() bool { d, ok := day(i); return ok && d < 9100 }() {
+						i++
+					}
+					for c, f := range projection {
+						col := b.Column(c)
+						switch f {
+						case 0:
+							if got := col.(*array.Int64).Value(r); got != key(i) {
+								t.Fatalf("%v filtered=%v row %d: k %d, want %d", projection, filtered, i, got, key(i))
+							}
+						case 1:
+							if got := col.(*array.Decimal128).Value(r); got != decimal128.FromI64(price(i)) {
+								t.Fatalf("%v filtered=%v row %d: price %s, want %d", projection, filtered, i, col.ValueStr(r), price(i))
+							}
+						case 2:
+							d, ok := day(i)
+							dc, isDate := col.(*array.Date32)
+							if !isDate {
+								t.Fatalf("day read as %s", col.DataType())
+							}
+							if dc.IsValid(r) != ok || (ok && dc.Value(r) != arrow.Date32(d)) {
+								t.Fatalf("%v filtered=%v row %d: day %s, want %d (valid %v)", projection, filtered, i, col.ValueStr(r), d, ok)
+							}
+						case 3:
+							if got := col.(*array.String).Value(r); got != itoa(i%5) {
+								t.Fatalf("row %d: tag %q", i, got)
+							}
+						}
+					}
+					i++
+				}
+				b.Release()
+			}
+			if !filtered && i != n {
+				t.Fatalf("%v: %d rows, want %d", projection, i, n)
+			}
+			if filtered && i < n-400 {
+				t.Fatalf("%v filtered: read up to row %d", projection, i)
+			}
+			mem.AssertSize(t, 0)
+		}
+	}
+	// The delta decoder really is the one reading k and price.
+	rdr, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	m, err := pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readDecimalsRaw(m, rdr, []int{0, 1, 2})
+	if got := deltaColumns(m, rdr, []int{0, 1, 2}, []int{0, 1, 2}); !got[0] || !got[1] || got[2] {
+		t.Fatalf("delta columns %v, want k and price", got)
+	}
+}
