@@ -257,12 +257,14 @@ func unpackDeltas(mb []byte, w, n int, minDelta, last uint64, out []int64) int64
 		if len(mb) >= 8 {
 			safe = min(n, ((len(mb)-8)*8)/w+1)
 		}
-		for ; j < safe; j++ {
-			bit := j * w
-			v := binary.LittleEndian.Uint64(mb[bit>>3:]) >> (bit & 7) & mask
+		o := out[:safe]
+		for k := range o {
+			bit := k * w
+			v := binary.LittleEndian.Uint64(mb[bit>>3:bit>>3+8]) >> (bit & 7) & mask
 			last += minDelta + v
-			out[j] = int64(last)
+			o[k] = int64(last)
 		}
+		j = safe
 	}
 	for ; j < n; j++ {
 		last += minDelta + readBits(mb, j*w, w)
