@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/plan"
 )
@@ -272,5 +274,59 @@ func TestColumnIndexes(t *testing.T) {
 	got := ColumnIndexes(pe)
 	if len(got) != 2 || got[0] != 1 || got[1] != 5 {
 		t.Fatalf("got %v, want [1 5]", got)
+	}
+}
+
+// TestLogicNullFree checks AND and OR of boolean arrays without NULLs (a
+// bitmap fast path) against row-by-row logic, on arrays sliced at bit
+// offsets that are not byte aligned.
+func TestLogicNullFree(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const n = 1000
+	mk := func(seed int) *array.Boolean {
+		b := array.NewBooleanBuilder(mem)
+		defer b.Release()
+		for i := range n + 16 {
+			b.Append((i*seed)%7 < 3)
+		}
+		return b.NewBooleanArray()
+	}
+	fullL, fullR := mk(3), mk(5)
+	defer fullL.Release()
+	defer fullR.Release()
+	l := array.NewSlice(fullL, 3, 3+n).(*array.Boolean)
+	r := array.NewSlice(fullR, 11, 11+n).(*array.Boolean)
+	defer l.Release()
+	defer r.Release()
+	schema := plan.Schema{
+		{ID: 1, Name: "l", Type: plan.Bool},
+		{ID: 2, Name: "r", Type: plan.Bool},
+	}
+	batch := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "l", Type: plan.Bool}, {Name: "r", Type: plan.Bool}}, nil), []arrow.Array{l, r}, n)
+	defer batch.Release()
+	for _, op := range []plan.BinaryOp{plan.OpAnd, plan.OpOr} {
+		e, err := Compile(&plan.Binary{Op: op, L: &plan.ColRef{ID: 1, Name: "l", Typ: plan.Bool}, R: &plan.ColRef{ID: 2, Name: "r", Typ: plan.Bool}, Typ: plan.Bool}, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Eval(batch, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.(*array.Boolean)
+		if got.NullN() != 0 {
+			t.Fatalf("%v: %d NULLs", op, got.NullN())
+		}
+		for i := range n {
+			want := l.Value(i) && r.Value(i)
+			if op == plan.OpOr {
+				want = l.Value(i) || r.Value(i)
+			}
+			if got.Value(i) != want {
+				t.Fatalf("%v row %d: %v, want %v", op, i, got.Value(i), want)
+			}
+		}
+		res.Release()
 	}
 }

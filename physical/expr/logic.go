@@ -88,6 +88,19 @@ func evalLogic(b *Binary, batch arrow.RecordBatch, mem memory.Allocator) (arrow.
 		return nil, err
 	}
 	defer releaseAll(ops)
+	if a, b2, ok := nullFreeBools(ops[0], ops[1]); ok {
+		// Two NULL-free boolean arrays: two-valued logic over the value
+		// bitmaps, without the true/false planes.
+		lb, lo := boolBits(a)
+		rb, ro := boolBits(b2)
+		vbuf, vals := allocBitmap(mem, n)
+		if b.Op == plan.OpAnd {
+			bitutil.BitmapAnd(lb, rb, int64(lo), int64(ro), vals, 0, int64(n))
+		} else {
+			bitutil.BitmapOr(lb, rb, int64(lo), int64(ro), vals, 0, int64(n))
+		}
+		return makeArray(plan.Bool, n, nil, 0, vbuf), nil
+	}
 	l, err := planesOf(ops[0], n)
 	if err != nil {
 		return nil, err
@@ -108,6 +121,20 @@ func evalLogic(b *Binary, batch arrow.RecordBatch, mem memory.Allocator) (arrow.
 		}
 	}
 	return planesArray(l, n, mem), nil
+}
+
+// nullFreeBools returns l and r's arrays when both are boolean arrays
+// without NULLs.
+func nullFreeBools(l, r operand) (arrow.Array, arrow.Array, bool) {
+	if l.isScalar() || r.isScalar() {
+		return nil, nil, false
+	}
+	for _, a := range []arrow.Array{l.arr, r.arr} {
+		if a.DataType().ID() != arrow.BOOL || a.NullN() > 0 {
+			return nil, nil, false
+		}
+	}
+	return l.arr, r.arr, true
 }
 
 // Not is three-valued boolean negation.
