@@ -875,6 +875,10 @@ func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, rea
 			continue
 		}
 		codes, truth, nulls := ix.Int32Values(), f.truth, d.NullN() > 0
+		if !nulls {
+			sel = selectByCode(codes, truth, sel)
+			continue
+		}
 		// A code outside the dictionary keeps its row: decoding reports
 		// the broken file.
 		pass := func(i int) bool {
@@ -911,6 +915,36 @@ func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, rea
 		return nil, true
 	}
 	return sel, true
+}
+
+// selectByCode keeps the rows whose dictionary code is true in truth: of
+// all rows when sel is nil, else of sel (overwritten). A code outside the
+// dictionary keeps its row: decoding reports the broken file. The loops
+// write every row and advance by the truth value, without a branch on it.
+func selectByCode(codes []int32, truth []bool, sel []int32) []int32 {
+	k := 0
+	if sel == nil {
+		sel = make([]int32, len(codes))
+		for i, c := range codes {
+			sel[k] = int32(i)
+			if uint32(c) >= uint32(len(truth)) {
+				k++
+				continue
+			}
+			k += b2i(truth[c])
+		}
+		return sel[:k]
+	}
+	for _, i := range sel {
+		c := codes[i]
+		sel[k] = i
+		if uint32(c) >= uint32(len(truth)) {
+			k++
+			continue
+		}
+		k += b2i(truth[c])
+	}
+	return sel[:k]
 }
 
 // valueFilters are the conjuncts of a Filter directly over the scan that
