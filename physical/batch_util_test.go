@@ -238,3 +238,22 @@ func TestTakeShortStrings(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkSelectionIndices(b *testing.B) {
+	for _, pct := range []int{2, 10, 25, 50, 90} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		bb := array.NewBooleanBuilder(memory.DefaultAllocator)
+		for range 8192 {
+			bb.Append(rng.IntN(100) < pct)
+		}
+		m := bb.NewBooleanArray()
+		bb.Release()
+		b.Run(fmt.Sprintf("%d%%", pct), func(b *testing.B) {
+			var idx []int32
+			for b.Loop() {
+				idx = selectionIndices(m, idx)
+			}
+		})
+		m.Release()
+	}
+}
