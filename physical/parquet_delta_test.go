@@ -12,14 +12,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // deltaFile writes cols as required INT64 columns c0, c1, ... with
-// DELTA_BINARY_PACKED, rowGroup rows per row group and small data pages,
-// and opens it.
-func deltaFile(t testing.TB, rowGroup int64, cols ...[]int64) *file.Reader {
+// DELTA_BINARY_PACKED, rowGroup rows per row group, small data pages and
+// the extra writer properties, and opens it.
+func deltaFile(t testing.TB, rowGroup int64, extra []parquet.WriterProperty, cols ...[]int64) *file.Reader {
 	t.Helper()
 	var fields []arrow.Field
 	var arrs []arrow.Array
@@ -37,12 +38,12 @@ func deltaFile(t testing.TB, rowGroup int64, cols ...[]int64) *file.Reader {
 		a.Release()
 	}
 	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(
+	props := parquet.NewWriterProperties(append([]parquet.WriterProperty{
 		parquet.WithDictionaryDefault(false),
 		parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked),
 		parquet.WithDataPageSize(4096),
 		parquet.WithMaxRowGroupLength(rowGroup),
-	)
+	}, extra...)...)
 	w, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
@@ -102,42 +103,55 @@ func deltaPatterns(n int) map[string][]int64 {
 }
 
 func TestDeltaColumnMatchesValues(t *testing.T) {
-	for _, n := range []int{1, 2, 31, 33, 127, 129, 1000, 20000} {
-		for name, vals := range deltaPatterns(n) {
-			rdr := deltaFile(t, 7000, vals)
-			groups := make([]int, rdr.NumRowGroups())
-			for i := range groups {
-				groups[i] = i
-			}
-			c := newDeltaColumn(rdr, 0, groups)
-			var got []int64
-			// Odd batch sizes cross page and row-group boundaries.
-			for len(got) < n {
-				k := min(n-len(got), 1+len(got)%5000)
-				a, err := c.read(memory.DefaultAllocator, k)
-				if err != nil {
-					t.Fatalf("%s n=%d: %v", name, n, err)
+	// Data pages of both versions, compressed and not.
+	layouts := map[string][]parquet.WriterProperty{
+		"v1":        nil,
+		"v2 snappy": {parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy)},
+	}
+	for layout, extra := range layouts {
+		for _, n := range []int{1, 2, 31, 33, 127, 129, 1000, 20000} {
+			for name, vals := range deltaPatterns(n) {
+				name := layout + " " + name
+				rdr := deltaFile(t, 7000, extra, vals)
+				if pr, err := rdr.RowGroup(0).GetColumnPageReader(0); err != nil || !pr.Next() {
+					t.Fatalf("%s: no first page: %v", name, err)
+				} else if _, v2 := pr.Page().(*file.DataPageV2); v2 != (extra != nil) {
+					t.Fatalf("%s: first page is %T", name, pr.Page())
 				}
-				got = append(got, a.(*array.Int64).Int64Values()...)
-				a.Release()
-			}
-			c.close()
-			if !slices.Equal(got, vals) {
-				for i := range got {
-					if got[i] != vals[i] {
-						t.Fatalf("%s n=%d: row %d = %d, want %d", name, n, i, got[i], vals[i])
+				groups := make([]int, rdr.NumRowGroups())
+				for i := range groups {
+					groups[i] = i
+				}
+				c := newDeltaColumn(rdr, 0, groups)
+				var got []int64
+				// Odd batch sizes cross page and row-group boundaries.
+				for len(got) < n {
+					k := min(n-len(got), 1+len(got)%5000)
+					a, err := c.read(memory.DefaultAllocator, k)
+					if err != nil {
+						t.Fatalf("%s n=%d: %v", name, n, err)
+					}
+					got = append(got, a.(*array.Int64).Int64Values()...)
+					a.Release()
+				}
+				c.close()
+				if !slices.Equal(got, vals) {
+					for i := range got {
+						if got[i] != vals[i] {
+							t.Fatalf("%s n=%d: row %d = %d, want %d", name, n, i, got[i], vals[i])
+						}
 					}
 				}
-			}
-			if _, err := c.read(memory.DefaultAllocator, 1); err == nil {
-				t.Fatalf("%s n=%d: a read past the end did not fail", name, n)
+				if _, err := c.read(memory.DefaultAllocator, 1); err == nil {
+					t.Fatalf("%s n=%d: a read past the end did not fail", name, n)
+				}
 			}
 		}
 	}
 }
 
 func TestDeltaColumnsChosenOnlyForDeltaPages(t *testing.T) {
-	rdr := deltaFile(t, 1000, deltaPatterns(100)["sorted"])
+	rdr := deltaFile(t, 1000, nil, deltaPatterns(100)["sorted"])
 	m, err := pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
 	if err != nil {
 		t.Fatal(err)
@@ -171,10 +185,35 @@ func TestDeltaColumnsChosenOnlyForDeltaPages(t *testing.T) {
 	if got := deltaColumns(pm, plain, []int{0}, []int{0}); got[0] {
 		t.Fatal("a dictionary-encoded column was chosen for the delta decoder")
 	}
+	// A nullable column written delta is left to arrow's reader (its pages
+	// carry definition levels).
+	buf.Reset()
+	nsc := arrow.NewSchema([]arrow.Field{{Name: "c0", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	nrec := array.NewRecordBatch(nsc, []arrow.Array{a}, 3)
+	nw, err := pqarrow.NewFileWriter(nsc, &buf, parquet.NewWriterProperties(parquet.WithDictionaryDefault(false),
+		parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nw.Write(nrec); err != nil {
+		t.Fatal(err)
+	}
+	nw.Close()
+	nullable, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm, err := pqarrow.NewSchemaManifest(nullable.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deltaColumns(nm, nullable, []int{0}, []int{0}); got[0] {
+		t.Fatal("a nullable column was chosen for the delta decoder")
+	}
 }
 
 func TestDecodeDeltaRejectsCorruptPages(t *testing.T) {
-	rdr := deltaFile(t, 1000, deltaPatterns(300)["random24"])
+	rdr := deltaFile(t, 1000, nil, deltaPatterns(300)["random24"])
 	pr, err := rdr.RowGroup(0).GetColumnPageReader(0)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +241,7 @@ func TestDecodeDeltaRejectsCorruptPages(t *testing.T) {
 func BenchmarkDeltaColumn(b *testing.B) {
 	for _, name := range []string{"sorted", "random24"} {
 		vals := deltaPatterns(1 << 20)[name]
-		rdr := deltaFile(b, 1<<20, vals)
+		rdr := deltaFile(b, 1<<20, nil, vals)
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(8 << 20)
 			for b.Loop() {
