@@ -191,6 +191,10 @@ func compileLike(pattern []byte) (*likeMatcher, error) {
 // matchAll sets bit i of out when (match(row i) == want) for every row.
 func (m *likeMatcher) matchAll(xs strs, n int, want byte, out []byte) {
 	flip := want ^ 1
+	if lit := m.requiredLiteral(); lit != nil && xs.stride == 1 {
+		m.matchByLiteral(xs, n, lit, flip, out)
+		return
+	}
 	switch m.kind {
 	case likeExact:
 		for i := 0; i < n; i++ {
@@ -217,6 +221,114 @@ func (m *likeMatcher) matchAll(xs strs, n int, want byte, out []byte) {
 			out[i>>3] |= (b2u(m.matchGeneral(xs.at(i))) ^ flip) << (i & 7)
 		}
 	}
+}
+
+// requiredLiteral returns a literal every matching string contains past its
+// first byte for patterns that start with '%' (nil for others): the
+// contained literal, or the first literal of the general pattern's second
+// segment.
+func (m *likeMatcher) requiredLiteral() []byte {
+	switch m.kind {
+	case likeContains:
+		if len(m.lit) > 0 {
+			return m.lit
+		}
+	case likeGeneral:
+		if len(m.segs) >= 3 && len(m.segs[0]) == 0 && len(m.segs[1]) > 0 && len(m.segs[1][0].lit) > 0 {
+			return m.segs[1][0].lit
+		}
+	}
+	return nil
+}
+
+// matchByLiteral is matchAll for patterns whose matching rows all contain
+// lit: one search over the bytes of all rows at once finds the rows that
+// hold it (bytes.Index runs at memory speed over a long haystack), only
+// those are matched in full, and every other row fails. TPC-H q13's
+// '%special%requests%' over 1.5M order comments: about 2 % of the rows are
+// matched in full.
+func (m *likeMatcher) matchByLiteral(xs strs, n int, lit []byte, flip byte, out []byte) {
+	if n == 0 {
+		return
+	}
+	if flip == 1 {
+		// NOT LIKE: every row is true until it matches.
+		for i := range n {
+			out[i>>3] |= 1 << (i & 7)
+		}
+	}
+	offs, data := xs.offs, xs.data
+	pos, end := int(offs[0]), int(offs[n])
+	row := 0
+	finder := newLiteralFinder(lit, data[pos:min(end, pos+sampleBytes)])
+	for pos < end {
+		k := finder.index(data[pos:end])
+		if k < 0 {
+			break
+		}
+		at := pos + k
+		for int(offs[row+1]) <= at {
+			row++
+		}
+		rowEnd := int(offs[row+1])
+		if at+len(lit) > rowEnd {
+			// The occurrence runs into the next row, and so would any
+			// later one starting in this row.
+			pos = rowEnd
+			continue
+		}
+		if m.match(data[offs[row]:rowEnd]) {
+			out[row>>3] ^= 1 << (row & 7)
+		}
+		pos = rowEnd
+	}
+}
+
+// literalFinder finds a literal in long text by jumping between
+// occurrences of its rarest byte (bytes.IndexByte is vectorized), then
+// comparing the whole literal: bytes.Index steps through every occurrence
+// of the literal's first byte, often a common letter.
+type literalFinder struct {
+	lit  []byte
+	rare int // position in lit of its rarest byte
+}
+
+// sampleBytes is how much of the text newLiteralFinder counts bytes in.
+const sampleBytes = 4096
+
+// newLiteralFinder picks the byte of lit that is rarest in sample (a piece
+// of the text to search), the earliest on ties.
+func newLiteralFinder(lit, sample []byte) literalFinder {
+	var count [256]int
+	for _, c := range sample {
+		count[c]++
+	}
+	f := literalFinder{lit: lit}
+	for i, c := range lit {
+		if count[c] < count[lit[f.rare]] {
+			f.rare = i
+		}
+	}
+	return f
+}
+
+// index returns the position of the first occurrence of the literal in s,
+// or -1.
+func (f literalFinder) index(s []byte) int {
+	n := len(f.lit)
+	c := f.lit[f.rare]
+	for p := f.rare; p+n-f.rare <= len(s); {
+		k := bytes.IndexByte(s[p:len(s)-(n-f.rare)+1], c)
+		if k < 0 {
+			return -1
+		}
+		start := p + k - f.rare
+		if bytes.Equal(s[start:start+n], f.lit) {
+			return start
+		}
+		p += k + 1
+	}
+	return -1
 }
 
 // match reports whether s matches the pattern.
