@@ -258,7 +258,34 @@ func unpackDeltas(mb []byte, w, n int, minDelta, last uint64, out []int64) int64
 			safe = min(n, ((len(mb)-8)*8)/w+1)
 		}
 		o := out[:safe]
-		for k := range o {
+		k0 := 0
+		if w <= 14 {
+			// Four values per 8-byte load.
+			for ; k0+3 < len(o); k0 += 4 {
+				bit := k0 * w
+				word := binary.LittleEndian.Uint64(mb[bit>>3:bit>>3+8]) >> (bit & 7)
+				last += minDelta + word&mask
+				o[k0] = int64(last)
+				last += minDelta + (word>>w)&mask
+				o[k0+1] = int64(last)
+				last += minDelta + (word>>(2*w))&mask
+				o[k0+2] = int64(last)
+				last += minDelta + (word>>(3*w))&mask
+				o[k0+3] = int64(last)
+			}
+		}
+		if w <= 28 {
+			// Two values per 8-byte load.
+			for ; k0+1 < len(o); k0 += 2 {
+				bit := k0 * w
+				word := binary.LittleEndian.Uint64(mb[bit>>3:bit>>3+8]) >> (bit & 7)
+				last += minDelta + word&mask
+				o[k0] = int64(last)
+				last += minDelta + (word>>w)&mask
+				o[k0+1] = int64(last)
+			}
+		}
+		for k := k0; k < len(o); k++ {
 			bit := k * w
 			v := binary.LittleEndian.Uint64(mb[bit>>3:bit>>3+8]) >> (bit & 7) & mask
 			last += minDelta + v
