@@ -20,8 +20,10 @@ import (
 //
 // Buffers of 4 KiB to 256 MiB come from per-size-class pools (powers
 // of two); smaller ones come straight from the Go heap, whose small-object
-// allocator is cheap already. Every buffer handed out is zeroed, as the
-// Go allocator's are. A buffer is recycled only when its last reference is
+// allocator is cheap already. Every buffer Allocate hands out is zeroed,
+// as the Go allocator's are (arrow's code relies on it); newOutputBuffer
+// skips that for outputs our own kernels overwrite entirely. A buffer is
+// recycled only when its last reference is
 // released (arrow's reference counting calls Free); buffers never released
 // are simply collected. sync.Pool drops what is not reused within two
 // garbage collections, so the pools do not hold memory for idle sessions.
@@ -57,6 +59,31 @@ func (a *poolAllocator) Allocate(size int) []byte {
 		return buf
 	}
 	return make([]byte, size, 1<<c)
+}
+
+// allocateNoClear is Allocate without clearing a recycled buffer.
+func (a *poolAllocator) allocateNoClear(size int) []byte {
+	c := poolClass(size)
+	if c < 0 {
+		return make([]byte, size)
+	}
+	if p, ok := a.classes[c].Get().(unsafe.Pointer); ok {
+		return unsafe.Slice((*byte)(p), 1<<c)[:size]
+	}
+	return make([]byte, size, 1<<c)
+}
+
+// newOutputBuffer returns a buffer of size bytes for an output its caller
+// writes every byte of (gathered or converted values): from Allocator, a
+// recycled buffer is handed over without clearing it first. Other
+// allocators give their usual, zeroed, buffer.
+func newOutputBuffer(mem memory.Allocator, size int) *memory.Buffer {
+	if a, ok := mem.(*poolAllocator); ok {
+		return memory.NewBufferWithAllocator(a.allocateNoClear(size), a)
+	}
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(size)
+	return buf
 }
 
 // Reallocate implements memory.Allocator. Growth within the buffer's class

@@ -272,9 +272,8 @@ func newValidity(mem memory.Allocator, n int) *memory.Buffer {
 
 func takeFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, arr arrow.Array, idx []int32) arrow.Array {
 	n := len(idx)
-	data := memory.NewResizableBuffer(mem)
 	var zero T
-	data.Resize(n * sizeOf(zero))
+	data := newOutputBuffer(mem, n*sizeOf(zero))
 	dst := arrow.GetData[T](data.Bytes())[:n]
 	src := arrow.GetValues[T](arr.Data(), 1)
 	for i, j := range idx {
@@ -368,11 +367,9 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 		}
 		total += int(srcOff[j+1] - srcOff[j])
 	}
-	offBuf := memory.NewResizableBuffer(mem)
-	offBuf.Resize((n + 1) * 4)
+	offBuf := newOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
-	valBuf := memory.NewResizableBuffer(mem)
-	valBuf.Resize(total)
+	valBuf := newOutputBuffer(mem, total)
 	vals := valBuf.Bytes()
 	pos := int32(0)
 	if missing == 0 {
@@ -445,11 +442,10 @@ func takeShortStrings(mem memory.Allocator, arr *array.String, srcOff []int32, s
 		total += int(lens[j])
 	}
 	n := len(idx)
-	offBuf := memory.NewResizableBuffer(mem)
-	offBuf.Resize((n + 1) * 4)
+	offBuf := newOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
-	valBuf := memory.NewResizableBuffer(mem)
-	valBuf.Resize(total + 16)
+	// 16 bytes of slack for the word stores; never part of a value.
+	valBuf := newOutputBuffer(mem, total+16)
 	vals := valBuf.Bytes()
 	pos := int32(0)
 	if wide {
@@ -560,9 +556,8 @@ func interleaveFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator,
 			vals[i] = arrow.GetValues[T](s.Data(), 1)
 		}
 	}
-	data := memory.NewResizableBuffer(mem)
 	var zero T
-	data.Resize(n * sizeOf(zero))
+	data := newOutputBuffer(mem, n*sizeOf(zero))
 	dst := arrow.GetData[T](data.Bytes())[:n]
 	for i, r := range refs {
 		dst[i] = vals[r.batch][r.row]
@@ -598,11 +593,9 @@ func interleaveString(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Arra
 	for _, r := range refs {
 		total += strs[r.batch].ValueLen(int(r.row))
 	}
-	offBuf := memory.NewResizableBuffer(mem)
-	offBuf.Resize((n + 1) * 4)
+	offBuf := newOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
-	valBuf := memory.NewResizableBuffer(mem)
-	valBuf.Resize(total)
+	valBuf := newOutputBuffer(mem, total)
 	vals := valBuf.Bytes()
 	pos := int32(0)
 	for i, r := range refs {

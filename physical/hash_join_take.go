@@ -67,9 +67,8 @@ func joinTakeFixed[T any](src []T, arr arrow.Array, idx []int32, mem memory.Allo
 	n := len(idx)
 	var zero T
 	width := int(unsafe.Sizeof(zero))
-	vals := memory.NewResizableBuffer(mem)
+	vals := newOutputBuffer(mem, n*width)
 	defer vals.Release()
-	vals.Resize(n * width)
 	var out []T
 	if n > 0 {
 		out = unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(vals.Bytes()))), n)

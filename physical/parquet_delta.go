@@ -85,8 +85,7 @@ func newDeltaColumn(rdr *file.Reader, leaf int, rowGroups []int) *deltaColumn {
 
 // read returns the next n values as an Int64 array.
 func (c *deltaColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(n * 8)
+	buf := newOutputBuffer(mem, n*8)
 	out := arrow.Int64Traits.CastFromBytes(buf.Bytes())
 	for done := 0; done < n; {
 		if c.pos == len(c.vals) {

@@ -1160,8 +1160,7 @@ func integersToDecimal(mem memory.Allocator, col arrow.Array, want arrow.DataTyp
 	if sel != nil {
 		n = len(sel)
 	}
-	data := memory.NewResizableBuffer(mem)
-	data.Resize(n * 16)
+	data := newOutputBuffer(mem, n*16)
 	out := arrow.GetData[decimal128.Num](data.Bytes())[:n]
 	if sel == nil {
 		for i, v := range vals {
