@@ -17,9 +17,9 @@ import (
 // itself instead of through arrow's record reader: that reader unpacks
 // each miniblock into a scratch slice, appends the values one by one to
 // another and copies them out again, and was 15 % of the CPU of the 22
-// TPC-H queries once their keys and prices were delta encoded. Here a
-// page is unpacked and prefix-summed in one pass into a reused slice and
-// batches are copied out of it. Any other column, or any page this code
+// TPC-H queries once their keys and prices were delta encoded. Here the
+// deltas are unpacked and prefix-summed in one pass straight into the
+// batches. Any other column, or any page this code
 // does not expect, keeps arrow's reader (or fails the read, loudly).
 
 // deltaColumns returns, for each read field, whether the scan decodes it
@@ -69,14 +69,16 @@ func deltaColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups
 }
 
 // deltaColumn reads one column chosen by deltaColumns, row group after row
-// group, in batches of any size.
+// group, in batches of any size, unpacking each page straight into the
+// batches: a page (a whole row group in the generated files, 2 MiB of
+// values) decoded into a buffer of its own first would be written and read
+// back through memory.
 type deltaColumn struct {
 	rdr       *file.Reader
 	leaf      int
 	rowGroups []int // row groups still to open
 	pages     file.PageReader
-	vals      []int64 // the current page's values (reused page to page)
-	pos       int     // next value of vals to hand out
+	dec       deltaDecoder // over the current page
 }
 
 func newDeltaColumn(rdr *file.Reader, leaf int, rowGroups []int) *deltaColumn {
@@ -88,15 +90,18 @@ func (c *deltaColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	buf := newOutputBuffer(mem, n*8)
 	out := arrow.Int64Traits.CastFromBytes(buf.Bytes())
 	for done := 0; done < n; {
-		if c.pos == len(c.vals) {
+		if c.dec.left == 0 {
 			if err := c.nextPage(); err != nil {
 				buf.Release()
 				return nil, err
 			}
 			continue
 		}
-		k := copy(out[done:], c.vals[c.pos:])
-		c.pos += k
+		k, err := c.dec.decode(out[done:n])
+		if err != nil {
+			buf.Release()
+			return nil, err
+		}
 		done += k
 	}
 	data := array.NewData(arrow.PrimitiveTypes.Int64, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
@@ -105,8 +110,9 @@ func (c *deltaColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	return array.NewInt64Data(data), nil
 }
 
-// nextPage decodes the next data page into vals, opening the next row
-// group when the current one has no page left.
+// nextPage starts decoding the next data page, opening the next row group
+// when the current one has no page left. The page's bytes stay valid until
+// the page reader moves on, which only this does.
 func (c *deltaColumn) nextPage() error {
 	for {
 		if c.pages != nil && c.pages.Next() {
@@ -141,16 +147,7 @@ func (c *deltaColumn) nextPage() error {
 	if parquet.Encoding(p.Encoding()) != parquet.Encodings.DeltaBinaryPacked {
 		return fmt.Errorf("data page encoded %s where DELTA_BINARY_PACKED was recorded", parquet.Encoding(p.Encoding()))
 	}
-	n := int(p.NumValues())
-	if cap(c.vals) < n {
-		c.vals = make([]int64, n)
-	}
-	c.vals, c.pos = c.vals[:n], 0
-	if err := decodeDeltaBinaryPacked(data, c.vals); err != nil {
-		c.vals = c.vals[:0]
-		return err
-	}
-	return nil
+	return c.dec.reset(data, int(p.NumValues()))
 }
 
 // close releases the open page reader.
@@ -163,14 +160,29 @@ func (c *deltaColumn) close() {
 
 var errDeltaCorrupt = errors.New("corrupt DELTA_BINARY_PACKED page")
 
-// decodeDeltaBinaryPacked decodes a DELTA_BINARY_PACKED stream of exactly
-// len(out) values into out. Layout (Parquet format spec): a header of
-// uvarint block size, uvarint miniblocks per block, uvarint value count,
-// zigzag first value; then blocks of a zigzag minimum delta, one bit width
-// byte per miniblock, and the miniblocks, each block size / miniblocks
-// deltas (minus the minimum) bit-packed little-endian. Sums wrap, as the
-// writer's differences did.
-func decodeDeltaBinaryPacked(data []byte, out []int64) error {
+// deltaDecoder decodes one DELTA_BINARY_PACKED page in pieces of any size.
+// Layout (Parquet format spec): a header of uvarint block size, uvarint
+// miniblocks per block, uvarint value count, zigzag first value; then
+// blocks of a zigzag minimum delta, one bit width byte per miniblock, and
+// the miniblocks, each block size / miniblocks deltas (minus the minimum)
+// bit-packed little-endian. Sums wrap, as the writer's differences did.
+type deltaDecoder struct {
+	data       []byte // the page from the next unread block or miniblock
+	left       int    // values not yet handed out
+	first      bool   // the header's first value is not yet handed out
+	last       uint64 // the last value decoded (at first, the first value)
+	perMini    int
+	miniblocks int
+	minDelta   uint64
+	widths     []byte  // bit widths of the current block's miniblocks
+	mini       int     // next miniblock of the current block
+	pend       []int64 // decoded values of a miniblock not yet handed out
+	scratch    []int64
+}
+
+// reset starts a page of count values.
+func (d *deltaDecoder) reset(data []byte, count int) error {
+	d.left, d.pend = 0, nil
 	blockSize, k := binary.Uvarint(data)
 	if k <= 0 {
 		return errDeltaCorrupt
@@ -191,46 +203,99 @@ func decodeDeltaBinaryPacked(data []byte, out []int64) error {
 		return errDeltaCorrupt
 	}
 	data = data[k:]
-	if total != uint64(len(out)) {
-		return fmt.Errorf("%w: %d values where the page holds %d", errDeltaCorrupt, total, len(out))
+	if total != uint64(count) {
+		return fmt.Errorf("%w: %d values where the page holds %d", errDeltaCorrupt, total, count)
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	if miniblocks == 0 || blockSize == 0 || blockSize%miniblocks != 0 || (blockSize/miniblocks)%8 != 0 || blockSize > 1<<20 {
+	if count > 1 && (miniblocks == 0 || blockSize == 0 || blockSize%miniblocks != 0 || (blockSize/miniblocks)%8 != 0 || blockSize > 1<<20) {
 		return fmt.Errorf("%w: block of %d values in %d miniblocks", errDeltaCorrupt, blockSize, miniblocks)
 	}
-	perMini := int(blockSize / miniblocks)
-	out[0] = first
-	last := first
-	i := 1
-	for i < len(out) {
-		minDelta, k := binary.Varint(data)
-		if k <= 0 || len(data) < k+int(miniblocks) {
-			return errDeltaCorrupt
-		}
-		widths := data[k : k+int(miniblocks)]
-		data = data[k+int(miniblocks):]
-		for _, w := range widths {
-			if i == len(out) {
-				break
-			}
-			if w > 64 {
-				return fmt.Errorf("%w: bit width %d", errDeltaCorrupt, w)
-			}
-			size := perMini * int(w) / 8
-			if len(data) < size {
-				return errDeltaCorrupt
-			}
-			m := min(perMini, len(out)-i)
-			// The whole rest of the page goes in, so that 8-byte loads
-			// near the miniblock's end can read past it.
-			last = unpackDeltas(data, int(w), m, uint64(minDelta), uint64(last), out[i:i+m])
-			data = data[size:]
-			i += m
-		}
+	*d = deltaDecoder{
+		data: data, left: count, first: count > 0, last: uint64(first),
+		miniblocks: int(miniblocks), scratch: d.scratch,
+	}
+	if count > 1 {
+		d.perMini = int(blockSize / miniblocks)
+		d.mini = d.miniblocks // a block header comes next
 	}
 	return nil
+}
+
+// decode hands out the next min(len(out), left) values into out and
+// returns how many.
+func (d *deltaDecoder) decode(out []int64) (int, error) {
+	want := min(len(out), d.left)
+	out = out[:want]
+	done := 0
+	if want > 0 && d.first {
+		out[0] = int64(d.last)
+		d.first = false
+		done = 1
+	}
+	for done < want {
+		if len(d.pend) > 0 {
+			k := copy(out[done:], d.pend)
+			d.pend = d.pend[k:]
+			done += k
+			continue
+		}
+		if d.mini == d.miniblocks {
+			minDelta, k := binary.Varint(d.data)
+			if k <= 0 || len(d.data) < k+d.miniblocks {
+				return done, d.fail()
+			}
+			d.minDelta = uint64(minDelta)
+			d.widths = d.data[k : k+d.miniblocks]
+			d.data = d.data[k+d.miniblocks:]
+			d.mini = 0
+		}
+		w := d.widths[d.mini]
+		if w > 64 {
+			return done, d.fail()
+		}
+		size := d.perMini * int(w) / 8
+		if len(d.data) < size {
+			return done, d.fail()
+		}
+		// The miniblock's values still to hand out (the page's last
+		// miniblock may be padded past them): into out when they fit,
+		// else into scratch, handed out from there.
+		m := min(d.perMini, d.left-done)
+		dst := out[done:]
+		if len(dst) < m {
+			if cap(d.scratch) < d.perMini {
+				d.scratch = make([]int64, d.perMini)
+			}
+			dst = d.scratch
+		}
+		// The whole rest of the page goes in, so that 8-byte loads near
+		// the miniblock's end can read past it.
+		d.last = uint64(unpackDeltas(d.data, int(w), m, d.minDelta, d.last, dst[:m]))
+		d.data = d.data[size:]
+		d.mini++
+		if len(out)-done < m {
+			d.pend = dst[:m]
+			continue
+		}
+		done += m
+	}
+	d.left -= want
+	return want, nil
+}
+
+func (d *deltaDecoder) fail() error {
+	d.left, d.pend = 0, nil
+	return errDeltaCorrupt
+}
+
+// decodeDeltaBinaryPacked decodes a whole DELTA_BINARY_PACKED page of
+// exactly len(out) values into out.
+func decodeDeltaBinaryPacked(data []byte, out []int64) error {
+	var d deltaDecoder
+	if err := d.reset(data, len(out)); err != nil {
+		return err
+	}
+	_, err := d.decode(out)
+	return err
 }
 
 // unpackDeltas unpacks the first n w-bit deltas of the miniblock at the

@@ -241,7 +241,9 @@ func TestDecodeDeltaRejectsCorruptPages(t *testing.T) {
 func BenchmarkDeltaColumn(b *testing.B) {
 	for _, name := range []string{"sorted", "random24"} {
 		vals := deltaPatterns(1 << 20)[name]
-		rdr := deltaFile(b, 1<<20, nil, vals)
+		// Pages as large as the writer's default: one per row group here,
+		// as in the generated TPC-H files.
+		rdr := deltaFile(b, 1<<20, []parquet.WriterProperty{parquet.WithDataPageSize(1 << 20)}, vals)
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(8 << 20)
 			for b.Loop() {
