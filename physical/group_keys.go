@@ -494,6 +494,14 @@ func (t *groupTable) lookupShortStrings(cols []arrow.Array, n int, gids []int32,
 	var words [shortKeyCols][slots]uint64
 	var lens, codes [shortKeyCols][slots]int32 // lens: length+1, 0 = empty
 	var distinct [shortKeyCols]int32
+	// One-byte values (flags, status codes) take their code from a table
+	// indexed by the byte (-1: not seen yet) instead of the hash.
+	var byByte [shortKeyCols][256]int8
+	for c := range k {
+		for j := range byByte[c] {
+			byByte[c][j] = -1
+		}
+	}
 	t.combos = growSlice(t.combos[:0], n)
 	combos := t.combos
 	for i := 0; i < n; i++ {
@@ -501,6 +509,20 @@ func (t *groupTable) lookupShortStrings(cols []arrow.Array, n int, gids []int32,
 		for c := 0; c < k; c++ {
 			b, e := int(cs[c].offs[i]), int(cs[c].offs[i+1])
 			l := e - b
+			if l == 1 {
+				v := cs[c].data[b]
+				code := byByte[c][v]
+				if code < 0 {
+					if distinct[c] == shortKeyDistinct {
+						return false, nil
+					}
+					code = int8(distinct[c])
+					byByte[c][v] = code
+					distinct[c]++
+				}
+				combo = combo*shortKeyDistinct + int32(code)
+				continue
+			}
 			if l > 8 {
 				return false, nil
 			}
