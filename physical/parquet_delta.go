@@ -30,11 +30,8 @@ func deltaColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups
 	out := make([]bool, len(fields))
 	md := rdr.MetaData()
 	for j, c := range fields {
-		if c < 0 || c >= len(m.Fields) {
-			continue
-		}
-		sf := &m.Fields[c]
-		if !sf.IsLeaf() || sf.Field.Type.ID() != arrow.INT64 {
+		sf := manifestLeaf(m, c)
+		if sf == nil || sf.Field.Type.ID() != arrow.INT64 {
 			continue
 		}
 		col := md.Schema.Column(sf.ColIndex)
@@ -183,21 +180,15 @@ type deltaDecoder struct {
 // reset starts a page of count values.
 func (d *deltaDecoder) reset(data []byte, count int) error {
 	d.left, d.pend = 0, nil
-	blockSize, k := binary.Uvarint(data)
-	if k <= 0 {
-		return errDeltaCorrupt
+	var header [3]uint64 // block size, miniblocks per block, value count
+	for i := range header {
+		v, k := binary.Uvarint(data)
+		if k <= 0 {
+			return errDeltaCorrupt
+		}
+		header[i], data = v, data[k:]
 	}
-	data = data[k:]
-	miniblocks, k := binary.Uvarint(data)
-	if k <= 0 {
-		return errDeltaCorrupt
-	}
-	data = data[k:]
-	total, k := binary.Uvarint(data)
-	if k <= 0 {
-		return errDeltaCorrupt
-	}
-	data = data[k:]
+	blockSize, miniblocks, total := header[0], header[1], header[2]
 	first, k := binary.Varint(data)
 	if k <= 0 {
 		return errDeltaCorrupt

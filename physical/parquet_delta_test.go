@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -151,65 +152,48 @@ func TestDeltaColumnMatchesValues(t *testing.T) {
 }
 
 func TestDeltaColumnsChosenOnlyForDeltaPages(t *testing.T) {
-	rdr := deltaFile(t, 1000, nil, deltaPatterns(100)["sorted"])
+	delta := []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked)}
+	for _, c := range []struct {
+		what     string
+		nullable bool
+		props    []parquet.WriterProperty
+		want     bool
+	}{
+		{"a delta-encoded required column", false, delta, true},
+		{"a dictionary-encoded column (the default encodings)", false, nil, false},
+		// Its pages carry definition levels.
+		{"a nullable delta-encoded column", true, delta, false},
+	} {
+		sc := arrow.NewSchema([]arrow.Field{{Name: "c0", Type: arrow.PrimitiveTypes.Int64, Nullable: c.nullable}}, nil)
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		b.AppendValues([]int64{1, 2, 3}, nil)
+		a := b.NewArray()
+		b.Release()
+		rec := array.NewRecordBatch(sc, []arrow.Array{a}, 3)
+		a.Release()
+		path := filepath.Join(t.TempDir(), "c.parquet")
+		writeParquetWith(t, path, rec, c.props...)
+		rdr, m := openWithManifest(t, path)
+		if got := deltaColumns(m, rdr, []int{0}, []int{0})[0]; got != c.want {
+			t.Errorf("%s: chosen for the delta decoder %v, want %v", c.what, got, c.want)
+		}
+	}
+}
+
+// openWithManifest opens the Parquet file at path (closed when the test
+// ends) and its Arrow schema manifest.
+func openWithManifest(t *testing.T, path string) (*file.Reader, *pqarrow.SchemaManifest) {
+	t.Helper()
+	rdr, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdr.Close() })
 	m, err := pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := deltaColumns(m, rdr, []int{0}, []int{0}); !got[0] {
-		t.Fatal("a delta-encoded required INT64 column was not chosen")
-	}
-	// The same values written with the default encodings are not.
-	var buf bytes.Buffer
-	sc := arrow.NewSchema([]arrow.Field{{Name: "c0", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	b.AppendValues([]int64{1, 2, 3}, nil)
-	a := b.NewArray()
-	rec := array.NewRecordBatch(sc, []arrow.Array{a}, 3)
-	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	plain, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := pqarrow.NewSchemaManifest(plain.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := deltaColumns(pm, plain, []int{0}, []int{0}); got[0] {
-		t.Fatal("a dictionary-encoded column was chosen for the delta decoder")
-	}
-	// A nullable column written delta is left to arrow's reader (its pages
-	// carry definition levels).
-	buf.Reset()
-	nsc := arrow.NewSchema([]arrow.Field{{Name: "c0", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-	nrec := array.NewRecordBatch(nsc, []arrow.Array{a}, 3)
-	nw, err := pqarrow.NewFileWriter(nsc, &buf, parquet.NewWriterProperties(parquet.WithDictionaryDefault(false),
-		parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nw.Write(nrec); err != nil {
-		t.Fatal(err)
-	}
-	nw.Close()
-	nullable, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nm, err := pqarrow.NewSchemaManifest(nullable.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := deltaColumns(nm, nullable, []int{0}, []int{0}); got[0] {
-		t.Fatal("a nullable column was chosen for the delta decoder")
-	}
+	return rdr, m
 }
 
 func TestDecodeDeltaRejectsCorruptPages(t *testing.T) {

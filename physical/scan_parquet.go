@@ -1092,22 +1092,45 @@ func (f *dictFilter) evaluate(mem memory.Allocator, dict arrow.Array, readSchema
 // widens them in one tight loop. It returns, per read column (fields'
 // order), whether that column is read so.
 func readDecimalsRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) []bool {
+	return readAsStored(m, rdr, fields, func(t arrow.DataType, phys parquet.Type) arrow.DataType {
+		if t.ID() != arrow.DECIMAL128 {
+			return nil
+		}
+		switch phys {
+		case parquet.Types.Int64:
+			return arrow.PrimitiveTypes.Int64
+		case parquet.Types.Int32:
+			return arrow.PrimitiveTypes.Int32
+		}
+		return nil
+	})
+}
+
+// readDatesRaw sets the manifest to read the DATE32 fields among fields as
+// Int32, and marks them: arrow's reader hands INT32 columns over without a
+// copy, but copies them value by value into a new buffer as Date32. The
+// scan turns them back into Date32 over the same buffers.
+func readDatesRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) []bool {
+	return readAsStored(m, rdr, fields, func(t arrow.DataType, phys parquet.Type) arrow.DataType {
+		if t.ID() != arrow.DATE32 || phys != parquet.Types.Int32 {
+			return nil
+		}
+		return arrow.PrimitiveTypes.Int32
+	})
+}
+
+// readAsStored switches the manifest's leaf fields among fields to the
+// type as returns for their Arrow type and physical type (nil: leave it),
+// and returns per read column whether it did.
+func readAsStored(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int, as func(arrow.DataType, parquet.Type) arrow.DataType) []bool {
 	raw := make([]bool, len(fields))
 	for j, c := range fields {
-		if c < 0 || c >= len(m.Fields) {
+		sf := manifestLeaf(m, c)
+		if sf == nil {
 			continue
 		}
-		sf := &m.Fields[c]
-		if !sf.IsLeaf() || sf.Field.Type.ID() != arrow.DECIMAL128 {
-			continue
-		}
-		var t arrow.DataType
-		switch rdr.MetaData().Schema.Column(sf.ColIndex).PhysicalType() {
-		case parquet.Types.Int64:
-			t = arrow.PrimitiveTypes.Int64
-		case parquet.Types.Int32:
-			t = arrow.PrimitiveTypes.Int32
-		default:
+		t := as(sf.Field.Type, rdr.MetaData().Schema.Column(sf.ColIndex).PhysicalType())
+		if t == nil {
 			continue
 		}
 		f := *sf.Field
@@ -1118,27 +1141,13 @@ func readDecimalsRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) 
 	return raw
 }
 
-// readDatesRaw sets the manifest to read the DATE32 fields among fields as
-// Int32, and marks them: arrow's reader hands INT32 columns over without a
-// copy, but copies them value by value into a new buffer as Date32. The
-// scan turns them back into Date32 over the same buffers.
-func readDatesRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) []bool {
-	raw := make([]bool, len(fields))
-	for j, c := range fields {
-		if c < 0 || c >= len(m.Fields) {
-			continue
-		}
-		sf := &m.Fields[c]
-		if !sf.IsLeaf() || sf.Field.Type.ID() != arrow.DATE32 ||
-			rdr.MetaData().Schema.Column(sf.ColIndex).PhysicalType() != parquet.Types.Int32 {
-			continue
-		}
-		f := *sf.Field
-		f.Type = arrow.PrimitiveTypes.Int32
-		sf.Field = &f
-		raw[j] = true
+// manifestLeaf returns field c of the manifest when it is a leaf (a flat
+// column), else nil.
+func manifestLeaf(m *pqarrow.SchemaManifest, c int) *pqarrow.SchemaField {
+	if c < 0 || c >= len(m.Fields) || !m.Fields[c].IsLeaf() {
+		return nil
 	}
-	return raw
+	return &m.Fields[c]
 }
 
 // integersToDecimal turns the unscaled integers of a decimal column into a

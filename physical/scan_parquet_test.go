@@ -933,15 +933,7 @@ func TestParquetScanDeltaKeysAndDates(t *testing.T) {
 		}
 	}
 	// The delta decoder really is the one reading k and price.
-	rdr, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Close()
-	m, err := pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdr, m := openWithManifest(t, path)
 	readDecimalsRaw(m, rdr, []int{0, 1, 2})
 	if got := deltaColumns(m, rdr, []int{0, 1, 2}, []int{0, 1, 2}); !got[0] || !got[1] || got[2] {
 		t.Fatalf("delta columns %v, want k and price", got)
