@@ -223,10 +223,10 @@ func (m *likeMatcher) matchAll(xs strs, n int, want byte, out []byte) {
 	}
 }
 
-// requiredLiteral returns a literal every matching string contains past its
-// first byte for patterns that start with '%' (nil for others): the
-// contained literal, or the first literal of the general pattern's second
-// segment.
+// requiredLiteral returns, for a pattern that starts with '%', a literal
+// every matching string contains: the contained literal, or the literal
+// the general pattern's second segment starts with. Nil for other
+// patterns.
 func (m *likeMatcher) requiredLiteral() []byte {
 	switch m.kind {
 	case likeContains:
@@ -242,11 +242,9 @@ func (m *likeMatcher) requiredLiteral() []byte {
 }
 
 // matchByLiteral is matchAll for patterns whose matching rows all contain
-// lit: one search over the bytes of all rows at once finds the rows that
-// hold it (bytes.Index runs at memory speed over a long haystack), only
-// those are matched in full, and every other row fails. TPC-H q13's
-// '%special%requests%' over 1.5M order comments: about 2 % of the rows are
-// matched in full.
+// lit: one search over the bytes of all rows at once (literalFinder) finds
+// the rows that hold it, only those are matched in full, and every other
+// row fails.
 func (m *likeMatcher) matchByLiteral(xs strs, n int, lit []byte, flip byte, out []byte) {
 	if n == 0 {
 		return
