@@ -19,8 +19,8 @@ import (
 // another and copies them out again, and was 15 % of the CPU of the 22
 // TPC-H queries once their keys and prices were delta encoded. Here the
 // deltas are unpacked and prefix-summed in one pass straight into the
-// batches. Any other column, or any page this code
-// does not expect, keeps arrow's reader (or fails the read, loudly).
+// batches. Any other column keeps arrow's reader; a page this code does
+// not expect fails the read, loudly.
 
 // deltaColumns returns, for each read field, whether the scan decodes it
 // with a deltaColumn: a flat required INT64 column read as Int64 whose
@@ -41,21 +41,7 @@ func deltaColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups
 		ok := true
 		for _, rg := range rowGroups {
 			cc, err := md.RowGroup(rg).ColumnChunk(sf.ColIndex)
-			if err != nil || cc.HasDictionaryPage() || cc.CryptoMetadata() != nil {
-				ok = false
-				break
-			}
-			data := 0
-			for _, st := range cc.EncodingStats() {
-				if st.PageType != pageData && st.PageType != pageDataV2 {
-					continue
-				}
-				data++
-				if st.Encoding != parquet.Encodings.DeltaBinaryPacked {
-					ok = false
-				}
-			}
-			if !ok || data == 0 {
+			if err != nil || cc.HasDictionaryPage() || cc.CryptoMetadata() != nil || !allDataPages(cc, parquet.Encodings.DeltaBinaryPacked) {
 				ok = false
 				break
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
@@ -726,6 +727,22 @@ const (
 	pageDataV2 = 3
 )
 
+// allDataPages reports whether the column chunk's metadata records data
+// pages, every one of them in one of encs.
+func allDataPages(cc *metadata.ColumnChunkMetaData, encs ...parquet.Encoding) bool {
+	data := 0
+	for _, st := range cc.EncodingStats() {
+		if st.PageType != pageData && st.PageType != pageDataV2 {
+			continue
+		}
+		if !slices.Contains(encs, st.Encoding) {
+			return false
+		}
+		data++
+	}
+	return data > 0
+}
+
 // dictionaryOnlyStrings returns the string leaves whose column chunks in
 // every one of rowGroups hold dictionary-encoded data pages only. The scan
 // reads those as dictionary arrays and decodes them itself, in bulk: the
@@ -747,21 +764,7 @@ func dictionaryOnlyStrings(rdr *file.Reader, leaves, rowGroups []int) []int {
 		ok := true
 		for _, rg := range rowGroups {
 			cc, err := md.RowGroup(rg).ColumnChunk(leaf)
-			if err != nil || !cc.HasDictionaryPage() {
-				ok = false
-				break
-			}
-			stats, data := cc.EncodingStats(), 0
-			for _, st := range stats {
-				if st.PageType != pageData && st.PageType != pageDataV2 {
-					continue
-				}
-				data++
-				if st.Encoding != parquet.Encodings.RLEDict && st.Encoding != parquet.Encodings.PlainDict {
-					ok = false
-				}
-			}
-			if !ok || data == 0 {
+			if err != nil || !cc.HasDictionaryPage() || !allDataPages(cc, parquet.Encodings.RLEDict, parquet.Encodings.PlainDict) {
 				ok = false
 				break
 			}
