@@ -49,28 +49,24 @@ func poolClass(size int) int {
 
 // Allocate implements memory.Allocator.
 func (a *poolAllocator) Allocate(size int) []byte {
-	c := poolClass(size)
-	if c < 0 {
-		return make([]byte, size)
-	}
-	if p, ok := a.classes[c].Get().(unsafe.Pointer); ok {
-		buf := unsafe.Slice((*byte)(p), 1<<c)[:size]
+	buf, recycled := a.take(size)
+	if recycled {
 		clear(buf)
-		return buf
 	}
-	return make([]byte, size, 1<<c)
+	return buf
 }
 
-// allocateNoClear is Allocate without clearing a recycled buffer.
-func (a *poolAllocator) allocateNoClear(size int) []byte {
+// take returns a buffer of size bytes: a recycled one (true), whose bytes
+// are whatever its last user left, or a fresh, zeroed, one.
+func (a *poolAllocator) take(size int) ([]byte, bool) {
 	c := poolClass(size)
 	if c < 0 {
-		return make([]byte, size)
+		return make([]byte, size), false
 	}
 	if p, ok := a.classes[c].Get().(unsafe.Pointer); ok {
-		return unsafe.Slice((*byte)(p), 1<<c)[:size]
+		return unsafe.Slice((*byte)(p), 1<<c)[:size], true
 	}
-	return make([]byte, size, 1<<c)
+	return make([]byte, size, 1<<c), false
 }
 
 // newOutputBuffer returns a buffer of size bytes for an output its caller
@@ -79,7 +75,8 @@ func (a *poolAllocator) allocateNoClear(size int) []byte {
 // allocators give their usual, zeroed, buffer.
 func newOutputBuffer(mem memory.Allocator, size int) *memory.Buffer {
 	if a, ok := mem.(*poolAllocator); ok {
-		return memory.NewBufferWithAllocator(a.allocateNoClear(size), a)
+		buf, _ := a.take(size)
+		return memory.NewBufferWithAllocator(buf, a)
 	}
 	buf := memory.NewResizableBuffer(mem)
 	buf.Resize(size)
