@@ -59,7 +59,7 @@ func withSchema(schema *arrow.Schema, b arrow.RecordBatch) (arrow.RecordBatch, e
 type emitFunc func(ctx context.Context, partition int, b arrow.RecordBatch) error
 
 // splitter routes one input partition's rows to output partitions by
-// physical.HashRows of the keys modulo the partition count (the rule of
+// physical.HashRows of the keys scaled to the partition count (the rule of
 // physical.Repartition, so a distributed run places every row where the
 // single-process engine would), and coalesces each output partition's
 // pieces back up to the target batch size before emitting them. The pieces

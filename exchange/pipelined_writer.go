@@ -18,7 +18,7 @@ import (
 // task's bounded queues in the executor's Registry, one per output
 // partition, from which consumers stream them over Flight.
 //
-// PartHash splits rows by physical.HashRows(Keys) % Count and coalesces each
+// PartHash splits rows by physical.HashRows(Keys) scaled to Count and coalesces each
 // output partition's rows back up to the batch size before queueing them;
 // every task produces all Count output partitions. PartUnknown passes
 // through: input partition i becomes output partition i, so a task owns

@@ -18,7 +18,7 @@ import (
 // partitions and writes each one's rows to Arrow IPC files, one per output
 // partition, under the executor's work dir (see files.go for the layout).
 //
-// Partitioning PartHash splits rows by physical.HashRows(Keys) % Count;
+// Partitioning PartHash splits rows by physical.HashRows(Keys) scaled to Count;
 // PartUnknown passes through: input partition i becomes output partition i.
 //
 // RunTask reports one rpc.PartitionLocation per (input partition, output

@@ -244,7 +244,7 @@ func keyPartition(t *testing.T, k int64, n int) int {
 	if err := physical.HashRows([]arrow.Array{a}, h); err != nil {
 		t.Fatal(err)
 	}
-	return int(h[0] % uint64(n))
+	return physical.PartitionOf(h[0], n)
 }
 
 // stageFiles lists the files (temporary ones included) under a stage dir.

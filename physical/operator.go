@@ -69,8 +69,8 @@ const (
 	PartUnknown PartitioningKind = iota
 	// PartRoundRobin: rows were dealt out evenly.
 	PartRoundRobin
-	// PartHash: equal Keys always land in the same partition, using HashRows
-	// modulo Count.
+	// PartHash: equal Keys always land in the same partition, by HashRows
+	// scaled to Count (PartitionOf).
 	PartHash
 	// PartSingle: exactly one partition.
 	PartSingle

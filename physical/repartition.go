@@ -11,7 +11,8 @@ import (
 )
 
 // Repartition redistributes its input's rows over p.Count output partitions,
-// by hash of p.Keys (PartHash: row goes to HashRows(keys) % Count) or
+// by hash of p.Keys (PartHash: a row goes to PartitionOf(HashRows(keys),
+// Count)) or
 // round-robin (PartRoundRobin: whole batches are dealt out in turn).
 //
 // # Design: one shared exchange per task

@@ -142,7 +142,7 @@ func hashPartition(t testing.TB, mem memory.Allocator, k any, n int) int {
 	if err := HashRows([]arrow.Array{a}, h); err != nil {
 		t.Fatal(err)
 	}
-	return int(h[0] % uint64(n))
+	return PartitionOf(h[0], n)
 }
 
 func TestRepartitionRoundRobin(t *testing.T) {
