@@ -226,6 +226,9 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 		}
 		accs[i] = acc
 	}
+	if h.mode != AggFinal {
+		shareAvgSums(h.aggs, accs)
+	}
 	in, err := h.input.Execute(ctx, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("hash aggregate: %w", err)
@@ -234,6 +237,27 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 		op: h, tc: tc, input: in, table: table, accs: accs,
 		res: tc.Memory.NewReservation(fmt.Sprintf("HashAggregate[%d]", partition)),
 	}, nil
+}
+
+// shareAvgSums gives each avg(x) whose x is also summed, sum(x), that
+// sum's accumulator instead of a second one updated with the same values
+// (q1 sums l_quantity and l_extendedprice and averages them too). Only
+// while aggregates update from raw rows: merging partial states, each avg
+// and each sum merges its own state column.
+func shareAvgSums(aggs []AggregateExpr, accs []aggAccumulator) {
+	for i, a := range aggs {
+		avg, ok := accs[i].(*aggAvg)
+		if !ok || a.Func != plan.AggAvg || a.Distinct {
+			continue
+		}
+		for j, b := range aggs {
+			if b.Func == plan.AggSum && !b.Distinct && b.Arg.String() == a.Arg.String() &&
+				arrow.TypeEqual(b.Arg.DataType(), a.Arg.DataType()) {
+				avg.sum, avg.sharedSum = accs[j], true
+				break
+			}
+		}
+	}
 }
 
 type hashAggStream struct {

@@ -415,6 +415,9 @@ type aggAvg struct {
 	cnt        aggCount
 	argType    arrow.DataType
 	resultType arrow.DataType
+	// sharedSum: sum is a sum(x) aggregate's accumulator, which that
+	// aggregate updates (shareAvgSums).
+	sharedSum bool
 }
 
 func (a *aggAvg) resize(n int) {
@@ -423,8 +426,10 @@ func (a *aggAvg) resize(n int) {
 }
 
 func (a *aggAvg) update(gids []int32, arg arrow.Array) error {
-	if err := a.sum.update(gids, arg); err != nil {
-		return fmt.Errorf("avg: %w", err)
+	if !a.sharedSum {
+		if err := a.sum.update(gids, arg); err != nil {
+			return fmt.Errorf("avg: %w", err)
+		}
 	}
 	return a.cnt.update(gids, arg)
 }
@@ -495,7 +500,12 @@ func (a *aggAvg) emitFinal(start, end int, mem memory.Allocator) (arrow.Array, e
 	return nil, fmt.Errorf("avg of %s is not supported", a.argType)
 }
 
-func (a *aggAvg) memSize() int64 { return a.sum.memSize() + a.cnt.memSize() }
+func (a *aggAvg) memSize() int64 {
+	if a.sharedSum {
+		return a.cnt.memSize()
+	}
+	return a.sum.memSize() + a.cnt.memSize()
+}
 
 // decimalAvg returns sum*10^k / count rounded half away from zero, exactly:
 // the magnitude is widened to 192 bits for the scaling multiply and divided
