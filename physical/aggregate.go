@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
 	"sluice/plan"
@@ -391,6 +392,8 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 	}
 	ng := s.table.numGroups()
 	stateCol := nk
+	var args argMemo
+	defer func() { args.release() }()
 	for i, acc := range s.accs {
 		acc.resize(ng)
 		a := s.op.aggs[i]
@@ -405,7 +408,7 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 		var arg arrow.Array
 		if a.Arg != nil {
 			var err error
-			if arg, err = a.Arg.Eval(b, s.tc.Alloc); err != nil {
+			if arg, err = args.eval(a.Arg, b, s.tc.Alloc); err != nil {
 				return fmt.Errorf("hash aggregate: %s: %w", a, err)
 			}
 		}
@@ -419,6 +422,82 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 	}
 	return s.account()
 }
+
+// argMemo keeps the aggregate arguments evaluated on one batch, by
+// expression text, so that an argument equal to an earlier one, or an
+// operator whose operand is an earlier one, does not compute it again (q1:
+// l_extendedprice * (1 - l_discount) is summed, and summed again times
+// (1 + l_tax)).
+type argMemo []struct {
+	key string
+	arr arrow.Array
+}
+
+// eval evaluates e on b, reusing the memo; the caller releases the result.
+func (m *argMemo) eval(e expr.Expr, b arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
+	if _, ok := e.(*expr.Column); ok {
+		return e.Eval(b, mem)
+	}
+	key := memoKey(e)
+	if a := m.find(key); a != nil {
+		a.Retain()
+		return a, nil
+	}
+	if bin, ok := e.(*expr.Binary); ok {
+		l, r := m.find(memoKey(bin.L)), m.find(memoKey(bin.R))
+		if l != nil || r != nil {
+			reuse := *bin
+			if l != nil {
+				reuse.L = evaluated{a: l}
+			}
+			if r != nil {
+				reuse.R = evaluated{a: r}
+			}
+			e = &reuse
+		}
+	}
+	a, err := e.Eval(b, mem)
+	if err != nil {
+		return nil, err
+	}
+	a.Retain()
+	*m = append(*m, struct {
+		key string
+		arr arrow.Array
+	}{key, a})
+	return a, nil
+}
+
+// memoKey names an expression's value: its text and its type (every
+// function is deterministic, so equal text and type give equal values).
+func memoKey(e expr.Expr) string { return e.String() + " :: " + e.DataType().String() }
+
+func (m argMemo) find(key string) arrow.Array {
+	for _, e := range m {
+		if e.key == key {
+			return e.arr
+		}
+	}
+	return nil
+}
+
+func (m argMemo) release() {
+	for _, e := range m {
+		e.arr.Release()
+	}
+}
+
+// evaluated is an expression whose value on the current batch is known.
+type evaluated struct{ a arrow.Array }
+
+func (e evaluated) DataType() arrow.DataType { return e.a.DataType() }
+
+func (e evaluated) Eval(arrow.RecordBatch, memory.Allocator) (arrow.Array, error) {
+	e.a.Retain()
+	return e.a, nil
+}
+
+func (e evaluated) String() string { return "<evaluated>" }
 
 // account grows the reservation to the table's estimated size.
 func (s *hashAggStream) account() error {

@@ -613,3 +613,55 @@ func TestHashAggregateDecimalFewGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestHashAggregateSharedArguments sums an expression, the same
+// expression again, and an expression with it as an operand (q1's shape):
+// each argument is computed once per batch and every sum is right, in one
+// stage and in two.
+func TestHashAggregateSharedArguments(t *testing.T) {
+	x := jaCol(1, "x", plan.Int64)
+	d := jaCol(2, "d", plan.Decimal(12, 2))
+	two := &expr.Literal{Value: plan.Literal{Typ: plan.Int64, Val: int64(2)}}
+	x2 := &expr.Binary{Op: plan.OpMul, L: x, R: two, Type: plan.Int64}
+	x2again := &expr.Binary{Op: plan.OpMul, L: x, R: two, Type: plan.Int64}
+	x2plus := &expr.Binary{Op: plan.OpAdd, L: x2again, R: x, Type: plan.Int64}
+	aggs := []AggregateExpr{
+		{Func: plan.AggSum, Arg: x2, Name: "s2", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x2plus, Name: "s3", Type: plan.Int64},
+		{Func: plan.AggAvg, Arg: x2again, Name: "a2", Type: plan.AvgType(plan.Int64)},
+		{Func: plan.AggSum, Arg: d, Name: "sd", Type: plan.SumType(d.Type)},
+		{Func: plan.AggAvg, Arg: d, Name: "ad", Type: plan.AvgType(d.Type)},
+	}
+	want := []string{
+		"NULL|6|9|6|-1.00|-1.000000",
+		"a|4|6|2|1.51|0.755000",
+		"b|14|21|7|4.50|2.250000",
+		"c|NULL|NULL|NULL|NULL|NULL",
+	}
+	k := []expr.Expr{jaCol(0, "k", plan.Utf8)}
+	for _, twoStage := range []bool{false, true} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		src := jaAggSource(t, mem, false)
+		var op Operator
+		var err error
+		if twoStage {
+			partial, err := NewHashAggregate(src, AggPartial, k, []string{"k"}, aggs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op, err = NewHashAggregate(&jaCoalesce{in: partial}, AggFinal, k, []string{"k"}, aggs)
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if op, err = NewHashAggregate(&jaCoalesce{in: src}, AggSingle, k, []string{"k"}, aggs); err != nil {
+			t.Fatal(err)
+		}
+		got := jaCollect(t, op, jaTC(mem, 8192, 0))
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("two-stage %v: got\n%s\nwant\n%s", twoStage, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		src.release()
+		mem.AssertSize(t, 0)
+	}
+}
