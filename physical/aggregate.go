@@ -227,15 +227,24 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 		}
 		accs[i] = acc
 	}
+	hist := &countHist{}
 	if h.mode != AggFinal {
 		shareAvgSums(h.aggs, accs)
+		for _, acc := range accs {
+			switch acc := acc.(type) {
+			case *aggCount:
+				acc.hist = hist
+			case *aggAvg:
+				acc.cnt.hist = hist
+			}
+		}
 	}
 	in, err := h.input.Execute(ctx, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("hash aggregate: %w", err)
 	}
 	return &hashAggStream{
-		op: h, tc: tc, input: in, table: table, accs: accs,
+		op: h, tc: tc, input: in, table: table, accs: accs, hist: hist,
 		res: tc.Memory.NewReservation(fmt.Sprintf("HashAggregate[%d]", partition)),
 	}, nil
 }
@@ -267,6 +276,7 @@ type hashAggStream struct {
 	input Stream
 	table *groupTable
 	accs  []aggAccumulator
+	hist  *countHist // shared by the count accumulators
 	res   *Reservation
 	gids  []int32
 
@@ -392,6 +402,7 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 	}
 	ng := s.table.numGroups()
 	stateCol := nk
+	s.hist.batch++
 	var args argMemo
 	defer func() { args.release() }()
 	for i, acc := range s.accs {
