@@ -126,6 +126,25 @@ func TestShellMultiLineQueryAndHistory(t *testing.T) {
 	}
 }
 
+// TestShellErrorPositionCountsFromTheStatement: after other input, a
+// mistake in a statement is placed by the statement's own lines.
+func TestShellErrorPositionCountsFromTheStatement(t *testing.T) {
+	tm, _ := startTerm(t, "")
+	tm.expect(`sluice> `, 10*time.Second)
+	tm.send("SELECT 1;\r")
+	tm.expect(`1 row`, 10*time.Second)
+	tm.send("SELECT 2;\r")
+	tm.expect(`1 row`, 10*time.Second)
+	tm.send("SELECT\r")
+	tm.expect(`\.\.\.> `, 5*time.Second)
+	tm.send("  nope;\r")
+	tm.expect(`at line 2, column 3`, 10*time.Second)
+	tm.send(".quit\r")
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func waitExit(tm *term, timeout time.Duration) error {
 	ch := make(chan error, 1)
 	go func() { ch <- tm.cmd.Wait() }()

@@ -135,6 +135,9 @@ func (r *Runner) runInterruptible(ctx context.Context, p Piece) (exit bool) {
 			fmt.Fprintln(r.Err, "query cancelled")
 			return false
 		}
+		// At the prompt a position counts from the statement's first line,
+		// as psql and duckdb show it, not from the start of the session.
+		p.Line = 1
 		r.PrintError("", p, err)
 	}
 	return false
