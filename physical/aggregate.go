@@ -261,8 +261,7 @@ func shareAvgSums(aggs []AggregateExpr, accs []aggAccumulator) {
 			continue
 		}
 		for j, b := range aggs {
-			if b.Func == plan.AggSum && !b.Distinct && b.Arg.String() == a.Arg.String() &&
-				arrow.TypeEqual(b.Arg.DataType(), a.Arg.DataType()) {
+			if b.Func == plan.AggSum && !b.Distinct && memoKey(b.Arg) == memoKey(a.Arg) {
 				avg.sum, avg.sharedSum = accs[j], true
 				break
 			}
