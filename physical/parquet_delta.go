@@ -57,15 +57,12 @@ func deltaColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups
 // values) decoded into a buffer of its own first would be written and read
 // back through memory.
 type deltaColumn struct {
-	rdr       *file.Reader
-	leaf      int
-	rowGroups []int // row groups still to open
-	pages     file.PageReader
-	dec       deltaDecoder // over the current page
+	pages columnPages
+	dec   deltaDecoder // over the current page
 }
 
 func newDeltaColumn(rdr *file.Reader, leaf int, rowGroups []int) *deltaColumn {
-	return &deltaColumn{rdr: rdr, leaf: leaf, rowGroups: rowGroups}
+	return &deltaColumn{pages: columnPages{rdr: rdr, leaf: leaf, rowGroups: rowGroups}}
 }
 
 // read returns the next n values as an Int64 array.
@@ -93,52 +90,76 @@ func (c *deltaColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	return array.NewInt64Data(data), nil
 }
 
-// nextPage starts decoding the next data page, opening the next row group
-// when the current one has no page left. The page's bytes stay valid until
-// the page reader moves on, which only this does.
+// nextPage starts decoding the next data page.
 func (c *deltaColumn) nextPage() error {
-	for {
-		if c.pages != nil && c.pages.Next() {
-			break
-		}
-		if c.pages != nil {
-			if err := c.pages.Err(); err != nil {
-				return err
-			}
-			c.pages.Close()
-			c.pages = nil
-		}
-		if len(c.rowGroups) == 0 {
-			return errors.New("column ended before the row groups' row count")
-		}
-		pr, err := c.rdr.RowGroup(c.rowGroups[0]).GetColumnPageReader(c.leaf)
-		if err != nil {
-			return err
-		}
-		c.pages, c.rowGroups = pr, c.rowGroups[1:]
+	p, err := c.pages.next()
+	if err != nil {
+		return err
 	}
-	var data []byte
-	switch p := c.pages.Page().(type) {
-	case *file.DataPageV1:
-		data = p.Data()
-	case *file.DataPageV2:
-		data = p.Data()[p.DefinitionLevelByteLen()+p.RepetitionLevelByteLen():]
-	default:
-		return fmt.Errorf("unexpected %T in a delta-encoded column", p)
+	data, err := dataPageValues(p)
+	if err != nil {
+		return err
 	}
-	p := c.pages.Page()
 	if parquet.Encoding(p.Encoding()) != parquet.Encodings.DeltaBinaryPacked {
 		return fmt.Errorf("data page encoded %s where DELTA_BINARY_PACKED was recorded", parquet.Encoding(p.Encoding()))
 	}
 	return c.dec.reset(data, int(p.NumValues()))
 }
 
+func (c *deltaColumn) close() { c.pages.close() }
+
+// columnPages walks the pages of one column chunk after another over a
+// list of row groups, for the columns the scan decodes itself.
+type columnPages struct {
+	rdr       *file.Reader
+	leaf      int
+	rowGroups []int // row groups still to open
+	pages     file.PageReader
+}
+
+// next returns the next page, opening the next row group when the current
+// one has no page left. The page's bytes stay valid until the next call.
+func (c *columnPages) next() (file.Page, error) {
+	for {
+		if c.pages != nil && c.pages.Next() {
+			return c.pages.Page(), nil
+		}
+		if c.pages != nil {
+			if err := c.pages.Err(); err != nil {
+				return nil, err
+			}
+			c.pages.Close()
+			c.pages = nil
+		}
+		if len(c.rowGroups) == 0 {
+			return nil, errors.New("column ended before the row groups' row count")
+		}
+		pr, err := c.rdr.RowGroup(c.rowGroups[0]).GetColumnPageReader(c.leaf)
+		if err != nil {
+			return nil, err
+		}
+		c.pages, c.rowGroups = pr, c.rowGroups[1:]
+	}
+}
+
 // close releases the open page reader.
-func (c *deltaColumn) close() {
+func (c *columnPages) close() {
 	if c.pages != nil {
 		c.pages.Close()
 		c.pages = nil
 	}
+}
+
+// dataPageValues returns the encoded values of a data page of a flat
+// required column (whose pages hold no levels).
+func dataPageValues(p file.Page) ([]byte, error) {
+	switch p := p.(type) {
+	case *file.DataPageV1:
+		return p.Data(), nil
+	case *file.DataPageV2:
+		return p.Data()[p.DefinitionLevelByteLen()+p.RepetitionLevelByteLen():], nil
+	}
+	return nil, fmt.Errorf("unexpected %T where a data page was due", p)
 }
 
 var errDeltaCorrupt = errors.New("corrupt DELTA_BINARY_PACKED page")

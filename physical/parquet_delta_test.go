@@ -38,14 +38,20 @@ func deltaFile(t testing.TB, rowGroup int64, extra []parquet.WriterProperty, col
 	for _, a := range arrs {
 		a.Release()
 	}
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(append([]parquet.WriterProperty{
+	return parquetInMemory(t, rec, append([]parquet.WriterProperty{
 		parquet.WithDictionaryDefault(false),
 		parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked),
 		parquet.WithDataPageSize(4096),
 		parquet.WithMaxRowGroupLength(rowGroup),
-	}, extra...)...)
-	w, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.DefaultWriterProps())
+	}, extra...))
+}
+
+// parquetInMemory writes rec with the writer properties to a buffer and
+// opens it.
+func parquetInMemory(t testing.TB, rec arrow.RecordBatch, props []parquet.WriterProperty) *file.Reader {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +66,49 @@ func deltaFile(t testing.TB, rowGroup int64, extra []parquet.WriterProperty, col
 		t.Fatal(err)
 	}
 	return rdr
+}
+
+// allRowGroups lists the file's row groups.
+func allRowGroups(rdr *file.Reader) []int {
+	groups := make([]int, rdr.NumRowGroups())
+	for i := range groups {
+		groups[i] = i
+	}
+	return groups
+}
+
+// benchOwnColumn times reading n values in batches of 8192 from the
+// columns open returns.
+func benchOwnColumn(b *testing.B, open func() ownColumn, n int) {
+	for b.Loop() {
+		c := open()
+		for done := 0; done < n; done += 8192 {
+			a, err := c.read(Allocator, min(8192, n-done))
+			if err != nil {
+				b.Fatal(err)
+			}
+			a.Release()
+		}
+		c.close()
+	}
+}
+
+// benchArrowReader times arrow's record reader over the file's first
+// column with props, for comparison with the scan's own decoders.
+func benchArrowReader(b *testing.B, rdr *file.Reader, props pqarrow.ArrowReadProperties) {
+	fr, err := pqarrow.NewFileReader(rdr, props, Allocator)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		rr, err := fr.GetRecordReader(b.Context(), []int{0}, []int{0})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rr.Next() {
+		}
+		rr.Release()
+	}
 }
 
 // deltaPatterns are columns that exercise every bit width: sorted keys,
@@ -119,11 +168,7 @@ func TestDeltaColumnMatchesValues(t *testing.T) {
 				} else if _, v2 := pr.Page().(*file.DataPageV2); v2 != (extra != nil) {
 					t.Fatalf("%s: first page is %T", name, pr.Page())
 				}
-				groups := make([]int, rdr.NumRowGroups())
-				for i := range groups {
-					groups[i] = i
-				}
-				c := newDeltaColumn(rdr, 0, groups)
+				c := newDeltaColumn(rdr, 0, allRowGroups(rdr))
 				var got []int64
 				// Odd batch sizes cross page and row-group boundaries.
 				for len(got) < n {
@@ -230,34 +275,12 @@ func BenchmarkDeltaColumn(b *testing.B) {
 		rdr := deltaFile(b, 1<<20, []parquet.WriterProperty{parquet.WithDataPageSize(1 << 20)}, vals)
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(8 << 20)
-			for b.Loop() {
-				c := newDeltaColumn(rdr, 0, []int{0})
-				for done := 0; done < len(vals); done += 8192 {
-					a, err := c.read(Allocator, 8192)
-					if err != nil {
-						b.Fatal(err)
-					}
-					a.Release()
-				}
-				c.close()
-			}
+			benchOwnColumn(b, func() ownColumn { return newDeltaColumn(rdr, 0, []int{0}) }, len(vals))
 		})
 		// arrow's record reader on the same file, for comparison.
 		b.Run("arrow/"+name, func(b *testing.B) {
 			b.SetBytes(8 << 20)
-			fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 8192}, Allocator)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				rr, err := fr.GetRecordReader(b.Context(), []int{0}, []int{0})
-				if err != nil {
-					b.Fatal(err)
-				}
-				for rr.Next() {
-				}
-				rr.Release()
-			}
+			benchArrowReader(b, rdr, pqarrow.ArrowReadProperties{BatchSize: 8192})
 		})
 	}
 }

@@ -259,18 +259,24 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	}
 	rawDecimals := readDecimalsRaw(fr.Manifest, rdr, fields)
 	rawDates := readDatesRaw(fr.Manifest, rdr, fields)
-	// Delta-encoded integer columns are decoded here (parquet_delta.go);
+	// Delta-encoded integer columns (parquet_delta.go) and the codes of
+	// dictionary-encoded strings (parquet_dict.go) are decoded here;
 	// arrow's record reader reads the rest.
 	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
-	deltaCols := make([]*deltaColumn, len(fields))
+	dict := dictColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
+	own := make([]ownColumn, len(fields))
 	var arrowLeaves []int
 	for j, c := range fields {
-		if delta[j] {
-			deltaCols[j] = newDeltaColumn(rdr, fr.Manifest.Fields[c].ColIndex, rowGroups)
-			defer deltaCols[j].close()
+		switch leaf := fr.Manifest.Fields[c].ColIndex; {
+		case delta[j]:
+			own[j] = newDeltaColumn(rdr, leaf, rowGroups)
+		case dict[j]:
+			own[j] = newDictColumn(rdr, leaf, rowGroups)
+		default:
+			arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
 			continue
 		}
-		arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
+		defer own[j].close()
 	}
 	var rr pqarrow.RecordReader
 	if len(arrowLeaves) > 0 {
@@ -289,7 +295,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rec, err := nextReadBatch(mem, rr, deltaCols, rawDates, fr.Manifest, fields, &readSchema, batchSize, rowsLeft)
+		rec, err := nextReadBatch(mem, rr, own, rawDates, fr.Manifest, fields, &readSchema, batchSize, rowsLeft)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
@@ -324,11 +330,18 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	return nil
 }
 
+// ownColumn is a column the scan decodes itself.
+type ownColumn interface {
+	// read returns the column's next n values.
+	read(mem memory.Allocator, n int) (arrow.Array, error)
+	close()
+}
+
 // nextReadBatch returns the next batch as read, one column per read field:
-// arrow's record reader's columns and the delta columns', or nil at the
-// end; dates read as their stored integers (rawDates) are Date32 again.
-// The caller releases it.
-func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, deltaCols []*deltaColumn, rawDates []bool, m *pqarrow.SchemaManifest, fields []int, readSchema **arrow.Schema, batchSize int, rowsLeft int64) (arrow.RecordBatch, error) {
+// arrow's record reader's columns and the scan's own (own[j] not nil), or
+// nil at the end; dates read as their stored integers (rawDates) are
+// Date32 again. The caller releases it.
+func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, own []ownColumn, rawDates []bool, m *pqarrow.SchemaManifest, fields []int, readSchema **arrow.Schema, batchSize int, rowsLeft int64) (arrow.RecordBatch, error) {
 	var rec arrow.RecordBatch
 	n := min(int64(batchSize), rowsLeft)
 	if rr != nil {
@@ -343,7 +356,7 @@ func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, deltaCols []*d
 	cols := make([]arrow.Array, len(fields))
 	k := 0
 	for j := range fields {
-		if deltaCols[j] == nil {
+		if own[j] == nil {
 			cols[j] = rec.Column(k)
 			k++
 			if rawDates[j] && cols[j].DataType().ID() == arrow.INT32 {
@@ -356,7 +369,7 @@ func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, deltaCols []*d
 			cols[j].Retain()
 			continue
 		}
-		a, err := deltaCols[j].read(mem, int(n))
+		a, err := own[j].read(mem, int(n))
 		if err != nil {
 			for _, c := range cols[:j] {
 				c.Release()

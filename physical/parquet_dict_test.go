@@ -1,0 +1,251 @@
+package physical
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// dictFile writes vals as one required string column, dictionary encoded,
+// rowGroup rows per row group, small data pages and the extra writer
+// properties, and opens it.
+func dictFile(t testing.TB, rowGroup int64, extra []parquet.WriterProperty, vals []string) *file.Reader {
+	t.Helper()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	b.AppendValues(vals, nil)
+	a := b.NewArray()
+	b.Release()
+	rec := array.NewRecordBatch(sc, []arrow.Array{a}, int64(len(vals)))
+	a.Release()
+	defer rec.Release()
+	return parquetInMemory(t, rec, append([]parquet.WriterProperty{
+		parquet.WithDictionaryDefault(true),
+		// Uncompressed, the writer would fall back to plain pages where
+		// they come out smaller.
+		parquet.WithDictionaryCostFallbackFor("s", false),
+		parquet.WithDataPageSize(4096),
+		parquet.WithMaxRowGroupLength(rowGroup),
+	}, extra...))
+}
+
+// dictPatterns are string columns whose codes take every kind of run and
+// several bit widths: one value (width 0 or 1), two and three values at
+// random (bit-packed runs of widths 1 and 2), long repeats (repeated runs),
+// 200 and 3000 values (widths 8 and 12), and 70,000 (17), with an empty
+// string among them.
+func dictPatterns(n int) map[string][]string {
+	r := rand.New(rand.NewPCG(3, 4))
+	pats := map[string][]string{}
+	pick := func(k int) []string {
+		v := make([]string, n)
+		for i := range v {
+			v[i] = fmt.Sprintf("v%d", r.IntN(k))
+		}
+		return v
+	}
+	pats["one"] = slices.Repeat([]string{"only"}, n)
+	pats["two"] = pick(2)
+	pats["three"] = pick(3)
+	pats["200"] = pick(200)
+	pats["3000"] = pick(3000)
+	pats["70000"] = pick(70000)
+	runs := make([]string, n)
+	for i := range runs {
+		runs[i] = strings.Repeat("x", i/50%4) // "" among them
+	}
+	pats["runs"] = runs
+	return pats
+}
+
+func TestDictColumnMatchesValues(t *testing.T) {
+	layouts := map[string][]parquet.WriterProperty{
+		"v1":        nil,
+		"v2 snappy": {parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy)},
+	}
+	for layout, extra := range layouts {
+		for _, n := range []int{1, 7, 9, 1000, 20000} {
+			for name, vals := range dictPatterns(n) {
+				name := fmt.Sprintf("%s %s n=%d", layout, name, n)
+				rdr := dictFile(t, 7000, extra, vals)
+				groups := allRowGroups(rdr)
+				for i := range groups {
+					cc, err := rdr.MetaData().RowGroup(i).ColumnChunk(0)
+					if err != nil || !cc.HasDictionaryPage() {
+						t.Fatalf("%s: row group %d has no dictionary page", name, i)
+					}
+				}
+				if got := dictionaryOnlyStrings(rdr, []int{0}, groups); len(got) != 1 {
+					t.Fatalf("%s: written with pages other than dictionary codes", name)
+				}
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				c := newDictColumn(rdr, 0, groups)
+				var got []string
+				// Odd batch sizes cross runs, pages and row groups.
+				for len(got) < n {
+					k := min(n-len(got), 1+len(got)%5001)
+					a, err := c.read(mem, k)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					d := a.(*array.Dictionary)
+					strs := d.Dictionary().(*array.String)
+					for i := range k {
+						got = append(got, strs.Value(d.GetValueIndex(i)))
+					}
+					a.Release()
+				}
+				if _, err := c.read(mem, 1); err == nil {
+					t.Fatalf("%s: a read past the end did not fail", name)
+				}
+				c.close()
+				mem.AssertSize(t, 0)
+				for i := range got {
+					if got[i] != vals[i] {
+						t.Fatalf("%s: row %d = %q, want %q", name, i, got[i], vals[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDictColumnSharesTheRowGroupsDictionary: batches within a row group
+// hold one dictionary array (the scan's dictionary filters evaluate a
+// dictionary once per array).
+func TestDictColumnSharesTheRowGroupsDictionary(t *testing.T) {
+	rdr := dictFile(t, 1000, nil, dictPatterns(2000)["three"])
+	c := newDictColumn(rdr, 0, []int{0, 1})
+	defer c.close()
+	var dicts []arrow.ArrayData
+	for range 4 {
+		a, err := c.read(memory.DefaultAllocator, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dicts = append(dicts, a.(*array.Dictionary).Dictionary().Data())
+		a.Release()
+	}
+	if dicts[0] != dicts[1] || dicts[2] != dicts[3] || dicts[1] == dicts[2] {
+		t.Fatal("batches of one row group do not share its dictionary, or two row groups share one")
+	}
+}
+
+func TestDictColumnsChosenOnlyForRequiredDictionaryStrings(t *testing.T) {
+	keepDict := []parquet.WriterProperty{parquet.WithDictionaryCostFallbackFor("s", false)}
+	for _, c := range []struct {
+		what     string
+		nullable bool
+		props    []parquet.WriterProperty
+		want     bool
+	}{
+		{"a dictionary-encoded required string", false, keepDict, true},
+		// Its pages carry definition levels.
+		{"a nullable dictionary-encoded string", true, keepDict, false},
+		{"a plain-encoded string", false, []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}, false},
+	} {
+		sc := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: c.nullable}}, nil)
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		b.AppendValues([]string{"a", "b", "a"}, nil)
+		a := b.NewArray()
+		b.Release()
+		rec := array.NewRecordBatch(sc, []arrow.Array{a}, 3)
+		a.Release()
+		path := filepath.Join(t.TempDir(), "c.parquet")
+		writeParquetWith(t, path, rec, c.props...)
+		rdr, m := openWithManifest(t, path)
+		leaves := dictionaryOnlyStrings(rdr, []int{0}, []int{0})
+		if got := dictColumns(m, rdr, []int{0}, []int{0}, leaves)[0]; got != c.want {
+			t.Errorf("%s: chosen for the dictionary code decoder %v, want %v", c.what, got, c.want)
+		}
+	}
+}
+
+// firstDataPage returns a copy of the first data page's encoded codes, its
+// value count and the dictionary's size.
+func firstDataPage(t *testing.T, rdr *file.Reader) ([]byte, int, int) {
+	t.Helper()
+	pr, err := rdr.RowGroup(0).GetColumnPageReader(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := 0
+	for pr.Next() {
+		if dp, ok := pr.Page().(*file.DictionaryPage); ok {
+			entries = int(dp.NumValues())
+			continue
+		}
+		data, err := dataPageValues(pr.Page())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Clone(data), int(pr.Page().NumValues()), entries
+	}
+	t.Fatalf("no data page: %v", pr.Err())
+	return nil, 0, 0
+}
+
+func TestCodeDecoderRejectsCorruptPages(t *testing.T) {
+	for _, name := range []string{"three", "200", "runs"} {
+		page, n, entries := firstDataPage(t, dictFile(t, 1000, nil, dictPatterns(300)[name]))
+		decode := func(page []byte, entries int) error {
+			var d codeDecoder
+			if err := d.reset(page, n); err != nil {
+				return err
+			}
+			out := make([]int32, n)
+			k, err := d.decode(out, entries)
+			if err == nil && k != n {
+				t.Fatalf("%s: %d of %d codes and no error", name, k, n)
+			}
+			return err
+		}
+		if err := decode(page, entries); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// Every truncation fails with an error, never a panic or a short
+		// read.
+		for cut := 0; cut < len(page); cut++ {
+			if err := decode(page[:cut], entries); err == nil {
+				t.Fatalf("%s: page cut to %d of %d bytes decoded without error", name, cut, len(page))
+			}
+		}
+		// A code past the dictionary's end is an error, not a row.
+		if err := decode(page, entries-1); err == nil {
+			t.Fatalf("%s: codes up to %d accepted for a dictionary of %d", name, entries-1, entries-1)
+		}
+	}
+	if _, err := plainStrings(memory.DefaultAllocator, []byte{3, 0, 0, 0, 'a', 'b'}, 1); err == nil {
+		t.Fatal("a cut dictionary entry was accepted")
+	}
+}
+
+func BenchmarkDictColumn(b *testing.B) {
+	for _, name := range []string{"three", "200", "runs"} {
+		vals := dictPatterns(1 << 20)[name]
+		// Pages as large as the writer's default, one row group.
+		rdr := dictFile(b, 1<<20, []parquet.WriterProperty{parquet.WithDataPageSize(1 << 20)}, vals)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(4 << 20)
+			benchOwnColumn(b, func() ownColumn { return newDictColumn(rdr, 0, []int{0}) }, len(vals))
+		})
+		// arrow's record reader on the same file, as the scan used it.
+		b.Run("arrow/"+name, func(b *testing.B) {
+			b.SetBytes(4 << 20)
+			props := pqarrow.ArrowReadProperties{BatchSize: 8192}
+			props.SetReadDict(0, true)
+			benchArrowReader(b, rdr, props)
+		})
+	}
+}
