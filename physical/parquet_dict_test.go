@@ -249,3 +249,92 @@ func BenchmarkDictColumn(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeStringDictionary checks decoding against a row-by-row
+// reference, with and without a selection, NULL rows and NULL entries, and
+// that a code outside the dictionary is an error.
+func TestDecodeStringDictionary(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	newDict := func(entries []string, entryValid []bool, codes []int32, valid []bool) *array.Dictionary {
+		sb := array.NewStringBuilder(mem)
+		sb.AppendValues(entries, entryValid)
+		dict := sb.NewArray()
+		sb.Release()
+		ib := array.NewInt32Builder(mem)
+		ib.AppendValues(codes, valid)
+		ix := ib.NewArray()
+		ib.Release()
+		d := array.NewDictionaryArray(dictStringType, ix, dict)
+		ix.Release()
+		dict.Release()
+		return d
+	}
+	codes := make([]int32, 300)
+	for i := range codes {
+		codes[i] = int32(i * 7 % 3)
+	}
+	rowValid := make([]bool, len(codes))
+	for i := range rowValid {
+		rowValid[i] = i%5 != 1
+	}
+	sel := []int32{0, 1, 2, 6, 11, 299}
+	for _, c := range []struct {
+		name       string
+		entryValid []bool
+		valid      []bool
+	}{
+		{"no NULLs", nil, nil},
+		{"NULL rows", nil, rowValid},
+		{"a NULL entry", []bool{true, false, true}, nil},
+	} {
+		d := newDict([]string{"A", "", "xyz"}, c.entryValid, codes, c.valid)
+		for _, s := range [][]int32{nil, sel} {
+			got, err := decodeStringDictionary(mem, d, s, false)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			rows := s
+			if rows == nil {
+				rows = make([]int32, len(codes))
+				for i := range rows {
+					rows[i] = int32(i)
+				}
+			}
+			strs := got.(*array.String)
+			if strs.Len() != len(rows) {
+				t.Fatalf("%s: %d rows, want %d", c.name, strs.Len(), len(rows))
+			}
+			for k, r := range rows {
+				if want := d.IsValid(int(r)) && d.Dictionary().IsValid(d.GetValueIndex(int(r))); strs.IsValid(k) != want {
+					t.Fatalf("%s sel=%v: row %d valid %v, want %v", c.name, s != nil, r, strs.IsValid(k), want)
+				}
+				if strs.IsValid(k) && strs.Value(k) != d.Dictionary().(*array.String).Value(d.GetValueIndex(int(r))) {
+					t.Fatalf("%s sel=%v: row %d = %q", c.name, s != nil, r, strs.Value(k))
+				}
+			}
+			got.Release()
+		}
+		d.Release()
+	}
+	// Out of range, with and without NULL rows; a NULL row's code is not
+	// looked at.
+	bad := slices.Clone(codes)
+	bad[7] = 3
+	for _, valid := range [][]bool{nil, rowValid} {
+		d := newDict([]string{"A", "", "xyz"}, nil, bad, valid)
+		if got, err := decodeStringDictionary(mem, d, nil, false); err == nil {
+			got.Release()
+			t.Fatalf("code 3 of a dictionary of 3 decoded (NULL rows: %v)", valid != nil)
+		}
+		d.Release()
+	}
+	bad[7], bad[1] = 0, -4 // row 1 is NULL in rowValid
+	d := newDict([]string{"A", "", "xyz"}, nil, bad, rowValid)
+	got, err := decodeStringDictionary(mem, d, nil, false)
+	if err != nil {
+		t.Fatalf("the code of a NULL row was checked: %v", err)
+	}
+	got.Release()
+	d.Release()
+}

@@ -257,13 +257,14 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	if fr.Manifest, err = catalog.ParquetArrowSchema(rdr, &aprops); err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	rawDecimals := readDecimalsRaw(fr.Manifest, rdr, fields)
+	facts := readFacts{rawDecimals: readDecimalsRaw(fr.Manifest, rdr, fields)}
 	rawDates := readDatesRaw(fr.Manifest, rdr, fields)
 	// Delta-encoded integer columns (parquet_delta.go) and the codes of
 	// dictionary-encoded strings (parquet_dict.go) are decoded here;
 	// arrow's record reader reads the rest.
 	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
 	dict := dictColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
+	facts.checkedCodes = dict
 	own := make([]ownColumn, len(fields))
 	var arrowLeaves []int
 	for j, c := range fields {
@@ -307,7 +308,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 			rec.Release()
 			continue
 		}
-		out, err := s.filterAndShape(castCtx, mem, rec, readPos, rawDecimals, filters, &vf, df)
+		out, err := s.filterAndShape(castCtx, mem, rec, readPos, facts, filters, &vf, df)
 		rec.Release()
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
@@ -392,11 +393,22 @@ func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, own []ownColum
 	return out, nil
 }
 
+// readFacts are facts about the read columns (fields' order) that shape
+// needs.
+type readFacts struct {
+	// rawDecimals marks decimals read as their stored integers
+	// (readDecimalsRaw), to be scaled into decimal128.
+	rawDecimals []bool
+	// checkedCodes marks dictionary columns whose codes the scan's own
+	// reader checked against their dictionary (dictColumn).
+	checkedCodes []bool
+}
+
 // filterAndShape applies the scan's value and dictionary filters to a
 // batch as read and shapes the rows that pass (nil when none does). The
 // value filters are chosen at the first batch, when the read types are
 // known.
-func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, rawDecimals []bool, filters []expr.Expr, vf **valueFilters, df dictFilters) (arrow.RecordBatch, error) {
+func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, facts readFacts, filters []expr.Expr, vf **valueFilters, df dictFilters) (arrow.RecordBatch, error) {
 	if *vf == nil {
 		*vf = s.valueFilters(filters, rec, readPos)
 	}
@@ -407,7 +419,7 @@ func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, 
 	if !keep {
 		return nil, nil
 	}
-	return s.shape(ctx, mem, rec, readPos, sel, rawDecimals)
+	return s.shape(ctx, mem, rec, readPos, sel, facts)
 }
 
 // shape builds an output batch from a batch as read: columns in projection
@@ -416,9 +428,8 @@ func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, 
 // sel, if not nil, lists the rows to keep (the rest failed a dictionary
 // filter).
 //
-// rawDecimals[j] marks read column j as a decimal read as its stored
-// integers (readDecimalsRaw), to be scaled into decimal128 here.
-func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32, rawDecimals []bool) (arrow.RecordBatch, error) {
+// facts says how each read column was read.
+func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32, facts readFacts) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(readPos))
 	release := func() {
 		for _, c := range cols {
@@ -435,7 +446,7 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 		col := rec.Column(j)
 		want := s.schema.Field(i).Type
 		if d, ok := col.(*array.Dictionary); ok && want.ID() == arrow.STRING {
-			dec, err := decodeStringDictionary(mem, d, sel)
+			dec, err := decodeStringDictionary(mem, d, sel, facts.checkedCodes[j])
 			if err != nil {
 				release()
 				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
@@ -443,7 +454,7 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 			cols[i] = dec
 			continue
 		}
-		if rawDecimals[j] && want.ID() == arrow.DECIMAL128 {
+		if facts.rawDecimals[j] && want.ID() == arrow.DECIMAL128 {
 			dec, err := integersToDecimal(mem, col, want, sel)
 			if err != nil {
 				release()
@@ -793,8 +804,10 @@ func dictionaryOnlyStrings(rdr *file.Reader, leaves, rowGroups []int) []int {
 // utf8: lengths are summed first, then offsets and bytes are written in one
 // pass.
 //
-// sel, if not nil, lists the rows to decode.
-func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary, sel []int32) (arrow.Array, error) {
+// sel, if not nil, lists the rows to decode. checked says the codes of the
+// valid rows are known to index the dictionary (the scan's own reader
+// checked them); else they are checked here.
+func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary, sel []int32, checked bool) (arrow.Array, error) {
 	dict, ok := d.Dictionary().(*array.String)
 	if !ok {
 		return nil, fmt.Errorf("dictionary of %s, want utf8", d.Dictionary().DataType())
@@ -806,33 +819,50 @@ func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary, sel []int
 	default:
 		return nil, fmt.Errorf("dictionary indices of %s, want int32", d.Indices().DataType())
 	}
+	if d.NullN() == 0 && dict.NullN() == 0 {
+		// The common case (a required column): unless the reader checked
+		// the codes, one unsigned maximum checks them all; the selected
+		// codes are gathered without a look at validity.
+		if !checked {
+			var top uint32
+			for _, j := range idx {
+				top = max(top, uint32(j))
+			}
+			if len(idx) > 0 && top >= uint32(dict.Len()) {
+				return nil, fmt.Errorf("dictionary index %d out of range [0, %d)", int32(top), dict.Len())
+			}
+		}
+		if sel == nil {
+			return takeString(mem, dict, idx), nil
+		}
+		codes := make([]int32, len(sel))
+		for k, r := range sel {
+			codes[k] = idx[r]
+		}
+		return takeString(mem, dict, codes), nil
+	}
 	for i, j := range idx {
 		if (int(j) < 0 || int(j) >= dict.Len()) && d.IsValid(i) {
 			return nil, fmt.Errorf("dictionary index %d out of range [0, %d)", j, dict.Len())
 		}
 	}
-	if sel != nil {
-		codes := make([]int32, len(sel))
-		for k, r := range sel {
-			codes[k] = idx[r]
-			if d.IsNull(int(r)) || dict.IsNull(int(codes[k])) {
-				codes[k] = -1
-			}
+	// Rare for a column written with a dictionary: mark NULL rows with a
+	// negative index, which takeString turns into NULL.
+	rows := sel
+	if rows == nil {
+		rows = make([]int32, len(idx))
+		for i := range rows {
+			rows[i] = int32(i)
 		}
-		return takeString(mem, dict, codes), nil
 	}
-	if d.NullN() > 0 || dict.NullN() > 0 {
-		// Rare for a column written with a dictionary: mark NULL rows with
-		// a negative index, which takeString turns into NULL.
-		codes := slices.Clone(idx)
-		for i, j := range idx {
-			if d.IsNull(i) || dict.IsNull(int(j)) {
-				codes[i] = -1
-			}
+	codes := make([]int32, len(rows))
+	for k, r := range rows {
+		codes[k] = idx[r]
+		if d.IsNull(int(r)) || dict.IsNull(int(codes[k])) {
+			codes[k] = -1
 		}
-		return takeString(mem, dict, codes), nil
 	}
-	return takeString(mem, dict, idx), nil
+	return takeString(mem, dict, codes), nil
 }
 
 // dictFilter is one pushed conjunct on a dictionary-read string column:
