@@ -23,7 +23,9 @@ type OptContext struct {
 // DefaultRules returns the optimizer's rules in the order Optimize runs them.
 // Decorrelation comes first so later rules never see a Subquery; folding
 // precedes pushdown so constant conjuncts vanish before they are pushed;
-// pruning is last because every earlier rule may still need any column.
+// eager aggregation needs the join conditions pushdown places and leaves
+// the join order to the reordering after it; pruning is last because every
+// earlier rule may still need any column.
 func DefaultRules() []Rule {
 	return []Rule{
 		{Name: "decorrelate", Apply: Decorrelate},
@@ -34,6 +36,7 @@ func DefaultRules() []Rule {
 		// can expose new constants.
 		{Name: "fold-again", Apply: FoldConstants},
 		{Name: "semi-joins-down", Apply: PushDownSemiJoins},
+		{Name: "eager-aggregate", Apply: EagerAggregate},
 		{Name: "reorder-joins", Apply: ReorderJoins},
 		{Name: "build-side", Apply: ChooseBuildSide},
 		{Name: "reduce-aggregates", Apply: ReduceAggregates},

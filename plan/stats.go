@@ -155,20 +155,32 @@ func equiNDV(j *Join, l, r float64) float64 {
 // columnNDV finds the scan producing column id below n and asks its table
 // for a distinct count; -1 when unknown.
 func columnNDV(n Node, id ColumnID) float64 {
+	s, i := columnScan(n, id)
+	if s == nil {
+		return -1
+	}
+	cs, ok := s.Table.(catalog.ColumnStatistics)
+	if !ok {
+		return -1
+	}
+	return float64(cs.DistinctCount(s.Projection[i]))
+}
+
+// columnScan returns the scan producing column id below n and the
+// column's position in it; nil when no scan does.
+func columnScan(n Node, id ColumnID) (*Scan, int) {
 	if s, ok := n.(*Scan); ok {
-		i := s.Cols.IndexOf(id)
-		cs, ok := s.Table.(catalog.ColumnStatistics)
-		if i < 0 || !ok {
-			return -1
+		if i := s.Cols.IndexOf(id); i >= 0 {
+			return s, i
 		}
-		return float64(cs.DistinctCount(s.Projection[i]))
+		return nil, -1
 	}
 	for _, c := range n.Children() {
 		if c.Schema().IDs().Has(id) {
-			return columnNDV(c, id)
+			return columnScan(c, id)
 		}
 	}
-	return -1
+	return nil, -1
 }
 
 // reduction is the fraction of its largest base table a subtree keeps.

@@ -1,0 +1,261 @@
+package plan
+
+import (
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// EagerAggregate groups the rows an aggregate reads before the joins that
+// only bring in its grouping columns ("eager aggregation", Yan and Larson).
+// In
+//
+//	Aggregate(groupBy g, f(x))  over  inner joins of S... and C...
+//
+// where the inputs C are whole tables that no argument x reads, S are the
+// other inputs, and S meets C only in column equalities S.k = C.j, the
+// joined rows of S are first grouped by the S columns the rest of the query
+// reads (the join keys k and the S columns in g), each f applied per such
+// group; the joins with C then see one row per group instead of every row
+// of S, and the aggregate on top combines the partial results by g: sums
+// and counts add, minima and maxima take the minimum and maximum. Each
+// group of g is the union of the S groups that join it, however often C
+// repeats a key, so the result is the same.
+//
+// TPC-H q10 groups lineitem ⋈ orders (115,000 rows in its quarter) by seven
+// customer columns; grouped by o_custkey first, 38,000 rows carry the
+// customer columns through the joins and into the wide-keyed aggregate.
+//
+// It applies only where it cannot cost much. C being unfiltered tables,
+// the joins with C are lookups that keep S's rows (a selective C, as in
+// q3's customers of one segment, is better joined first, and an input
+// with a filter or a semi join stays in S); S's distinct keys must be
+// estimated at most three quarters of its rows (otherwise grouping first is
+// an extra pass); the aggregate has group keys (a global SUM of per-group
+// counts over no rows would be NULL where COUNT is 0); every function is
+// SUM, COUNT, COUNT(*), MIN or MAX without DISTINCT, and some argument reads
+// a column. Run it after predicate pushdown, which puts WHERE equalities
+// into the joins and filters into the scans, and before join ordering,
+// which then orders S's inputs under the new aggregate and C's around it.
+func EagerAggregate(n Node, ctx *OptContext) (Node, error) {
+	return TransformUp(n, func(n Node) Node { return eager(n, ctx) }), nil
+}
+
+// eagerMaxGroups is the largest share of S's estimated rows its estimated
+// groups may be for EagerAggregate to apply.
+const eagerMaxGroups = 0.75
+
+func eager(n Node, ctx *OptContext) Node {
+	a, ok := n.(*Aggregate)
+	if !ok || len(a.GroupBy) == 0 {
+		return n
+	}
+	argCols := ColumnSet{}
+	for _, f := range a.Aggs {
+		switch f.Func {
+		case AggSum, AggCount, AggCountStar, AggMin, AggMax:
+		default:
+			return n
+		}
+		if f.Distinct {
+			return n
+		}
+		if f.Arg == nil {
+			continue // count(*)
+		}
+		for id := range ColumnsOf(f.Arg) {
+			argCols[id] = struct{}{}
+		}
+	}
+	var leaves []Node
+	var conds []Expr
+	flattenInner(a.Input, &leaves, &conds)
+	if len(leaves) < 2 || len(argCols) == 0 {
+		return n
+	}
+	// C: the inputs that are whole tables the arguments do not read; S:
+	// the rest.
+	var sLeaves, cLeaves []Node
+	sCols, cCols := ColumnSet{}, ColumnSet{}
+	for _, l := range leaves {
+		ids := l.Schema().IDs()
+		reads := false
+		for id := range argCols {
+			reads = reads || ids.Has(id)
+		}
+		if scan, ok := l.(*Scan); ok && len(scan.Filters) == 0 && !reads {
+			cLeaves, cCols = append(cLeaves, l), union(cCols, ids)
+		} else {
+			sLeaves, sCols = append(sLeaves, l), union(sCols, ids)
+		}
+	}
+	if len(cLeaves) == 0 || !argCols.SubsetOf(sCols) {
+		return n
+	}
+	// Conditions: within S, within C, or links S.k = C.j.
+	var sConds, cConds, links []Expr
+	keys := ColumnSet{} // S columns needed above S
+	for _, c := range conds {
+		cols := ColumnsOf(c)
+		switch {
+		case cols.SubsetOf(sCols):
+			sConds = append(sConds, c)
+		case cols.SubsetOf(cCols):
+			cConds = append(cConds, c)
+		default:
+			s, ok := linkColumn(c, sCols, cCols)
+			if !ok {
+				return n
+			}
+			links = append(links, c)
+			keys[s] = struct{}{}
+		}
+	}
+	if len(links) == 0 || !connectedBy(sLeaves, sConds) {
+		return n
+	}
+	for _, g := range a.GroupBy {
+		for id := range ColumnsOf(g) {
+			switch {
+			case sCols.Has(id):
+				keys[id] = struct{}{}
+			case !cCols.Has(id):
+				return n
+			}
+		}
+	}
+	sTree := innerJoinOf(sLeaves, sConds)
+	// Estimated as join ordering will build it: with every condition on
+	// the top join, the joins below would count as cross products.
+	sRows := EstimateRows(reorder(sTree))
+	keyIDs := sortedIDs(keys)
+	if g := estimateGroups(sTree, keyIDs, sRows); g < 0 || g > eagerMaxGroups*sRows {
+		return n
+	}
+
+	inner := &Aggregate{Input: sTree}
+	defs := map[ColumnID]Expr{}
+	sSchema := sTree.Schema()
+	for _, id := range keyIDs {
+		col := sSchema[sSchema.IndexOf(id)]
+		out := Column{ID: ctx.IDs.Next(), Name: col.Name, Type: col.Type, Nullable: col.Nullable}
+		inner.GroupBy = append(inner.GroupBy, col.Ref())
+		inner.Cols = append(inner.Cols, out)
+		defs[id] = out.Ref()
+	}
+	top := &Aggregate{Cols: a.Cols}
+	for _, g := range a.GroupBy {
+		top.GroupBy = append(top.GroupBy, substitute(g, defs))
+	}
+	for _, f := range a.Aggs {
+		part := &AggCall{Func: f.Func, Arg: f.Arg, Typ: f.Typ}
+		out := Column{ID: ctx.IDs.Next(), Name: part.String(), Type: part.Typ, Nullable: true}
+		inner.Aggs = append(inner.Aggs, part)
+		inner.Cols = append(inner.Cols, out)
+		combine := &AggCall{Func: f.Func, Arg: out.Ref(), Typ: f.Typ}
+		if f.Func == AggCount || f.Func == AggCountStar || f.Func == AggSum {
+			combine.Func, combine.Typ = AggSum, SumType(part.Typ)
+		}
+		if !arrow.TypeEqual(combine.Typ, f.Typ) {
+			return n
+		}
+		top.Aggs = append(top.Aggs, combine)
+	}
+	for _, l := range links {
+		cConds = append(cConds, substitute(l, defs))
+	}
+	top.Input = innerJoinOf(append(cLeaves, inner), cConds)
+	return top
+}
+
+// linkColumn returns the S column of c when c is an equality of an S
+// column and a C column.
+func linkColumn(c Expr, sCols, cCols ColumnSet) (ColumnID, bool) {
+	b, ok := c.(*Binary)
+	if !ok || b.Op != OpEq {
+		return 0, false
+	}
+	l, lok := b.L.(*ColRef)
+	r, rok := b.R.(*ColRef)
+	if !lok || !rok {
+		return 0, false
+	}
+	if sCols.Has(r.ID) {
+		l, r = r, l
+	}
+	if !sCols.Has(l.ID) || !cCols.Has(r.ID) {
+		return 0, false
+	}
+	return l.ID, true
+}
+
+// connectedBy reports whether the equalities among conds connect all of
+// leaves (one leaf is connected).
+func connectedBy(leaves []Node, conds []Expr) bool {
+	cols := make([]ColumnSet, len(leaves))
+	for i, l := range leaves {
+		cols[i] = l.Schema().IDs()
+	}
+	reached := make([]bool, len(leaves))
+	reached[0] = true
+	for grew := true; grew; {
+		grew = false
+		for i := range leaves {
+			for k := range leaves {
+				if !reached[i] || reached[k] {
+					continue
+				}
+				for _, c := range conds {
+					if isEquiBetween(c, cols[i], cols[k]) {
+						reached[k], grew = true, true
+						break
+					}
+				}
+			}
+		}
+	}
+	for _, r := range reached {
+		if !r {
+			return false
+		}
+	}
+	return true
+}
+
+// innerJoinOf joins leaves with inner joins, every condition on the top
+// one (join ordering places them); a single leaf gets them as a Filter.
+func innerJoinOf(leaves []Node, conds []Expr) Node {
+	n := leaves[0]
+	for _, l := range leaves[1:] {
+		n = &Join{Kind: JoinInner, Left: n, Right: l}
+	}
+	if j, ok := n.(*Join); ok {
+		j.Cond = Conjunction(conds)
+		return j
+	}
+	return filterOver(n, conds)
+}
+
+// estimateGroups estimates the distinct combinations of cols among rows
+// rows of n: the product of each column's estimated distinct values among
+// them, at most rows. -1 when a column's distinct count is unknown.
+//
+// A column whose table holds t rows and d distinct values has each value
+// about t/d times; rows that take a share f of the table (at most all of
+// it) miss a value with probability (1-f)^(t/d), so they hold
+// d·(1-(1-f)^(t/d)) values: all d for the whole table, each row its own
+// for a unique column.
+func estimateGroups(n Node, cols []ColumnID, rows float64) float64 {
+	g := 1.0
+	for _, id := range cols {
+		d := columnNDV(n, id)
+		s, _ := columnScan(n, id)
+		if d <= 0 || s == nil {
+			return -1
+		}
+		t := math.Max(tableRows(s), d)
+		f := math.Min(1, rows/t)
+		g *= d * -math.Expm1(t/d*math.Log1p(-f))
+	}
+	return math.Min(g, rows)
+}

@@ -1,0 +1,111 @@
+package plan
+
+import (
+	"testing"
+
+	"sluice/catalog"
+)
+
+// ndvTable is a fakeTable that also knows its columns' distinct counts
+// (-1: unknown), which EagerAggregate needs to estimate groups.
+type ndvTable struct {
+	*fakeTable
+	ndv []int64
+}
+
+func (t *ndvTable) DistinctCount(col int) int64 { return t.ndv[col] }
+
+var _ catalog.ColumnStatistics = (*ndvTable)(nil)
+
+// eagerTables: a fact table of a million rows over a thousand keys and
+// ten categories, a dimension table keyed like it, and a fact table whose
+// keys are all distinct.
+var eagerTables = map[string]*ndvTable{
+	"fact":   {tbl(1000000, "f_key", Int64, "f_cat", Int64, "f_amount", money, "f_qty", Int64), []int64{1000, 10, -1, 50}},
+	"dim":    {tbl(1000, "d_key", Int64, "d_name", Utf8, "d_region", Int64), []int64{1000, -1, 5}},
+	"unique": {tbl(1000000, "u_key", Int64, "u_amount", money), []int64{1000000, -1}},
+}
+
+// scanStats scans every column of one of eagerTables.
+func (b *tb) scanStats(table string) *Scan {
+	t := eagerTables[table]
+	s := &Scan{TableName: table, Table: t}
+	for i, f := range t.schema.Fields() {
+		s.Projection = append(s.Projection, i)
+		s.Cols = append(s.Cols, Column{ID: b.ids.Next(), Name: f.Name, Table: table, Type: f.Type, Nullable: true})
+	}
+	return s
+}
+
+func maxOf(x Expr) *AggCall { return &AggCall{Func: AggMax, Arg: x, Typ: x.Type()} }
+func countOf(x Expr) *AggCall {
+	return &AggCall{Func: AggCount, Arg: x, Typ: Int64}
+}
+
+func TestEagerAggregateGolden(t *testing.T) {
+	// factDim joins fact and dim on their keys, as comma joins leave it
+	// after pushdown.
+	factDim := func(b *tb) (Node, *Scan, *Scan) {
+		f, d := b.scanStats("fact"), b.scanStats("dim")
+		return &Join{Kind: JoinInner, Left: f, Right: d, Cond: eq(col(f, "f_key"), col(d, "d_key"))}, f, d
+	}
+	runGolden(t, "eager.txt", []goldenCase{
+		{name: "every_function_by_dimension_columns", apply: EagerAggregate, build: func(b *tb) Node {
+			j, f, d := factDim(b)
+			return b.agg(j, []Expr{col(d, "d_name"), col(d, "d_region")},
+				sum(col(f, "f_amount")), countOf(col(f, "f_amount")), countStar(), minOf(col(f, "f_qty")), maxOf(col(f, "f_qty")))
+		}},
+		{name: "fact_column_in_the_group_keys", apply: EagerAggregate, build: func(b *tb) Node {
+			// f_cat joins the S group keys beside f_key.
+			j, f, d := factDim(b)
+			return b.agg(j, []Expr{col(d, "d_name"), col(f, "f_cat")}, sum(bin(OpMul, col(f, "f_amount"), col(f, "f_qty"))))
+		}},
+		{name: "filtered_facts_and_two_dimensions", apply: EagerAggregate, build: func(b *tb) Node {
+			// The q10 shape: S is the filtered fact scan, C two whole tables.
+			f, d, u := b.scanStats("fact"), b.scanStats("dim"), b.scanStats("unique")
+			f.Filters = []Expr{gt(col(f, "f_qty"), i64(10))}
+			j := &Join{Kind: JoinInner, Left: &Join{Kind: JoinInner, Left: f, Right: d}, Right: u,
+				Cond: and(eq(col(f, "f_key"), col(d, "d_key")), eq(col(d, "d_region"), col(u, "u_key")))}
+			return b.agg(j, []Expr{col(d, "d_name"), col(u, "u_amount")}, sum(col(f, "f_amount")))
+		}},
+		{name: "filtered_dimension_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			// A filtered dim may drop most facts: it is joined first.
+			j, f, d := factDim(b)
+			d.Filters = []Expr{eq(col(d, "d_region"), i64(3))}
+			return b.agg(j, []Expr{col(d, "d_name")}, sum(col(f, "f_amount")))
+		}},
+		{name: "avg_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			j, f, d := factDim(b)
+			return b.agg(j, []Expr{col(d, "d_name")}, avg(col(f, "f_amount")))
+		}},
+		{name: "distinct_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			j, f, d := factDim(b)
+			return b.agg(j, []Expr{col(d, "d_name")}, countDistinct(col(f, "f_qty")))
+		}},
+		{name: "global_aggregate_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			// Grouped first, a count over no rows would come out NULL.
+			j, f, _ := factDim(b)
+			return b.agg(j, nil, countOf(col(f, "f_amount")))
+		}},
+		{name: "inequality_link_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			f, d := b.scanStats("fact"), b.scanStats("dim")
+			j := &Join{Kind: JoinInner, Left: f, Right: d, Cond: lt(col(f, "f_key"), col(d, "d_key"))}
+			return b.agg(j, []Expr{col(d, "d_name")}, sum(col(f, "f_amount")))
+		}},
+		{name: "argument_reads_the_dimension_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			j, f, d := factDim(b)
+			return b.agg(j, []Expr{col(d, "d_name")}, sum(bin(OpMul, col(f, "f_amount"), col(d, "d_region"))))
+		}},
+		{name: "keys_that_do_not_shrink_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			// A million distinct keys in a million rows: grouping first is
+			// an extra pass for nothing.
+			u, d := b.scanStats("unique"), b.scanStats("dim")
+			j := &Join{Kind: JoinInner, Left: u, Right: d, Cond: eq(col(u, "u_key"), col(d, "d_key"))}
+			return b.agg(j, []Expr{col(d, "d_name")}, sum(col(u, "u_amount")))
+		}},
+		{name: "unknown_distinct_count_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			j, f, d := factDim(b)
+			return b.agg(j, []Expr{col(d, "d_name"), col(f, "f_amount")}, countStar())
+		}},
+	})
+}
