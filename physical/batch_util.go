@@ -369,19 +369,23 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 	}
 	offBuf := newOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
-	valBuf := newOutputBuffer(mem, total)
+	// 16 bytes of slack for the word copies; never part of a value.
+	valBuf := newOutputBuffer(mem, total+16)
 	vals := valBuf.Bytes()
 	pos := int32(0)
 	if missing == 0 {
+		wordsEnd := int32(len(srcVals)) - 16 // a value starting at or before it can be read as two words
 		for i, j := range idx {
 			offs[i] = pos
-			// Short values (flags, codes, dictionary entries) are copied
-			// byte by byte: cheaper than a call to memmove.
-			if b, e := srcOff[j], srcOff[j+1]; e-b <= 8 {
-				for k := b; k < e; k++ {
-					vals[pos] = srcVals[k]
-					pos++
-				}
+			// Short values (names, codes, dates as text) are copied as two
+			// 8-byte words, cheaper than a call to memmove; the bytes past
+			// the value are overwritten by the next one or lie in the
+			// slack.
+			if b, e := srcOff[j], srcOff[j+1]; e-b <= 16 && b <= wordsEnd {
+				w := srcVals[b : b+16]
+				binary.LittleEndian.PutUint64(vals[pos:], binary.LittleEndian.Uint64(w))
+				binary.LittleEndian.PutUint64(vals[pos+8:], binary.LittleEndian.Uint64(w[8:]))
+				pos += e - b
 			} else {
 				pos += int32(copy(vals[pos:], srcVals[b:e]))
 			}
@@ -395,6 +399,7 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 		}
 	}
 	offs[n] = pos
+	valBuf.ResizeNoShrink(total)
 	var validity *memory.Buffer
 	nulls := 0
 	if arr.NullN() > 0 || missing > 0 {

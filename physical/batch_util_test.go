@@ -3,6 +3,7 @@ package physical
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -255,5 +256,44 @@ func BenchmarkSelectionIndices(b *testing.B) {
 			}
 		})
 		m.Release()
+	}
+}
+
+// TestTakeStringGeneral covers takeString's general path (a source too
+// large for takeShortStrings): values of every length from empty to past
+// the two-word copy, the source's last values (too near the end of its
+// buffer for a 16-byte read), a sliced source, and the output buffer
+// ending at the last offset.
+func TestTakeStringGeneral(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(5, 6))
+	entries := make([]string, 3000)
+	for i := range entries {
+		entries[i] = strings.Repeat(string(rune('a'+i%26)), i%41)
+	}
+	b := array.NewStringBuilder(mem)
+	b.AppendValues(entries, nil)
+	full := b.NewStringArray()
+	b.Release()
+	defer full.Release()
+	for _, off := range []int{0, 7} {
+		src := array.NewSlice(full, int64(off), int64(len(entries))).(*array.String)
+		idx := make([]int32, 500)
+		for i := range idx {
+			idx[i] = int32(rng.IntN(src.Len()))
+		}
+		idx[0], idx[1], idx[2] = int32(src.Len()-1), int32(src.Len()-2), int32(src.Len()-1) // the buffer's tail
+		got := takeString(mem, src, idx).(*array.String)
+		for i, j := range idx {
+			if got.Value(i) != src.Value(int(j)) {
+				t.Fatalf("slice %d row %d: %q, want %q", off, i, got.Value(i), src.Value(int(j)))
+			}
+		}
+		if last := got.ValueOffsets()[got.Len()]; int(last) != got.Data().Buffers()[2].Len() {
+			t.Errorf("data buffer length %d, last offset %d", got.Data().Buffers()[2].Len(), last)
+		}
+		got.Release()
+		src.Release()
 	}
 }
