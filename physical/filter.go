@@ -45,23 +45,35 @@ func (f *Filter) Execute(ctx context.Context, partition int, tc *TaskContext) (S
 	}
 	var in Stream
 	var err error
+	var marked filteredMarker
 	if scan, ok := f.input.(*ParquetScan); ok {
-		// Let the scan drop rows early on what it can judge cheaply.
+		// Let the scan drop rows early on what it can judge cheaply; the
+		// batches it judged on the whole predicate come marked.
 		in, err = scan.execute(ctx, partition, tc, expr.Conjuncts(f.pred))
+		marked, _ = in.(filteredMarker)
 	} else {
 		in, err = f.input.Execute(ctx, partition, tc)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &filterStream{op: f, in: in, tc: tc}, nil
+	return &filterStream{op: f, in: in, tc: tc, marked: marked}, nil
+}
+
+// filteredMarker is implemented by the stream of a Parquet scan read by a
+// Filter: lastFiltered reports that the scan evaluated the Filter's whole
+// predicate on the batch Next returned last and kept exactly the rows
+// where it is true, so the Filter passes it on untouched.
+type filteredMarker interface {
+	lastFiltered() bool
 }
 
 type filterStream struct {
-	op  *Filter
-	in  Stream
-	tc  *TaskContext
-	idx []int32
+	op     *Filter
+	in     Stream
+	tc     *TaskContext
+	idx    []int32
+	marked filteredMarker // in, when it is a scan given the predicate
 }
 
 func (s *filterStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -69,6 +81,9 @@ func (s *filterStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		b, err := s.in.Next(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if s.marked != nil && s.marked.lastFiltered() {
+			return b, nil // the scan applied the whole predicate already
 		}
 		out, err := s.filter(b)
 		b.Release()

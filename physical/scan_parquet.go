@@ -164,8 +164,10 @@ func (s *ParquetScan) Execute(ctx context.Context, partition int, tc *TaskContex
 // conjuncts (compiled against the scan's schema). Those on a single string
 // column the scan reads as a dictionary are evaluated once per dictionary
 // entry, and rows whose entry fails one are dropped before their strings
-// are decoded; everything else is left to the Filter, which still checks
-// every row it receives.
+// are decoded; those on values read as they are, per batch; everything
+// else is left to the Filter, which checks every row it receives unless
+// the stream marks the batch as judged on every conjunct exactly
+// (prefetchStream.lastFiltered).
 func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContext, filters []expr.Expr) (Stream, error) {
 	if partition < 0 || partition >= len(s.parts) {
 		return nil, fmt.Errorf("parquet scan %s: partition %d out of range [0, %d)", s.name, partition, len(s.parts))
@@ -175,7 +177,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	if batchSize <= 0 {
 		batchSize = DefaultBatchSize
 	}
-	return startPrefetch(ctx, func(ctx context.Context, emit func(arrow.RecordBatch) error) error {
+	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 		for start := 0; start < len(units); {
 			end := start + 1
 			for end < len(units) && units[end].file == units[start].file {
@@ -183,7 +185,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 			}
 			var err error
 			if len(s.projection) == 0 {
-				err = emitRowCounts(ctx, s.schema, units[start:end], batchSize, emit)
+				err = emitRowCounts(ctx, s.schema, units[start:end], batchSize, func(b arrow.RecordBatch) error { return emit(b, false) })
 			} else {
 				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], filters, emit)
 			}
@@ -216,7 +218,7 @@ func emitRowCounts(ctx context.Context, schema *arrow.Schema, units []parquetUni
 
 // readFile reads the projected columns of units, which all belong to one
 // file, and emits them batch by batch.
-func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, emit func(arrow.RecordBatch) error) error {
+func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, emit func(arrow.RecordBatch, bool) error) error {
 	path := s.table.Files[units[0].file].Path
 	props := parquet.NewReaderProperties(mem)
 	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
@@ -308,7 +310,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 			rec.Release()
 			continue
 		}
-		out, err := s.filterAndShape(castCtx, mem, rec, readPos, facts, filters, &vf, df)
+		out, exact, err := s.filterAndShape(castCtx, mem, rec, readPos, facts, filters, &vf, df)
 		rec.Release()
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
@@ -316,7 +318,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		if out == nil {
 			continue
 		}
-		if err := emit(out); err != nil {
+		if err := emit(out, exact); err != nil {
 			return err
 		}
 	}
@@ -407,19 +409,24 @@ type readFacts struct {
 // filterAndShape applies the scan's value and dictionary filters to a
 // batch as read and shapes the rows that pass (nil when none does). The
 // value filters are chosen at the first batch, when the read types are
-// known.
-func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, facts readFacts, filters []expr.Expr, vf **valueFilters, df dictFilters) (arrow.RecordBatch, error) {
+// known. exact reports that the filters were every one of filters and
+// judged every row as the Filter would, so the Filter may pass the batch
+// on as it is.
+func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, facts readFacts, filters []expr.Expr, vf **valueFilters, df dictFilters) (arrow.RecordBatch, bool, error) {
 	if *vf == nil {
 		*vf = s.valueFilters(filters, rec, readPos)
 	}
-	sel, keep := (*vf).selection(mem, rec, readPos)
+	sel, keep, vExact := (*vf).selection(mem, rec, readPos)
+	dExact := true
 	if keep {
-		sel, keep = df.selection(mem, rec, readPos, sel)
+		sel, keep, dExact = df.selection(mem, rec, readPos, sel)
 	}
 	if !keep {
-		return nil, nil
+		return nil, false, nil
 	}
-	return s.shape(ctx, mem, rec, readPos, sel, facts)
+	exact := len(filters) > 0 && vExact && dExact && (*vf).count+len(df) == len(filters)
+	out, err := s.shape(ctx, mem, rec, readPos, sel, facts)
+	return out, exact, err
 }
 
 // shape builds an output batch from a batch as read: columns in projection
@@ -665,12 +672,22 @@ func compareDecimal(a decimal128.Num, sa int32, b decimal128.Num, sb int32) (int
 // prefetchDepth batches ahead of the consumer, so decoding overlaps with the
 // work downstream.
 type prefetchStream struct {
-	ch     chan arrow.RecordBatch
+	ch     chan prefetched
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the producer has returned
 	err    error         // the producer's error; read only after ch is closed
 	ended  bool
 	closed bool
+	// filtered: the batch Next returned last was marked filtered.
+	filtered bool
+}
+
+// prefetched is a batch on its way to the reader. filtered marks a batch
+// a Parquet scan applied the reading Filter's whole predicate to, exactly
+// (see ParquetScan.execute).
+type prefetched struct {
+	b        arrow.RecordBatch
+	filtered bool
 }
 
 // prefetchDepth is how many batches a producer may run ahead.
@@ -680,11 +697,19 @@ const prefetchDepth = 2
 // batch, handing over ownership; emit fails once the stream is closed or
 // ctx is done.
 func startPrefetch(ctx context.Context, produce func(ctx context.Context, emit func(arrow.RecordBatch) error) error) *prefetchStream {
+	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
+		return produce(ctx, func(b arrow.RecordBatch) error { return emit(b, false) })
+	})
+}
+
+// startPrefetchMarked is startPrefetch for a producer that marks the
+// batches it filtered exactly (lastFiltered).
+func startPrefetchMarked(ctx context.Context, produce func(ctx context.Context, emit func(b arrow.RecordBatch, filtered bool) error) error) *prefetchStream {
 	pctx, cancel := context.WithCancel(ctx)
-	s := &prefetchStream{ch: make(chan arrow.RecordBatch, prefetchDepth), cancel: cancel, done: make(chan struct{})}
-	emit := func(b arrow.RecordBatch) error {
+	s := &prefetchStream{ch: make(chan prefetched, prefetchDepth), cancel: cancel, done: make(chan struct{})}
+	emit := func(b arrow.RecordBatch, filtered bool) error {
 		select {
-		case s.ch <- b:
+		case s.ch <- prefetched{b, filtered}:
 			return nil
 		case <-pctx.Done():
 			b.Release()
@@ -714,9 +739,10 @@ func (s *prefetchStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case b, ok := <-s.ch:
+	case p, ok := <-s.ch:
 		if ok {
-			return b, nil
+			s.filtered = p.filtered
+			return p.b, nil
 		}
 		s.ended = true
 		if s.err != nil {
@@ -726,6 +752,10 @@ func (s *prefetchStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 }
 
+// lastFiltered reports whether the batch Next returned last was marked
+// filtered by its producer.
+func (s *prefetchStream) lastFiltered() bool { return s.filtered }
+
 // Close implements Stream: it stops the producer, releases what it had
 // buffered and waits for it.
 func (s *prefetchStream) Close() {
@@ -734,8 +764,8 @@ func (s *prefetchStream) Close() {
 	}
 	s.closed = true
 	s.cancel()
-	for b := range s.ch {
-		b.Release()
+	for p := range s.ch {
+		p.b.Release()
 	}
 	<-s.done
 	if s.err == nil {
@@ -899,25 +929,28 @@ func (s *ParquetScan) dictFilters(filters []expr.Expr, dictLeaves []int) dictFil
 }
 
 // selection returns the rows of rec that pass every dictionary filter (nil:
-// all of them) and whether any row is left. A row whose value is NULL is
-// kept for the Filter to judge; so is every row of a batch on which a
-// conjunct fails to evaluate.
+// all of them), whether any row is left, and whether every filter judged
+// every row. A row whose value is NULL is kept for the Filter to judge; so
+// is every row of a batch on which a conjunct fails to evaluate.
 //
 // sel, if not nil, lists the rows still kept by earlier filters; the
 // result is a subset of it.
-func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32) ([]int32, bool) {
+func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int, sel []int32) ([]int32, bool, bool) {
 	if len(fs) == 0 {
-		return sel, true
+		return sel, true, true
 	}
 	n := int(rec.NumRows())
+	exact := true
 	// sel: rows still kept; nil until a filter applies
 	for _, f := range fs {
 		d, ok := rec.Column(readPos[f.pos]).(*array.Dictionary)
 		if !ok {
+			exact = false
 			continue
 		}
 		ix, ok := d.Indices().(*array.Int32)
 		if !ok || !f.evaluate(mem, d.Dictionary(), rec.Schema(), readPos) {
+			exact = false
 			continue
 		}
 		codes, truth, nulls := ix.Int32Values(), f.truth, d.NullN() > 0
@@ -926,7 +959,8 @@ func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, rea
 			continue
 		}
 		// A code outside the dictionary keeps its row: decoding reports
-		// the broken file.
+		// the broken file. So does a NULL row, for the Filter to judge.
+		exact = false
 		pass := func(i int) bool {
 			c := codes[i]
 			return (nulls && d.IsNull(i)) || uint32(c) >= uint32(len(truth)) || truth[c]
@@ -954,13 +988,13 @@ func (fs dictFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, rea
 	}
 	switch {
 	case sel == nil:
-		return nil, true
+		return nil, true, exact
 	case len(sel) == 0:
-		return nil, false
+		return nil, false, exact
 	case len(sel) == n:
-		return nil, true
+		return nil, true, exact
 	}
-	return sel, true
+	return sel, true, exact
 }
 
 // selectByCode keeps the rows whose dictionary code is true in truth: of
@@ -1003,9 +1037,10 @@ func selectByCode(codes []int32, truth []bool, sel []int32) []int32 {
 // the rows the scan kept pass these conjuncts again); if the conjuncts fail
 // to evaluate here every row is kept, for the Filter to report.
 type valueFilters struct {
-	pred expr.Expr // the conjuncts ANDed; nil: none
-	cols []int     // output positions pred reads
-	sel  []int32   // scratch: selection indices
+	pred  expr.Expr // the conjuncts ANDed; nil: none
+	count int       // how many conjuncts pred holds
+	cols  []int     // output positions pred reads
+	sel   []int32   // scratch: selection indices
 }
 
 func (s *ParquetScan) valueFilters(filters []expr.Expr, rec arrow.RecordBatch, readPos []int) *valueFilters {
@@ -1023,6 +1058,7 @@ func (s *ParquetScan) valueFilters(filters []expr.Expr, rec arrow.RecordBatch, r
 		if !ok {
 			continue
 		}
+		vf.count++
 		if vf.pred == nil {
 			vf.pred = f
 		} else {
@@ -1038,11 +1074,12 @@ func (s *ParquetScan) valueFilters(filters []expr.Expr, rec arrow.RecordBatch, r
 }
 
 // selection returns the rows of rec that pass every value filter (nil: all
-// of them) and whether any row is left. The slice is reused by the next
-// call.
-func (vf *valueFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int) ([]int32, bool) {
+// of them), whether any row is left, and whether the filters judged every
+// row (they did unless they failed to evaluate). The slice is reused by
+// the next call.
+func (vf *valueFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, readPos []int) ([]int32, bool, bool) {
 	if vf.pred == nil {
-		return nil, true
+		return nil, true, true
 	}
 	n := rec.NumRows()
 	// A batch of the scan's shape holding the columns the conjuncts read;
@@ -1069,21 +1106,21 @@ func (vf *valueFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, r
 	res, err := vf.pred.Eval(b, mem)
 	b.Release()
 	if err != nil {
-		return nil, true
+		return nil, true, false
 	}
 	defer res.Release()
 	mask, ok := res.(*array.Boolean)
 	if !ok || int64(mask.Len()) != n {
-		return nil, true
+		return nil, true, false
 	}
 	vf.sel = selectionIndices(mask, vf.sel)
 	switch int64(len(vf.sel)) {
 	case 0:
-		return nil, false
+		return nil, false, true
 	case n:
-		return nil, true
+		return nil, true, true
 	}
-	return vf.sel, true
+	return vf.sel, true, true
 }
 
 // evaluate computes the conjunct's truth per dictionary entry, unless it

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -608,15 +609,19 @@ func TestParquetScanDictionaryStrings(t *testing.T) {
 }
 
 // TestFilterOverScanDictionaryPushdown: a Filter straight over a scan lets
-// the scan drop rows by evaluating string conjuncts per dictionary entry;
-// the rows that come out (NULLs, a conjunct on two columns, one that fails
-// to evaluate on some entries) are exactly those of the same filter over
-// a scan that does not push anything.
+// the scan drop rows by evaluating string conjuncts per dictionary entry
+// and value conjuncts per batch; the rows that come out (NULLs, a conjunct
+// on two columns, one that fails to evaluate on some entries) are exactly
+// those of the same filter over a scan that does not push anything. The
+// batches the scan judged on the whole predicate, which the Filter passes
+// on untouched, are exactly those of the predicates it can: conjuncts on
+// values and on NULL-free dictionary columns that all evaluate.
 func TestFilterOverScanDictionaryPushdown(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "mode", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "num", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "kind", Type: arrow.BinaryTypes.String},
 	}, nil)
 	modes := []string{"AIR", "MAIL", "SHIP", "RAIL", "TRUCK"}
 	nums := []string{"1", "2", "x", "40"}
@@ -633,14 +638,18 @@ func TestFilterOverScanDictionaryPushdown(t *testing.T) {
 		} else {
 			b.Field(2).(*array.StringBuilder).Append(nums[i%4])
 		}
+		b.Field(3).(*array.StringBuilder).Append([]string{"a", "bb", "c"}[i*7%3])
 	}
 	rec := b.NewRecordBatch()
 	b.Release()
 	path := filepath.Join(t.TempDir(), "p.parquet")
-	writeParquet(t, path, schema, rec)
+	writeParquetWith(t, path, rec, parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Snappy))
 	tbl, err := catalog.OpenParquet(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rdr, m := openWithManifest(t, path); !dictColumns(m, rdr, []int{3}, []int{0}, dictionaryOnlyStrings(rdr, []int{3}, []int{0}))[0] {
+		t.Fatal("kind was not written as a dictionary-encoded required column")
 	}
 	col := func(i int) *expr.Column {
 		return &expr.Column{Index: i, Name: schema.Field(i).Name, Type: schema.Field(i).Type}
@@ -670,12 +679,41 @@ func TestFilterOverScanDictionaryPushdown(t *testing.T) {
 			lit(int64(1), arrow.PrimitiveTypes.Int64)),
 		"cast fails on x": and(cmp(plan.OpGt, &expr.Cast{X: col(2), To: arrow.PrimitiveTypes.Int64}, lit(int64(1), arrow.PrimitiveTypes.Int64)),
 			cmp(plan.OpEq, col(0), lit("AIR", arrow.BinaryTypes.String))),
+		"values only": and(cmp(plan.OpGtEq, col(1), lit(int64(100), arrow.PrimitiveTypes.Int64)),
+			cmp(plan.OpLt, col(1), lit(int64(4000), arrow.PrimitiveTypes.Int64))),
+		"NULL-free dictionary": cmp(plan.OpEq, col(3), lit("bb", arrow.BinaryTypes.String)),
+		"NULL-free dictionary and values": and(cmp(plan.OpNotEq, col(3), lit("a", arrow.BinaryTypes.String)),
+			cmp(plan.OpLt, col(1), lit(int64(3000), arrow.PrimitiveTypes.Int64))),
+		"NULL-free dictionary and one with NULLs": and(cmp(plan.OpEq, col(3), lit("c", arrow.BinaryTypes.String)),
+			cmp(plan.OpEq, col(0), lit("AIR", arrow.BinaryTypes.String))),
 	}
+	// The predicates whose every batch the scan judges whole; on the
+	// others, every batch goes through the Filter (their conjuncts read a
+	// column with NULL rows, read two columns or fail to evaluate).
+	judged := map[string]bool{"values only": true, "value conjunct keeps all": true,
+		"NULL-free dictionary": true, "NULL-free dictionary and values": true}
 	for name, pred := range preds {
 		t.Run(name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			scan := NewParquetScan("p", tbl, []int{0, 1, 2}, nil, 2)
+			scan := NewParquetScan("p", tbl, []int{0, 1, 2, 3}, nil, 2)
+			for p := range 2 {
+				s, err := scan.execute(context.Background(), p, testTaskContext(mem, 700), expr.Conjuncts(pred))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for {
+					b, err := s.Next(context.Background())
+					if err != nil {
+						break // errors are compared below
+					}
+					if got := s.(filteredMarker).lastFiltered(); got != judged[name] {
+						t.Fatalf("partition %d: batch marked judged %v, want %v", p, got, judged[name])
+					}
+					b.Release()
+				}
+				s.Close()
+			}
 			run := func(op Operator) (string, error) {
 				var rows []string
 				for p := 0; p < op.OutputPartitioning().Count; p++ {
@@ -694,7 +732,7 @@ func TestFilterOverScanDictionaryPushdown(t *testing.T) {
 						}
 						for r := 0; r < int(b.NumRows()); r++ {
 							var parts []string
-							for c := 0; c < 3; c++ {
+							for c := 0; c < 4; c++ {
 								parts = append(parts, b.Column(c).ValueStr(r))
 							}
 							rows = append(rows, strings.Join(parts, ","))
