@@ -77,7 +77,9 @@ func tableRows(s *Scan) float64 {
 func estimateJoin(j *Join) float64 {
 	l, r := estimate(j.Left), estimate(j.Right)
 	switch j.Kind {
-	case JoinSemi, JoinAnti:
+	case JoinSemi:
+		return l * semiSelectivity(j, l, r)
+	case JoinAnti:
 		return l * selDefault
 	}
 	inner := innerJoinRows(j, l, r)
@@ -120,6 +122,31 @@ func innerJoinRows(j *Join, l, r float64) float64 {
 		fk = math.Max(fk, l*r/ndv)
 	}
 	return fk * other
+}
+
+// semiSelectivity estimates the share of the left rows a semi join keeps:
+// with one key equality whose left column has a known distinct count, the
+// share of those values the right side can hold (at most its rows), else
+// half.
+func semiSelectivity(j *Join, l, r float64) float64 {
+	L, R := j.Left.Schema().IDs(), j.Right.Schema().IDs()
+	conds := SplitConjunction(j.Cond)
+	if len(conds) != 1 || !isEquiBetween(conds[0], L, R) {
+		return selDefault
+	}
+	b := conds[0].(*Binary)
+	lc, ok := b.L.(*ColRef)
+	if !ok || !L.Has(lc.ID) {
+		lc, ok = b.R.(*ColRef)
+	}
+	if !ok || !L.Has(lc.ID) {
+		return selDefault
+	}
+	ndv := columnNDV(j.Left, lc.ID)
+	if ndv <= 0 {
+		return selDefault
+	}
+	return math.Min(1, r/math.Min(ndv, math.Max(l, 1)))
 }
 
 // equiNDV returns the largest max(ndv(left key), ndv(right key)) over the

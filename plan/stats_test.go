@@ -51,6 +51,17 @@ func TestEstimateRows(t *testing.T) {
 			o, l := b.scan("orders", ""), b.scan("lineitem", "")
 			return &Join{Kind: JoinSemi, Left: o, Right: l, Cond: eq(col(o, "o_orderkey"), col(l, "l_orderkey"))}
 		}, 750000},
+		{"semi join keeps the share of keys the right side can hold", func(b *tb) Node {
+			// A million distinct u_keys; the right side, facts grouped by
+			// key, is estimated at 100,000 rows: a tenth of the keys.
+			u, f := b.scanStats("unique"), b.scanStats("fact")
+			g := b.agg(f, []Expr{col(f, "f_key")}, countStar())
+			return &Join{Kind: JoinSemi, Left: u, Right: g, Cond: eq(col(u, "u_key"), g.Cols[0].Ref())}
+		}, 100000},
+		{"semi join right side larger than the keys", func(b *tb) Node {
+			d, f := b.scanStats("dim"), b.scanStats("fact")
+			return &Join{Kind: JoinSemi, Left: d, Right: f, Cond: eq(col(d, "d_key"), col(f, "f_key"))}
+		}, 1000},
 		{"values", func(b *tb) Node { return &Values{Rows: [][]Expr{{i64(1)}, {i64(2)}}} }, 2},
 	}
 	for _, tc := range tests {
