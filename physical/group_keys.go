@@ -3,6 +3,7 @@ package physical
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -72,6 +73,17 @@ type groupFixedKeys[T comparable] struct {
 	curNulls bool
 }
 
+// appendDoubling appends v to s, doubling the capacity when s is full.
+// append grows a large slice by about a quarter at a time, which copies a
+// key store of a million groups about five times over as it fills (q18
+// grouped 1.5 million order keys: 14 % of its CPU in those copies).
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 64))
+	}
+	return append(s, v)
+}
+
 func (s *groupFixedKeys[T]) prepare(arr arrow.Array) {
 	s.cur, s.curVals, s.curNulls = arr, s.get(arr), arr.NullN() > 0
 }
@@ -79,13 +91,13 @@ func (s *groupFixedKeys[T]) prepare(arr arrow.Array) {
 func (s *groupFixedKeys[T]) add(row int) {
 	if s.curNulls && s.cur.IsNull(row) {
 		var zero T
-		s.vals = append(s.vals, zero)
-		s.valid = append(s.valid, false)
+		s.vals = appendDoubling(s.vals, zero)
+		s.valid = appendDoubling(s.valid, false)
 		s.nulls = true
 		return
 	}
-	s.vals = append(s.vals, s.curVals[row])
-	s.valid = append(s.valid, true)
+	s.vals = appendDoubling(s.vals, s.curVals[row])
+	s.valid = appendDoubling(s.valid, true)
 }
 
 func (s *groupFixedKeys[T]) equal(row int, g int32) bool {
@@ -171,15 +183,15 @@ func (s *groupStringKeys) prepare(arr arrow.Array) {
 
 func (s *groupStringKeys) add(row int) {
 	if s.curNulls && s.cur.IsNull(row) {
-		s.vals = append(s.vals, "")
-		s.valid = append(s.valid, false)
+		s.vals = appendDoubling(s.vals, "")
+		s.valid = appendDoubling(s.valid, false)
 		s.nulls = true
 		return
 	}
 	// Copy: the input's buffer is released after the batch.
 	v := string([]byte(s.cur.Value(row)))
-	s.vals = append(s.vals, v)
-	s.valid = append(s.valid, true)
+	s.vals = appendDoubling(s.vals, v)
+	s.valid = appendDoubling(s.valid, true)
 	s.size += int64(len(v))
 }
 
@@ -247,7 +259,7 @@ func boolKeyCode(arr arrow.Array, row int) uint8 {
 	return 0
 }
 
-func (s *groupBoolKeys) add(row int) { s.vals = append(s.vals, boolKeyCode(s.cur, row)) }
+func (s *groupBoolKeys) add(row int) { s.vals = appendDoubling(s.vals, boolKeyCode(s.cur, row)) }
 
 func (s *groupBoolKeys) equal(row int, g int32) bool {
 	return boolKeyCode(s.cur, row) == s.vals[g]
