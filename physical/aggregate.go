@@ -439,8 +439,10 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 // l_extendedprice * (1 - l_discount) is summed, and summed again times
 // (1 + l_tax)).
 type argMemo []struct {
-	key string
-	arr arrow.Array
+	key     string
+	arr     arrow.Array
+	bound   uint64 // magnitude bound of a decimal arr, when bounded (expr.EvalBound)
+	bounded bool
 }
 
 // eval evaluates e on b, reusing the memo; the caller releases the result.
@@ -449,46 +451,55 @@ func (m *argMemo) eval(e expr.Expr, b arrow.RecordBatch, mem memory.Allocator) (
 		return e.Eval(b, mem)
 	}
 	key := memoKey(e)
-	if a := m.find(key); a != nil {
+	if k := m.find(key); k >= 0 {
+		a := (*m)[k].arr
 		a.Retain()
 		return a, nil
 	}
 	if bin, ok := e.(*expr.Binary); ok {
 		l, r := m.find(memoKey(bin.L)), m.find(memoKey(bin.R))
-		if l != nil || r != nil {
+		if l >= 0 || r >= 0 {
 			reuse := *bin
-			if l != nil {
-				reuse.L = evaluated{a: l}
+			if l >= 0 {
+				reuse.L = m.evaluated(l)
 			}
-			if r != nil {
-				reuse.R = evaluated{a: r}
+			if r >= 0 {
+				reuse.R = m.evaluated(r)
 			}
 			e = &reuse
 		}
 	}
-	a, err := e.Eval(b, mem)
+	a, bound, bounded, err := expr.EvalBound(e, b, mem)
 	if err != nil {
 		return nil, err
 	}
 	a.Retain()
 	*m = append(*m, struct {
-		key string
-		arr arrow.Array
-	}{key, a})
+		key     string
+		arr     arrow.Array
+		bound   uint64
+		bounded bool
+	}{key, a, bound, bounded})
 	return a, nil
+}
+
+// evaluated returns memo entry k as an expression.
+func (m argMemo) evaluated(k int) evaluated {
+	return evaluated{a: m[k].arr, bound: m[k].bound, bounded: m[k].bounded}
 }
 
 // memoKey names an expression's value: its text and its type (every
 // function is deterministic, so equal text and type give equal values).
 func memoKey(e expr.Expr) string { return e.String() + " :: " + e.DataType().String() }
 
-func (m argMemo) find(key string) arrow.Array {
-	for _, e := range m {
+// find returns the index of key's entry, or -1.
+func (m argMemo) find(key string) int {
+	for k, e := range m {
 		if e.key == key {
-			return e.arr
+			return k
 		}
 	}
-	return nil
+	return -1
 }
 
 func (m argMemo) release() {
@@ -497,8 +508,16 @@ func (m argMemo) release() {
 	}
 }
 
-// evaluated is an expression whose value on the current batch is known.
-type evaluated struct{ a arrow.Array }
+// evaluated is an expression whose value on the current batch is known,
+// with the magnitude bound its evaluation reported.
+type evaluated struct {
+	a       arrow.Array
+	bound   uint64
+	bounded bool
+}
+
+// MagnitudeBound implements expr.Bounded.
+func (e evaluated) MagnitudeBound() (uint64, bool) { return e.bound, e.bounded }
 
 func (e evaluated) DataType() arrow.DataType { return e.a.DataType() }
 

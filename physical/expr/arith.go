@@ -18,7 +18,48 @@ import (
 var errIntOverflow = errors.New("integer overflow")
 
 // arith evaluates l op r producing type rt. Neither operand is all-NULL.
-func arith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem memory.Allocator) (arrow.Array, error) {
+// A decimal result computed in int64 comes with a bound on its magnitude
+// (EvalBound).
+func arith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem memory.Allocator) (arrow.Array, uint64, bool, error) {
+	if rt.ID() == arrow.DECIMAL128 {
+		return decimalArith(op, l, r, rt.(*arrow.Decimal128Type), n, mem)
+	}
+	out, err := otherArith(op, l, r, rt, n, mem)
+	return out, 0, false, err
+}
+
+// decimalArith is arith for a decimal result.
+func decimalArith(op plan.BinaryOp, l, r operand, dt *arrow.Decimal128Type, n int, mem memory.Allocator) (arrow.Array, uint64, bool, error) {
+	valid, nulls := andValidity(mem, n, l.arr, r.arr)
+	v := validity{}
+	if valid != nil {
+		v.bits = valid.Bytes()
+	}
+	fail := func(err error) (arrow.Array, uint64, bool, error) {
+		if valid != nil {
+			valid.Release()
+		}
+		return nil, 0, false, err
+	}
+	a, sa, as, err := decView(l)
+	if err != nil {
+		return fail(err)
+	}
+	b, sb, bs, err := decView(r)
+	if err != nil {
+		return fail(err)
+	}
+	buf, out := allocValues[decimal128.Num](mem, n)
+	bound, bounded, err := decArith(op, decOperand{a, sa, as, l.bound, l.bounded}, decOperand{b, sb, bs, r.bound, r.bounded}, dt, out, v)
+	if err != nil {
+		buf.Release()
+		return fail(err)
+	}
+	return makeArray(dt, n, valid, nulls, buf), bound, bounded, nil
+}
+
+// otherArith is arith for integer, float and temporal results.
+func otherArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem memory.Allocator) (arrow.Array, error) {
 	lt, rtp := operandType(l), operandType(r)
 	if plan.IsTemporal(lt) || plan.IsTemporal(rtp) || lt.ID() == arrow.INTERVAL_MONTH_DAY_NANO ||
 		rtp.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
@@ -77,22 +118,6 @@ func arith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem memory.
 		}
 		buf, out := allocValues[float64](mem, n)
 		if err := floatArith(op, a, sa, b, sb, out, v); err != nil {
-			buf.Release()
-			return fail(err)
-		}
-		return makeArray(rt, n, valid, nulls, buf), nil
-	case arrow.DECIMAL128:
-		a, sa, as, err := decView(l)
-		if err != nil {
-			return fail(err)
-		}
-		b, sb, bs, err := decView(r)
-		if err != nil {
-			return fail(err)
-		}
-		dt := rt.(*arrow.Decimal128Type)
-		buf, out := allocValues[decimal128.Num](mem, n)
-		if err := decArith(op, a, sa, as, b, sb, bs, dt, out, v); err != nil {
 			buf.Release()
 			return fail(err)
 		}
@@ -218,8 +243,8 @@ func floatArith(op plan.BinaryOp, a []float64, sa int, b []float64, sb int, out 
 
 // decArith computes exact decimal arithmetic into out at dt's scale,
 // checking that every non-NULL result fits dt's precision.
-func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decimal128.Num, sb int, bs int32,
-	dt *arrow.Decimal128Type, out []decimal128.Num, v validity) error {
+func decArith(op plan.BinaryOp, x, y decOperand, dt *arrow.Decimal128Type, out []decimal128.Num, v validity) (uint64, bool, error) {
+	a, sa, as, b, sb, bs := x.vals, x.stride, x.scale, y.vals, y.stride, y.scale
 	n := len(out)
 	rs, rp := dt.Scale, dt.Precision
 	if (op == plan.OpAdd || op == plan.OpSub) && as <= rs && bs <= rs && (as != rs || bs != rs) {
@@ -227,20 +252,25 @@ func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decima
 		// one pass for a column) so the fast loop below applies.
 		var ok bool
 		if a, ok = upscaleAll(a, as, rs, v); !ok {
-			return errDecimalOverflow
+			return 0, false, errDecimalOverflow
 		}
 		if b, ok = upscaleAll(b, bs, rs, v); !ok {
-			return errDecimalOverflow
+			return 0, false, errDecimalOverflow
 		}
+		// The values changed; their bounds no longer hold.
+		x.bounded = x.bounded && as == rs
+		y.bounded = y.bounded && bs == rs
 		as, bs = rs, rs
 	}
 	// Fastest path: operands whose largest magnitudes bound every sum or
-	// product within int64 are computed in int64 (checked once per batch).
+	// product within int64 are computed in int64 (checked once per batch,
+	// or known from the operands' own arithmetic).
 	if (op == plan.OpAdd || op == plan.OpSub || op == plan.OpMul) && rp >= 19 &&
-		((op == plan.OpMul && as+bs == rs) || (op != plan.OpMul && as == rs && bs == rs)) &&
-		fitsInt64Result(op, a, b) {
-		decArith64(op, a, sa, b, sb, out)
-		return nil
+		((op == plan.OpMul && as+bs == rs) || (op != plan.OpMul && as == rs && bs == rs)) {
+		if bound, ok := int64ResultBound(op, a, x.bound, x.bounded, b, y.bound, y.bounded); ok {
+			decArith64(op, a, sa, b, sb, out)
+			return bound, true, nil
+		}
 	}
 	// Fast paths: operands already at the scales the result needs.
 	switch {
@@ -253,20 +283,20 @@ func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decima
 				s = a[i*sa].Sub(b[i*sb])
 			}
 			if !fitsPrecision(s, rp) && v.valid(i) {
-				return errDecimalOverflow
+				return 0, false, errDecimalOverflow
 			}
 			out[i] = s
 		}
-		return nil
+		return 0, false, nil
 	case op == plan.OpMul && as+bs == rs:
 		for i := 0; i < n; i++ {
 			p, ok := mulChecked(a[i*sa], b[i*sb])
 			if (!ok || !fitsPrecision(p, rp)) && v.valid(i) {
-				return errDecimalOverflow
+				return 0, false, errDecimalOverflow
 			}
 			out[i] = p
 		}
-		return nil
+		return 0, false, nil
 	}
 	for i := 0; i < n; i++ {
 		if !v.valid(i) {
@@ -274,14 +304,14 @@ func decArith(op plan.BinaryOp, a []decimal128.Num, sa int, as int32, b []decima
 		}
 		r, err := decOp(op, a[i*sa], as, b[i*sb], bs, rs)
 		if err != nil {
-			return err
+			return 0, false, err
 		}
 		if !fitsPrecision(r, rp) {
-			return errDecimalOverflow
+			return 0, false, errDecimalOverflow
 		}
 		out[i] = r
 	}
-	return nil
+	return 0, false, nil
 }
 
 // decOp computes one decimal result at scale rs.
@@ -348,36 +378,63 @@ func upscaleAll(vs []decimal128.Num, from, to int32, v validity) ([]decimal128.N
 // fits int64. Invalid (NULL) slots hold zero or a value written for them,
 // both harmless: the result at those slots is ignored.
 func maxAbs64(vs []decimal128.Num) (uint64, bool) {
-	var bad int64
-	var m uint64
-	for _, x := range vs {
-		v := int64(x.LowBits())
-		bad |= x.HighBits() ^ (v >> 63)
-		m = max(m, uint64(absI64(v)))
+	// Two interleaved maxima halve the chain of dependent comparisons;
+	// the sign test is on the word itself, without a branch.
+	var bad0, bad1 int64
+	var m0, m1 uint64
+	i := 0
+	for ; i+1 < len(vs); i += 2 {
+		x, y := vs[i], vs[i+1]
+		v, w := int64(x.LowBits()), int64(y.LowBits())
+		bad0 |= x.HighBits() ^ (v >> 63)
+		bad1 |= y.HighBits() ^ (w >> 63)
+		m0 = max(m0, uint64((v^(v>>63))-(v>>63)))
+		m1 = max(m1, uint64((w^(w>>63))-(w>>63)))
 	}
-	return m, bad == 0
+	for ; i < len(vs); i++ {
+		v := int64(vs[i].LowBits())
+		bad0 |= vs[i].HighBits() ^ (v >> 63)
+		m0 = max(m0, uint64((v^(v>>63))-(v>>63)))
+	}
+	return max(m0, m1), bad0|bad1 == 0
 }
 
-// fitsInt64Result reports whether a op b, element by element, stays within
-// int64 for every pair, judged by the operands' largest magnitudes.
-func fitsInt64Result(op plan.BinaryOp, a, b []decimal128.Num) bool {
-	ma, ok := maxAbs64(a)
-	if !ok {
-		return false
+// decOperand is a decimal operand as decArith reads it: values, stride (0
+// for a constant), scale, and a magnitude bound when known (EvalBound).
+type decOperand struct {
+	vals    []decimal128.Num
+	stride  int
+	scale   int32
+	bound   uint64
+	bounded bool
+}
+
+// int64ResultBound reports whether a op b, element by element, stays within
+// int64 for every pair, judged by the operands' largest magnitudes (the
+// given bounds, or a scan), and returns the bound of the results.
+func int64ResultBound(op plan.BinaryOp, a []decimal128.Num, ma uint64, aKnown bool, b []decimal128.Num, mb uint64, bKnown bool) (uint64, bool) {
+	ok := true
+	if !aKnown {
+		ma, ok = maxAbs64(a)
 	}
-	mb, ok := maxAbs64(b)
+	if !ok {
+		return 0, false
+	}
+	if !bKnown {
+		mb, ok = maxAbs64(b)
+	}
 	if !ok || ma >= 1<<62 || mb >= 1<<62 {
-		return false
+		return 0, false
 	}
 	if op == plan.OpMul {
 		hi, lo := bits.Mul64(ma, mb)
-		return hi == 0 && lo < 1<<63
+		return lo, hi == 0 && lo < 1<<63
 	}
-	return ma+mb < 1<<63
+	return ma + mb, ma+mb < 1<<63
 }
 
 // decArith64 is decArith for operands at the result's scales (a product's
-// scale is the sum of its operands') whose results fitsInt64Result bounds
+// scale is the sum of its operands') whose results int64ResultBound bounds
 // within int64: exact, and within any precision of 19 digits or more.
 func decArith64(op plan.BinaryOp, a []decimal128.Num, sa int, b []decimal128.Num, sb int, out []decimal128.Num) {
 	n := len(out)

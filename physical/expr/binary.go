@@ -26,37 +26,46 @@ func (b *Binary) String() string {
 
 // Eval implements Expr.
 func (b *Binary) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
+	out, _, _, err := b.evalBound(batch, mem)
+	return out, err
+}
+
+// evalBound is Eval with the result's magnitude bound (EvalBound).
+func (b *Binary) evalBound(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array, uint64, bool, error) {
 	switch b.Op {
 	case plan.OpAnd, plan.OpOr:
-		return evalLogic(b, batch, mem)
+		out, err := evalLogic(b, batch, mem)
+		return out, 0, false, err
 	}
 	l, err := evalOperand(b.L, batch, mem)
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	defer l.release()
 	r, err := evalOperand(b.R, batch, mem)
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	defer r.release()
 	n := numRows(batch)
 	if l.allNull() || r.allNull() {
-		return nullArray(b.Type, n, mem), nil
+		return nullArray(b.Type, n, mem), 0, false, nil
 	}
 	var out arrow.Array
+	var bound uint64
+	var bounded bool
 	switch {
 	case b.Op.IsComparison():
 		out, err = compare(b.Op, l, r, n, mem)
 	case b.Op == plan.OpConcat:
 		out, err = concat(l, r, n, mem)
 	default:
-		out, err = arith(b.Op, l, r, b.Type, n, mem)
+		out, bound, bounded, err = arith(b.Op, l, r, b.Type, n, mem)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b, err)
+		return nil, 0, false, fmt.Errorf("%s: %w", b, err)
 	}
-	return out, nil
+	return out, bound, bounded, nil
 }
 
 var _ Expr = (*Binary)(nil)

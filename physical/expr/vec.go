@@ -133,6 +133,11 @@ func andValidity(mem memory.Allocator, n int, arrs ...arrow.Array) (*memory.Buff
 type operand struct {
 	arr arrow.Array // nil for a scalar
 	lit plan.Literal
+	// bound, when bounded, is at least the magnitude of every value slot
+	// of a decimal arr (NULL slots included), each of which fits an
+	// int64: known without a scan for the result of int64 arithmetic.
+	bound   uint64
+	bounded bool
 }
 
 func (o operand) isScalar() bool { return o.arr == nil }
@@ -165,16 +170,45 @@ func (o operand) materialize(n int, mem memory.Allocator) (arrow.Array, error) {
 	return ConstArray(o.lit, n, mem)
 }
 
-// evalOperand evaluates e, keeping Literals as scalars.
+// evalOperand evaluates e, keeping Literals as scalars and the magnitude
+// bounds decimal arithmetic knows (EvalBound).
 func evalOperand(e Expr, batch arrow.RecordBatch, mem memory.Allocator) (operand, error) {
 	if l, ok := e.(*Literal); ok {
 		return operand{lit: l.Value}, nil
 	}
-	a, err := e.Eval(batch, mem)
+	a, bound, bounded, err := EvalBound(e, batch, mem)
 	if err != nil {
 		return operand{}, err
 	}
-	return operand{arr: a}, nil
+	return operand{arr: a, bound: bound, bounded: bounded}, nil
+}
+
+// Bounded is implemented by expressions that know a bound of their value's
+// magnitude on the current batch (see EvalBound).
+type Bounded interface {
+	MagnitudeBound() (uint64, bool)
+}
+
+// EvalBound is Eval that also reports, when bounded, a bound on the
+// magnitude of every value slot of a decimal result, NULL slots included,
+// each of which fits an int64. Decimal arithmetic computed in int64 knows
+// it from its operands' bounds (|a+b| <= |a|+|b|, |a*b| <= |a|*|b|), so
+// the operator that reads the result need not scan it for its range (q1:
+// (1 - l_discount), l_extendedprice * that, and (1 + l_tax)).
+func EvalBound(e Expr, batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array, uint64, bool, error) {
+	switch x := e.(type) {
+	case *Binary:
+		return x.evalBound(batch, mem)
+	case Bounded:
+		a, err := e.Eval(batch, mem)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		bound, ok := x.MagnitudeBound()
+		return a, bound, ok, nil
+	}
+	a, err := e.Eval(batch, mem)
+	return a, 0, false, err
 }
 
 // evalOperands evaluates all exprs; on error everything evaluated so far is
