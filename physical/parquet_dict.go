@@ -297,12 +297,10 @@ func (d *codeDecoder) decode(out []int32, entries int) (int, error) {
 				dst[i] = int32(d.value)
 			}
 		} else {
-			unpackCodes(d.bits, d.width, d.at, dst)
+			m := unpackCodes(d.bits, d.width, d.at, dst)
 			d.at += k
-			if d.width < 32 && 1<<d.width <= entries {
-				// Every code the width can hold is an entry.
-			} else if m := slices.Max(dst); uint32(m) >= uint32(entries) {
-				return done, d.outOfRange(int64(uint32(m)), entries)
+			if m >= uint32(entries) {
+				return done, d.outOfRange(int64(m), entries)
 			}
 		}
 		d.run -= k
@@ -323,41 +321,45 @@ func (d *codeDecoder) outOfRange(code int64, entries int) error {
 }
 
 // unpackCodes unpacks len(out) w-bit codes starting at code from of the
-// bit-packed groups at the start of src (w <= 32).
-func unpackCodes(src []byte, w, from int, out []int32) {
+// bit-packed groups at the start of src (w <= 32) and returns the largest.
+func unpackCodes(src []byte, w, from int, out []int32) uint32 {
 	if w == 0 {
 		clear(out)
-		return
+		return 0
 	}
 	mask := uint64(1)<<w - 1
+	var top uint64
 	j, i := 0, from
 	if w <= 8 {
 		// Whole groups of eight with one 8-byte load: a group is w bytes.
 		for ; j < len(out) && i%8 != 0; j, i = j+1, i+1 {
-			out[j] = int32(readBits(src, i*w, w))
+			v := readBits(src, i*w, w)
+			out[j], top = int32(v), max(top, v)
 		}
 		for ; len(out)-j >= 8 && i/8*w+8 <= len(src); j, i = j+8, i+8 {
 			o := i / 8 * w
 			word := binary.LittleEndian.Uint64(src[o : o+8])
 			g := out[j : j+8 : j+8]
-			g[0] = int32(word & mask)
-			g[1] = int32(word >> w & mask)
-			g[2] = int32(word >> (2 * w) & mask)
-			g[3] = int32(word >> (3 * w) & mask)
-			g[4] = int32(word >> (4 * w) & mask)
-			g[5] = int32(word >> (5 * w) & mask)
-			g[6] = int32(word >> (6 * w) & mask)
-			g[7] = int32(word >> (7 * w) & mask)
+			v0, v1 := word&mask, word>>w&mask
+			v2, v3 := word>>(2*w)&mask, word>>(3*w)&mask
+			v4, v5 := word>>(4*w)&mask, word>>(5*w)&mask
+			v6, v7 := word>>(6*w)&mask, word>>(7*w)&mask
+			g[0], g[1], g[2], g[3] = int32(v0), int32(v1), int32(v2), int32(v3)
+			g[4], g[5], g[6], g[7] = int32(v4), int32(v5), int32(v6), int32(v7)
+			top = max(top, max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(v6, v7)))
 		}
 	}
 	// One 8-byte load per code while it stays inside src (a code's bits
 	// start at most 7 bits into the load: 7 + 32 fit).
 	for ; j < len(out); j, i = j+1, i+1 {
 		bit := i * w
+		var v uint64
 		if o := bit >> 3; o+8 <= len(src) {
-			out[j] = int32(binary.LittleEndian.Uint64(src[o:o+8]) >> (bit & 7) & mask)
-			continue
+			v = binary.LittleEndian.Uint64(src[o:o+8]) >> (bit & 7) & mask
+		} else {
+			v = readBits(src, bit, w)
 		}
-		out[j] = int32(readBits(src, bit, w))
+		out[j], top = int32(v), max(top, v)
 	}
+	return uint32(top)
 }
