@@ -221,6 +221,15 @@ func emitRowCounts(ctx context.Context, schema *arrow.Schema, units []parquetUni
 func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, emit func(arrow.RecordBatch, bool) error) error {
 	path := s.table.Files[units[0].file].Path
 	props := parquet.NewReaderProperties(mem)
+	// Stream column chunks instead of reading each whole into a fresh
+	// slice first: by default the reader allocates (and the runtime
+	// zeroes) a slice the size of the chunk, preads into it, and then
+	// copies every page out of it into its decompression buffer. Streamed,
+	// a 16 KiB buffer takes the page headers and each page body is read
+	// from the file straight into the decompression buffer. 22 queries
+	// twice, three pairs: in process 3.40/3.28/3.21 -> 3.18/3.16/3.22 s
+	// (user CPU -5 %), pipelined 3.64/3.49/3.40 -> 3.51/3.25/3.32 s.
+	props.BufferedStreamEnabled = true
 	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
