@@ -135,6 +135,12 @@ func (h *HashJoin) String() string {
 
 // Execute implements Operator.
 func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	// A runtime filter is registered before the probe side starts, so that
+	// its scan finds it (runtime_filter.go).
+	var rf *runtimeFilter
+	if scan, col, ok := h.runtimeFilterTarget(); ok {
+		rf = tc.runtimeFilters().forJoin(h, scan, col)
+	}
 	probe, err := h.right.Execute(ctx, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("hash join probe: %w", err)
@@ -168,9 +174,13 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 		parts[i] = i
 	}
 	s.getTable = func(ctx context.Context) (*joinBuildTable, error) {
-		return h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {
+		t, err := h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {
 			return buildJoinTable(ctx, h.left, parts, h.leftKeys, tc, "HashJoin[collect]")
 		})
+		if err == nil && rf != nil {
+			rf.publish(t)
+		}
+		return t, err
 	}
 	s.onClose = func() { h.shared.release(tc, e) }
 	return s, nil

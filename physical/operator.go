@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -119,6 +120,9 @@ type TaskContext struct {
 	// exchange) the executor's services and the task's identity; it holds
 	// an *exchange.TaskEnv on executors and is nil in a purely local run.
 	Exchange any
+	// filters holds the runtime join filters of the task's operators
+	// (runtime_filter.go); nil until one registers.
+	filters atomic.Pointer[runtimeFilters]
 }
 
 // NewTaskContext returns a context with the Go allocator, an unlimited pool

@@ -177,6 +177,10 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	if batchSize <= 0 {
 		batchSize = DefaultBatchSize
 	}
+	var rfs *runtimeFilterState
+	if len(s.projection) > 0 {
+		rfs = newRuntimeFilterState(tc.runtimeFilters().forScan(s))
+	}
 	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 		for start := 0; start < len(units); {
 			end := start + 1
@@ -187,7 +191,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 			if len(s.projection) == 0 {
 				err = emitRowCounts(ctx, s.schema, units[start:end], batchSize, func(b arrow.RecordBatch) error { return emit(b, false) })
 			} else {
-				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], filters, emit)
+				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], filters, rfs, emit)
 			}
 			if err != nil {
 				return fmt.Errorf("parquet scan %s: %w", s.name, err)
@@ -218,7 +222,7 @@ func emitRowCounts(ctx context.Context, schema *arrow.Schema, units []parquetUni
 
 // readFile reads the projected columns of units, which all belong to one
 // file, and emits them batch by batch.
-func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, emit func(arrow.RecordBatch, bool) error) error {
+func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, rfs *runtimeFilterState, emit func(arrow.RecordBatch, bool) error) error {
 	path := s.table.Files[units[0].file].Path
 	props := parquet.NewReaderProperties(mem)
 	// Stream column chunks instead of reading each whole into a fresh
@@ -319,7 +323,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 			rec.Release()
 			continue
 		}
-		out, exact, err := s.filterAndShape(castCtx, mem, rec, readPos, facts, filters, &vf, df)
+		out, exact, err := s.filterAndShape(castCtx, mem, rec, readPos, facts, filters, &vf, df, rfs)
 		rec.Release()
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
@@ -421,7 +425,7 @@ type readFacts struct {
 // known. exact reports that the filters were every one of filters and
 // judged every row as the Filter would, so the Filter may pass the batch
 // on as it is.
-func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, facts readFacts, filters []expr.Expr, vf **valueFilters, df dictFilters) (arrow.RecordBatch, bool, error) {
+func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, readPos []int, facts readFacts, filters []expr.Expr, vf **valueFilters, df dictFilters, rfs *runtimeFilterState) (arrow.RecordBatch, bool, error) {
 	if *vf == nil {
 		*vf = s.valueFilters(filters, rec, readPos)
 	}
@@ -429,6 +433,11 @@ func (s *ParquetScan) filterAndShape(ctx context.Context, mem memory.Allocator, 
 	dExact := true
 	if keep {
 		sel, keep, dExact = df.selection(mem, rec, readPos, sel)
+	}
+	if keep {
+		// Rows no join above can match go too; the predicate's judgment
+		// (exact) is about the rest.
+		sel, keep = rfs.apply(rec, readPos, sel)
 	}
 	if !keep {
 		return nil, false, nil

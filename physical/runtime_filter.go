@@ -1,0 +1,283 @@
+package physical
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/physical/expr"
+)
+
+// Runtime join filters. A hash join whose probe side is a Parquet scan seen
+// through projections and filters hands that scan, once its build side is
+// known, the set of build keys as a bitmap over their range; the scan drops
+// the rows whose key is not in it before shaping them (decimal widening,
+// dictionary decoding, the filter's copy) and before the join probes them
+// one by one. Only joins that never output a probe row without a match use
+// one (inner, right semi, and the joins that output build rows), only on a
+// single integer key, and only a probe key that is a scan column passed
+// through unchanged (projections, filters, the coalescing of partitions). A scan that finds the filter keeps nearly every row
+// stops applying it (lineitem against all of orders).
+//
+// The join and the scan meet through their TaskContext: the join registers
+// a filter for the scan before executing its probe side, the scan takes the
+// filters registered for it when it starts, and the join fills its filter
+// in when the build side is complete (batches the scan read before that are
+// not filtered).
+
+// runtimeFilter is one join's filter of one scan column; keys is nil until
+// the join has built its table (and stays nil when the table's keys give
+// no bitmap).
+type runtimeFilter struct {
+	col       int // the scan's output column
+	keys      atomic.Pointer[keyBitmap]
+	published atomic.Bool
+}
+
+// publish makes the filter of build table t available, once per task.
+func (f *runtimeFilter) publish(t *joinBuildTable) {
+	if f.published.Swap(true) {
+		return
+	}
+	if b := buildKeyBitmap(t); b != nil {
+		f.keys.Store(b)
+	}
+}
+
+// keyBitmap is the set of a build side's non-NULL integer keys: bit k-lo.
+type keyBitmap struct {
+	lo   int64
+	bits []uint64
+	span uint64
+}
+
+// runtimeFilters holds a task's runtime filters by the scan they apply to.
+// The zero value is ready to use.
+type runtimeFilters struct {
+	mu     sync.Mutex
+	byScan map[*ParquetScan][]*runtimeFilter
+	byJoin map[*HashJoin]*runtimeFilter
+}
+
+// forJoin returns the filter join h registered (registering it on its
+// first call, for column col of scan), shared by all of the task's
+// partitions of h.
+func (r *runtimeFilters) forJoin(h *HashJoin, scan *ParquetScan, col int) *runtimeFilter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.byJoin[h]; ok {
+		return f
+	}
+	if r.byJoin == nil {
+		r.byJoin, r.byScan = map[*HashJoin]*runtimeFilter{}, map[*ParquetScan][]*runtimeFilter{}
+	}
+	f := &runtimeFilter{col: col}
+	r.byJoin[h] = f
+	r.byScan[scan] = append(r.byScan[scan], f)
+	return f
+}
+
+// runtimeFilters returns the task's runtime filter registry.
+func (tc *TaskContext) runtimeFilters() *runtimeFilters {
+	if r := tc.filters.Load(); r != nil {
+		return r
+	}
+	tc.filters.CompareAndSwap(nil, &runtimeFilters{})
+	return tc.filters.Load()
+}
+
+// forScan returns the filters registered for scan.
+func (r *runtimeFilters) forScan(scan *ParquetScan) []*runtimeFilter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*runtimeFilter(nil), r.byScan[scan]...)
+}
+
+// maxFilterSpan bounds a key bitmap (16 MiB).
+const maxFilterSpan = 1 << 27
+
+// runtimeFilterTarget returns the scan and its column that the probe key of
+// h reads, when h may filter its probe side at all.
+func (h *HashJoin) runtimeFilterTarget() (*ParquetScan, int, bool) {
+	switch h.joinType {
+	case JoinInner, JoinRightSemi, JoinLeftSemi, JoinLeft, JoinLeftAnti:
+	default:
+		return nil, 0, false // probe rows without a match are output
+	}
+	if h.mode != JoinCollectLeft || len(h.rightKeys) != 1 || h.nullAware {
+		return nil, 0, false
+	}
+	c, ok := h.rightKeys[0].(*expr.Column)
+	if !ok {
+		return nil, 0, false
+	}
+	col, op := c.Index, h.right
+	for {
+		switch x := op.(type) {
+		case *Projection:
+			src, ok := x.exprs[col].(*expr.Column)
+			if !ok {
+				return nil, 0, false
+			}
+			col, op = src.Index, x.input
+			continue
+		case *Filter:
+			op = x.input
+			continue
+		case *CoalescePartitions:
+			op = x.input // the task reads every partition of its input
+			continue
+		case *ParquetScan:
+			switch x.schema.Field(col).Type.ID() {
+			case arrow.INT64, arrow.INT32:
+				return x, col, true
+			}
+		}
+		return nil, 0, false
+	}
+}
+
+// buildKeyBitmap returns the bitmap of a build table's keys, or nil when
+// the table is not on one integer key or its keys span too wide a range.
+func buildKeyBitmap(t *joinBuildTable) *keyBitmap {
+	if !t.intKey || t.pack != nil || len(t.keys) != 1 {
+		return nil
+	}
+	vals, ok := joinIntKeyValues(t.keys, nil)
+	if !ok {
+		return nil
+	}
+	k := t.keys[0]
+	nulls := k.NullN() > 0
+	lo, hi, any := int64(0), int64(0), false
+	for r, v := range vals {
+		if nulls && k.IsNull(r) {
+			continue
+		}
+		if !any {
+			lo, hi, any = v, v, true
+		}
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	span := uint64(hi) - uint64(lo) + 1
+	if !any || hi < lo || span > maxFilterSpan {
+		return nil
+	}
+	b := &keyBitmap{lo: lo, span: span, bits: make([]uint64, (span+63)/64)}
+	for r, v := range vals {
+		if nulls && k.IsNull(r) {
+			continue
+		}
+		d := uint64(v - lo)
+		b.bits[d>>6] |= 1 << (d & 63)
+	}
+	return b
+}
+
+// selectKeys keeps, of sel (all rows when nil), the rows of col whose
+// value is a key of b; NULL never is.
+func (b *keyBitmap) selectKeys(col arrow.Array, sel []int32) []int32 {
+	switch a := col.(type) {
+	case *array.Int64:
+		sel = selectBitmapKeys(a.Int64Values(), b, sel)
+	case *array.Int32:
+		sel = selectBitmapKeys(a.Int32Values(), b, sel)
+	default:
+		return sel // another type: keep everything
+	}
+	if col.NullN() > 0 {
+		k := 0
+		for _, i := range sel {
+			if col.IsValid(int(i)) {
+				sel[k] = i
+				k++
+			}
+		}
+		sel = sel[:k]
+	}
+	return sel
+}
+
+// selectBitmapKeys is selectKeys over values, NULLs aside. Every row is
+// written and the count advances by its bit, without a branch on it (the
+// outcome is as unpredictable as the join's selectivity).
+func selectBitmapKeys[T int32 | int64](vals []T, b *keyBitmap, sel []int32) []int32 {
+	lo, span, bits := b.lo, b.span, b.bits
+	k := 0
+	if sel == nil {
+		sel = make([]int32, len(vals))
+		for i, v := range vals {
+			sel[k] = int32(i)
+			if d := uint64(int64(v) - lo); d < span {
+				k += int(bits[d>>6] >> (d & 63) & 1)
+			}
+		}
+		return sel[:k]
+	}
+	for _, i := range sel {
+		sel[k] = i
+		if d := uint64(int64(vals[i]) - lo); d < span {
+			k += int(bits[d>>6] >> (d & 63) & 1)
+		}
+	}
+	return sel[:k]
+}
+
+// runtimeFilterState is one scan partition's use of its runtime filters:
+// a filter that keeps nearly all the rows of its first batches is dropped.
+type runtimeFilterState struct {
+	filters []*runtimeFilter
+	seen    []int64 // rows each filter judged
+	kept    []int64 // rows each filter kept
+	off     []bool  // dropped: not selective enough
+}
+
+// runtimeFilterTrial is how many rows a filter is judged on before it may
+// be dropped, and runtimeFilterKeep the share of kept rows above which it
+// is.
+const (
+	runtimeFilterTrial = 1 << 16
+	runtimeFilterKeep  = 0.9
+)
+
+func newRuntimeFilterState(fs []*runtimeFilter) *runtimeFilterState {
+	if len(fs) == 0 {
+		return nil
+	}
+	return &runtimeFilterState{filters: fs, seen: make([]int64, len(fs)), kept: make([]int64, len(fs)), off: make([]bool, len(fs))}
+}
+
+// apply narrows sel (nil: every row of rec) by the filters that are ready
+// and still on; readPos maps the scan's output columns to rec's. It
+// returns the selection and whether any row is left.
+func (st *runtimeFilterState) apply(rec arrow.RecordBatch, readPos []int, sel []int32) ([]int32, bool) {
+	if st == nil {
+		return sel, true
+	}
+	n := int(rec.NumRows())
+	for i, f := range st.filters {
+		b := f.keys.Load()
+		if b == nil || st.off[i] {
+			continue
+		}
+		before := n
+		if sel != nil {
+			before = len(sel)
+		}
+		sel = b.selectKeys(rec.Column(readPos[f.col]), sel)
+		st.seen[i] += int64(before)
+		st.kept[i] += int64(len(sel))
+		if st.seen[i] >= runtimeFilterTrial && float64(st.kept[i]) > runtimeFilterKeep*float64(st.seen[i]) {
+			st.off[i] = true
+		}
+		if len(sel) == 0 {
+			return nil, false
+		}
+	}
+	if sel != nil && len(sel) == n {
+		return nil, true
+	}
+	return sel, true
+}

@@ -1,0 +1,189 @@
+package physical
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+
+	"sluice/catalog"
+	"sluice/physical/expr"
+	"sluice/plan"
+)
+
+// TestRuntimeFilteredJoins joins a Parquet scan (behind a projection and a
+// filter, as plans put it) with a small build side, for every join type,
+// and checks the result against the same join over a probe side the join
+// cannot see into (so no runtime filter): keys with NULLs on both sides,
+// duplicate and missing keys, int64 and int32 keys, a selective build side
+// and one that holds every key (whose filter the scan drops after its
+// trial rows).
+func TestRuntimeFilteredJoins(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k64", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "k32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	const n = 80000 // past the filter's trial, so that a useless one is dropped
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range n {
+		if i%97 == 5 {
+			b.Field(0).AppendNull()
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(0).(*array.Int64Builder).Append(int64(i*7919%1000) - 100)
+			b.Field(1).(*array.Int32Builder).Append(int32(i*7919%1000) - 100)
+		}
+		b.Field(2).(*array.Int64Builder).Append(int64(i))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "probe.parquet")
+	writeParquetWith(t, path, rec, parquet.WithMaxRowGroupLength(9000))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildRows := func(keys []any) [][]any {
+		var rows [][]any
+		for i, k := range keys {
+			rows = append(rows, []any{k, "s", i})
+		}
+		return rows
+	}
+	var every []any
+	for k := -100; k < 900; k++ {
+		every = append(every, k)
+	}
+	builds := map[string][]any{
+		"selective": {-100, 3, 3, nil, 250, 899, 5000},
+		"every key": every,
+	}
+	for _, keyCol := range []int{0, 1} {
+		for name, keys := range builds {
+			t.Run(schema.Field(keyCol).Name+" "+name, func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				left := jaPartitioned(t, mem, jaLeftSchema, buildRows(keys), 1, 3)
+				defer left.release()
+				// The probe side: v > 10 over the scan, projected to
+				// (v, key): the key is column 1 of the join's input.
+				scan := NewParquetScan("probe", tbl, []int{0, 1, 2}, nil, 2)
+				cond := &expr.Binary{Op: plan.OpGt, L: jaCol(2, "v", plan.Int64), R: &expr.Literal{Value: plan.Literal{Typ: plan.Int64, Val: int64(10)}}, Type: plan.Bool}
+				keyType := schema.Field(keyCol).Type
+				proj := NewProjection(NewFilter(scan, cond), []expr.Expr{jaCol(2, "v", plan.Int64), jaCol(keyCol, "k", keyType)}, []string{"v", "k"})
+				hidden := NewProjection(NewFilter(&passThrough{scan}, cond), []expr.Expr{jaCol(2, "v", plan.Int64), jaCol(keyCol, "k", keyType)}, []string{"v", "k"})
+				var lk expr.Expr = jaCol(0, "lk1", plan.Int64)
+				if keyType.ID() == arrow.INT32 {
+					lk = &expr.Cast{X: lk, To: plan.Int32}
+				}
+				rk := jaCol(1, "k", keyType)
+				for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
+					probe, hiddenProbe := Operator(proj), Operator(hidden)
+					if jt.EmitsUnmatchedBuild() {
+						// One probe partition, as the planner gives them.
+						probe, hiddenProbe = NewCoalescePartitions(proj), NewCoalescePartitions(hidden)
+					}
+					filtered, err := NewHashJoin(left, probe, jt, []expr.Expr{lk}, []expr.Expr{rk}, nil, false, JoinCollectLeft)
+					if err != nil {
+						t.Fatal(err)
+					}
+					plain, err := NewHashJoin(left, hiddenProbe, jt, []expr.Expr{lk}, []expr.Expr{rk}, nil, false, JoinCollectLeft)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tc := jaTC(mem, 700, 0)
+					got := jaCollect(t, filtered, tc)
+					want := jaCollect(t, plain, jaTC(mem, 700, 0))
+					if !slices.Equal(got, want) {
+						t.Fatalf("%s: %d rows, want %d\n%s", jt, len(got), len(want), strings.Join(got[:min(len(got), 5)], "\n"))
+					}
+					_, _, filters := filtered.runtimeFilterTarget()
+					if reg := tc.runtimeFilters().forScan(scan); filters != (len(reg) == 1 && reg[0].keys.Load() != nil) {
+						t.Fatalf("%s: join may filter its scan %v, but the scan got %d filters", jt, filters, len(reg))
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSelectBitmapKeys(t *testing.T) {
+	// Keys 10, 12 and 75 of the range [10, 76).
+	b := &keyBitmap{lo: 10, span: 66, bits: make([]uint64, 2)}
+	for _, k := range []int64{10, 12, 75} {
+		d := uint64(k - b.lo)
+		b.bits[d>>6] |= 1 << (d & 63)
+	}
+	bld := array.NewInt64Builder(memory.DefaultAllocator)
+	bld.AppendValues([]int64{9, 10, 11, 12, 75, 76, -1 << 63, 1<<63 - 1, 12, 10}, []bool{true, true, true, true, true, true, true, true, false, true})
+	col := bld.NewArray()
+	bld.Release()
+	defer col.Release()
+	if got := b.selectKeys(col, nil); !slices.Equal(got, []int32{1, 3, 4, 9}) {
+		t.Fatalf("all rows: %v", got)
+	}
+	if got := b.selectKeys(col, []int32{0, 3, 8, 9}); !slices.Equal(got, []int32{3, 9}) {
+		t.Fatalf("of a selection: %v", got)
+	}
+	b32 := array.NewInt32Builder(memory.DefaultAllocator)
+	b32.AppendValues([]int32{75, 74, 12}, nil)
+	c32 := b32.NewArray()
+	b32.Release()
+	defer c32.Release()
+	if got := b.selectKeys(c32, nil); !slices.Equal(got, []int32{0, 2}) {
+		t.Fatalf("int32: %v", got)
+	}
+}
+
+// TestRuntimeFilterTargets: which joins filter their probe scan, and
+// through what.
+func TestRuntimeFilterTargets(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	b.Field(0).(*array.Int64Builder).Append(1)
+	b.Field(1).(*array.StringBuilder).Append("x")
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	writeParquetWith(t, path, rec)
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := jaPartitioned(t, memory.DefaultAllocator, jaLeftSchema, [][]any{{1, "s", 1}}, 1, 1)
+	defer left.release()
+	scan := NewParquetScan("t", tbl, []int{0, 1}, nil, 1)
+	computed := NewProjection(scan, []expr.Expr{&expr.Binary{Op: plan.OpAdd, L: jaCol(0, "k", plan.Int64), R: jaCol(0, "k", plan.Int64), Type: plan.Int64}}, []string{"k2"})
+	lk := []expr.Expr{jaCol(0, "lk1", plan.Int64)}
+	for _, c := range []struct {
+		what  string
+		probe Operator
+		rk    expr.Expr
+		jt    JoinType
+		want  bool
+	}{
+		{"inner join on a scan column", scan, jaCol(0, "k", plan.Int64), JoinInner, true},
+		{"a string key", scan, jaCol(1, "s", plan.Utf8), JoinInner, false},
+		{"a computed key", computed, jaCol(0, "k2", plan.Int64), JoinInner, false},
+		{"probe rows kept unmatched (right anti)", scan, jaCol(0, "k", plan.Int64), JoinRightAnti, false},
+		{"a probe side that is not a scan", &passThrough{scan}, jaCol(0, "k", plan.Int64), JoinInner, false},
+	} {
+		lkeys := lk
+		if c.rk.DataType().ID() == arrow.STRING {
+			lkeys = []expr.Expr{jaCol(1, "lk2", plan.Utf8)}
+		}
+		h, err := NewHashJoin(left, c.probe, c.jt, lkeys, []expr.Expr{c.rk}, nil, false, JoinCollectLeft)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if _, _, got := h.runtimeFilterTarget(); got != c.want {
+			t.Errorf("%s: filters its scan %v, want %v", c.what, got, c.want)
+		}
+	}
+}
