@@ -18,7 +18,9 @@ import (
 // one by one. Only joins that never output a probe row without a match use
 // one (inner, right semi, and the joins that output build rows), only on a
 // single integer key, and only a probe key that is a scan column passed
-// through unchanged (projections, filters, the coalescing of partitions). A scan that finds the filter keeps nearly every row
+// through unchanged (projections, filters, the coalescing of partitions,
+// and the probe side of inner and right semi joins below, so that lineitem
+// in q5 is filtered by both its supplier and its order keys). A scan that finds the filter keeps nearly every row
 // stops applying it (lineitem against all of orders).
 //
 // The join and the scan meet through their TaskContext: the join registers
@@ -129,6 +131,22 @@ func (h *HashJoin) runtimeFilterTarget() (*ParquetScan, int, bool) {
 		case *CoalescePartitions:
 			op = x.input // the task reads every partition of its input
 			continue
+		case *HashJoin:
+			// A lower join's probe column: the rows it drops there never
+			// reach this join either, as long as the lower join drops
+			// unmatched rows itself and outputs probe columns unchanged.
+			switch x.joinType {
+			case JoinInner:
+				nl := len(x.left.Schema().Fields())
+				if col < nl {
+					return nil, 0, false // a build column of the lower join
+				}
+				col, op = col-nl, x.right
+				continue
+			case JoinRightSemi:
+				op = x.right
+				continue
+			}
 		case *ParquetScan:
 			switch x.schema.Field(col).Type.ID() {
 			case arrow.INT64, arrow.INT32:

@@ -187,3 +187,86 @@ func TestRuntimeFilterTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestRuntimeFilterThroughALowerJoin: a join whose probe side is another
+// join's probe side filters that join's scan too (q5: lineitem by its
+// supplier and its order keys); the result equals that of the same joins
+// over a scan neither can see.
+func TestRuntimeFilterThroughALowerJoin(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "b", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	const n = 20000
+	bld := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range n {
+		if i%53 == 1 {
+			bld.Field(0).AppendNull()
+		} else {
+			bld.Field(0).(*array.Int64Builder).Append(int64(i % 300))
+		}
+		bld.Field(1).(*array.Int64Builder).Append(int64(i * 31 % 700))
+	}
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	path := filepath.Join(t.TempDir(), "probe.parquet")
+	writeParquetWith(t, path, rec, parquet.WithMaxRowGroupLength(3000))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var lowerKeys, upperKeys [][]any
+	for k := 0; k < 300; k += 2 {
+		lowerKeys = append(lowerKeys, []any{k, "s", k})
+	}
+	for _, k := range []any{5, 77, 77, nil, 699, 1000} {
+		upperKeys = append(upperKeys, []any{k, "u", 1})
+	}
+	lower := jaPartitioned(t, mem, jaLeftSchema, lowerKeys, 1, 7)
+	defer lower.release()
+	upper := jaPartitioned(t, mem, jaLeftSchema, upperKeys, 1, 7)
+	defer upper.release()
+	scan := NewParquetScan("probe", tbl, []int{0, 1}, nil, 2)
+	build := func(probe Operator, jt JoinType) (Operator, *HashJoin) {
+		// lower: (lk1, lk2, lv, a, b) on lk1 = a; upper on lk1 = b (column 4).
+		low, err := NewHashJoin(lower, probe, JoinInner, []expr.Expr{jaCol(0, "lk1", plan.Int64)}, []expr.Expr{jaCol(0, "a", plan.Int64)}, nil, false, JoinCollectLeft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p Operator = low
+		if jt.EmitsUnmatchedBuild() {
+			p = NewCoalescePartitions(low)
+		}
+		up, err := NewHashJoin(upper, p, jt, []expr.Expr{jaCol(0, "lk1", plan.Int64)}, []expr.Expr{jaCol(4, "b", plan.Int64)}, nil, false, JoinCollectLeft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return up, up
+	}
+	// Keyed on the lower join's build column: nothing to filter the scan by.
+	low, err := NewHashJoin(lower, scan, JoinInner, []expr.Expr{jaCol(0, "lk1", plan.Int64)}, []expr.Expr{jaCol(0, "a", plan.Int64)}, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onBuild, err := NewHashJoin(upper, low, JoinInner, []expr.Expr{jaCol(0, "lk1", plan.Int64)}, []expr.Expr{jaCol(2, "lv", plan.Int64)}, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := onBuild.runtimeFilterTarget(); ok {
+		t.Fatal("a key from the lower join's build side was traced to its probe scan")
+	}
+	for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
+		filtered, h := build(scan, jt)
+		plain, _ := build(&passThrough{scan}, jt)
+		if _, _, ok := h.runtimeFilterTarget(); ok != (jt != JoinRight && jt != JoinFull && jt != JoinRightAnti) {
+			t.Fatalf("%s: filters the scan below the lower join: %v", jt, ok)
+		}
+		got := jaCollect(t, filtered, jaTC(mem, 500, 0))
+		want := jaCollect(t, plain, jaTC(mem, 500, 0))
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows, want %d", jt, len(got), len(want))
+		}
+	}
+}
