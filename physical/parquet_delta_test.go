@@ -152,13 +152,15 @@ func deltaPatterns(n int) map[string][]int64 {
 	return pats
 }
 
+// pageLayouts are data pages of both versions, compressed and not, for
+// the tests of the scan's own column decoders.
+var pageLayouts = map[string][]parquet.WriterProperty{
+	"v1":        nil,
+	"v2 snappy": {parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy)},
+}
+
 func TestDeltaColumnMatchesValues(t *testing.T) {
-	// Data pages of both versions, compressed and not.
-	layouts := map[string][]parquet.WriterProperty{
-		"v1":        nil,
-		"v2 snappy": {parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy)},
-	}
-	for layout, extra := range layouts {
+	for layout, extra := range pageLayouts {
 		for _, n := range []int{1, 2, 31, 33, 127, 129, 1000, 20000} {
 			for name, vals := range deltaPatterns(n) {
 				name := layout + " " + name

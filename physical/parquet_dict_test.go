@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -70,11 +69,7 @@ func dictPatterns(n int) map[string][]string {
 }
 
 func TestDictColumnMatchesValues(t *testing.T) {
-	layouts := map[string][]parquet.WriterProperty{
-		"v1":        nil,
-		"v2 snappy": {parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Snappy)},
-	}
-	for layout, extra := range layouts {
+	for layout, extra := range pageLayouts {
 		for _, n := range []int{1, 7, 9, 1000, 20000} {
 			for name, vals := range dictPatterns(n) {
 				name := fmt.Sprintf("%s %s n=%d", layout, name, n)

@@ -169,18 +169,9 @@ func buildKeyBitmap(t *joinBuildTable) *keyBitmap {
 	}
 	k := t.keys[0]
 	nulls := k.NullN() > 0
-	lo, hi, any := int64(0), int64(0), false
-	for r, v := range vals {
-		if nulls && k.IsNull(r) {
-			continue
-		}
-		if !any {
-			lo, hi, any = v, v, true
-		}
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	span := uint64(hi) - uint64(lo) + 1
-	if !any || hi < lo || span > maxFilterSpan {
+	lo, n, ok := joinKeySpan(vals, k)
+	span := uint64(n)
+	if !ok || span > maxFilterSpan {
 		return nil
 	}
 	b := &keyBitmap{lo: lo, span: span, bits: make([]uint64, (span+63)/64)}
