@@ -276,14 +276,17 @@ func TestDecodeStringDictionary(t *testing.T) {
 	sel := []int32{0, 1, 2, 6, 11, 299}
 	for _, c := range []struct {
 		name       string
+		entries    []string
 		entryValid []bool
 		valid      []bool
 	}{
-		{"no NULLs", nil, nil},
-		{"NULL rows", nil, rowValid},
-		{"a NULL entry", []bool{true, false, true}, nil},
+		{"no NULLs", []string{"A", "", "xyz"}, nil, nil},
+		{"one-byte entries", []string{"N", "R", "A"}, nil, nil},
+		{"NULL rows", []string{"A", "", "xyz"}, nil, rowValid},
+		{"one-byte entries, NULL rows", []string{"N", "R", "A"}, nil, rowValid},
+		{"a NULL entry", []string{"A", "", "xyz"}, []bool{true, false, true}, nil},
 	} {
-		d := newDict([]string{"A", "", "xyz"}, c.entryValid, codes, c.valid)
+		d := newDict(c.entries, c.entryValid, codes, c.valid)
 		for _, s := range [][]int32{nil, sel} {
 			got, err := decodeStringDictionary(mem, d, s, false)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -880,6 +881,9 @@ func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary, sel []int
 				return nil, fmt.Errorf("dictionary index %d out of range [0, %d)", int32(top), dict.Len())
 			}
 		}
+		if out := oneByteStrings(mem, dict, idx, sel); out != nil {
+			return out, nil
+		}
 		if sel == nil {
 			return takeString(mem, dict, idx), nil
 		}
@@ -911,6 +915,61 @@ func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary, sel []int
 		}
 	}
 	return takeString(mem, dict, codes), nil
+}
+
+// oneByteStrings decodes the codes idx (of the rows sel, nil: all) of a
+// NULL-free dictionary whose entries are all one byte long (TPC-H's flags
+// and statuses), or returns nil for any other dictionary. Row i's value is
+// byte i of the values, so the offsets are 0, 1, 2, …: a read-only
+// sequence shared by every such array instead of written for each.
+func oneByteStrings(mem memory.Allocator, dict *array.String, idx, sel []int32) arrow.Array {
+	m := dict.Len()
+	if m == 0 || m > 256 {
+		return nil
+	}
+	offs := dict.ValueOffsets()
+	var lut [256]byte
+	vals := dict.ValueBytes()
+	base := offs[0]
+	for j := range m {
+		if offs[j+1]-offs[j] != 1 {
+			return nil
+		}
+		lut[j] = vals[offs[j]-base]
+	}
+	n := len(idx)
+	if sel != nil {
+		n = len(sel)
+	}
+	valBuf := newOutputBuffer(mem, n)
+	out := valBuf.Bytes()
+	if sel == nil {
+		for i, c := range idx {
+			out[i] = lut[uint8(c)]
+		}
+	} else {
+		for i, r := range sel {
+			out[i] = lut[uint8(idx[r])]
+		}
+	}
+	offBuf := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(identityOffsets(n + 1)))
+	return finishArray(arrow.BinaryTypes.String, n, nil, offBuf, valBuf, 0)
+}
+
+// identity holds 0, 1, 2, … (never written once published), grown on
+// demand; identityOffsets hands out its first n values.
+var identity atomic.Pointer[[]int32]
+
+func identityOffsets(n int) []int32 {
+	if p := identity.Load(); p != nil && len(*p) >= n {
+		return (*p)[:n:n]
+	}
+	seq := make([]int32, max(n, 1<<16))
+	for i := range seq {
+		seq[i] = int32(i)
+	}
+	identity.Store(&seq)
+	return seq[:n:n]
 }
 
 // dictFilter is one pushed conjunct on a dictionary-read string column:
