@@ -10,17 +10,17 @@ import (
 	"sluice/physical/expr"
 )
 
-// Runtime join filters. A hash join whose probe side is a Parquet scan seen
-// through projections and filters hands that scan, once its build side is
-// known, the set of build keys as a bitmap over their range; the scan drops
-// the rows whose key is not in it before shaping them (decimal widening,
-// dictionary decoding, the filter's copy) and before the join probes them
-// one by one. Only joins that never output a probe row without a match use
-// one (inner, right semi, and the joins that output build rows), only on a
-// single integer key, and only a probe key that is a scan column passed
-// through unchanged (projections, filters, the coalescing of partitions,
-// and the probe side of inner and right semi joins below, so that lineitem
-// in q5 is filtered by both its supplier and its order keys). A scan that finds the filter keeps nearly every row
+// Runtime join filters. A hash join whose probe side is a Parquet scan
+// hands that scan, once its build side is known, the set of build keys as
+// a bitmap over their range; the scan drops the rows whose key is not in it
+// before shaping them (decimal widening, dictionary decoding, the filter's
+// copy) and before the join probes them one by one. Only joins that never
+// output a probe row without a match use one (inner, right semi, and the
+// joins that output build rows), only on a single integer key, and only a
+// probe key that is a scan column passed through unchanged (projections,
+// filters, the coalescing of partitions, and the probe side of inner and
+// right semi joins below, so that lineitem in q5 is filtered by both its
+// supplier and its order keys). A scan whose filter keeps nearly every row
 // stops applying it (lineitem against all of orders).
 //
 // The join and the scan meet through their TaskContext: the join registers
