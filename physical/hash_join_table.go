@@ -246,15 +246,7 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		if bits > 0 {
 			t.dmin = lo
 			t.bitmap = allocSlice[uint64](int((bits + 63) / 64))
-			k := t.keys[0]
-			nulls := k.NullN() > 0
-			for r, v := range vals {
-				if nulls && k.IsNull(r) {
-					continue
-				}
-				d := uint64(v - lo)
-				t.bitmap[d>>6] |= 1 << (d & 63)
-			}
+			setKeyBits(t.bitmap, vals, t.keys[0], lo)
 		}
 		return nil
 	}

@@ -90,8 +90,12 @@ func (tc *TaskContext) runtimeFilters() *runtimeFilters {
 	return tc.filters.Load()
 }
 
-// forScan returns the filters registered for scan.
+// forScan returns the filters registered for scan (none when no join of
+// the task registered any: the registry is not created for the asking).
 func (r *runtimeFilters) forScan(scan *ParquetScan) []*runtimeFilter {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]*runtimeFilter(nil), r.byScan[scan]...)
@@ -168,21 +172,27 @@ func buildKeyBitmap(t *joinBuildTable) *keyBitmap {
 		return nil
 	}
 	k := t.keys[0]
-	nulls := k.NullN() > 0
 	lo, n, ok := joinKeySpan(vals, k)
 	span := uint64(n)
 	if !ok || span > maxFilterSpan {
 		return nil
 	}
 	b := &keyBitmap{lo: lo, span: span, bits: make([]uint64, (span+63)/64)}
+	setKeyBits(b.bits, vals, k, lo)
+	return b
+}
+
+// setKeyBits sets bit v-lo of bits for every non-NULL key v (vals are the
+// values of k).
+func setKeyBits(bits []uint64, vals []int64, k arrow.Array, lo int64) {
+	nulls := k.NullN() > 0
 	for r, v := range vals {
 		if nulls && k.IsNull(r) {
 			continue
 		}
 		d := uint64(v - lo)
-		b.bits[d>>6] |= 1 << (d & 63)
+		bits[d>>6] |= 1 << (d & 63)
 	}
-	return b
 }
 
 // selectKeys keeps, of sel (all rows when nil), the rows of col whose

@@ -180,7 +180,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	}
 	var rfs *runtimeFilterState
 	if len(s.projection) > 0 {
-		rfs = newRuntimeFilterState(tc.runtimeFilters().forScan(s))
+		rfs = newRuntimeFilterState(tc.filters.Load().forScan(s))
 	}
 	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 		for start := 0; start < len(units); {
