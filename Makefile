@@ -28,8 +28,8 @@ RUNS      ?= 3
 BENCH_OUT ?= bench-results
 bench: build
 	./$(BIN) bench tpch --sf $(SF) --runs $(RUNS) --out $(BENCH_OUT)
-	@if (cd bench/duckdb && $(GO) build -o ../../bin/sluice-bench-duckdb .); then \
-		./bin/sluice-bench-duckdb --sf $(SF) --runs $(RUNS) --queries testdata/tpch --out $(BENCH_OUT)/duckdb.json && \
+	@if (cd bench/duckdb && $(GO) build -tags duckdb_arrow -o ../../bin/sluice-bench-duckdb .); then \
+		./bin/sluice-bench-duckdb --sf $(SF) --runs $(RUNS) --queries testdata/tpch --streaming testdata/streaming --out $(BENCH_OUT)/duckdb.json && \
 		./$(BIN) bench merge $(BENCH_OUT)/results.json $(BENCH_OUT)/duckdb.json; \
 	else \
 		echo "make bench: the DuckDB peer (bench/duckdb) did not build; $(BENCH_OUT) has sluice's modes only" >&2; \

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +18,7 @@ import (
 	"sluice/session"
 )
 
-const benchUsage = `usage: sluice bench tpch [--sf N] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,...] [--latency N] [--out DIR]
+const benchUsage = `usage: sluice bench tpch [--sf N] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,...] [--streaming=false] [--latency N] [--out DIR]
        sluice bench merge RESULTS.json PEER.json... [--out DIR]`
 
 // runBench is `sluice bench`: the TPC-H suite on an embedded cluster, or
@@ -44,6 +45,7 @@ func runBenchTPCH(args []string) int {
 	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
 	queries := fs.String("queries", "", "query numbers to run, e.g. 1,3,6 (default: all 22)")
+	streaming := fs.Bool("streaming", true, "also run the streaming queries (s1 ...: scans, joins and a LIMIT whose rows reach the client while they run)")
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
 	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
 	if err := fs.Parse(args); err != nil {
@@ -58,6 +60,14 @@ func runBenchTPCH(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: --queries: %v\n", err)
 		return 2
+	}
+	if *streaming {
+		sq, err := streamingQueries()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		qs = append(qs, sq...)
 	}
 	modeList := strings.Split(*modes, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -133,7 +143,7 @@ func writeBenchOutputs(dir string, rep *bench.Report) int {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
-	s := bench.Summarize(rep)
+	s := bench.Summarize(rep, bench.SetTPCH)
 	var table strings.Builder
 	m := rep.Machine
 	fmt.Fprintf(&table, "TPC-H SF %d, %d executors, %d runs per query and mode (medians, ms). Machine: %d CPUs %s, %s/%s, %s, %s.\n\n",
@@ -141,6 +151,18 @@ func writeBenchOutputs(dir string, rep *bench.Report) int {
 	if err := s.WriteTable(&table); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
+	}
+	ss := bench.Summarize(rep, bench.SetStreaming)
+	if len(ss.Queries) > 0 {
+		table.WriteString("\nStreaming queries on the same tables (no final sort or aggregate, so rows can reach the client while the query runs):\n\n")
+		if err := ss.WriteTable(&table); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		table.WriteString("\n")
+		for _, q := range ss.Queries {
+			fmt.Fprintf(&table, "- %s\n", streamingTitle(q))
+		}
 	}
 	if err := bench.WriteExtras(&table, rep); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -151,22 +173,35 @@ func writeBenchOutputs(dir string, rep *bench.Report) int {
 		fmt.Fprintf(os.Stderr, "Error: writing the table: %v\n", err)
 		return 1
 	}
-	f, err := os.Create(filepath.Join(dir, "chart.svg"))
-	if err != nil {
+	title := fmt.Sprintf("TPC-H SF %d: median time to first row and total per query (%s)", rep.ScaleFact, strings.Join(s.Modes, ", "))
+	if err := writeChart(filepath.Join(dir, "chart.svg"), s, title); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: writing the chart: %v\n", err)
 		return 1
 	}
-	title := fmt.Sprintf("TPC-H SF %d: median time to first row and total per query (%s)", rep.ScaleFact, strings.Join(s.Modes, ", "))
+	charts := "chart.svg"
+	if len(ss.Queries) > 0 {
+		title := fmt.Sprintf("Streaming queries, TPC-H SF %d tables: median time to first row and total (%s)", rep.ScaleFact, strings.Join(ss.Modes, ", "))
+		if err := writeChart(filepath.Join(dir, "streaming.svg"), ss, title); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: writing the chart: %v\n", err)
+			return 1
+		}
+		charts += " and streaming.svg"
+	}
+	fmt.Fprintf(os.Stderr, "Wrote results.json, table.md, %s in %s\n", charts, dir)
+	return 0
+}
+
+// writeChart writes s as an SVG bar chart into path.
+func writeChart(path string, s *bench.Summary, title string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
 	err = bench.WriteSVG(f, s, title)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: writing the chart: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "Wrote %s, table.md and chart.svg in %s\n", "results.json", dir)
-	return 0
+	return err
 }
 
 func maxRun(rep *bench.Report) int {
@@ -236,4 +271,31 @@ func benchQueries(list string) ([]bench.Query, error) {
 		qs = append(qs, bench.Query{N: n, Text: string(b)})
 	}
 	return qs, nil
+}
+
+// streamingQueries reads the embedded streaming scripts s1.sql, s2.sql, ...
+func streamingQueries() ([]bench.Query, error) {
+	var qs []bench.Query
+	for n := 1; ; n++ {
+		b, err := tpchQueries.ReadFile(fmt.Sprintf("testdata/streaming/s%d.sql", n))
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, bench.Query{Set: bench.SetStreaming, N: n, Text: string(b)})
+	}
+	return qs, nil
+}
+
+// streamingTitle is the first line of streaming query n's script, its
+// leading "-- " cut ("s1: filter scan: ..."), or its label alone.
+func streamingTitle(n int) string {
+	b, err := tpchQueries.ReadFile(fmt.Sprintf("testdata/streaming/s%d.sql", n))
+	line, _, _ := strings.Cut(string(b), "\n")
+	if err != nil || !strings.HasPrefix(line, "-- ") {
+		return bench.Label(bench.SetStreaming, n)
+	}
+	return strings.TrimPrefix(line, "-- ")
 }

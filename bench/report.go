@@ -1,7 +1,9 @@
 // Package bench measures sluice on TPC-H: each query in each execution mode
 // (and DuckDB as a peer), with time to first row and total time per run,
 // round-trip latency and memory, and writes the runs as JSON, a text table
-// and an SVG chart.
+// and an SVG chart. Beside the 22 TPC-H queries, which all end in a sort or
+// a global aggregate (their first row is their last), a set of streaming
+// queries over the same tables shows when rows reach the client.
 package bench
 
 import (
@@ -9,11 +11,29 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 )
 
+// The query sets: TPC-H's 22 queries (q1 ... q22; runs recorded before
+// sets existed have no set and are TPC-H's) and the streaming queries (s1
+// ...), whose results do not end in a sort or an aggregate.
+const (
+	SetTPCH      = ""
+	SetStreaming = "streaming"
+)
+
+// Label names query n of set: q6, s2.
+func Label(set string, n int) string {
+	if set == SetStreaming {
+		return fmt.Sprintf("s%d", n)
+	}
+	return fmt.Sprintf("q%d", n)
+}
+
 // Run is one timed execution of one query.
 type Run struct {
+	Set     string  `json:"set,omitempty"`
 	Query   int     `json:"query"`
 	Mode    string  `json:"mode"`
 	Run     int     `json:"run"`
@@ -101,8 +121,17 @@ func ReadJSON(path string) (*Report, error) {
 }
 
 // Merge adds other's runs (and modes) to r, for a peer such as DuckDB
-// measured by a separate program on the same data.
+// measured by a separate program on the same data. Runs, latencies and
+// memory r already holds for other's modes are replaced, so that merging
+// a peer into a report it was merged into before does not count it twice.
 func (r *Report) Merge(other *Report) {
+	theirs := other.Modes()
+	r.Runs = slices.DeleteFunc(r.Runs, func(x Run) bool { return contains(theirs, x.Mode) })
+	r.Latency = slices.DeleteFunc(r.Latency, func(x Latency) bool { return contains(theirs, x.Mode) })
+	r.Memory = slices.DeleteFunc(r.Memory, func(x Memory) bool { return contains(theirs, x.Mode) })
+	for _, n := range other.Notes {
+		r.Notes = slices.DeleteFunc(r.Notes, func(x string) bool { return x == n })
+	}
 	r.Runs = append(r.Runs, other.Runs...)
 	for _, m := range other.Modes() {
 		if !contains(r.ModesOrder, m) {
@@ -125,12 +154,12 @@ func (r *Report) Modes() []string {
 	return out
 }
 
-// Queries lists the queries measured, ascending.
-func (r *Report) Queries() []int {
+// Queries lists the queries of set measured, ascending.
+func (r *Report) Queries(set string) []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, run := range r.Runs {
-		if !seen[run.Query] {
+		if run.Set == set && !seen[run.Query] {
 			seen[run.Query] = true
 			out = append(out, run.Query)
 		}

@@ -11,10 +11,11 @@ import (
 	"sluice/session"
 )
 
-// Query is one benchmark query: its number and its script, which may hold
-// several statements (TPC-H q15 creates and drops a view around its
-// SELECT).
+// Query is one benchmark query: its set, its number and its script, which
+// may hold several statements (TPC-H q15 creates and drops a view around
+// its SELECT).
 type Query struct {
+	Set  string
 	N    int
 	Text string
 }
@@ -119,19 +120,19 @@ func (s *Suite) Run(ctx context.Context) ([]Run, []Memory, error) {
 		}
 		for _, q := range s.Queries {
 			if _, err := RunScript(ctx, s.Session, q.Text); err != nil {
-				return nil, nil, fmt.Errorf("benchmark: q%d (%s, warm-up): %w", q.N, mode, err)
+				return nil, nil, fmt.Errorf("benchmark: %s (%s, warm-up): %w", Label(q.Set, q.N), mode, err)
 			}
 			var totals []float64
 			for i := 1; i <= s.Runs; i++ {
 				m, err := RunScript(ctx, s.Session, q.Text)
 				if err != nil {
-					return nil, nil, fmt.Errorf("benchmark: q%d (%s, run %d): %w", q.N, mode, i, err)
+					return nil, nil, fmt.Errorf("benchmark: %s (%s, run %d): %w", Label(q.Set, q.N), mode, i, err)
 				}
-				runs = append(runs, Run{Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
+				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
 				totals = append(totals, ms(m.Total))
 			}
 			if s.Progress != nil {
-				fmt.Fprintf(s.Progress, "q%-2d %-10s median %8.1f ms\n", q.N, mode, Median(totals))
+				fmt.Fprintf(s.Progress, "%-3s %-10s median %8.1f ms\n", Label(q.Set, q.N), mode, Median(totals))
 			}
 		}
 		m := Memory{Mode: mode}

@@ -48,18 +48,25 @@ func TestSmoke(t *testing.T) {
 
 	suite := &Suite{
 		Session: sess, Modes: []string{"blocking", "pipelined"}, Runs: 2,
-		Queries: []Query{{N: 1, Text: "CREATE VIEW big AS SELECT k, v FROM t WHERE v >= 50;\n-- the view's rows\nSELECT k, sum(v) AS s FROM big GROUP BY k ORDER BY k;\nDROP VIEW big;\n"}},
+		Queries: []Query{
+			{N: 1, Text: "CREATE VIEW big AS SELECT k, v FROM t WHERE v >= 50;\n-- the view's rows\nSELECT k, sum(v) AS s FROM big GROUP BY k ORDER BY k;\nDROP VIEW big;\n"},
+			{Set: SetStreaming, N: 1, Text: "SELECT k, v FROM t WHERE v < 30"},
+		},
 	}
 	runs, mem, err := suite.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 4 {
-		t.Fatalf("runs = %d, want 2 per mode: %+v", len(runs), runs)
+	if len(runs) != 8 {
+		t.Fatalf("runs = %d, want 2 per query and mode: %+v", len(runs), runs)
 	}
 	for _, r := range runs {
-		if r.Rows != 7 || r.TotalMs <= 0 || r.TTFRMs <= 0 || r.TTFRMs > r.TotalMs {
-			t.Errorf("run %+v: want 7 rows and 0 < TTFR <= total", r)
+		want := int64(7)
+		if r.Set == SetStreaming {
+			want = 30
+		}
+		if r.Rows != want || r.TotalMs <= 0 || r.TTFRMs <= 0 || r.TTFRMs > r.TotalMs {
+			t.Errorf("run %+v: want %d rows and 0 < TTFR <= total", r, want)
 		}
 	}
 	if len(mem) != 2 || mem[0].PeakRSSBytes <= 0 || mem[1].PeakRSSBytes < mem[0].PeakRSSBytes {
@@ -85,15 +92,30 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Runs) != 4 || back.Machine.CPUs <= 0 || back.Machine.GoVersion == "" || len(back.Latency) != 2 {
+	if len(back.Runs) != 8 || back.Machine.CPUs <= 0 || back.Machine.GoVersion == "" || len(back.Latency) != 2 {
 		t.Errorf("JSON round trip lost data: %+v", back)
 	}
 	// A peer's report merges in as a third series.
-	back.Merge(&Report{Runs: []Run{{Query: 1, Mode: "duckdb", Run: 1, TTFRMs: 1, TotalMs: 2, Rows: 7}}})
-	s := Summarize(back)
+	peer := &Report{Runs: []Run{{Query: 1, Mode: "duckdb", Run: 1, TTFRMs: 1, TotalMs: 2, Rows: 7}}, Notes: []string{"peer"}}
+	back.Merge(peer)
+	back.Merge(peer) // again, as bench merge into a merged report: replaces
+	if len(back.Runs) != 9 || len(back.Notes) != 1 {
+		t.Errorf("merging a peer twice: %d runs, notes %q; want 9 and one note", len(back.Runs), back.Notes)
+	}
+	s := Summarize(back, SetTPCH)
 	var table, chart strings.Builder
 	if err := s.WriteTable(&table); err != nil {
 		t.Fatal(err)
+	}
+	var streaming strings.Builder
+	if err := Summarize(back, SetStreaming).WriteTable(&streaming); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(streaming.String(), "| s1 |") || strings.Contains(streaming.String(), "| q1 |") {
+		t.Errorf("streaming table should hold s1 and only it:\n%s", streaming.String())
+	}
+	if strings.Contains(table.String(), "| s1 |") {
+		t.Errorf("TPC-H table holds a streaming query:\n%s", table.String())
 	}
 	if err := WriteExtras(&table, back); err != nil {
 		t.Fatal(err)

@@ -61,11 +61,11 @@ func WriteSVG(w io.Writer, s *Summary, title string) error {
 					opacity, what = "1", "total"
 				}
 				bx := x + float64(k)*(barW+barGap)
-				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="%s"><title>q%d %s %s: %.1f ms</title></rect>`+"\n",
-					bx, y(v), barW, top+plotH-y(v), color, opacity, q, esc(m), what, v)
+				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="%s"><title>%s %s %s: %.1f ms</title></rect>`+"\n",
+					bx, y(v), barW, top+plotH-y(v), color, opacity, Label(s.Set, q), esc(m), what, v)
 			}
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">q%d</text>`+"\n", x0+(groupW-groupGap)/2, top+plotH+16, q)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", x0+(groupW-groupGap)/2, top+plotH+16, Label(s.Set, q))
 	}
 	// Legend: one swatch per mode, then what pale and solid mean.
 	lx, ly := left, top+plotH+44

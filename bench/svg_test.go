@@ -22,7 +22,7 @@ func sampleReport() *Report {
 
 // TestWriteSVG parses the chart as XML and counts its bars and labels.
 func TestWriteSVG(t *testing.T) {
-	s := Summarize(sampleReport())
+	s := Summarize(sampleReport(), SetTPCH)
 	var out strings.Builder
 	if err := WriteSVG(&out, s, "TPC-H & friends"); err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestWriteSVG(t *testing.T) {
 }
 
 func TestSummaryTable(t *testing.T) {
-	s := Summarize(sampleReport())
+	s := Summarize(sampleReport(), SetTPCH)
 	if c := s.Cells[3]["blocking"]; c.TTFRMs != 60 || c.TotalMs != 1800 || c.Rows != 3 {
 		t.Errorf("q3 blocking = %+v, want medians 60 and 1800 over 3 rows", c)
 	}

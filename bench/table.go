@@ -12,8 +12,10 @@ type Cell struct {
 	Rows            int64
 }
 
-// Summary holds the per query and mode medians of a report.
+// Summary holds the per query and mode medians of one query set of a
+// report.
 type Summary struct {
+	Set     string
 	Modes   []string
 	Queries []int
 	Cells   map[int]map[string]Cell
@@ -22,9 +24,9 @@ type Summary struct {
 // Ratio compares two modes: Num's time divided by Den's.
 type Ratio struct{ Num, Den string }
 
-// Summarize takes the medians of r's runs per query and mode.
-func Summarize(r *Report) *Summary {
-	s := &Summary{Modes: r.Modes(), Queries: r.Queries(), Cells: map[int]map[string]Cell{}}
+// Summarize takes the medians of r's runs of set per query and mode.
+func Summarize(r *Report, set string) *Summary {
+	s := &Summary{Set: set, Modes: r.Modes(), Queries: r.Queries(set), Cells: map[int]map[string]Cell{}}
 	type key struct {
 		q    int
 		mode string
@@ -32,6 +34,9 @@ func Summarize(r *Report) *Summary {
 	ttfr, total := map[key][]float64{}, map[key][]float64{}
 	rows := map[key]int64{}
 	for _, run := range r.Runs {
+		if run.Set != set {
+			continue
+		}
 		k := key{run.Query, run.Mode}
 		ttfr[k] = append(ttfr[k], run.TTFRMs)
 		total[k] = append(total[k], run.TotalMs)
@@ -97,7 +102,7 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	gmTTFR, gmTotal := map[string][]float64{}, map[string][]float64{}
 	rTTFR, rTotal := make([][]float64, len(ratios)), make([][]float64, len(ratios))
 	for _, q := range s.Queries {
-		fmt.Fprintf(&b, "| q%d |", q)
+		fmt.Fprintf(&b, "| %s |", Label(s.Set, q))
 		var rows int64 = -1
 		for _, m := range s.Modes {
 			c, ok := s.Cells[q][m]

@@ -1,16 +1,22 @@
+//go:build duckdb_arrow
+
 // Command duckdb is the DuckDB peer of sluice bench: it runs the same
 // TPC-H query texts on the same Parquet files with DuckDB and writes the
 // same JSON shape (mode "duckdb"), to be merged with `sluice bench merge`.
 //
 // It is its own module so that the sluice binary does not link DuckDB.
-// Run it from this directory:
+// Results are read through DuckDB's Arrow interface (build tag
+// duckdb_arrow), one record batch per DuckDB chunk, as sluice's client
+// reads Arrow batches: row-at-a-time database/sql scanning would charge
+// DuckDB for the client instead. Run it from this directory:
 //
-//	go run . --data ~/.cache/sluice/tpch-sf1 --runs 3 --out duckdb.json
+//	go run -tags duckdb_arrow . --data ~/.cache/sluice/tpch-sf1 --runs 3 --out duckdb.json
 package main
 
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +26,7 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2"
 	"github.com/spf13/pflag"
 
 	"sluice/bench"
@@ -35,6 +41,7 @@ func run(args []string) int {
 	data := fs.String("data", "", "TPC-H Parquet directory, one sub-directory per table (default: where sluice --tpch caches --sf)")
 	queriesDir := fs.String("queries", "../../testdata/tpch", "directory of q1.sql ... q22.sql")
 	list := fs.String("only", "", "query numbers to run, e.g. 1,3,6 (default: all 22)")
+	streamingDir := fs.String("streaming", "", "directory of the streaming queries s1.sql, s2.sql, ... to run too (default: none)")
 	runs := fs.Int("runs", 3, "timed runs per query, after one warm-up run")
 	sf := fs.Int("sf", 1, "scale factor of the data (recorded in the report)")
 	out := fs.String("out", "duckdb.json", "report to write")
@@ -61,17 +68,37 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := bench1(ctx, *data, *queriesDir, *list, *runs, *sf, *out); err != nil {
+	if err := bench1(ctx, *data, *queriesDir, *streamingDir, *list, *runs, *sf, *out); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func bench1(ctx context.Context, data, queriesDir, list string, runs, sf int, out string) error {
+func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, runs, sf int, out string) error {
 	ns, err := queryNumbers(list)
 	if err != nil {
 		return err
+	}
+	var qs []bench.Query
+	for _, n := range ns {
+		b, err := os.ReadFile(filepath.Join(queriesDir, fmt.Sprintf("q%d.sql", n)))
+		if err != nil {
+			return err
+		}
+		qs = append(qs, bench.Query{Set: bench.SetTPCH, N: n, Text: string(b)})
+	}
+	if streamingDir != "" {
+		for n := 1; ; n++ {
+			b, err := os.ReadFile(filepath.Join(streamingDir, fmt.Sprintf("s%d.sql", n)))
+			if errors.Is(err, os.ErrNotExist) && n > 1 {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("--streaming: %w", err)
+			}
+			qs = append(qs, bench.Query{Set: bench.SetStreaming, N: n, Text: string(b)})
+		}
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -80,7 +107,11 @@ func bench1(ctx context.Context, data, queriesDir, list string, runs, sf int, ou
 	defer db.Close()
 	// One connection, so the views (and q15's) are visible to every
 	// statement.
-	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("opening DuckDB: %w", err)
+	}
+	defer conn.Close()
 	abs, err := filepath.Abs(data)
 	if err != nil {
 		return err
@@ -88,34 +119,31 @@ func bench1(ctx context.Context, data, queriesDir, list string, runs, sf int, ou
 	for _, t := range tpch.TableNames {
 		glob := filepath.Join(abs, t, "*.parquet")
 		stmt := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')", t, strings.ReplaceAll(glob, "'", "''"))
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("registering %s from %s: %w", t, glob, err)
 		}
 	}
 	var version string
-	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
 		return fmt.Errorf("DuckDB version: %w", err)
 	}
 	rep := &bench.Report{Suite: "tpch", ScaleFact: sf, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
-		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, Parquet read through views over read_parquet", version)}}
-	for _, n := range ns {
-		b, err := os.ReadFile(filepath.Join(queriesDir, fmt.Sprintf("q%d.sql", n)))
-		if err != nil {
-			return err
-		}
-		if _, err := runScript(ctx, db, string(b)); err != nil {
-			return fmt.Errorf("q%d (warm-up): %w", n, err)
+		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, Parquet read through views over read_parquet, results read as Arrow record batches", version)}}
+	for _, q := range qs {
+		label := bench.Label(q.Set, q.N)
+		if _, err := runScript(ctx, conn, q.Text); err != nil {
+			return fmt.Errorf("%s (warm-up): %w", label, err)
 		}
 		var totals []float64
 		for i := 1; i <= runs; i++ {
-			m, err := runScript(ctx, db, string(b))
+			m, err := runScript(ctx, conn, q.Text)
 			if err != nil {
-				return fmt.Errorf("q%d (run %d): %w", n, i, err)
+				return fmt.Errorf("%s (run %d): %w", label, i, err)
 			}
-			rep.Runs = append(rep.Runs, bench.Run{Query: n, Mode: "duckdb", Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
+			rep.Runs = append(rep.Runs, bench.Run{Set: q.Set, Query: q.N, Mode: "duckdb", Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
 			totals = append(totals, ms(m.Total))
 		}
-		fmt.Fprintf(os.Stderr, "q%-2d duckdb     median %8.1f ms\n", n, bench.Median(totals))
+		fmt.Fprintf(os.Stderr, "%-3s duckdb     median %8.1f ms\n", label, bench.Median(totals))
 	}
 	if rss, err := bench.PeakRSS(); err == nil {
 		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
@@ -125,7 +153,7 @@ func bench1(ctx context.Context, data, queriesDir, list string, runs, sf int, ou
 
 // runScript runs each statement of text and times the last query (a
 // statement starting with SELECT or WITH); the others run untimed.
-func runScript(ctx context.Context, db *sql.DB, text string) (bench.Measurement, error) {
+func runScript(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
 	sp := repl.NewSplitter()
 	pieces := sp.Feed(text)
 	if p, ok := sp.Pending(); ok {
@@ -135,12 +163,12 @@ func runScript(ctx context.Context, db *sql.DB, text string) (bench.Measurement,
 	timed := false
 	for _, p := range pieces {
 		if !isQuery(p.SQL) {
-			if _, err := db.ExecContext(ctx, p.SQL); err != nil {
+			if _, err := conn.ExecContext(ctx, p.SQL); err != nil {
 				return m, fmt.Errorf("line %d: %w", p.Line, err)
 			}
 			continue
 		}
-		got, err := timeQuery(ctx, db, p.SQL)
+		got, err := timeQuery(ctx, conn, p.SQL)
 		if err != nil {
 			return m, fmt.Errorf("line %d: %w", p.Line, err)
 		}
@@ -152,41 +180,42 @@ func runScript(ctx context.Context, db *sql.DB, text string) (bench.Measurement,
 	return m, nil
 }
 
-// timeQuery runs a query and scans every row, as a client would.
-func timeQuery(ctx context.Context, db *sql.DB, q string) (bench.Measurement, error) {
+// timeQuery runs a query and reads every record batch of its result, as
+// sluice's client does.
+func timeQuery(ctx context.Context, conn *sql.Conn, q string) (bench.Measurement, error) {
 	var m bench.Measurement
-	start := time.Now()
-	rows, err := db.QueryContext(ctx, q)
-	if err != nil {
-		return m, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return m, err
-	}
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
+	err := conn.Raw(func(dc any) error {
+		dconn, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("DuckDB connection %T is not a driver connection", dc)
+		}
+		ar, err := duckdb.NewArrowFromConn(dconn)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		rr, err := ar.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer rr.Release()
+		for rr.Next() {
+			n := rr.RecordBatch().NumRows()
+			if m.Rows == 0 && n > 0 {
+				m.TTFR = time.Since(start)
+			}
+			m.Rows += n
+		}
+		if err := rr.Err(); err != nil {
+			return err
+		}
+		m.Total = time.Since(start)
 		if m.Rows == 0 {
-			m.TTFR = time.Since(start)
+			m.TTFR = m.Total
 		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return m, err
-		}
-		m.Rows++
-	}
-	if err := rows.Err(); err != nil {
-		return m, err
-	}
-	m.Total = time.Since(start)
-	if m.Rows == 0 {
-		m.TTFR = m.Total
-	}
-	return m, nil
+		return nil
+	})
+	return m, err
 }
 
 // isQuery reports whether a statement, past its leading comments, is a
