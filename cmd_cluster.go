@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"sluice/cluster"
+	"sluice/exchange"
 )
 
 // runScheduler is `sluice scheduler`: a standalone scheduler serving
@@ -59,6 +60,7 @@ func runExecutor(args []string) int {
 	id := fs.String("id", "", "executor ID (default: generated)")
 	policy := fs.String("policy", cluster.PolicyPush, "push (wait for tasks) or pull (poll for tasks); must match the scheduler's")
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
+	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: sluice executor --scheduler ADDR --bind ADDR --flight-bind ADDR --vcores N --work-dir DIR\n\nFlags:\n%s", fs.FlagUsages())
 	}
@@ -73,6 +75,11 @@ func runExecutor(args []string) int {
 		fmt.Fprintln(os.Stderr, "Error: --work-dir DIR is required (shuffle files are written there)")
 		return 2
 	}
+	codec, err := exchange.ParseCompression(*compression)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: --exchange-compression: %v\n", err)
+		return 2
+	}
 	if err := os.MkdirAll(*workDir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: creating work dir: %v\n", err)
 		return 1
@@ -81,7 +88,7 @@ func runExecutor(args []string) int {
 	defer stop()
 	x, err := cluster.StartExecutor(ctx, cluster.ExecutorConfig{
 		SchedulerAddr: *sched, BindAddr: *bind, FlightAddr: *flightBind, AdvertiseHost: *advertise,
-		Vcores: *vcores, WorkDir: *workDir, ID: *id, HeartbeatInterval: *heartbeat, Policy: *policy,
+		Vcores: *vcores, WorkDir: *workDir, Compression: codec, ID: *id, HeartbeatInterval: *heartbeat, Policy: *policy,
 		Logger: stderrLogger(),
 	})
 	if err != nil {

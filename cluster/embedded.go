@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sluice/catalog"
+	"sluice/exchange"
 	"sluice/rpc"
 )
 
@@ -29,6 +30,9 @@ type EmbeddedConfig struct {
 	// WorkDir holds one directory per executor (default: a temporary
 	// directory removed by Close).
 	WorkDir string
+	// Compression encodes shuffle files and Flight streams (default:
+	// exchange.CompressNone, since every byte stays on this machine).
+	Compression exchange.Compression
 	// TaskFailureHook is passed to every executor (tests only).
 	TaskFailureHook func(task *rpc.TaskDefinition) error
 	// Catalog holds the tables queries see (default: empty).
@@ -73,6 +77,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if cfg.ExecutorTimeout > 0 {
 			cfg.HeartbeatInterval = min(cfg.HeartbeatInterval, cfg.ExecutorTimeout/5)
 		}
+	}
+	if cfg.Compression == "" {
+		cfg.Compression = exchange.CompressNone
 	}
 	e := &Embedded{cfg: cfg, workDir: cfg.WorkDir}
 	if e.workDir == "" {
@@ -129,7 +136,7 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 	}
 	x, err := StartExecutor(ctx, ExecutorConfig{
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
-		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
+		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
 		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger,
 	})
 	if err != nil {

@@ -53,6 +53,9 @@ type ExecutorConfig struct {
 	Vcores int
 	// WorkDir holds shuffle files (required).
 	WorkDir string
+	// Compression encodes the executor's shuffle files and Flight streams
+	// (default: exchange.CompressLZ4).
+	Compression exchange.Compression
 	// ID names the executor (default: generated).
 	ID string
 	// HeartbeatInterval is how often the executor tells the scheduler it is
@@ -173,6 +176,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		ExecutorID:    cfg.ID,
 		FlightAddress: flightAddr,
 		WorkDir:       cfg.WorkDir,
+		Compression:   cfg.Compression,
 		Registry:      exchange.NewRegistry(),
 		Clients:       exchange.NewClientPool(),
 	}

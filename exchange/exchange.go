@@ -20,7 +20,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"sluice/physical"
 	"sluice/rpc"
@@ -45,6 +48,40 @@ type Env struct {
 	// ProducerWait bounds how long a pipelined fetch waits for its producer
 	// task to register its queues (0: DefaultProducerWait).
 	ProducerWait time.Duration
+	// Compression is how the executor encodes the buffers of the shuffle
+	// files it writes and of the Flight streams it serves ("": LZ4).
+	// Readers accept either: Arrow IPC marks compression per message.
+	Compression Compression
+}
+
+// Compression is the codec of shuffle files and Flight streams.
+type Compression string
+
+const (
+	// CompressLZ4 compresses every buffer with LZ4 frames: less disk and
+	// network for CPU on both ends; the choice between machines.
+	CompressLZ4 Compression = "lz4"
+	// CompressNone writes buffers as they are: on one machine (the
+	// embedded cluster) the bytes never cross a network and the shuffle
+	// files stay in the page cache, so compressing only costs CPU.
+	CompressNone Compression = "none"
+)
+
+// ParseCompression reads a --exchange-compression value.
+func ParseCompression(s string) (Compression, error) {
+	switch c := Compression(strings.ToLower(strings.TrimSpace(s))); c {
+	case CompressLZ4, CompressNone:
+		return c, nil
+	}
+	return "", fmt.Errorf("unknown exchange compression %q (want lz4 or none)", s)
+}
+
+// ipcOptions are the IPC writer options for Compression c.
+func (c Compression) ipcOptions() []ipc.Option {
+	if c == CompressNone {
+		return nil
+	}
+	return []ipc.Option{ipc.WithLZ4()}
 }
 
 // DefaultMaxFetchBytes is the fetch cap used when Env.MaxFetchBytes is 0.

@@ -29,7 +29,8 @@ import (
 //   - FetchPipelinedPartition: one pipelined queue of the Registry, waiting
 //     up to Env.ProducerWait for its producer to register.
 //
-// Batches travel as Arrow IPC with LZ4-compressed buffers.
+// Batches travel as Arrow IPC, their buffers compressed as Env.Compression
+// says (LZ4 by default).
 type FlightService struct {
 	flight.BaseFlightServer
 	env *Env
@@ -103,7 +104,7 @@ func (s *FlightService) fetchPartition(stream flight.FlightService_DoGetServer, 
 	}
 	defer file.Close()
 	defer r.Close()
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(r.Schema()), ipc.WithAllocator(s.alloc()), ipc.WithLZ4())
+	w := flight.NewRecordWriter(stream, append(s.env.Compression.ipcOptions(), ipc.WithSchema(r.Schema()), ipc.WithAllocator(s.alloc()))...)
 	defer w.Close()
 	for i := 0; i < r.NumRecords(); i++ {
 		b, err := r.RecordBatchAt(i)
@@ -136,15 +137,15 @@ func (s *FlightService) fetchPipelined(stream flight.FlightService_DoGetServer, 
 		return status.Error(codes.NotFound, err.Error())
 	}
 	defer q.Close()
-	return sendQueue(ctx, stream, q.Schema(), q.Next, s.alloc())
+	return sendQueue(ctx, stream, q.Schema(), q.Next, s.alloc(), s.env.Compression)
 }
 
 // sendQueue writes a queue's batches to a Flight stream until EOF. A
 // producer error becomes the stream's error status, so the consumer fails
 // rather than seeing a short stream.
 func sendQueue(ctx context.Context, stream flight.FlightService_DoGetServer, schema *arrow.Schema,
-	next func(context.Context) (arrow.RecordBatch, error), alloc memory.Allocator) error {
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(alloc), ipc.WithLZ4())
+	next func(context.Context) (arrow.RecordBatch, error), alloc memory.Allocator, c Compression) error {
+	w := flight.NewRecordWriter(stream, append(c.ipcOptions(), ipc.WithSchema(schema), ipc.WithAllocator(alloc))...)
 	defer w.Close()
 	for {
 		b, err := next(ctx)

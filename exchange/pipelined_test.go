@@ -87,12 +87,16 @@ func TestPipelinedOverFlight(t *testing.T) {
 	}{
 		{name: "remote consumer"},
 		{name: "consumer beside a producer", consumer: "a"},
+		{name: "remote consumer, one producer uncompressed", consumer: "uncompressed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkGoroutines(t)
 			a, _ := newExecutorEnv(t, "a")
 			b, _ := newExecutorEnv(t, "b")
+			if tt.consumer == "uncompressed" {
+				b.Compression = CompressNone
+			}
 			consumer := &Env{ExecutorID: "client", Clients: NewClientPool()}
 			defer consumer.Clients.Close()
 			if tt.consumer == "a" {

@@ -32,14 +32,18 @@ func TestShuffleRoundTrip(t *testing.T) {
 	tests := []struct {
 		name   string
 		remote bool
+		codec  Compression
 	}{
 		{name: "local files"},
 		{name: "over Flight", remote: true},
+		{name: "local files uncompressed", codec: CompressNone},
+		{name: "over Flight uncompressed", remote: true, codec: CompressNone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkGoroutines(t)
 			producer, _ := newExecutorEnv(t, "e1")
+			producer.Compression = tt.codec
 			parts := writeStage(t, producer, "job", 1, 900, 4)
 			reader := producer
 			if tt.remote {

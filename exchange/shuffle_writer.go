@@ -156,7 +156,7 @@ func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv,
 			if w.Part.Kind != physical.PartHash {
 				out = in
 			}
-			f, err := createShuffleFile(shuffleFile(te.WorkDir, w.JobID, w.StageID, out, in), schema, tc.Alloc)
+			f, err := createShuffleFile(shuffleFile(te.WorkDir, w.JobID, w.StageID, out, in), schema, tc.Alloc, te.Compression)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -121,7 +122,15 @@ func TestShuffleWriterSplitsRows(t *testing.T) {
 }
 
 func TestShuffleWriterCompresses(t *testing.T) {
-	env := &Env{ExecutorID: "e1", WorkDir: t.TempDir()}
+	for _, codec := range []Compression{"", CompressLZ4, CompressNone} {
+		t.Run(string(codec), func(t *testing.T) {
+			testShuffleWriterCompresses(t, codec)
+		})
+	}
+}
+
+func testShuffleWriterCompresses(t *testing.T, codec Compression) {
+	env := &Env{ExecutorID: "e1", WorkDir: t.TempDir(), Compression: codec}
 	tc, mem := checkedTC(t, taskEnv(env, "j", 0, 0))
 	src := rowsSource(1, 20000, 1000)
 	locs, err := NewShuffleWriter(src, "j", 0, physical.Partitioning{Kind: physical.PartUnknown}).RunTask(context.Background(), []int{0}, tc)
@@ -144,8 +153,28 @@ func TestShuffleWriterCompresses(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if len(locs) != 1 || locs[0].NumBytes*10 > int64(plain.Len())*9 {
+	if len(locs) != 1 {
+		t.Fatalf("%d files, want 1", len(locs))
+	}
+	if codec == CompressNone {
+		if locs[0].NumBytes != int64(plain.Len()) {
+			t.Fatalf("file is %d bytes, want %d as written uncompressed", locs[0].NumBytes, plain.Len())
+		}
+		return
+	}
+	if locs[0].NumBytes*10 > int64(plain.Len())*9 {
 		t.Fatalf("file is %d bytes, %d uncompressed: not compressed", locs[0].NumBytes, plain.Len())
+	}
+}
+
+func TestParseCompression(t *testing.T) {
+	for in, want := range map[string]Compression{"lz4": CompressLZ4, " LZ4 ": CompressLZ4, "none": CompressNone} {
+		if got, err := ParseCompression(in); err != nil || got != want {
+			t.Errorf("ParseCompression(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := ParseCompression("zstd"); err == nil || !strings.Contains(err.Error(), "want lz4 or none") {
+		t.Errorf("ParseCompression(zstd) error = %v, want one naming the choices", err)
 	}
 }
 
