@@ -349,6 +349,29 @@ func unpackCodes(src []byte, w, from int, out []int32) uint32 {
 			top = max(top, max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(v6, v7)))
 		}
 	}
+	if w > 8 && w <= 14 {
+		// Half groups with one 8-byte load each (dates: 12 bits): four
+		// codes take 4w <= 56 bits, starting at most 7 bits into the
+		// load.
+		for ; j < len(out) && i%8 != 0; j, i = j+1, i+1 {
+			v := readBits(src, i*w, w)
+			out[j], top = int32(v), max(top, v)
+		}
+		half, shift := 4*w>>3, uint(4*w&7)
+		for ; len(out)-j >= 8 && i/8*w+half+8 <= len(src); j, i = j+8, i+8 {
+			o := i / 8 * w
+			lo := binary.LittleEndian.Uint64(src[o : o+8])
+			hi := binary.LittleEndian.Uint64(src[o+half:o+half+8]) >> shift
+			g := out[j : j+8 : j+8]
+			v0, v1 := lo&mask, lo>>w&mask
+			v2, v3 := lo>>(2*w)&mask, lo>>(3*w)&mask
+			v4, v5 := hi&mask, hi>>w&mask
+			v6, v7 := hi>>(2*w)&mask, hi>>(3*w)&mask
+			g[0], g[1], g[2], g[3] = int32(v0), int32(v1), int32(v2), int32(v3)
+			g[4], g[5], g[6], g[7] = int32(v4), int32(v5), int32(v6), int32(v7)
+			top = max(top, max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(v6, v7)))
+		}
+	}
 	// One 8-byte load per code while it stays inside src (a code's bits
 	// start at most 7 bits into the load: 7 + 32 fit).
 	for ; j < len(out); j, i = j+1, i+1 {

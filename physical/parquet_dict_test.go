@@ -42,8 +42,8 @@ func dictFile(t testing.TB, rowGroup int64, extra []parquet.WriterProperty, vals
 // dictPatterns are string columns whose codes take every kind of run and
 // several bit widths: one value (width 0 or 1), two and three values at
 // random (bit-packed runs of widths 1 and 2), long repeats (repeated runs),
-// 200 and 3000 values (widths 8 and 12), and 70,000 (17), with an empty
-// string among them.
+// 200, 300, 600, 3000 and 9000 values (widths 8, 9, 10, 12 and 14: the
+// half-group unpacking), and 70,000 (17), with an empty string among them.
 func dictPatterns(n int) map[string][]string {
 	r := rand.New(rand.NewPCG(3, 4))
 	pats := map[string][]string{}
@@ -58,7 +58,10 @@ func dictPatterns(n int) map[string][]string {
 	pats["two"] = pick(2)
 	pats["three"] = pick(3)
 	pats["200"] = pick(200)
+	pats["300"] = pick(300)
+	pats["600"] = pick(600)
 	pats["3000"] = pick(3000)
+	pats["9000"] = pick(9000)
 	pats["70000"] = pick(70000)
 	runs := make([]string, n)
 	for i := range runs {

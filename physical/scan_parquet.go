@@ -275,11 +275,13 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	}
 	facts := readFacts{rawDecimals: readDecimalsRaw(fr.Manifest, rdr, fields)}
 	rawDates := readDatesRaw(fr.Manifest, rdr, fields)
-	// Delta-encoded integer columns (parquet_delta.go) and the codes of
-	// dictionary-encoded strings (parquet_dict.go) are decoded here;
-	// arrow's record reader reads the rest.
+	// Delta-encoded integer columns (parquet_delta.go), the codes of
+	// dictionary-encoded strings (parquet_dict.go) and dictionary-encoded
+	// integers (parquet_dictnum.go) are decoded here; arrow's record
+	// reader reads the rest.
 	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
 	dict := dictColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
+	dictNum := dictNumColumns(fr.Manifest, rdr, fields, rowGroups)
 	facts.checkedCodes = dict
 	own := make([]ownColumn, len(fields))
 	var arrowLeaves []int
@@ -289,6 +291,8 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 			own[j] = newDeltaColumn(rdr, leaf, rowGroups)
 		case dict[j]:
 			own[j] = newDictColumn(rdr, leaf, rowGroups)
+		case dictNum[j]:
+			own[j] = newDictNumColumn(rdr, leaf, rowGroups)
 		default:
 			arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
 			continue
@@ -373,25 +377,26 @@ func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, own []ownColum
 	cols := make([]arrow.Array, len(fields))
 	k := 0
 	for j := range fields {
+		var a arrow.Array
 		if own[j] == nil {
-			cols[j] = rec.Column(k)
+			a = rec.Column(k)
 			k++
-			if rawDates[j] && cols[j].DataType().ID() == arrow.INT32 {
-				d := cols[j].Data()
-				dd := array.NewData(arrow.FixedWidthTypes.Date32, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
-				cols[j] = array.NewDate32Data(dd)
-				dd.Release()
-				continue
+			a.Retain()
+		} else {
+			var err error
+			if a, err = own[j].read(mem, int(n)); err != nil {
+				for _, c := range cols[:j] {
+					c.Release()
+				}
+				return nil, fmt.Errorf("column %s: %w", m.Fields[fields[j]].Field.Name, err)
 			}
-			cols[j].Retain()
-			continue
 		}
-		a, err := own[j].read(mem, int(n))
-		if err != nil {
-			for _, c := range cols[:j] {
-				c.Release()
-			}
-			return nil, fmt.Errorf("column %s: %w", m.Fields[fields[j]].Field.Name, err)
+		if rawDates[j] && a.DataType().ID() == arrow.INT32 {
+			d := a.Data()
+			dd := array.NewData(arrow.FixedWidthTypes.Date32, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+			a.Release()
+			a = array.NewDate32Data(dd)
+			dd.Release()
 		}
 		cols[j] = a
 	}
