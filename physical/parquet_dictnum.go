@@ -80,8 +80,8 @@ const dictNumScratch = 4096
 // dictNumColumn reads a dictionary-encoded INT32 or INT64 column as plain
 // values, in batches of any size.
 type dictNumColumn[T int32 | int64] struct {
-	pages columnPages
-	typ   arrow.DataType
+	pages    columnPages
+	typ      arrow.DataType
 	dict     []T         // the open row group's dictionary
 	haveDict bool        // a dictionary page was read
 	codes    codeDecoder // over the current data page
