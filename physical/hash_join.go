@@ -316,7 +316,30 @@ func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, 
 	added := 0
 	fast := !c.hasNull && !c.started
 	switch {
-	case fast && c.table.direct && (c.firstOnly || c.table.next == nil):
+	case fast && c.table.rank != nil && (c.firstOnly || c.table.next == nil):
+		// A ranked direct index without chains: the same loop through the
+		// key's rank.
+		t := c.table
+		dh, lo, rk := t.dheads, t.dmin, t.rank
+		for c.row < c.n && added < limit {
+			m := min(c.n-c.row, limit-added)
+			bi, pi = slices.Grow(bi, m), slices.Grow(pi, m)
+			bb, pp := bi[len(bi):len(bi)+m], pi[len(pi):len(pi)+m]
+			k := 0
+			for i, key := range c.pInt[c.row : c.row+m] {
+				h := int32(0)
+				if r, ok := rk.lookup(uint64(key - lo)); ok {
+					h = dh[r]
+				}
+				bb[k] = h - 1
+				pp[k] = int32(c.row + i)
+				k += b2i(h != 0)
+			}
+			bi, pi = bi[:len(bi)+k], pi[:len(pi)+k]
+			added += k
+			c.row += m
+		}
+	case fast && c.table.direct && c.table.rank == nil && (c.firstOnly || c.table.next == nil):
 		// A direct index without chains: at most one candidate per probe
 		// row. Every row is written and the count advances by whether it
 		// had one, without a branch on it (a join keeping a fifth of its
@@ -342,7 +365,7 @@ func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, 
 			added += k
 			c.row += m
 		}
-	case fast && c.table.direct:
+	case fast && c.table.direct && c.table.rank == nil:
 		// Fast path for a direct index: one load per probe row.
 		t := c.table
 		dh, lo := t.dheads, t.dmin
@@ -362,7 +385,7 @@ func (c *hashJoinCandidates) next(bi, pi []int32, limit int) ([]int32, []int32, 
 			added++
 			c.row++
 		}
-	case fast && c.table.intKey:
+	case fast && c.table.intKey && !c.table.direct:
 		// Fast path: a tight loop for the common unique-key case.
 		t := c.table
 		bm, lo, nb := t.bitmap, t.dmin, uint64(len(t.bitmap))*64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -40,6 +41,10 @@ type joinBuildTable struct {
 	direct bool
 	dmin   int64
 	dheads []int32
+	// rank, when not nil, makes the direct index compact for keys spread
+	// thinly over their range: dheads then has one entry per distinct key,
+	// in key order, and rank maps k-dmin to its entry.
+	rank *keyRank
 	// Key bitmap (intKey, keys too sparse for a direct index but within a
 	// range of 64 values per row, or of 8M values: 1 MiB): bit k-dmin is
 	// set when a build row has key k. Probes check it first, so the many
@@ -74,6 +79,10 @@ func (t *joinBuildTable) release() {
 	freeSlice(t.next)
 	freeSlice(t.dheads)
 	freeSlice(t.bitmap)
+	if t.rank != nil {
+		freeSlice(t.rank.words)
+		t.rank = nil
+	}
 	t.cols, t.keys, t.heads, t.links, t.islots, t.next, t.dheads, t.bitmap = nil, nil, nil, nil, nil, nil, nil, nil
 	t.res.Free()
 }
@@ -222,12 +231,18 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		// the 22 queries twice on a pipelined 2-executor cluster: 4x rows
 		// 7.37/7.40 s, 16x 6.89/7.11 s, 32x 6.72/6.71 s.
 		if ok && span <= 1<<25 && span <= max(int64(n)*32, 4096) {
+			if span > int64(n)*rankedMinSpread && span > rankedMinSpan {
+				return t.indexRanked(vals, lo, span, tc)
+			}
 			if err := t.res.Grow(span*4 + int64(n)*4); err != nil {
 				return fmt.Errorf("hash join build: %w", err)
 			}
-			var err error
-			if vals, err = t.clusterByKey(vals, lo, span, tc); err != nil {
+			reordered, err := t.clusterByKey(vals, lo, span, tc)
+			if err != nil {
 				return err
+			}
+			if reordered {
+				vals, _ = joinIntKeyValues(t.keys, nil)
 			}
 			t.indexDirect(vals, lo, span)
 			return nil
@@ -352,6 +367,109 @@ func joinKeySpan(vals []int64, k arrow.Array) (int64, int64, bool) {
 	return lo, int64(span), true
 }
 
+// Ranked direct index: for keys spread over a range wider than
+// rankedMinSpread values per build row (and than rankedMinSpan values), the
+// direct index takes one entry per distinct key instead of one per value
+// of the range, found through a bitmap of the keys with a running count of
+// set bits per 64-bit word. q5's and q3's filtered orders (227K and 727K
+// keys over 6M values) took a 24 MiB index, zeroed, counted into and
+// written a cache line per four rows at each build; ranked it is 1.5 MiB
+// of bitmap and counts plus 4 bytes per key, and a probe arriving in key
+// order (lineitem) still reads it in order.
+const (
+	rankedMinSpread = 8
+	rankedMinSpan   = 1 << 18
+)
+
+// keyRank maps an offset d in [0, span) to the number of keys below it,
+// for the offsets that are keys.
+type keyRank struct {
+	words []rankWord
+	span  uint64
+	count int // keys in all
+}
+
+// rankWord is 64 offsets: which are keys, and how many keys come before.
+type rankWord struct {
+	bits uint64
+	base uint32
+}
+
+// lookup returns the rank of offset d and whether d is a key.
+func (r *keyRank) lookup(d uint64) (uint64, bool) {
+	if d >= r.span {
+		return 0, false
+	}
+	w := r.words[d>>6]
+	bit := uint64(1) << (d & 63)
+	if w.bits&bit == 0 {
+		return 0, false
+	}
+	return uint64(w.base) + uint64(bits.OnesCount64(w.bits&(bit-1))), true
+}
+
+// newKeyRank builds the rank of the non-NULL keys vals (of k) over
+// [lo, lo+span).
+func newKeyRank(vals []int64, k arrow.Array, lo, span int64) *keyRank {
+	r := &keyRank{words: allocSlice[rankWord](int((span + 63) / 64)), span: uint64(span)}
+	nulls := k.NullN() > 0
+	for i, v := range vals {
+		if nulls && k.IsNull(i) {
+			continue
+		}
+		d := uint64(v - lo)
+		r.words[d>>6].bits |= 1 << (d & 63)
+	}
+	n := 0
+	for i := range r.words {
+		r.words[i].base = uint32(n)
+		n += bits.OnesCount64(r.words[i].bits)
+	}
+	r.count = n
+	return r
+}
+
+// ranks returns the rank of each key of vals (0 for a NULL key: the
+// index skips those rows).
+func (r *keyRank) ranks(vals []int64, k arrow.Array, lo int64) []int64 {
+	out := allocSlice[int64](len(vals))
+	nulls := k.NullN() > 0
+	for i, v := range vals {
+		if nulls && k.IsNull(i) {
+			continue
+		}
+		x, _ := r.lookup(uint64(v - lo))
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// indexRanked builds the ranked direct index over keys [lo, lo+span).
+func (t *joinBuildTable) indexRanked(vals []int64, lo, span int64, tc *TaskContext) error {
+	n := int64(len(vals))
+	// The rank's words, dheads and next, the ranks while building.
+	if err := t.res.Grow((span+63)/64*16 + n*16); err != nil {
+		return fmt.Errorf("hash join build: %w", err)
+	}
+	k := t.keys[0]
+	t.rank = newKeyRank(vals, k, lo, span)
+	pos := t.rank.ranks(vals, k, lo)
+	reordered, err := t.clusterByKey(pos, 0, int64(t.rank.count), tc)
+	if err != nil {
+		freeSlice(pos)
+		return err
+	}
+	if reordered {
+		vals, _ = joinIntKeyValues(t.keys, nil)
+		freeSlice(pos)
+		pos = t.rank.ranks(vals, t.keys[0], lo)
+	}
+	t.indexDirect(pos, 0, int64(t.rank.count))
+	freeSlice(pos)
+	t.dmin = lo
+	return nil
+}
+
 // indexDirect builds the direct index over keys [lo, lo+span).
 func (t *joinBuildTable) indexDirect(vals []int64, lo, span int64) {
 	t.intKey, t.direct, t.dmin = true, true, lo
@@ -382,14 +500,14 @@ const clusterMinRows = 1 << 16
 // clusterByKey reorders a large build side whose keys repeat so that the
 // rows of each key are adjacent, in their original order (a counting sort
 // over the key range [lo, lo+span); NULL keys go last), and returns the
-// keys in the new order. Chains then step to the next row, and a probe
+// reports whether it did. Chains then step to the next row, and a probe
 // takes its matches from consecutive rows: q13's 1.5M orders keyed by
 // customer were walked one cache miss per matching row. A table without
 // repeated keys, or a small one, is left as it is.
-func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskContext) ([]int64, error) {
+func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskContext) (bool, error) {
 	n := len(vals)
 	if n < clusterMinRows {
-		return vals, nil
+		return false, nil
 	}
 	k := t.keys[0]
 	nulls := k.NullN() > 0
@@ -405,7 +523,7 @@ func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskCont
 		*c++
 	}
 	if !dup {
-		return vals, nil
+		return false, nil
 	}
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
@@ -430,7 +548,7 @@ func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskCont
 	}
 	bytes += arrayBytes(k.Data())
 	if err := t.res.Grow(bytes); err != nil {
-		return nil, fmt.Errorf("hash join build: %w", err)
+		return false, fmt.Errorf("hash join build: %w", err)
 	}
 	defer t.res.Shrink(bytes)
 	cols := make([]arrow.Array, len(t.cols)+1)
@@ -438,21 +556,26 @@ func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskCont
 		taken, err := takeArray(tc.Alloc, c, perm)
 		if err != nil {
 			joinReleaseArrays(cols[:i])
-			return nil, fmt.Errorf("hash join build: clustering by key: %w", err)
+			return false, fmt.Errorf("hash join build: clustering by key: %w", err)
 		}
 		cols[i] = taken
 	}
 	joinReleaseArrays(t.cols)
 	k.Release()
 	t.cols, t.keys[0] = cols[:len(t.cols)], cols[len(t.cols)]
-	out, _ := joinIntKeyValues(t.keys, nil)
-	return out, nil
+	return true, nil
 }
 
 // directLookup returns the first build row+1 with key k (0: none) and
 // whether more rows share it.
 func (t *joinBuildTable) directLookup(k int64) (int32, bool) {
 	d := uint64(k - t.dmin)
+	if t.rank != nil {
+		var ok bool
+		if d, ok = t.rank.lookup(d); !ok {
+			return 0, false
+		}
+	}
 	if d >= uint64(len(t.dheads)) {
 		return 0, false
 	}

@@ -526,6 +526,74 @@ func TestHashJoinClusteredBuild(t *testing.T) {
 	checkEveryJoinType(t, mem, left, right, lk, rk, leftRows, rightRows, false, 1024)
 }
 
+// TestHashJoinRankedIndex: a build side whose keys are spread thinly over
+// their range takes the ranked direct index, with distinct keys (the
+// branch-free probe loop), repeated keys (clustered, chains walked by the
+// general loop) and NULL keys, and answers as the reference does for every
+// join type; probe keys fall on keys, between them, and outside the range.
+func TestHashJoinRankedIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rows    int
+		repeat  int // rows per key
+		nullMod int // every nullMod-th build row has a NULL key (0: none)
+	}{
+		{"distinct keys", 20000, 1, 0},
+		{"distinct keys with NULLs", 20000, 1, 101},
+		{"repeated keys, clustered", clusterMinRows + 700, 3, 89},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			rng := rand.New(rand.NewPCG(uint64(tc.rows), 9))
+			// A range 20 values per build row, wider than rankedMinSpan;
+			// the rows arrive in random order.
+			gap := 20 * tc.repeat
+			var leftRows [][]any
+			for i, p := range rng.Perm(tc.rows) {
+				var k any = 1000 + p/tc.repeat*gap
+				if tc.nullMod > 0 && i%tc.nullMod == 3 {
+					k = nil
+				}
+				leftRows = append(leftRows, []any{k, "s", i})
+			}
+			span := tc.rows / tc.repeat * gap
+			var rightRows [][]any
+			for i := 0; i < 300; i++ {
+				var k any = 1000 + rng.IntN(span/gap+2)*gap // keys, and one past the last
+				switch i % 5 {
+				case 1:
+					k = k.(int) + 1 + rng.IntN(gap-1) // between keys
+				case 2:
+					k = rng.IntN(3000) - 2000 // below the range
+				case 3:
+					if i%15 == 3 {
+						k = nil
+					}
+				}
+				rightRows = append(rightRows, []any{k, "s", i})
+			}
+			left := jaPartitioned(t, mem, jaLeftSchema, leftRows, 1, 4096)
+			defer left.release()
+			right := jaPartitioned(t, mem, jaRightSchema, rightRows, 1, 64)
+			defer right.release()
+			lk := []expr.Expr{jaCol(0, "lk1", plan.Int64)}
+			rk := []expr.Expr{jaCol(0, "rk1", plan.Int64)}
+			table, err := buildJoinTable(context.Background(), left, []int{0}, lk, jaTC(mem, 8, 0), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !table.direct || table.rank == nil {
+				t.Errorf("direct=%v ranked=%v, want a ranked direct index", table.direct, table.rank != nil)
+			} else if want := int64(tc.rows/tc.repeat*gap); int64(table.rank.span) < want-int64(gap) || int64(table.rank.span) > want+1 {
+				t.Errorf("rank spans %d values, want about %d", table.rank.span, want)
+			}
+			table.release()
+			checkEveryJoinType(t, mem, left, right, lk, rk, leftRows, rightRows, false, 256)
+		})
+	}
+}
+
 // TestHashJoinTwoIntegerKeys: a join on two integer columns packs them
 // into one integer key (NULLs in either, probe pairs outside the build
 // side's ranges, repeated pairs, a build side large enough to be clustered
