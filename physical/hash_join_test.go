@@ -585,7 +585,7 @@ func TestHashJoinRankedIndex(t *testing.T) {
 			}
 			if !table.direct || table.rank == nil {
 				t.Errorf("direct=%v ranked=%v, want a ranked direct index", table.direct, table.rank != nil)
-			} else if want := int64(tc.rows/tc.repeat*gap); int64(table.rank.span) < want-int64(gap) || int64(table.rank.span) > want+1 {
+			} else if want := int64(tc.rows / tc.repeat * gap); int64(table.rank.span) < want-int64(gap) || int64(table.rank.span) > want+1 {
 				t.Errorf("rank spans %d values, want about %d", table.rank.span, want)
 			}
 			table.release()
