@@ -27,6 +27,11 @@ type Engine struct {
 	// execution.target_partitions is 0; nil means the CPU count. A
 	// scheduler sets it to its executors' total vcores.
 	DefaultPartitions func() int
+	// ShareSubplans plans an aggregate the query computes more than once
+	// (a view used twice) once, for every use (physical.SharedOutput).
+	// Set for queries run in this process; the cluster planner shares
+	// such computations as stages.
+	ShareSubplans bool
 }
 
 // New returns an engine over cat.
@@ -137,6 +142,7 @@ func (e *Engine) PlanQuery(q *sql.Query, settings *Settings) (*Query, error) {
 	cfg := physical.PlannerConfig{
 		TargetPartitions:   parts, // 0: physical.Plan uses the CPU count
 		BroadcastThreshold: settings.Int("optimizer.broadcast_join_threshold_bytes"),
+		ShareSubplans:      e.ShareSubplans,
 	}
 	op, err := physical.Plan(opt, cfg)
 	if err != nil {

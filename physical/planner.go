@@ -2,6 +2,7 @@ package physical
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -19,6 +20,11 @@ type PlannerConfig struct {
 	// the probe side); larger build sides are hash-partitioned on both
 	// sides. Zero means always broadcast.
 	BroadcastThreshold int64
+	// ShareSubplans plans an aggregate that occurs more than once in the
+	// plan (the same subtree, as a view used twice gives) once, as a
+	// SharedOutput read by each occurrence. For plans run in one process;
+	// the cluster planner shares such a computation as a stage instead.
+	ShareSubplans bool
 }
 
 // Plan turns an optimized logical plan into a physical operator tree. The
@@ -31,11 +37,45 @@ func Plan(n plan.Node, cfg PlannerConfig) (Operator, error) {
 		cfg.TargetPartitions = DefaultTargetPartitions()
 	}
 	p := &planner{cfg: cfg}
+	if cfg.ShareSubplans {
+		p.shared = map[string]*SharedOutput{}
+		p.occurs = map[string]int{}
+		countAggregates(n, p.occurs)
+	}
 	return p.plan(n)
 }
 
 type planner struct {
 	cfg PlannerConfig
+	// With ShareSubplans: how often each aggregate subtree occurs in the
+	// plan, and the SharedOutput of those occurring more than once, by
+	// subtreeKey.
+	occurs map[string]int
+	shared map[string]*SharedOutput
+}
+
+// subtreeKey identifies an aggregate subtree by its text (every node's
+// description: tables, columns, predicates, expressions) and its output
+// columns (names, qualifiers, types; not their IDs, which a view expanded
+// twice gets afresh): two subtrees with the same key compute the same rows
+// in the same column positions.
+func subtreeKey(n plan.Node) string {
+	var b strings.Builder
+	b.WriteString(plan.Format(n))
+	for _, c := range n.Schema() {
+		fmt.Fprintf(&b, "|%s.%s:%s", c.Table, c.Name, c.Type)
+	}
+	return b.String()
+}
+
+// countAggregates counts the aggregate subtrees of n by subtreeKey.
+func countAggregates(n plan.Node, occurs map[string]int) {
+	if _, ok := n.(*plan.Aggregate); ok {
+		occurs[subtreeKey(n)]++
+	}
+	for _, c := range n.Children() {
+		countAggregates(c, occurs)
+	}
 }
 
 func (p *planner) plan(n plan.Node) (Operator, error) {
@@ -63,7 +103,27 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		}
 		return NewProjection(in, exprs, names(n.Cols)), nil
 	case *plan.Aggregate:
-		return p.aggregate(n)
+		if p.occurs == nil {
+			return p.aggregate(n)
+		}
+		key := subtreeKey(n)
+		if p.occurs[key] < 2 {
+			return p.aggregate(n)
+		}
+		// Occurrences planned for another partition count (union
+		// branches) are planned apart.
+		key += fmt.Sprintf("|partitions=%d", p.cfg.TargetPartitions)
+		if s, ok := p.shared[key]; ok {
+			s.Refs++
+			return s, nil
+		}
+		op, err := p.aggregate(n)
+		if err != nil {
+			return nil, err
+		}
+		s := NewSharedOutput(op, 1)
+		p.shared[key] = s
+		return s, nil
 	case *plan.Join:
 		return p.join(n)
 	case *plan.Sort:
@@ -79,7 +139,7 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		// 4-vcore cluster). Inputs that still have more partitions than
 		// the target together (more inputs than the target, each with at
 		// least one partition) are folded into the target.
-		sub := &planner{cfg: p.cfg}
+		sub := &planner{cfg: p.cfg, occurs: p.occurs, shared: p.shared}
 		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
 		ins := make([]Operator, len(n.Inputs))
 		for i, c := range n.Inputs {
@@ -456,13 +516,22 @@ func estimatedBytes(n plan.Node) float64 {
 // indented, with each operator's output partitioning.
 func Format(op Operator) string {
 	var out []byte
+	shown := map[*SharedOutput]bool{}
 	var rec func(op Operator, depth int)
 	rec = func(op Operator, depth int) {
 		for i := 0; i < depth; i++ {
 			out = append(out, "  "...)
 		}
 		out = append(out, op.String()...)
-		out = append(out, "  ["+op.OutputPartitioning().String()+"]\n"...)
+		out = append(out, "  ["+op.OutputPartitioning().String()+"]"...)
+		if s, ok := op.(*SharedOutput); ok {
+			if shown[s] {
+				out = append(out, " (the one above)\n"...)
+				return
+			}
+			shown[s] = true
+		}
+		out = append(out, '\n')
 		for _, c := range op.Children() {
 			rec(c, depth+1)
 		}

@@ -87,7 +87,7 @@ type backend interface {
 
 // New returns a session running statements in process against cat.
 func New(cat *catalog.Catalog) *Session {
-	return &Session{Settings: engine.NewSettings(), backend: &local{engine: engine.New(cat)}}
+	return &Session{Settings: engine.NewSettings(), backend: &local{engine: &engine.Engine{Catalog: cat, ShareSubplans: true}}}
 }
 
 // Execute runs one statement (text may hold exactly one). The caller must
