@@ -337,14 +337,18 @@ func unpackDeltas(mb []byte, w, n int, minDelta, last uint64, out []int64) int64
 			}
 		}
 		if w <= 28 {
-			// Two values per 8-byte load.
+			// Two values per 8-byte load, their deltas summed first so
+			// that the running sum takes one addition per load (random
+			// 24-bit deltas: 1.9-2.0 -> 1.8-1.9 ms per 1M values; the
+			// same for four values per load was slower).
 			for ; k0+1 < len(o); k0 += 2 {
 				bit := k0 * w
 				word := binary.LittleEndian.Uint64(mb[bit>>3:bit>>3+8]) >> (bit & 7)
-				last += minDelta + word&mask
-				o[k0] = int64(last)
-				last += minDelta + (word>>w)&mask
-				o[k0+1] = int64(last)
+				s0 := minDelta + word&mask
+				s1 := s0 + minDelta + (word>>w)&mask
+				g := o[k0 : k0+2 : k0+2]
+				g[0], g[1] = int64(last+s0), int64(last+s1)
+				last += s1
 			}
 		}
 		for k := k0; k < len(o); k++ {
