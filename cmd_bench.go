@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 	"sluice/session"
 )
 
-const benchUsage = `usage: sluice bench tpch [--sf N] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,...] [--streaming=false] [--latency N] [--out DIR]
+const benchUsage = `usage: sluice bench tpch [--sf N] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,s2,...] [--streaming=false] [--latency N] [--out DIR]
        sluice bench merge RESULTS.json PEER.json... [--out DIR]`
 
 // runBench is `sluice bench`: the TPC-H suite on an embedded cluster, or
@@ -44,8 +43,8 @@ func runBenchTPCH(args []string) int {
 	modes := fs.String("modes", "blocking,pipelined", "execution modes to compare, in the order they run")
 	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
-	queries := fs.String("queries", "", "query numbers to run, e.g. 1,3,6 (default: all 22)")
-	streaming := fs.Bool("streaming", true, "also run the streaming queries (s1 ...: scans, joins and a LIMIT whose rows reach the client while they run)")
+	queries := fs.String("queries", "", "queries to run: TPC-H numbers and streaming ones, e.g. 1,3,s2 (default: all 22, and the streaming ones)")
+	streaming := fs.Bool("streaming", true, "with the default queries, also run the streaming ones (s1 ...: scans, joins and a LIMIT whose rows reach the client while they run)")
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
 	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
 	if err := fs.Parse(args); err != nil {
@@ -56,18 +55,10 @@ func runBenchTPCH(args []string) int {
 		fmt.Fprintln(os.Stderr, "Error: --sf, --runs and --executors must be positive and --latency not negative")
 		return 2
 	}
-	qs, err := benchQueries(*queries)
+	qs, err := benchQueries(*queries, *streaming)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: --queries: %v\n", err)
 		return 2
-	}
-	if *streaming {
-		sq, err := streamingQueries()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-			return 1
-		}
-		qs = append(qs, sq...)
 	}
 	modeList := strings.Split(*modes, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -241,52 +232,71 @@ func runBenchMerge(args []string) int {
 	return writeBenchOutputs(dir, rep)
 }
 
-// benchQueries reads the embedded TPC-H scripts listed in list ("" = all).
-func benchQueries(list string) ([]bench.Query, error) {
-	var ns []int
+// benchQueries reads the embedded scripts of the queries list names:
+// TPC-H numbers (6 or q6) and streaming ones (s2); "" is all 22 TPC-H
+// queries, and every streaming one when streaming is set.
+func benchQueries(list string, streaming bool) ([]bench.Query, error) {
+	var qs []bench.Query
+	add := func(set string, n int) error {
+		path := fmt.Sprintf("testdata/tpch/q%d.sql", n)
+		if set == bench.SetStreaming {
+			path = fmt.Sprintf("testdata/streaming/s%d.sql", n)
+		}
+		b, err := tpchQueries.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		qs = append(qs, bench.Query{Set: set, N: n, Text: string(b)})
+		return nil
+	}
 	if list == "" {
 		for n := 1; n <= 22; n++ {
-			ns = append(ns, n)
-		}
-	} else {
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "q"))
-			if err != nil || n < 1 || n > 22 {
-				return nil, fmt.Errorf("%q is not a TPC-H query number (1 to 22)", f)
+			if err := add(bench.SetTPCH, n); err != nil {
+				return nil, err
 			}
-			ns = append(ns, n)
 		}
+		for n := 1; streaming; n++ {
+			err := add(bench.SetStreaming, n)
+			if errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return qs, nil
 	}
-	var qs []bench.Query
-	for _, n := range ns {
-		f, err := tpchQueries.Open(fmt.Sprintf("testdata/tpch/q%d.sql", n))
-		if err != nil {
+	for _, f := range strings.Split(list, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if rest, ok := strings.CutPrefix(f, "s"); ok {
+			n, err := strconv.Atoi(rest)
+			if err == nil && n >= 1 {
+				if err := add(bench.SetStreaming, n); err == nil {
+					continue
+				}
+			}
+			return nil, fmt.Errorf("%q is not a streaming query (s1 to s%d)", f, streamingCount())
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(f, "q"))
+		if err != nil || n < 1 || n > 22 {
+			return nil, fmt.Errorf("%q is not a TPC-H query number (1 to 22) or a streaming query (s1 to s%d)", f, streamingCount())
+		}
+		if err := add(bench.SetTPCH, n); err != nil {
 			return nil, err
 		}
-		b, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, bench.Query{N: n, Text: string(b)})
 	}
 	return qs, nil
 }
 
-// streamingQueries reads the embedded streaming scripts s1.sql, s2.sql, ...
-func streamingQueries() ([]bench.Query, error) {
-	var qs []bench.Query
-	for n := 1; ; n++ {
-		b, err := tpchQueries.ReadFile(fmt.Sprintf("testdata/streaming/s%d.sql", n))
-		if errors.Is(err, os.ErrNotExist) {
-			break
+// streamingCount is how many streaming queries are embedded.
+func streamingCount() int {
+	n := 0
+	for {
+		if _, err := tpchQueries.ReadFile(fmt.Sprintf("testdata/streaming/s%d.sql", n+1)); err != nil {
+			return n
 		}
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, bench.Query{Set: bench.SetStreaming, N: n, Text: string(b)})
+		n++
 	}
-	return qs, nil
 }
 
 // streamingTitle is the first line of streaming query n's script, its
