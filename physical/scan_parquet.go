@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -704,6 +705,8 @@ type prefetchStream struct {
 	closed bool
 	// filtered: the batch Next returned last was marked filtered.
 	filtered bool
+	// waiting: Next is parked on an empty channel.
+	waiting atomic.Bool
 }
 
 // prefetched is a batch on its way to the reader. filtered marks a batch
@@ -734,6 +737,14 @@ func startPrefetchMarked(ctx context.Context, produce func(ctx context.Context, 
 	emit := func(b arrow.RecordBatch, filtered bool) error {
 		select {
 		case s.ch <- prefetched{b, filtered}:
+			// A consumer parked in Next was woken by the send, but
+			// waits behind this goroutine on its processor, up to a
+			// scheduler time slice when the other processors are as busy
+			// (pipelined streaming queries: first row after 6-9 ms
+			// instead of 2-3): hand it the processor now.
+			if s.waiting.Load() {
+				runtime.Gosched()
+			}
 			return nil
 		case <-pctx.Done():
 			b.Release()
@@ -760,20 +771,29 @@ func (s *prefetchStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		return nil, io.EOF
 	}
+	var p prefetched
+	ok := false
 	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case p, ok := <-s.ch:
-		if ok {
-			s.filtered = p.filtered
-			return p.b, nil
+	case p, ok = <-s.ch:
+	default:
+		s.waiting.Store(true)
+		select {
+		case <-ctx.Done():
+			s.waiting.Store(false)
+			return nil, ctx.Err()
+		case p, ok = <-s.ch:
 		}
-		s.ended = true
-		if s.err != nil {
-			return nil, s.err
-		}
-		return nil, io.EOF
+		s.waiting.Store(false)
 	}
+	if ok {
+		s.filtered = p.filtered
+		return p.b, nil
+	}
+	s.ended = true
+	if s.err != nil {
+		return nil, s.err
+	}
+	return nil, io.EOF
 }
 
 // lastFiltered reports whether the batch Next returned last was marked

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -975,5 +976,42 @@ func TestParquetScanDeltaKeysAndDates(t *testing.T) {
 	readDecimalsRaw(m, rdr, []int{0, 1, 2})
 	if got := deltaColumns(m, rdr, []int{0, 1, 2}, []int{0, 1, 2}); !got[0] || !got[1] || got[2] {
 		t.Fatalf("delta columns %v, want k and price", got)
+	}
+}
+
+// TestPrefetchStreamMarksAParkedReader: Next parked on an empty channel
+// says so (the producer then hands it the processor at its next batch),
+// and the batch it waited for arrives.
+func TestPrefetchStreamMarksAParkedReader(t *testing.T) {
+	gate := make(chan struct{})
+	schema := arrow.NewSchema(nil, nil)
+	s := startPrefetch(context.Background(), func(ctx context.Context, emit func(arrow.RecordBatch) error) error {
+		<-gate
+		return emit(array.NewRecordBatch(schema, nil, 3))
+	})
+	defer s.Close()
+	got := make(chan int64, 1)
+	go func() {
+		b, err := s.Next(context.Background())
+		if err != nil {
+			got <- -1
+			return
+		}
+		got <- b.NumRows()
+		b.Release()
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.waiting.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("a reader parked in Next is not marked waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	if n := <-got; n != 3 {
+		t.Fatalf("Next returned %d rows, want the 3 it waited for", n)
+	}
+	if s.waiting.Load() {
+		t.Error("the reader is still marked waiting after Next returned")
 	}
 }
