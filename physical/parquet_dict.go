@@ -137,9 +137,8 @@ func (c *dictColumn) nextPage(mem memory.Allocator) error {
 		return err
 	}
 	if dp, ok := p.(*file.DictionaryPage); ok {
-		enc := parquet.Encoding(dp.Encoding())
-		if enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
-			return fmt.Errorf("dictionary page encoded %s, want PLAIN", enc)
+		if err := plainDictionaryPage(dp); err != nil {
+			return err
 		}
 		d, err := plainStrings(mem, dp.Data(), int(dp.NumValues()))
 		if err != nil {
@@ -151,6 +150,20 @@ func (c *dictColumn) nextPage(mem memory.Allocator) error {
 		c.dict = d
 		return nil
 	}
+	return c.codes.startPage(p, c.dict != nil)
+}
+
+// plainDictionaryPage checks that a dictionary page holds PLAIN values.
+func plainDictionaryPage(dp *file.DictionaryPage) error {
+	if enc := parquet.Encoding(dp.Encoding()); enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
+		return fmt.Errorf("dictionary page encoded %s, want PLAIN", enc)
+	}
+	return nil
+}
+
+// startPage starts d on data page p of a column whose data pages are all
+// dictionary codes; haveDict says its dictionary page was read.
+func (d *codeDecoder) startPage(p file.Page, haveDict bool) error {
 	data, err := dataPageValues(p)
 	if err != nil {
 		return err
@@ -158,10 +171,10 @@ func (c *dictColumn) nextPage(mem memory.Allocator) error {
 	if enc := parquet.Encoding(p.Encoding()); enc != parquet.Encodings.RLEDict && enc != parquet.Encodings.PlainDict {
 		return fmt.Errorf("data page encoded %s where only dictionary codes were recorded", enc)
 	}
-	if c.dict == nil {
+	if !haveDict {
 		return errors.New("data page before the dictionary page")
 	}
-	return c.codes.reset(data, int(p.NumValues()))
+	return d.reset(data, int(p.NumValues()))
 }
 
 func (c *dictColumn) close() {

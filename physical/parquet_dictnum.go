@@ -2,7 +2,6 @@ package physical
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -49,16 +48,7 @@ func dictNumColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGrou
 		if col.MaxDefinitionLevel() != 0 || col.MaxRepetitionLevel() != 0 {
 			continue
 		}
-		ok := true
-		for _, rg := range rowGroups {
-			cc, err := md.RowGroup(rg).ColumnChunk(sf.ColIndex)
-			if err != nil || !cc.HasDictionaryPage() || cc.CryptoMetadata() != nil ||
-				!allDataPages(cc, parquet.Encodings.RLEDict, parquet.Encodings.PlainDict) {
-				ok = false
-				break
-			}
-		}
-		out[j] = ok
+		out[j] = dictionaryOnly(md, sf.ColIndex, rowGroups, true)
 	}
 	return out
 }
@@ -136,9 +126,8 @@ func (c *dictNumColumn[T]) nextPage() error {
 		return err
 	}
 	if dp, ok := p.(*file.DictionaryPage); ok {
-		enc := parquet.Encoding(dp.Encoding())
-		if enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
-			return fmt.Errorf("dictionary page encoded %s, want PLAIN", enc)
+		if err := plainDictionaryPage(dp); err != nil {
+			return err
 		}
 		var zero T
 		size := int(unsafe.Sizeof(zero))
@@ -159,17 +148,7 @@ func (c *dictNumColumn[T]) nextPage() error {
 		c.haveDict = true
 		return nil
 	}
-	data, err := dataPageValues(p)
-	if err != nil {
-		return err
-	}
-	if enc := parquet.Encoding(p.Encoding()); enc != parquet.Encodings.RLEDict && enc != parquet.Encodings.PlainDict {
-		return fmt.Errorf("data page encoded %s where only dictionary codes were recorded", enc)
-	}
-	if !c.haveDict {
-		return errors.New("data page before the dictionary page")
-	}
-	return c.codes.reset(data, int(p.NumValues()))
+	return c.codes.startPage(p, c.haveDict)
 }
 
 func (c *dictNumColumn[T]) close() {

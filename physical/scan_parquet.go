@@ -859,19 +859,26 @@ func dictionaryOnlyStrings(rdr *file.Reader, leaves, rowGroups []int) []int {
 		if _, isString := col.LogicalType().(schema.StringLogicalType); !isString && col.ConvertedType() != schema.ConvertedTypes.UTF8 {
 			continue
 		}
-		ok := true
-		for _, rg := range rowGroups {
-			cc, err := md.RowGroup(rg).ColumnChunk(leaf)
-			if err != nil || !cc.HasDictionaryPage() || !allDataPages(cc, parquet.Encodings.RLEDict, parquet.Encodings.PlainDict) {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if dictionaryOnly(md, leaf, rowGroups, false) {
 			out = append(out, leaf)
 		}
 	}
 	return out
+}
+
+// dictionaryOnly reports whether leaf's column chunks in every one of
+// rowGroups hold a dictionary page and dictionary-encoded data pages only
+// (and, with plainText, no encryption either: the scan's own readers take
+// the pages as they are).
+func dictionaryOnly(md *metadata.FileMetaData, leaf int, rowGroups []int, plainText bool) bool {
+	for _, rg := range rowGroups {
+		cc, err := md.RowGroup(rg).ColumnChunk(leaf)
+		if err != nil || !cc.HasDictionaryPage() || (plainText && cc.CryptoMetadata() != nil) ||
+			!allDataPages(cc, parquet.Encodings.RLEDict, parquet.Encodings.PlainDict) {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeStringDictionary turns a dictionary<int, utf8> array into plain
