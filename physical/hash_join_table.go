@@ -448,7 +448,8 @@ func (r *keyRank) ranks(vals []int64, k arrow.Array, lo int64) []int64 {
 // indexRanked builds the ranked direct index over keys [lo, lo+span).
 func (t *joinBuildTable) indexRanked(vals []int64, lo, span int64, tc *TaskContext) error {
 	n := int64(len(vals))
-	// The rank's words, dheads and next, the ranks while building.
+	// The rank's words, dheads and next (4 bytes a row each at most), and
+	// the ranks (8 a row) while building.
 	if err := t.res.Grow((span+63)/64*16 + n*16); err != nil {
 		return fmt.Errorf("hash join build: %w", err)
 	}
@@ -467,6 +468,7 @@ func (t *joinBuildTable) indexRanked(vals []int64, lo, span int64, tc *TaskConte
 	}
 	t.indexDirect(pos, 0, int64(t.rank.count))
 	freeSlice(pos)
+	t.res.Shrink(n * 8)
 	t.dmin = lo
 	return nil
 }

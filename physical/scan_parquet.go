@@ -771,6 +771,9 @@ func (s *prefetchStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		return nil, io.EOF
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var p prefetched
 	ok := false
 	select {
