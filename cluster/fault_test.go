@@ -42,21 +42,36 @@ func TestKilledExecutorWorkIsRerun(t *testing.T) {
 	for _, policy := range []string{PolicyPush, PolicyPull} {
 		t.Run(policy, func(t *testing.T) {
 			var (
-				slot   hookSlot
-				once   sync.Once
-				killed sync.WaitGroup
+				slot hookSlot
+				once sync.Once
+				dead = make(chan struct{}) // closed once the victim is killed
 			)
-			// When the second stage starts, the first stage's output is
-			// spread over both executors: losing exec-2 loses part of it.
+			// When the second stage starts, kill an executor holding
+			// output of the first: exec-2 when the output is spread over
+			// both, the one holding it all otherwise (under load in pull
+			// mode, exec-1 sometimes pulled every task of the first stage,
+			// and killing exec-2 lost nothing). The kill runs on its own
+			// goroutine (Kill waits for the victim's tasks, this one
+			// included if it runs there), and the second stage's tasks
+			// wait for it, so that none can finish reading the victim's
+			// output first. A task on the victim stops waiting after a
+			// while, so that Kill, waiting for it, can end.
 			hook := func(def *rpc.TaskDefinition) error {
 				if def.Id.StageId >= 2 {
 					once.Do(func() {
-						killed.Add(1)
+						victim := slot.executor("exec-2")
+						if !holdsShuffleFiles(victim.WorkDir()) {
+							victim = slot.executor("exec-1")
+						}
 						go func() {
-							defer killed.Done()
-							slot.executor("exec-2").Kill()
+							victim.Kill()
+							close(dead)
 						}()
 					})
+					select {
+					case <-dead:
+					case <-time.After(2 * time.Second):
+					}
 				}
 				return nil
 			}
@@ -64,7 +79,7 @@ func TestKilledExecutorWorkIsRerun(t *testing.T) {
 			slot.emb.Store(emb)
 			c := newTestClient(t, emb.SchedulerAddr())
 			got, st, err := c.query(testContext(t, 60*time.Second), heavyQuery, heavySettings)
-			killed.Wait()
+			<-dead
 			if err != nil {
 				t.Fatalf("query after losing an executor: %v\n%s", err, st.GetStages())
 			}
@@ -75,6 +90,19 @@ func TestKilledExecutorWorkIsRerun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdsShuffleFiles reports whether dir holds a shuffle file.
+func holdsShuffleFiles(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".arrow") {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 func TestAllExecutorsKilledFailsQuery(t *testing.T) {
