@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -183,4 +184,78 @@ func (s *splitter) shrink(d int) {
 		s.res.Shrink(s.pendBytes[d])
 	}
 	s.pendBytes[d] = 0
+}
+
+// coalesceWait is how long a pass-through partition's small batches may
+// wait for more before they are queued anyway (checked as batches arrive).
+const coalesceWait = 2 * time.Millisecond
+
+// coalescer merges a pass-through output partition's small batches before
+// they are queued. Every queued batch becomes a Flight message of its own,
+// and a selective filter emits many small ones: TPC-H's lineitem rows with
+// the largest quantity (120K rows) left a scan partition as 368 batches of
+// about 160 rows, and reached the client 14.5 ms later than in process,
+// where 480K rows in 59 full batches took 15.5 ms more for four times the
+// bytes. The first batch is queued at once (time to first row), a batch of
+// at least half the target size as it is, after what is pending; smaller
+// ones are merged until they reach the target, or until the oldest has
+// waited coalesceWait when the next arrives, and at the end.
+type coalescer struct {
+	schema  *arrow.Schema
+	alloc   memory.Allocator
+	target  int
+	pending []arrow.RecordBatch
+	rows    int
+	since   time.Time // when the oldest pending batch arrived
+	sent    bool      // a batch was queued
+	now     func() time.Time
+}
+
+func newCoalescer(schema *arrow.Schema, tc *physical.TaskContext) *coalescer {
+	target := tc.BatchSize
+	if target <= 0 {
+		target = physical.DefaultBatchSize
+	}
+	return &coalescer{schema: schema, alloc: tc.Alloc, target: target, now: time.Now}
+}
+
+// add takes b (non-empty; ownership passes) for partition d.
+func (c *coalescer) add(ctx context.Context, d int, b arrow.RecordBatch, emit emitFunc) error {
+	n := int(b.NumRows())
+	if !c.sent || n >= c.target/2 {
+		if err := c.flush(ctx, d, emit); err != nil {
+			b.Release()
+			return err
+		}
+		c.sent = true
+		return emit(ctx, d, b)
+	}
+	if len(c.pending) == 0 {
+		c.since = c.now()
+	}
+	c.pending = append(c.pending, b)
+	c.rows += n
+	if c.rows >= c.target || c.now().Sub(c.since) >= coalesceWait {
+		return c.flush(ctx, d, emit)
+	}
+	return nil
+}
+
+// flush queues the pending batches as one.
+func (c *coalescer) flush(ctx context.Context, d int, emit emitFunc) error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	merged, err := physical.ConcatBatches(c.alloc, c.schema, c.pending)
+	c.release()
+	if err != nil {
+		return fmt.Errorf("merging small batches: %w", err)
+	}
+	return emit(ctx, d, merged)
+}
+
+// release drops the pending batches.
+func (c *coalescer) release() {
+	releaseBatches(c.pending)
+	c.pending, c.rows = c.pending[:0], 0
 }

@@ -22,7 +22,8 @@ import (
 // output partition's rows back up to the batch size before queueing them;
 // every task produces all Count output partitions. PartUnknown passes
 // through: input partition i becomes output partition i, so a task owns
-// (and registers) only the output partitions of its input partitions.
+// (and registers) only the output partitions of its input partitions;
+// small batches are merged on the way (coalescer), the first one excepted.
 //
 // Every output partition ends with an end-of-stream marker once all input
 // partitions are done, or with the task's error (cancellation included),
@@ -147,9 +148,13 @@ func (w *PipelinedWriter) drive(ctx context.Context, in int, tc *physical.TaskCo
 	}
 	defer s.Close()
 	var split *splitter
+	var co *coalescer
 	if w.Part.Kind == physical.PartHash {
 		split = newSplitter(w.Part, w.input.Schema(), tc)
 		defer split.release()
+	} else {
+		co = newCoalescer(w.input.Schema(), tc)
+		defer co.release()
 	}
 	for {
 		b, err := s.Next(ctx)
@@ -165,16 +170,19 @@ func (w *PipelinedWriter) drive(ctx context.Context, in int, tc *physical.TaskCo
 		case b.NumRows() == 0:
 			b.Release()
 		default:
-			err = push(ctx, in, b)
+			err = co.add(ctx, in, b, push)
 		}
 		if err != nil {
 			return fmt.Errorf("partition %d: %w", in, err)
 		}
 	}
 	if split != nil {
-		if err := split.flushAll(ctx, push); err != nil {
-			return fmt.Errorf("partition %d: %w", in, err)
-		}
+		err = split.flushAll(ctx, push)
+	} else {
+		err = co.flush(ctx, in, push)
+	}
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", in, err)
 	}
 	return nil
 }
