@@ -208,15 +208,26 @@ type coalescer struct {
 	rows    int
 	since   time.Time // when the oldest pending batch arrived
 	sent    bool      // a batch was queued
+	wait    time.Duration
 	now     func() time.Time
 }
 
+// newCoalescer returns the coalescer of a pipelined pass-through partition.
 func newCoalescer(schema *arrow.Schema, tc *physical.TaskContext) *coalescer {
 	target := tc.BatchSize
 	if target <= 0 {
 		target = physical.DefaultBatchSize
 	}
-	return &coalescer{schema: schema, alloc: tc.Alloc, target: target, now: time.Now}
+	return &coalescer{schema: schema, alloc: tc.Alloc, target: target, wait: coalesceWait, now: time.Now}
+}
+
+// newFileCoalescer returns the coalescer of a pass-through shuffle file,
+// which nobody reads before the stage ends: batches merge up to the target,
+// the first one too, however long they take.
+func newFileCoalescer(schema *arrow.Schema, tc *physical.TaskContext) *coalescer {
+	c := newCoalescer(schema, tc)
+	c.sent, c.wait = true, 0
+	return c
 }
 
 // add takes b (non-empty; ownership passes) for partition d.
@@ -235,7 +246,7 @@ func (c *coalescer) add(ctx context.Context, d int, b arrow.RecordBatch, emit em
 	}
 	c.pending = append(c.pending, b)
 	c.rows += n
-	if c.rows >= c.target || c.now().Sub(c.since) >= coalesceWait {
+	if c.rows >= c.target || (c.wait > 0 && c.now().Sub(c.since) >= c.wait) {
 		return c.flush(ctx, d, emit)
 	}
 	return nil

@@ -64,3 +64,33 @@ func TestCoalescerMergesSmallBatches(t *testing.T) {
 	}
 	c.release()
 }
+
+// TestFileCoalescerWaitsForTheTarget: a shuffle file's coalescer merges the
+// first batch too and never sends early for time.
+func TestFileCoalescerWaitsForTheTarget(t *testing.T) {
+	tc, mem := checkedTC(t, nil)
+	tc.BatchSize = 100
+	c := newFileCoalescer(testSchema, tc)
+	clock := time.Unix(0, 0)
+	c.now = func() time.Time { return clock }
+	var sizes []int64
+	emit := func(_ context.Context, _ int, b arrow.RecordBatch) error {
+		sizes = append(sizes, b.NumRows())
+		b.Release()
+		return nil
+	}
+	next := 0
+	for _, n := range []int{10, 20, 30, 45, 10, 5} {
+		clock = clock.Add(time.Second)
+		if err := c.add(context.Background(), 0, makeBatch(mem, next, n), emit); err != nil {
+			t.Fatal(err)
+		}
+		next += n
+	}
+	if err := c.flush(context.Background(), 0, emit); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{105, 15}; !slices.Equal(sizes, want) {
+		t.Errorf("batches written %v, want %v", sizes, want)
+	}
+}

@@ -166,9 +166,13 @@ func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv,
 	}
 
 	var split *splitter
+	var co *coalescer
 	if w.Part.Kind == physical.PartHash {
 		split = newSplitter(w.Part, schema, tc)
 		defer split.release()
+	} else {
+		co = newFileCoalescer(schema, tc)
+		defer co.release()
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -184,7 +188,7 @@ func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv,
 		if split != nil {
 			err = split.add(ctx, b, emit)
 		} else if b.NumRows() > 0 {
-			err = emit(ctx, 0, b)
+			err = co.add(ctx, 0, b, emit)
 		} else {
 			b.Release()
 		}
@@ -193,9 +197,12 @@ func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv,
 		}
 	}
 	if split != nil {
-		if err := split.flushAll(ctx, emit); err != nil {
-			return nil, fmt.Errorf("shuffle writer stage %d partition %d: %w", w.StageID, in, err)
-		}
+		err = split.flushAll(ctx, emit)
+	} else {
+		err = co.flush(ctx, 0, emit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shuffle writer stage %d partition %d: %w", w.StageID, in, err)
 	}
 	for d, f := range files {
 		if f == nil {
