@@ -199,7 +199,9 @@ const coalesceWait = 2 * time.Millisecond
 // bytes. The first batch is queued at once (time to first row), a batch of
 // at least half the target size as it is, after what is pending; smaller
 // ones are merged until they reach the target, or until the oldest has
-// waited coalesceWait when the next arrives, and at the end.
+// waited coalesceWait when the next arrives, and at the end. What it holds
+// is less than one batch's rows, so unlike the splitter's pieces it is not
+// charged to the task's memory pool.
 type coalescer struct {
 	schema  *arrow.Schema
 	alloc   memory.Allocator
