@@ -200,8 +200,8 @@ const coalesceWait = 2 * time.Millisecond
 // at least half the target size as it is, after what is pending; smaller
 // ones are merged until they reach the target, or until the oldest has
 // waited coalesceWait when the next arrives, and at the end. What it holds
-// is less than one batch's rows, so unlike the splitter's pieces it is not
-// charged to the task's memory pool.
+// is at most one and a half batches' rows, so unlike the splitter's pieces
+// it is not charged to the task's memory pool.
 type coalescer struct {
 	schema  *arrow.Schema
 	alloc   memory.Allocator
