@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -255,13 +254,11 @@ func benchQueries(list string, streaming bool) ([]bench.Query, error) {
 				return nil, err
 			}
 		}
-		for n := 1; streaming; n++ {
-			err := add(bench.SetStreaming, n)
-			if errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if err != nil {
-				return nil, err
+		if streaming {
+			for n := 1; n <= streamingCount(); n++ {
+				if err := add(bench.SetStreaming, n); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return qs, nil
