@@ -6,17 +6,20 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"sluice/bench"
+	"sluice/catalog"
 	"sluice/cluster"
 	"sluice/session"
 )
 
 const benchUsage = `usage: sluice bench tpch [--sf N] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,s2,...] [--streaming=false] [--latency N] [--out DIR]
+       sluice bench tpcds --data DIR --queries DIR [--modes blocking,pipelined,in-process] [--only 1,3,...] [--runs R] [--executors K] [--out DIR]
        sluice bench merge RESULTS.json PEER.json... [--out DIR]`
 
 // runBench is `sluice bench`: the TPC-H suite on an embedded cluster, or
@@ -29,6 +32,8 @@ func runBench(args []string) int {
 	switch args[0] {
 	case "tpch":
 		return runBenchTPCH(args[1:])
+	case "tpcds":
+		return runBenchTPCDS(args[1:])
 	case "merge":
 		return runBenchMerge(args[1:])
 	}
@@ -133,17 +138,21 @@ func writeBenchOutputs(dir string, rep *bench.Report) int {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
-	s := bench.Summarize(rep, bench.SetTPCH)
+	set, suiteName := bench.SetTPCH, fmt.Sprintf("TPC-H SF %d", rep.ScaleFact)
+	if rep.Suite == "tpcds" {
+		set, suiteName = bench.SetTPCDS, "TPC-DS"
+	}
+	s := bench.Summarize(rep, set)
 	var table strings.Builder
 	m := rep.Machine
-	fmt.Fprintf(&table, "TPC-H SF %d, %d executors, %d runs per query and mode (medians, ms). Machine: %d CPUs %s, %s/%s, %s, %s.\n\n",
-		rep.ScaleFact, rep.Executors, maxRun(rep), m.CPUs, m.Host, m.GOOS, m.GOARCH, m.GoVersion, m.Date)
+	fmt.Fprintf(&table, "%s, %d executors, %d runs per query and mode (medians, ms). Machine: %d CPUs %s, %s/%s, %s, %s.\n\n",
+		suiteName, rep.Executors, maxRun(rep), m.CPUs, m.Host, m.GOOS, m.GOARCH, m.GoVersion, m.Date)
 	if err := s.WriteTable(&table); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
 	ss := bench.Summarize(rep, bench.SetStreaming)
-	if len(ss.Queries) > 0 {
+	if len(ss.Queries) > 0 && set == bench.SetTPCH {
 		table.WriteString("\nStreaming queries on the same tables (no final sort or aggregate, so rows can reach the client while the query runs):\n\n")
 		if err := ss.WriteTable(&table); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -163,13 +172,13 @@ func writeBenchOutputs(dir string, rep *bench.Report) int {
 		fmt.Fprintf(os.Stderr, "Error: writing the table: %v\n", err)
 		return 1
 	}
-	title := fmt.Sprintf("TPC-H SF %d: median time to first row and total per query (%s)", rep.ScaleFact, strings.Join(s.Modes, ", "))
+	title := fmt.Sprintf("%s: median time to first row and total per query (%s)", suiteName, strings.Join(s.Modes, ", "))
 	if err := writeChart(filepath.Join(dir, "chart.svg"), s, title); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: writing the chart: %v\n", err)
 		return 1
 	}
 	charts := "chart.svg"
-	if len(ss.Queries) > 0 {
+	if len(ss.Queries) > 0 && set == bench.SetTPCH {
 		title := fmt.Sprintf("Streaming queries, TPC-H SF %d tables: median time to first row and total (%s)", rep.ScaleFact, strings.Join(ss.Modes, ", "))
 		if err := writeChart(filepath.Join(dir, "streaming.svg"), ss, title); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: writing the chart: %v\n", err)
@@ -305,4 +314,138 @@ func streamingTitle(n int) string {
 		return bench.Label(bench.SetStreaming, n)
 	}
 	return strings.TrimPrefix(line, "-- ")
+}
+
+// runBenchTPCDS is `sluice bench tpcds`: the TPC-DS queries on any folder
+// holding the 24 tables as <table>.parquet, in each mode of an embedded
+// cluster and in process. A query a mode does not take (its warm-up fails)
+// is listed as skipped for that mode; scripts of several queries are timed
+// whole.
+func runBenchTPCDS(args []string) int {
+	fs := pflag.NewFlagSet("bench tpcds", pflag.ContinueOnError)
+	data := fs.String("data", "", "folder holding the TPC-DS tables, one <table>.parquet (file or folder of files) each")
+	queriesDir := fs.String("queries", "", "folder holding q1.sql ... q99.sql")
+	only := fs.String("only", "", "query numbers to run, e.g. 1,3,6 (default: every qN.sql in --queries)")
+	modes := fs.String("modes", "blocking,pipelined,"+bench.ModeInProcess, "modes to compare, in the order they run")
+	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
+	executors := fs.Int("executors", 2, "executors in the embedded cluster")
+	out := fs.String("out", "bench-results/tpcds", "directory for results.json, table.md and chart.svg")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(os.Stderr, benchUsage)
+		return 2
+	}
+	if *data == "" || *queriesDir == "" {
+		fmt.Fprintln(os.Stderr, "Error: --data and --queries are required\n"+benchUsage)
+		return 2
+	}
+	if *runs <= 0 || *executors <= 0 {
+		fmt.Fprintln(os.Stderr, "Error: --runs and --executors must be positive")
+		return 2
+	}
+	qs, err := tpcdsQueries(*queriesDir, *only)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 2
+	}
+	tables, err := filepath.Glob(filepath.Join(*data, "*.parquet"))
+	if err != nil || len(tables) == 0 {
+		fmt.Fprintf(os.Stderr, "Error: no <table>.parquet in %s\n", *data)
+		return 1
+	}
+	modeList := strings.Split(*modes, ",")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: *executors})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	defer emb.Close()
+	sess, err := session.Connect(emb.SchedulerAddr())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	defer sess.Close()
+	local := session.New(catalog.New())
+	defer local.Close()
+	for _, s := range []*session.Session{sess, local} {
+		if err := registerParquetTables(ctx, s, tables); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(os.Stderr, "TPC-DS from %s, %d queries; %d executors; modes %s; %d runs each after a warm-up\n", *data, len(qs), *executors, *modes, *runs)
+	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Executors: *executors, Machine: bench.ThisMachine(), ModesOrder: modeList}
+	suite := &bench.Suite{Session: sess, InProcess: local, Queries: qs, Modes: modeList, Runs: *runs,
+		Whole: true, SkipFailing: true, Progress: os.Stderr}
+	rep.Runs, rep.Memory, rep.Skipped, err = suite.RunSkipping(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	rep.Notes = append(rep.Notes,
+		"each query's script is timed whole (q14, q23, q24 and q39 hold two queries); ratios of sums count only the queries both modes ran",
+		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")
+	return writeBenchOutputs(*out, rep)
+}
+
+// registerParquetTables registers each <table>.parquet path as a table
+// named after it.
+func registerParquetTables(ctx context.Context, s *session.Session, paths []string) error {
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(filepath.Base(p), ".parquet")
+		res, err := s.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", name, strings.ReplaceAll(abs, "'", "''")))
+		if err != nil {
+			return fmt.Errorf("registering %s: %w", p, err)
+		}
+		res.Close()
+	}
+	return nil
+}
+
+// tpcdsQueries reads qN.sql from dir for the numbers in only, or every
+// qN.sql there, ascending.
+func tpcdsQueries(dir, only string) ([]bench.Query, error) {
+	var ns []int
+	if only == "" {
+		files, err := filepath.Glob(filepath.Join(dir, "q*.sql"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "q"), ".sql")); err == nil && n > 0 {
+				ns = append(ns, n)
+			}
+		}
+		slices.Sort(ns)
+	} else {
+		for _, f := range strings.Split(only, ",") {
+			n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "q"))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("--only: %q is not a query number", f)
+			}
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) == 0 {
+		return nil, fmt.Errorf("no qN.sql in %s", dir)
+	}
+	qs := make([]bench.Query, 0, len(ns))
+	for _, n := range ns {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("q%d.sql", n)))
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, bench.Query{Set: bench.SetTPCDS, N: n, Text: string(b)})
+	}
+	return qs, nil
 }

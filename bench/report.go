@@ -16,11 +16,13 @@ import (
 )
 
 // The query sets: TPC-H's 22 queries (q1 ... q22; runs recorded before
-// sets existed have no set and are TPC-H's) and the streaming queries (s1
-// ...), whose results do not end in a sort or an aggregate.
+// sets existed have no set and are TPC-H's), the streaming queries (s1
+// ...), whose results do not end in a sort or an aggregate, and TPC-DS's
+// 99 queries (q1 ... q99, in a report of their own).
 const (
 	SetTPCH      = ""
 	SetStreaming = "streaming"
+	SetTPCDS     = "tpcds"
 )
 
 // Label names query n of set: q6, s2.
@@ -40,6 +42,15 @@ type Run struct {
 	TTFRMs  float64 `json:"ttfr_ms"`
 	TotalMs float64 `json:"total_ms"`
 	Rows    int64   `json:"rows"`
+}
+
+// Skip is a query left out of one mode because its warm-up run failed,
+// such as SQL the mode does not take.
+type Skip struct {
+	Set   string `json:"set,omitempty"`
+	Query int    `json:"query"`
+	Mode  string `json:"mode"`
+	Error string `json:"error"`
 }
 
 // Machine describes where a report was measured.
@@ -85,6 +96,7 @@ type Report struct {
 	Memory     []Memory  `json:"memory,omitempty"`
 	Notes      []string  `json:"notes,omitempty"`
 	ModesOrder []string  `json:"modes"`
+	Skipped    []Skip    `json:"skipped,omitempty"`
 }
 
 // ThisMachine describes the machine this process runs on.
@@ -129,6 +141,7 @@ func (r *Report) Merge(other *Report) {
 	r.Runs = slices.DeleteFunc(r.Runs, func(x Run) bool { return contains(theirs, x.Mode) })
 	r.Latency = slices.DeleteFunc(r.Latency, func(x Latency) bool { return contains(theirs, x.Mode) })
 	r.Memory = slices.DeleteFunc(r.Memory, func(x Memory) bool { return contains(theirs, x.Mode) })
+	r.Skipped = slices.DeleteFunc(r.Skipped, func(x Skip) bool { return contains(theirs, x.Mode) })
 	for _, n := range other.Notes {
 		r.Notes = slices.DeleteFunc(r.Notes, func(x string) bool { return x == n })
 	}
@@ -140,6 +153,7 @@ func (r *Report) Merge(other *Report) {
 	}
 	r.Latency = append(r.Latency, other.Latency...)
 	r.Memory = append(r.Memory, other.Memory...)
+	r.Skipped = append(r.Skipped, other.Skipped...)
 	r.Notes = append(r.Notes, other.Notes...)
 }
 

@@ -31,6 +31,19 @@ type Measurement struct {
 // measurement of the last one that returned rows; the other statements
 // (views, SET) run untimed. It fails if no statement returned rows.
 func RunScript(ctx context.Context, sess *session.Session, text string) (Measurement, error) {
+	return runScript(ctx, sess, text, false)
+}
+
+// RunScriptWhole runs every statement of text on sess and measures them
+// all: the rows of every statement that returned rows, the first one's
+// time to first row, and the total from the first submission to the end
+// of the last statement. TPC-DS scripts that hold several queries (q14,
+// q23, q24, q39) are timed whole this way, as DuckDB's peer times them.
+func RunScriptWhole(ctx context.Context, sess *session.Session, text string) (Measurement, error) {
+	return runScript(ctx, sess, text, true)
+}
+
+func runScript(ctx context.Context, sess *session.Session, text string, whole bool) (Measurement, error) {
 	sp := repl.NewSplitter()
 	pieces := sp.Feed(text)
 	if p, ok := sp.Pending(); ok {
@@ -38,14 +51,27 @@ func RunScript(ctx context.Context, sess *session.Session, text string) (Measure
 	}
 	var m Measurement
 	timed := false
+	start := time.Now()
 	for _, p := range pieces {
 		got, rows, err := runStatement(ctx, sess, p.SQL)
 		if err != nil {
 			return Measurement{}, fmt.Errorf("line %d: %w", p.Line, err)
 		}
-		if rows {
+		switch {
+		case !rows:
+		case whole && timed:
+			m.Rows += got.Rows
+		case whole:
+			// The first statement's first row, counted from the script's
+			// start (statements before it, such as SET, included).
+			m, timed = got, true
+			m.TTFR = time.Since(start) - got.Total + got.TTFR
+		default:
 			m, timed = got, true
 		}
+	}
+	if whole && timed {
+		m.Total = time.Since(start)
 	}
 	if !timed {
 		return Measurement{}, errors.New("no statement returned rows")
@@ -86,12 +112,25 @@ func runStatement(ctx context.Context, sess *session.Session, sql string) (Measu
 	return m, res.Schema != nil, nil
 }
 
+// ModeInProcess is the suite mode that runs queries on InProcess, the
+// engine in the benchmark's own process, instead of the cluster.
+const ModeInProcess = "in-process"
+
 // Suite runs queries in each mode on one session.
 type Suite struct {
 	Session *session.Session
-	Queries []Query
-	// Modes are values of the execution.mode setting, run in this order.
+	// InProcess, when set, is the session ModeInProcess runs on.
+	InProcess *session.Session
+	Queries   []Query
+	// Modes are values of the execution.mode setting (or ModeInProcess),
+	// run in this order.
 	Modes []string
+	// Whole times every statement of a script (RunScriptWhole) instead of
+	// its last query only.
+	Whole bool
+	// SkipFailing records a query whose warm-up run fails in a mode as
+	// skipped there (with its error) and goes on; otherwise the suite stops.
+	SkipFailing bool
 	// Runs is how many timed runs each query gets per mode, after one
 	// warm-up run that is not recorded.
 	Runs int
@@ -106,27 +145,52 @@ type Suite struct {
 // Run measures every query in every mode. Memory holds the process's peak
 // RSS after each mode (see Memory for why it only grows).
 func (s *Suite) Run(ctx context.Context) ([]Run, []Memory, error) {
+	runs, mem, _, err := s.RunSkipping(ctx)
+	return runs, mem, err
+}
+
+// RunSkipping is Run that also returns the queries skipped because their
+// warm-up failed (only with SkipFailing).
+func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error) {
 	if s.Runs < 1 {
-		return nil, nil, fmt.Errorf("benchmark: runs must be at least 1, got %d", s.Runs)
+		return nil, nil, nil, fmt.Errorf("benchmark: runs must be at least 1, got %d", s.Runs)
 	}
 	var runs []Run
 	var mem []Memory
+	var skipped []Skip
 	for _, mode := range s.Modes {
 		if s.ResetQueuePeak != nil {
 			s.ResetQueuePeak()
 		}
-		if err := s.Session.Settings.Set("execution.mode", mode); err != nil {
-			return nil, nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
+		sess := s.Session
+		if mode == ModeInProcess {
+			if s.InProcess == nil {
+				return nil, nil, nil, fmt.Errorf("benchmark: mode %s needs an in-process session", mode)
+			}
+			sess = s.InProcess
+		} else if err := sess.Settings.Set("execution.mode", mode); err != nil {
+			return nil, nil, nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
+		}
+		run := RunScript
+		if s.Whole {
+			run = RunScriptWhole
 		}
 		for _, q := range s.Queries {
-			if _, err := RunScript(ctx, s.Session, q.Text); err != nil {
-				return nil, nil, fmt.Errorf("benchmark: %s (%s, warm-up): %w", Label(q.Set, q.N), mode, err)
+			if _, err := run(ctx, sess, q.Text); err != nil {
+				if s.SkipFailing && ctx.Err() == nil {
+					skipped = append(skipped, Skip{Set: q.Set, Query: q.N, Mode: mode, Error: err.Error()})
+					if s.Progress != nil {
+						fmt.Fprintf(s.Progress, "%-3s %-10s skipped: %v\n", Label(q.Set, q.N), mode, err)
+					}
+					continue
+				}
+				return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, warm-up): %w", Label(q.Set, q.N), mode, err)
 			}
 			var totals []float64
 			for i := 1; i <= s.Runs; i++ {
-				m, err := RunScript(ctx, s.Session, q.Text)
+				m, err := run(ctx, sess, q.Text)
 				if err != nil {
-					return nil, nil, fmt.Errorf("benchmark: %s (%s, run %d): %w", Label(q.Set, q.N), mode, i, err)
+					return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, run %d): %w", Label(q.Set, q.N), mode, i, err)
 				}
 				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
 				totals = append(totals, ms(m.Total))
@@ -144,7 +208,7 @@ func (s *Suite) Run(ctx context.Context) ([]Run, []Memory, error) {
 		}
 		mem = append(mem, m)
 	}
-	return runs, mem, nil
+	return runs, mem, skipped, nil
 }
 
 // MeasureLatency runs sql once to warm up, then n times, each a full round

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sluice/catalog"
 	"sluice/cluster"
 	"sluice/session"
 )
@@ -131,5 +132,64 @@ func TestSmoke(t *testing.T) {
 	var doc struct{ XMLName xml.Name }
 	if err := xml.Unmarshal([]byte(chart.String()), &doc); err != nil || doc.XMLName.Local != "svg" {
 		t.Errorf("chart is not an SVG document (%v)", err)
+	}
+}
+
+// TestSuiteWholeScriptsAndSkips runs the TPC-DS way: in process, scripts
+// timed whole, a failing query skipped with its error and listed.
+func TestSuiteWholeScriptsAndSkips(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "t.csv")
+	if err := os.WriteFile(csv, []byte("k,v\n1,10\n2,20\n3,30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sess := session.New(catalog.New())
+	defer sess.Close()
+	res, err := sess.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE t (k INT, v INT) STORED AS CSV WITH HEADER ROW LOCATION '%s'", csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Close()
+	suite := &Suite{InProcess: sess, Modes: []string{ModeInProcess}, Runs: 2, Whole: true, SkipFailing: true,
+		Queries: []Query{
+			{Set: SetTPCDS, N: 1, Text: "SELECT k FROM t WHERE v > 10;\nSELECT * FROM t;\n"},
+			{Set: SetTPCDS, N: 2, Text: "SELECT no_such_column FROM t;\n"},
+		},
+	}
+	runs, _, skipped, err := suite.RunSkipping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("runs = %+v, want 2 of q1", runs)
+	}
+	for _, r := range runs {
+		if r.Query != 1 || r.Rows != 5 || r.TTFRMs <= 0 || r.TTFRMs > r.TotalMs {
+			t.Errorf("run %+v: want q1 with the rows of both statements (5) and 0 < TTFR <= total", r)
+		}
+	}
+	if len(skipped) != 1 || skipped[0].Query != 2 || skipped[0].Mode != ModeInProcess || !strings.Contains(skipped[0].Error, "no_such_column") {
+		t.Fatalf("skipped = %+v, want q2 with its error", skipped)
+	}
+	rep := &Report{Suite: "tpcds", Runs: runs, Skipped: skipped, ModesOrder: suite.Modes}
+	rep.Merge(&Report{Runs: []Run{{Set: SetTPCDS, Query: 1, Mode: "duckdb", Run: 1, TTFRMs: 1, TotalMs: 2, Rows: 5}, {Set: SetTPCDS, Query: 2, Mode: "duckdb", Run: 1, TTFRMs: 1, TotalMs: 2, Rows: 1}}})
+	var table strings.Builder
+	if err := Summarize(rep, SetTPCDS).WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteExtras(&table, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| q1 |", "| q2 |", "proc/duck total", "- q2 in-process: ", "no_such_column"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	// The sum's ratio counts q1 only, the one query both modes ran.
+	q1 := Summarize(rep, SetTPCDS).Cells[1][ModeInProcess].TotalMs
+	if want := fmtRatio(q1 / 2); !strings.Contains(table.String(), "| **sum** |") || !strings.Contains(table.String(), " "+want+" |\n| **geomean**") {
+		t.Errorf("sum ratio should be %s (q1 alone):\n%s", want, table.String())
 	}
 }

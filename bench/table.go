@@ -63,6 +63,9 @@ func (s *Summary) Ratios() []Ratio {
 	if has("pipelined") && has("duckdb") {
 		out = append(out, Ratio{"pipelined", "duckdb"})
 	}
+	if has(ModeInProcess) && has("duckdb") {
+		out = append(out, Ratio{ModeInProcess, "duckdb"})
+	}
 	if len(out) == 0 {
 		for _, m := range s.Modes[min(1, len(s.Modes)):] {
 			out = append(out, Ratio{m, s.Modes[0]})
@@ -101,6 +104,8 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	sumTTFR, sumTotal := map[string]float64{}, map[string]float64{}
 	gmTTFR, gmTotal := map[string][]float64{}, map[string][]float64{}
 	rTTFR, rTotal := make([][]float64, len(ratios)), make([][]float64, len(ratios))
+	// A ratio of sums counts only the queries both of its modes ran.
+	rSumTTFR, rSumTotal := make([][2]float64, len(ratios)), make([][2]float64, len(ratios))
 	for _, q := range s.Queries {
 		fmt.Fprintf(&b, "| %s |", Label(s.Set, q))
 		var rows int64 = -1
@@ -121,8 +126,15 @@ func (s *Summary) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " %d |", max(rows, 0))
 		for i, r := range ratios {
-			n, d := s.Cells[q][r.Num], s.Cells[q][r.Den]
+			n, okN := s.Cells[q][r.Num]
+			d, okD := s.Cells[q][r.Den]
 			rt, rl := ratio(n.TTFRMs, d.TTFRMs), ratio(n.TotalMs, d.TotalMs)
+			if okN && okD {
+				rSumTTFR[i][0] += n.TTFRMs
+				rSumTTFR[i][1] += d.TTFRMs
+				rSumTotal[i][0] += n.TotalMs
+				rSumTotal[i][1] += d.TotalMs
+			}
 			rTTFR[i] = append(rTTFR[i], rt)
 			rTotal[i] = append(rTotal[i], rl)
 			fmt.Fprintf(&b, " %s | %s |", fmtRatio(rt), fmtRatio(rl))
@@ -134,8 +146,8 @@ func (s *Summary) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, " %s | %s |", fmtMs(sumTTFR[m]), fmtMs(sumTotal[m]))
 	}
 	b.WriteString(" |")
-	for _, r := range ratios {
-		fmt.Fprintf(&b, " %s | %s |", fmtRatio(ratio(sumTTFR[r.Num], sumTTFR[r.Den])), fmtRatio(ratio(sumTotal[r.Num], sumTotal[r.Den])))
+	for i := range ratios {
+		fmt.Fprintf(&b, " %s | %s |", fmtRatio(ratio(rSumTTFR[i][0], rSumTTFR[i][1])), fmtRatio(ratio(rSumTotal[i][0], rSumTotal[i][1])))
 	}
 	b.WriteString("\n| **geomean** |")
 	for _, m := range s.Modes {
@@ -165,6 +177,16 @@ func WriteExtras(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "| %s | %.0f | %.1f |\n", m.Mode, float64(m.PeakRSSBytes)/(1<<20), float64(m.PeakQueuedBytes)/(1<<20))
 		}
 	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\nSkipped (the warm-up run failed, so the query has no time in that mode):\n\n")
+		for _, k := range r.Skipped {
+			msg := k.Error
+			if len(msg) > 160 {
+				msg = msg[:160] + "…"
+			}
+			fmt.Fprintf(&b, "- %s %s: %s\n", Label(k.Set, k.Query), k.Mode, strings.ReplaceAll(msg, "\n", " "))
+		}
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", n)
 	}
@@ -180,6 +202,8 @@ func short(mode string) string {
 		return "blk"
 	case "duckdb":
 		return "duck"
+	case ModeInProcess:
+		return "proc"
 	}
 	return mode
 }
