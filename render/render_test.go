@@ -117,3 +117,50 @@ func TestUnknownFormat(t *testing.T) {
 		t.Errorf("want an error listing the formats, got %v", err)
 	}
 }
+
+// TestNullLiteralIsNull renders a NULL-typed column (a bare NULL literal,
+// which has no validity bitmap) as NULL in every format: the null value in
+// tables, an empty field in CSV, null in JSON.
+func TestNullLiteralIsNull(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.Null, Nullable: true},
+		{Name: "b", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	for _, c := range []struct{ format, want string }{
+		{"csv", "a,b\n,7\n"},
+		{"json", `{"a":null,"b":7}`},
+		{"ndjson", `{"a":null,"b":7}`},
+		{"table", "│ ∅ │ 7 │"},
+	} {
+		t.Run(c.format, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			nulls := array.NewNull(1)
+			ib := array.NewInt64Builder(mem)
+			ib.Append(7)
+			ints := ib.NewInt64Array()
+			ib.Release()
+			b := array.NewRecordBatch(schema, []arrow.Array{nulls, ints}, 1)
+			nulls.Release()
+			ints.Release()
+			var out bytes.Buffer
+			w, err := New(c.format, &out, Options{NullValue: "∅"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Begin(schema); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+			if _, err := w.End(); err != nil {
+				t.Fatal(err)
+			}
+			mem.AssertSize(t, 0)
+			if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), "(null)") {
+				t.Errorf("%s output:\n%s\nwant it to hold %q and no (null)", c.format, out.String(), c.want)
+			}
+		})
+	}
+}

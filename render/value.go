@@ -10,9 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// FormatValue renders row i of a; ok is false for NULL.
+// FormatValue renders row i of a; ok is false for NULL. Every value of a
+// NULL-typed array (a bare NULL literal) is NULL, though such an array
+// carries no validity bitmap for IsNull to read.
 func FormatValue(a arrow.Array, i int) (s string, ok bool) {
-	if a.IsNull(i) {
+	if a.DataType().ID() == arrow.NULL || a.IsNull(i) {
 		return "", false
 	}
 	switch a := a.(type) {
