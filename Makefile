@@ -24,8 +24,13 @@ test: vet
 # TPC-H at SF: blocking vs pipelined on an embedded cluster, then the DuckDB
 # peer (its own module, bench/duckdb) on the same Parquet files, merged into
 # $(BENCH_OUT)/results.json, table.md and chart.svg.
+#
+# Then, when $(TPCDS) holds the TPC-DS tables (data/<table>.parquet) and
+# queries (queries/qN.sql), TPC-DS in blocking, pipelined and in process,
+# and DuckDB on the same files, into $(BENCH_OUT)/tpcds.
 RUNS      ?= 3
 BENCH_OUT ?= bench-results
+TPCDS     ?= ../shared/tpcds
 bench: build
 	./$(BIN) bench tpch --sf $(SF) --runs $(RUNS) --out $(BENCH_OUT)
 	@if (cd bench/duckdb && $(GO) build -tags duckdb_arrow -o ../../bin/sluice-bench-duckdb .); then \
@@ -33,6 +38,15 @@ bench: build
 		./$(BIN) bench merge $(BENCH_OUT)/results.json $(BENCH_OUT)/duckdb.json; \
 	else \
 		echo "make bench: the DuckDB peer (bench/duckdb) did not build; $(BENCH_OUT) has sluice's modes only" >&2; \
+	fi
+	@if [ -d "$(TPCDS)/data" ] && [ -d "$(TPCDS)/queries" ]; then \
+		./$(BIN) bench tpcds --data $(TPCDS)/data --queries $(TPCDS)/queries --runs $(RUNS) --out $(BENCH_OUT)/tpcds && \
+		if [ -x bin/sluice-bench-duckdb ]; then \
+			./bin/sluice-bench-duckdb --suite tpcds --data $(TPCDS)/data --queries $(TPCDS)/queries --runs $(RUNS) --out $(BENCH_OUT)/tpcds/duckdb.json && \
+			./$(BIN) bench merge $(BENCH_OUT)/tpcds/results.json $(BENCH_OUT)/tpcds/duckdb.json; \
+		fi; \
+	else \
+		echo "make bench: no TPC-DS tables in $(TPCDS) (set TPCDS=DIR); TPC-DS skipped" >&2; \
 	fi
 
 # Per-query TPC-H SF 1 times of the in-process engine (GOGC=200 as the

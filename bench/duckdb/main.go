@@ -1,8 +1,9 @@
 //go:build duckdb_arrow
 
 // Command duckdb is the DuckDB peer of sluice bench: it runs the same
-// TPC-H query texts on the same Parquet files with DuckDB and writes the
-// same JSON shape (mode "duckdb"), to be merged with `sluice bench merge`.
+// TPC-H (or, with --suite tpcds, TPC-DS) query texts on the same Parquet
+// files with DuckDB and writes the same JSON shape (mode "duckdb"), to be
+// merged with `sluice bench merge`.
 //
 // It is its own module so that the sluice binary does not link DuckDB.
 // Results are read through DuckDB's Arrow interface (build tag
@@ -22,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,9 +40,10 @@ func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
 	fs := pflag.NewFlagSet("duckdb", pflag.ContinueOnError)
+	suite := fs.String("suite", "tpch", "tpch, or tpcds: --data holds <table>.parquet per table and --queries q1.sql ... q99.sql; scripts are timed whole")
 	data := fs.String("data", "", "TPC-H Parquet directory, one sub-directory per table (default: where sluice --tpch caches --sf)")
 	queriesDir := fs.String("queries", "../../testdata/tpch", "directory of q1.sql ... q22.sql")
-	list := fs.String("only", "", "query numbers to run, e.g. 1,3,6 (default: all 22)")
+	list := fs.String("only", "", "query numbers to run, e.g. 1,3,6 (default: all 22, or every qN.sql for tpcds)")
 	streamingDir := fs.String("streaming", "", "directory of the streaming queries s1.sql, s2.sql, ... to run too (default: none)")
 	runs := fs.Int("runs", 3, "timed runs per query, after one warm-up run")
 	sf := fs.Int("sf", 1, "scale factor of the data (recorded in the report)")
@@ -50,6 +53,23 @@ func run(args []string) int {
 	}
 	if *runs <= 0 || *sf <= 0 {
 		fmt.Fprintln(os.Stderr, "Error: --runs and --sf must be positive")
+		return 2
+	}
+	if *suite == "tpcds" {
+		if *data == "" {
+			fmt.Fprintln(os.Stderr, "Error: --suite tpcds needs --data")
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		if err := benchTPCDS(ctx, *data, *queriesDir, *list, *runs, *out); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if *suite != "tpch" {
+		fmt.Fprintf(os.Stderr, "Error: --suite %q: want tpch or tpcds\n", *suite)
 		return 2
 	}
 	if *data == "" {
@@ -149,6 +169,138 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
 	}
 	return bench.WriteJSON(out, rep)
+}
+
+// benchTPCDS times the TPC-DS scripts of queriesDir on the tables of data
+// (<table>.parquet each), with PostgreSQL's semantics switched on where
+// DuckDB differs by default, as sluice answers; each script is timed whole.
+func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, out string) error {
+	var ns []int
+	if list == "" {
+		files, err := filepath.Glob(filepath.Join(queriesDir, "q*.sql"))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "q"), ".sql")); err == nil && n > 0 {
+				ns = append(ns, n)
+			}
+		}
+		slices.Sort(ns)
+	} else {
+		for _, f := range strings.Split(list, ",") {
+			n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "q"))
+			if err != nil || n < 1 {
+				return fmt.Errorf("--only: %q is not a query number", f)
+			}
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) == 0 {
+		return fmt.Errorf("no qN.sql in %s", queriesDir)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return fmt.Errorf("opening DuckDB: %w", err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("opening DuckDB: %w", err)
+	}
+	defer conn.Close()
+	tables, err := filepath.Glob(filepath.Join(data, "*.parquet"))
+	if err != nil || len(tables) == 0 {
+		return fmt.Errorf("no <table>.parquet in %s", data)
+	}
+	for _, t := range tables {
+		abs, err := filepath.Abs(t)
+		if err != nil {
+			return err
+		}
+		src := abs
+		if st, err := os.Stat(abs); err == nil && st.IsDir() {
+			src = filepath.Join(abs, "*.parquet")
+		}
+		name := strings.TrimSuffix(filepath.Base(t), ".parquet")
+		stmt := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')", name, strings.ReplaceAll(src, "'", "''"))
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("registering %s: %w", t, err)
+		}
+	}
+	for _, set := range []string{"SET integer_division = true", "SET default_null_order = 'nulls_last_on_asc_first_on_desc'"} {
+		if _, err := conn.ExecContext(ctx, set); err != nil {
+			return fmt.Errorf("%s: %w", set, err)
+		}
+	}
+	var version string
+	if err := conn.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
+		return fmt.Errorf("DuckDB version: %w", err)
+	}
+	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
+		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, integer division and NULL order as PostgreSQL, Parquet read through views over read_parquet, results read as Arrow record batches", version)}}
+	for _, n := range ns {
+		b, err := os.ReadFile(filepath.Join(queriesDir, fmt.Sprintf("q%d.sql", n)))
+		if err != nil {
+			return err
+		}
+		label := bench.Label(bench.SetTPCDS, n)
+		if _, err := runScriptWhole(ctx, conn, string(b)); err != nil {
+			rep.Skipped = append(rep.Skipped, bench.Skip{Set: bench.SetTPCDS, Query: n, Mode: "duckdb", Error: err.Error()})
+			fmt.Fprintf(os.Stderr, "%-3s duckdb     skipped: %v\n", label, err)
+			continue
+		}
+		var totals []float64
+		for i := 1; i <= runs; i++ {
+			m, err := runScriptWhole(ctx, conn, string(b))
+			if err != nil {
+				return fmt.Errorf("%s (run %d): %w", label, i, err)
+			}
+			rep.Runs = append(rep.Runs, bench.Run{Set: bench.SetTPCDS, Query: n, Mode: "duckdb", Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
+			totals = append(totals, ms(m.Total))
+		}
+		fmt.Fprintf(os.Stderr, "%-3s duckdb     median %8.1f ms\n", label, bench.Median(totals))
+	}
+	if rss, err := bench.PeakRSS(); err == nil {
+		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
+	}
+	return bench.WriteJSON(out, rep)
+}
+
+// runScriptWhole runs every statement of text and times them all: the
+// first query's time to first row and the total from the start to the end
+// of the last, as sluice bench tpcds times a script.
+func runScriptWhole(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
+	sp := repl.NewSplitter()
+	pieces := sp.Feed(text)
+	if p, ok := sp.Pending(); ok {
+		pieces = append(pieces, p)
+	}
+	var m bench.Measurement
+	timed := false
+	start := time.Now()
+	for _, p := range pieces {
+		if !isQuery(p.SQL) {
+			if _, err := conn.ExecContext(ctx, p.SQL); err != nil {
+				return m, fmt.Errorf("line %d: %w", p.Line, err)
+			}
+			continue
+		}
+		got, err := timeQuery(ctx, conn, p.SQL)
+		if err != nil {
+			return m, fmt.Errorf("line %d: %w", p.Line, err)
+		}
+		if !timed {
+			m.TTFR = time.Since(start) - got.Total + got.TTFR
+		}
+		m.Rows += got.Rows
+		timed = true
+	}
+	if !timed {
+		return m, errors.New("no query in the script")
+	}
+	m.Total = time.Since(start)
+	return m, nil
 }
 
 // runScript runs each statement of text and times the last query (a
