@@ -175,3 +175,29 @@ SELECT dept, count(*) AS n FROM emp GROUP BY dept ORDER BY dept NULLS LAST;
 		t.Errorf(".mode after compare off should print the mode: %q", errOut)
 	}
 }
+
+// TestExplainIsPlainText prints EXPLAIN's plans whole, as titled plain
+// text, in the table format (not cells cut to 40 characters with literal
+// \n); CSV keeps them as rows.
+func TestExplainIsPlainText(t *testing.T) {
+	q := "EXPLAIN SELECT a, count(*) AS n FROM (VALUES (1), (2), (1)) AS t(a) WHERE a > 0 GROUP BY a ORDER BY a;\n"
+	out, errOut, code := runCLI(t, "-- a leading comment\n"+q, "--format", "table")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"logical plan:\n", "physical plan:\n", "distributed plan:\n", "\n  "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table EXPLAIN lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `\n`) || strings.Contains(out, "…") || strings.Contains(out, "│") {
+		t.Errorf("table EXPLAIN should be plain text lines, not a cut table:\n%s", out)
+	}
+	out, errOut, code = runCLI(t, q, "--format", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, "plan_type,plan\nlogical_plan,") {
+		t.Errorf("CSV EXPLAIN should stay rows of (plan_type, plan):\n%s", out)
+	}
+}

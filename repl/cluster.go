@@ -46,7 +46,7 @@ func (r *Runner) dotExplain(ctx context.Context, args []string) error {
 	}
 	for _, row := range rows {
 		kind, plan, _ := strings.Cut(row, "\x1f")
-		fmt.Fprintf(r.Out, "%s:\n%s\n\n", strings.ReplaceAll(kind, "_", " "), plan)
+		writePlan(r.Out, kind, plan)
 	}
 	return nil
 }

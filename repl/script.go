@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/apache/arrow-go/v18/arrow"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/render"
 	"sluice/session"
@@ -126,6 +128,11 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 		r.timing(start, time.Time{})
 		return session.Stats{}, nil
 	}
+	if planFormats[r.Format] && isExplain(p.SQL) && isPlanSchema(res.Schema) {
+		err := r.renderPlans(ctx, res)
+		r.timing(start, time.Time{})
+		return session.Stats{}, err
+	}
 	opts := render.Options{NullValue: r.NullValue, MaxRows: r.MaxRows, MaxWidth: r.MaxWidth, NoFooter: r.Quiet}
 	w, err := render.New(r.Format, r.Out, opts)
 	if err != nil {
@@ -215,6 +222,66 @@ func (r *Runner) PrintError(source string, p Piece, err error) {
 
 // isQuery reports whether a statement returns rows from the cluster (a
 // SELECT, WITH or VALUES), which .mode compare runs in both modes.
+// planFormats are the formats for people, in which EXPLAIN prints its plans
+// as plain text, as .explain does, rather than as cells cut to the width.
+var planFormats = map[string]bool{"table": true, "markdown": true}
+
+// isExplain reports whether a statement, past its leading comments, is an
+// EXPLAIN.
+func isExplain(text string) bool {
+	for {
+		text = strings.TrimSpace(text)
+		switch {
+		case strings.HasPrefix(text, "--"):
+			_, rest, ok := strings.Cut(text, "\n")
+			if !ok {
+				return false
+			}
+			text = rest
+			continue
+		case strings.HasPrefix(text, "/*"):
+			_, rest, ok := strings.Cut(text[2:], "*/")
+			if !ok {
+				return false
+			}
+			text = rest
+			continue
+		}
+		f := strings.Fields(text)
+		return len(f) > 0 && strings.EqualFold(f[0], "explain")
+	}
+}
+
+// isPlanSchema reports whether s is EXPLAIN's result: (plan_type, plan),
+// both text.
+func isPlanSchema(s *arrow.Schema) bool {
+	return s.NumFields() == 2 && s.Field(0).Name == "plan_type" && s.Field(1).Name == "plan" &&
+		s.Field(0).Type.ID() == arrow.STRING && s.Field(1).Type.ID() == arrow.STRING
+}
+
+// renderPlans prints EXPLAIN's rows as titled blocks of plain text.
+func (r *Runner) renderPlans(ctx context.Context, res *session.Result) error {
+	for {
+		b, err := res.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		kinds, plans := b.Column(0).(*array.String), b.Column(1).(*array.String)
+		for i := 0; i < int(b.NumRows()); i++ {
+			writePlan(r.Out, kinds.Value(i), plans.Value(i))
+		}
+		b.Release()
+	}
+}
+
+// writePlan writes one plan under its kind as a title ("physical plan:").
+func writePlan(w io.Writer, kind, plan string) {
+	fmt.Fprintf(w, "%s:\n%s\n\n", strings.ReplaceAll(kind, "_", " "), plan)
+}
+
 func isQuery(text string) bool {
 	f := strings.Fields(strings.ToLower(text))
 	return len(f) > 0 && (f[0] == "select" || f[0] == "with" || f[0] == "values" || strings.HasPrefix(f[0], "("))
