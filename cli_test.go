@@ -201,3 +201,30 @@ func TestExplainIsPlainText(t *testing.T) {
 		t.Errorf("CSV EXPLAIN should stay rows of (plan_type, plan):\n%s", out)
 	}
 }
+
+// TestPsqlHabits takes psql's \x, \timing and \q, a bare quit, and
+// sqlite3's .mode csv, in a script as at the prompt.
+func TestPsqlHabits(t *testing.T) {
+	out, errOut, code := runCLI(t, "\\x\nSELECT 1 AS a, 2 AS b;\n\\x off\n.mode csv\nSELECT 3 AS c;\n\\timing on\n\\q\nSELECT 4 AS never;\n", "--format", "table")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := "a = 1\nb = 2\n\nc\n3\n"; !strings.HasPrefix(out, "a = 1\nb = 2\n") || !strings.Contains(out, "c\n3\n") || strings.Contains(out, "never") {
+		t.Errorf("stdout = %q, want expanded a and b, then csv c and nothing after \\q (%q)", out, want)
+	}
+	for _, want := range []string{"Expanded display is on.", "Expanded display is off.", "output format csv", "Timing is on."} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	for _, quit := range []string{"quit", "exit;", "EXIT"} {
+		out, errOut, code := runCLI(t, "SELECT 1 AS a;\n"+quit+"\nSELECT 2 AS never;\n")
+		if code != 0 || strings.Contains(out, "never") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 0 before the second query", quit, code, out, errOut)
+		}
+	}
+	_, errOut, code = runCLI(t, "\\dt\n")
+	if code == 0 || !strings.Contains(errOut, `unknown command \dt`) {
+		t.Errorf("an unknown backslash command: exit %d, stderr %q; want an error naming it", code, errOut)
+	}
+}

@@ -225,3 +225,26 @@ func TestShellStreamsPipelinedRows(t *testing.T) {
 	}
 	tm.expect(`6001215 rows \(40 shown\)`, 60*time.Second)
 }
+
+// TestShellPsqlQuitAndCtrlDRunsPending: \q and quit exit at the prompt, and
+// Ctrl-D on a continuation line runs the pending statement before exiting
+// instead of dropping it.
+func TestShellPsqlQuitAndCtrlDRunsPending(t *testing.T) {
+	for _, quit := range []string{`\q`, "quit", "exit"} {
+		tm, _ := startTerm(t, "", "SLUICE_HISTORY=")
+		tm.expect(`sluice> `, 10*time.Second)
+		tm.send(quit + "\r")
+		if err := waitExit(tm, 10*time.Second); err != nil {
+			t.Fatalf("%s: %v", quit, err)
+		}
+	}
+	tm, _ := startTerm(t, "", "SLUICE_HISTORY=")
+	tm.expect(`sluice> `, 10*time.Second)
+	tm.send("SELECT 6 * 7 AS pending\r")
+	tm.expect(`\.\.\.> `, 5*time.Second)
+	tm.send("\x04")
+	tm.expect(`│\s+42 │`, 10*time.Second)
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -52,6 +52,9 @@ func DotCommandNames() []string {
 
 func (r *Runner) dot(ctx context.Context, line string) error {
 	fields := strings.Fields(line)
+	if strings.HasPrefix(fields[0], `\`) {
+		return r.psql(ctx, fields[0], fields[1:])
+	}
 	name := strings.ToLower(fields[0])
 	cmd, ok := dotCommands[name]
 	if !ok {
@@ -66,6 +69,7 @@ func (r *Runner) dotHelp(context.Context, []string) error {
 		c := dotCommands[n]
 		fmt.Fprintf(r.Err, "  %-20s %s\n", c.usage, c.help)
 	}
+	fmt.Fprintln(r.Err, `psql's \q, \timing, \x and \? work too, and a bare exit or quit.`)
 	fmt.Fprintln(r.Err, "SQL: SELECT ..., EXPLAIN ..., CREATE EXTERNAL TABLE t STORED AS PARQUET|CSV LOCATION 'path',")
 	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t, SET key = value, SHOW ALL.")
 	return nil

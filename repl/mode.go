@@ -34,8 +34,23 @@ func (r *Runner) dotMode(ctx context.Context, args []string) error {
 	case len(args) == 2 && args[0] == "compare" && args[1] == "off":
 		r.compare = false
 		return nil
+	case len(args) == 1 && isFormat(args[0]):
+		// sqlite3's and duckdb's .mode sets the output format.
+		r.Format = strings.ToLower(args[0])
+		fmt.Fprintf(r.Err, "output format %s (as .format %s); .mode also switches the execution mode: .mode blocking|pipelined|compare\n", r.Format, r.Format)
+		return nil
 	}
-	return fmt.Errorf("usage: .mode [blocking|pipelined|compare|compare off]")
+	return fmt.Errorf("usage: .mode [blocking|pipelined|compare|compare off], or an output format as .format takes: %s", strings.Join(render.Formats, ", "))
+}
+
+// isFormat reports whether name is an output format.
+func isFormat(name string) bool {
+	for _, f := range render.Formats {
+		if strings.EqualFold(f, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // modeRun is one run of a query in one mode.

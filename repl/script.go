@@ -40,6 +40,8 @@ type Runner struct {
 	outFile *os.File // set by .output FILE
 	stdout  io.Writer
 	compare bool // .mode compare
+	// formatBeforeExpanded is the format \x on replaced, for \x off.
+	formatBeforeExpanded string
 	// lastReport is the stage report of the last cluster query (.explain).
 	lastReport string
 }
@@ -72,14 +74,17 @@ func (r *Runner) RunScript(ctx context.Context, source, text string) error {
 		return true
 	}
 	for _, line := range strings.SplitAfter(text, "\n") {
-		// Dot commands stand alone on a line, outside any pending statement.
-		if _, pending := sp.Pending(); !pending && strings.HasPrefix(strings.TrimSpace(line), ".") {
-			p := Piece{SQL: strings.TrimSpace(line), Line: sp.line}
-			sp.line++
-			if !run(p) {
-				return first
+		// Shell commands stand alone on a line, outside any pending
+		// statement.
+		if _, pending := sp.Pending(); !pending {
+			if cmd, ok := shellCommand(line); ok {
+				p := Piece{SQL: cmd, Line: sp.line}
+				sp.line++
+				if !run(p) {
+					return first
+				}
+				continue
 			}
-			continue
 		}
 		for _, p := range sp.Feed(line) {
 			if !run(p) {
@@ -94,7 +99,7 @@ func (r *Runner) RunScript(ctx context.Context, source, text string) error {
 }
 
 func terminator(s string) string {
-	if strings.HasPrefix(s, ".") {
+	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, `\`) {
 		return ""
 	}
 	return ";"
@@ -102,7 +107,7 @@ func terminator(s string) string {
 
 // RunStatement executes one statement or dot command and renders its result.
 func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
-	if strings.HasPrefix(p.SQL, ".") {
+	if strings.HasPrefix(p.SQL, ".") || strings.HasPrefix(p.SQL, `\`) {
 		return r.dot(ctx, p.SQL)
 	}
 	if r.compare && isQuery(p.SQL) {

@@ -76,18 +76,25 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 			continue
 		}
 		if errors.Is(err, io.EOF) {
+			// Ctrl-D on a continuation line runs the pending statement, as
+			// the end of a script does, rather than dropping it unseen.
+			if p, pending := sp.Pending(); pending {
+				rl.SaveHistory(strings.Join(strings.Fields(entry.String()), " "))
+				r.runInterruptible(ctx, p)
+			}
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if _, pending := sp.Pending(); !pending && strings.HasPrefix(strings.TrimSpace(line), ".") {
-			cmd := strings.TrimSpace(line)
-			rl.SaveHistory(cmd)
-			if r.runInterruptible(ctx, Piece{SQL: cmd, Line: 1}) {
-				return nil
+		if _, pending := sp.Pending(); !pending {
+			if cmd, ok := shellCommand(line); ok {
+				rl.SaveHistory(strings.TrimSpace(line))
+				if r.runInterruptible(ctx, Piece{SQL: cmd, Line: 1}) {
+					return nil
+				}
+				continue
 			}
-			continue
 		}
 		if entry.Len() > 0 {
 			entry.WriteString("\n")
