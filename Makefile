@@ -2,11 +2,17 @@
 GO      ?= go
 BIN     := bin/sluice
 SF      ?= 1
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run test vet bench bench-engine clean
+.PHONY: build run test vet bench bench-engine clean install
 
 build:
-	$(GO) build -o $(BIN) .
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+# Install the sluice command into $(go env GOBIN) (default ~/go/bin).
+install:
+	$(GO) install -ldflags "$(LDFLAGS)" .
 
 # Start the shell with the TPC-H tables registered (generated on first use).
 run: build

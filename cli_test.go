@@ -228,3 +228,27 @@ func TestPsqlHabits(t *testing.T) {
 		t.Errorf("an unknown backslash command: exit %d, stderr %q; want an error naming it", code, errOut)
 	}
 }
+
+// TestHelpAndVersion: --help goes to stdout, exits 0 and lists the
+// subcommands, each of which takes --help too; --version names the build.
+func TestHelpAndVersion(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "--help")
+	if code != 0 || errOut != "" {
+		t.Fatalf("--help: exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"sluice scheduler", "sluice executor", "sluice tpch gen", "sluice bench", "--command", "--format"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q:\n%s", want, out)
+		}
+	}
+	for _, sub := range []string{"scheduler", "executor", "bench", "tpch"} {
+		out, errOut, code := runCLI(t, "", sub, "--help")
+		if code != 0 || errOut != "" || !strings.Contains(strings.ToLower(out), "usage: sluice "+sub) {
+			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", sub, code, out, errOut)
+		}
+	}
+	out, _, code = runCLI(t, "", "--version")
+	if code != 0 || !strings.HasPrefix(out, "sluice ") || !strings.Contains(out, "go1.") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}

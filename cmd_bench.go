@@ -30,6 +30,9 @@ func runBench(args []string) int {
 		return 2
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Println(benchUsage)
+		return 0
 	case "tpch":
 		return runBenchTPCH(args[1:])
 	case "tpcds":

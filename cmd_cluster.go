@@ -25,7 +25,7 @@ func runScheduler(args []string) int {
 	policy := fs.String("policy", cluster.PolicyPush, "task placement: push (the scheduler launches tasks) or pull (executors poll)")
 	timeout := fs.Duration("executor-timeout", 10*time.Second, "how long an executor may miss heartbeats before it is considered lost")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: sluice scheduler --bind ADDR --policy push|pull\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stdout, "Usage: sluice scheduler --bind ADDR --policy push|pull\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -62,7 +62,7 @@ func runExecutor(args []string) int {
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
 	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: sluice executor --scheduler ADDR --bind ADDR --flight-bind ADDR --vcores N --work-dir DIR\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stdout, "Usage: sluice executor --scheduler ADDR --bind ADDR --flight-bind ADDR --vcores N --work-dir DIR\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)

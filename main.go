@@ -53,8 +53,36 @@ func (f scriptFlag) Set(v string) error {
 	return nil
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..." (make
+// build and make install stamp git describe).
 var version = "dev"
+
+// versionLine is what --version prints: the stamped version, and the
+// commit the binary was built from when Go recorded it.
+func versionLine() string {
+	line := "sluice " + version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" && !strings.Contains(version, rev[:min(len(rev), 7)]) {
+		line += " (commit " + rev[:min(len(rev), 12)]
+		if modified == "true" {
+			line += ", modified"
+		}
+		line += ")"
+	}
+	return line + ", " + info.GoVersion
+}
 
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "bench" {
@@ -87,8 +115,18 @@ func run(args []string) int {
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole session to this file (for go tool pprof)")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: sluice [flags]          interactive on a terminal; reads a script from stdin otherwise\n")
-		fmt.Fprintf(os.Stderr, "       sluice tpch gen --sf N --out DIR\n\nFlags:\n%s", fs.FlagUsages())
+		// Asked for, help goes to stdout (sluice --help | less).
+		fmt.Fprintf(os.Stdout, `Usage: sluice [flags]               the shell: interactive on a terminal; reads a script from stdin otherwise
+
+Commands:
+  sluice scheduler --bind ADDR --policy push|pull      run a cluster's scheduler
+  sluice executor --scheduler ADDR ...                 run an executor of a cluster
+  sluice tpch gen --sf N --out DIR                     write the TPC-H tables as Parquet
+  sluice bench tpch|tpcds|merge ...                    time queries in each mode (and DuckDB)
+Each command takes --help.
+
+Flags:
+%s`, fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -98,7 +136,7 @@ func run(args []string) int {
 		return 2
 	}
 	if *showVersion {
-		fmt.Println("sluice", version)
+		fmt.Println(versionLine())
 		return 0
 	}
 	if fs.NArg() > 0 {
@@ -307,6 +345,10 @@ func registerTPCH(ctx context.Context, sess *session.Session, sf int) error {
 }
 
 func runTPCH(args []string) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Println("usage: sluice tpch gen --sf N --out DIR")
+		return 0
+	}
 	if len(args) == 0 || args[0] != "gen" {
 		fmt.Fprintln(os.Stderr, "usage: sluice tpch gen --sf N --out DIR")
 		return 2
