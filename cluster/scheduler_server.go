@@ -68,7 +68,7 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 	s := &SchedulerServer{
 		sched: scheduler.New(scheduler.Config{
 			Policy: cfg.Policy, Encode: EncodePlan, Exchanges: Exchanges{}, Catalog: cfg.Catalog,
-			ExecutorTimeout: cfg.ExecutorTimeout, TaskRetries: cfg.TaskRetries,
+			ExecutorTimeout: cfg.ExecutorTimeout, TaskRetries: cfg.TaskRetries, Logger: log,
 		}),
 		addr: lis.Addr().String(),
 		log:  log,

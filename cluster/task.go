@@ -15,6 +15,7 @@ import (
 
 	"sluice/exchange"
 	"sluice/physical"
+	"sluice/physical/expr"
 	"sluice/rpc"
 )
 
@@ -143,6 +144,9 @@ func (e *Executor) execute(ctx context.Context, def *rpc.TaskDefinition) *rpc.Ta
 		return e.interrupted(ctx, def)
 	}
 	st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_FAILED, Error: err.Error()}
+	if msg, ok := expr.UserMessage(err); ok {
+		st.QueryError = msg
+	}
 	var fe *exchange.FetchError
 	if errors.As(err, &fe) {
 		st.FetchFailure = &rpc.FetchFailure{ExecutorId: fe.ExecutorID, StageId: int32(fe.StageID), MapPartition: int32(fe.MapPartition)}

@@ -11,12 +11,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/expr"
 	"sluice/plan"
 )
 
 // errDecimalOverflow is returned (wrapped) when a decimal sum or average does
 // not fit in DECIMAL(38).
-var errDecimalOverflow = errors.New("decimal overflow")
+var errDecimalOverflow = expr.NewDataError("decimal overflow")
 
 // aggAccumulator holds one aggregate's per-group state in typed slices,
 // indexed by group id. update and merge take the group id of every row of

@@ -1368,9 +1368,14 @@ type TaskStatus struct {
 	State      TaskState              `protobuf:"varint,3,opt,name=state,proto3,enum=sluice.TaskState" json:"state,omitempty"`
 	Error      string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
 	// The failure was a fetch of another executor's output: re-run producers.
-	FetchFailure  *FetchFailure        `protobuf:"bytes,5,opt,name=fetch_failure,json=fetchFailure,proto3" json:"fetch_failure,omitempty"`
-	Outputs       []*PartitionLocation `protobuf:"bytes,6,rep,name=outputs,proto3" json:"outputs,omitempty"`
-	RowsOut       int64                `protobuf:"varint,7,opt,name=rows_out,json=rowsOut,proto3" json:"rows_out,omitempty"`
+	FetchFailure *FetchFailure        `protobuf:"bytes,5,opt,name=fetch_failure,json=fetchFailure,proto3" json:"fetch_failure,omitempty"`
+	Outputs      []*PartitionLocation `protobuf:"bytes,6,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	RowsOut      int64                `protobuf:"varint,7,opt,name=rows_out,json=rowsOut,proto3" json:"rows_out,omitempty"`
+	// Set when the task failed because of the query itself on its data (a
+	// division by zero, a value that does not cast): what the user is shown.
+	// Such a failure is the same on any executor, so the job fails at once,
+	// without retries.
+	QueryError    string `protobuf:"bytes,8,opt,name=query_error,json=queryError,proto3" json:"query_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1452,6 +1457,13 @@ func (x *TaskStatus) GetRowsOut() int64 {
 		return x.RowsOut
 	}
 	return 0
+}
+
+func (x *TaskStatus) GetQueryError() string {
+	if x != nil {
+		return x.QueryError
+	}
+	return ""
 }
 
 type FetchFailure struct {
@@ -1709,7 +1721,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x06vcores\x18\x05 \x01(\x05R\x06vcores\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1f\n" +
@@ -1719,7 +1731,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x129\n" +
 	"\rfetch_failure\x18\x05 \x01(\v2\x14.sluice.FetchFailureR\ffetchFailure\x123\n" +
 	"\aoutputs\x18\x06 \x03(\v2\x19.sluice.PartitionLocationR\aoutputs\x12\x19\n" +
-	"\brows_out\x18\a \x01(\x03R\arowsOut\"o\n" +
+	"\brows_out\x18\a \x01(\x03R\arowsOut\x12\x1f\n" +
+	"\vquery_error\x18\b \x01(\tR\n" +
+	"queryError\"o\n" +
 	"\fFetchFailure\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x19\n" +

@@ -372,6 +372,12 @@ func (g *blockingGraph) UpdateTask(st *rpc.TaskStatus) {
 			}
 			break
 		}
+		if st.QueryError != "" {
+			// The query's own error: it would fail again anywhere.
+			g.finish(s, t, rpc.TaskState_TASK_FAILED)
+			g.fail(s, &QueryError{Msg: st.QueryError, Detail: fmt.Sprintf("stage %d task %d (partitions %v) on executor %s failed: %s", s.ID, t.id.TaskId, t.partitions, t.executor, st.Error)})
+			break
+		}
 		g.taskFailed(s, t, st.Error)
 	case rpc.TaskState_TASK_CANCELLED:
 		g.taskFailed(s, t, "cancelled on executor "+st.ExecutorId)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -192,6 +193,21 @@ func TestBlockingRetry(t *testing.T) {
 		finishAll(t, g, g.Offer([]*Offer{{ExecutorID: "b", Free: 4}}))
 		if st, err := g.State(); st != GraphSuccessful {
 			t.Fatalf("state %v %v", st, err)
+		}
+	})
+	t.Run("query error is not retried", func(t *testing.T) {
+		g, _ := blockingGraphFor(t, eng, "select count(*) from orders", 2, 4, 2)
+		as := g.Offer([]*Offer{{ExecutorID: "a", Free: 4}})
+		st := failure(as[0].Task, "a", "shuffle writer stage 1: projection: (a / b): division by zero")
+		st.QueryError = "division by zero in (a / b)"
+		g.UpdateTask(st)
+		state, err := g.State()
+		var qe *QueryError
+		if state != GraphFailed || !errors.As(err, &qe) || qe.Msg != "division by zero in (a / b)" || !strings.Contains(qe.Detail, "on executor a") {
+			t.Fatalf("state %v, err %v: want failed at once with the query's error", state, err)
+		}
+		if as := g.Offer([]*Offer{{ExecutorID: "b", Free: 4}}); len(as) != 0 {
+			t.Errorf("a query error was retried: %v", as)
 		}
 	})
 	t.Run("exhausted", func(t *testing.T) {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -86,6 +87,9 @@ func (s *Scheduler) expireExecutors(now time.Time) {
 func (s *Scheduler) executorLost(id string) {
 	s.mu.Lock()
 	e := s.removeExecutorLocked(id)
+	if e != nil {
+		s.cfg.Logger.Info("executor lost", "executor", id, "executors_left", len(s.executors))
+	}
 	if e != nil && len(s.executors) == 0 {
 		// Nothing is left to run the work: fail the unfinished jobs now
 		// rather than have their clients wait for executors that may never
@@ -125,6 +129,12 @@ func (s *Scheduler) failJobLocked(j *job, err error) {
 	}
 	s.endLocked(j, rpc.JobState_JOB_FAILED)
 	j.err = &rpc.UserError{Kind: "execution", Message: err.Error()}
+	var qe *QueryError
+	if errors.As(err, &qe) {
+		// The user sees what went wrong; where it went wrong is the log's.
+		j.err.Message = qe.Msg
+	}
+	s.cfg.Logger.Info("job failed", "job", j.id, "err", err.Error())
 	running := j.graph.Cancel()
 	executors := j.graph.Executors()
 	s.goLocked(func() { s.cleanup(j.id, running, executors) })

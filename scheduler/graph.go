@@ -98,3 +98,15 @@ type ExecutionGraph interface {
 	// JobStatus.stages.
 	Describe() string
 }
+
+// QueryError fails a job because of the query itself on its data (a
+// division by zero, a value that does not cast), reported by the task that
+// hit it. It is never retried. The client is shown Msg; Detail, where it
+// happened, goes to the log.
+type QueryError struct {
+	Msg    string
+	Detail string
+}
+
+// Error is the whole story, for logs.
+func (e *QueryError) Error() string { return e.Detail }

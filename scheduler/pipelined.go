@@ -237,6 +237,10 @@ func (g *pipelinedGraph) UpdateTask(st *rpc.TaskStatus) {
 		}
 	case rpc.TaskState_TASK_FAILED:
 		t.state = rpc.TaskState_TASK_FAILED
+		if st.QueryError != "" {
+			g.fail(&QueryError{Msg: st.QueryError, Detail: fmt.Sprintf("%s failed: %s", where, st.Error)})
+			break
+		}
 		g.fail(fmt.Errorf("%s failed: %s (pipelined jobs are not retried)", where, st.Error))
 	case rpc.TaskState_TASK_CANCELLED:
 		t.state = rpc.TaskState_TASK_CANCELLED

@@ -342,6 +342,11 @@ func TestPipelinedTaskFailure(t *testing.T) {
 		{"cancelled on the executor", func(task *rpc.TaskDefinition, e string) *rpc.TaskStatus {
 			return &rpc.TaskStatus{Id: task.Id, ExecutorId: e, State: rpc.TaskState_TASK_CANCELLED}
 		}, "stage 1 task 1 (partitions [2 3]) on executor b was cancelled"},
+		{"query error", func(task *rpc.TaskDefinition, e string) *rpc.TaskStatus {
+			st := failure(task, e, "projection: (a / b): division by zero")
+			st.QueryError = "division by zero in (a / b)"
+			return st
+		}, "stage 1 task 1 (partitions [2 3]) on executor b failed: projection: (a / b): division by zero"},
 	} {
 		t.Run(report.name, func(t *testing.T) {
 			g, _ := pipelinedGraphFor(t, testEngine(t), groupBySQL, 4, 2, cluster(2, 4))

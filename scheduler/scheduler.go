@@ -16,14 +16,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"sluice/catalog"
 	"sluice/engine"
@@ -68,6 +69,9 @@ type Config struct {
 	Dial Dialer
 	// RPCTimeout bounds each call to an executor (default 10s).
 	RPCTimeout time.Duration
+	// Logger receives a line per executor lost and job failed (nil:
+	// discarded).
+	Logger *slog.Logger
 }
 
 // Scheduler implements rpc.SchedulerServiceServer. Create it with New and
@@ -121,6 +125,9 @@ func New(cfg Config) *Scheduler {
 	}
 	if cfg.Catalog == nil {
 		cfg.Catalog = catalog.New()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])

@@ -299,13 +299,20 @@ func (w *jobStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	return nil, err
 }
 
+// jobErrorWait is how long a broken data stream waits for the job's status
+// to say why.
+const jobErrorWait = time.Second
+
 // jobError returns the job's error if the scheduler has it failed or
-// cancelled, or nil.
+// cancelled, or nil. A producer's failure breaks its consumers' streams
+// before the executor's report has reached the scheduler, so the status
+// stream gets a moment to deliver the job's own error (the one the user
+// needs) before the scheduler is asked.
 func (w *jobStream) jobError() error {
 	select {
 	case ferr := <-w.failed:
 		return ferr
-	default:
+	case <-time.After(jobErrorWait):
 	}
 	if w.job.id == "" {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"sluice/physical"
+	"sluice/physical/expr"
 )
 
 // Result is the outcome of one statement. A statement that returns rows has
@@ -51,8 +52,24 @@ func (r *Result) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if r.stream == nil {
 		return nil, io.EOF
 	}
-	return r.stream.Next(ctx)
+	b, err := r.stream.Next(ctx)
+	if msg, ok := expr.UserMessage(err); ok {
+		// In process, as on the cluster, an error of the query's data
+		// reads as what went wrong, not as the operators it went through.
+		return nil, &dataError{msg: msg, err: err}
+	}
+	return b, err
 }
+
+// dataError is an error of the query itself on its data, as the user sees
+// it; the error chain under it stays reachable for errors.Is and As.
+type dataError struct {
+	msg string
+	err error
+}
+
+func (e *dataError) Error() string { return e.msg }
+func (e *dataError) Unwrap() error { return e.err }
 
 // Close releases the result's resources; safe to call twice.
 func (r *Result) Close() {

@@ -1,7 +1,6 @@
 package expr
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -15,7 +14,7 @@ import (
 )
 
 // errIntOverflow reports an integer result out of its type's range.
-var errIntOverflow = errors.New("integer overflow")
+var errIntOverflow = NewDataError("integer overflow")
 
 // arith evaluates l op r producing type rt. Neither operand is all-NULL.
 // A decimal result computed in int64 comes with a bound on its magnitude

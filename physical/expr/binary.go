@@ -1,8 +1,6 @@
 package expr
 
 import (
-	"fmt"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -63,7 +61,7 @@ func (b *Binary) evalBound(batch arrow.RecordBatch, mem memory.Allocator) (arrow
 		out, bound, bounded, err = arith(b.Op, l, r, b.Type, n, mem)
 	}
 	if err != nil {
-		return nil, 0, false, fmt.Errorf("%s: %w", b, err)
+		return nil, 0, false, inExpr(b, err)
 	}
 	return out, bound, bounded, nil
 }

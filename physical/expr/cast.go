@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -38,7 +39,7 @@ func (e *Cast) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 	defer a.Release()
 	out, err := castArray(a, e.To, mem)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", e, err)
+		return nil, inExpr(e, err)
 	}
 	return out, nil
 }
@@ -137,7 +138,7 @@ func castArray(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arrow.Ar
 // castToInt converts a numeric array into out, checking [lo, hi].
 func castToInt[T int32 | int64](a arrow.Array, out []T, v validity, lo, hi int64) error {
 	rangeErr := func(s string) error {
-		return fmt.Errorf("value %s out of range for %s", s, plan.TypeName(arrow.GetDataType[T]()))
+		return dataErrorf("value %s out of range for %s", s, plan.TypeName(arrow.GetDataType[T]()))
 	}
 	switch a.DataType().ID() {
 	case arrow.INT32, arrow.INT64:
@@ -185,7 +186,7 @@ func castToDecimal(a arrow.Array, dt *arrow.Decimal128Type, out []decimal128.Num
 	p, s := dt.Precision, dt.Scale
 	check := func(i int, r decimal128.Num, ok bool) error {
 		if (!ok || !fitsPrecision(r, p)) && v.valid(i) {
-			return fmt.Errorf("%w: value does not fit %s", errDecimalOverflow, plan.TypeName(dt))
+			return dataErrorf("%s: value does not fit %s", errDecimalOverflow, plan.TypeName(dt))
 		}
 		out[i] = r
 		return nil
@@ -209,7 +210,7 @@ func castToDecimal(a arrow.Array, dt *arrow.Decimal128Type, out []decimal128.Num
 			}
 			r, err := floatToDecimal(x, s)
 			if err != nil || !fitsPrecision(r, p) {
-				return fmt.Errorf("%w: value %v does not fit %s", errDecimalOverflow, x, plan.TypeName(dt))
+				return dataErrorf("%s: value %v does not fit %s", errDecimalOverflow, x, plan.TypeName(dt))
 			}
 			out[i] = r
 		}
@@ -291,7 +292,10 @@ func castFromString(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arr
 	}
 	bad := func(i int, err error) (arrow.Array, error) {
 		releaseBuf(valid)
-		return nil, fmt.Errorf("invalid input for %s: %q: %w", plan.TypeName(to), s.at(i), err)
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, dataErrorf("value %q is out of range for type %s", s.at(i), plan.TypeName(to))
+		}
+		return nil, dataErrorf("invalid input syntax for type %s: %q", plan.TypeName(to), s.at(i))
 	}
 	switch to.ID() {
 	case arrow.INT32, arrow.INT64:

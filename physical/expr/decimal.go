@@ -1,7 +1,6 @@
 package expr
 
 import (
-	"errors"
 	"math/big"
 	"math/bits"
 
@@ -13,10 +12,10 @@ import (
 // registers for the common case and fall back to big.Int only when needed.
 
 // errDecimalOverflow reports a decimal result that does not fit its type.
-var errDecimalOverflow = errors.New("decimal overflow")
+var errDecimalOverflow = NewDataError("decimal overflow")
 
 // errDivByZero reports division (or modulo) by zero.
-var errDivByZero = errors.New("division by zero")
+var errDivByZero = NewDataError("division by zero")
 
 // pow10 holds 10^0 … 10^38.
 var pow10 = func() [39]decimal128.Num {

@@ -148,7 +148,7 @@ func TestCast(t *testing.T) {
 		{"decimal to float", cast(col("d1"), plan.Float64), "0.1 1 NULL -2.5", ""},
 		{"int to float", cast(col("i64"), plan.Float64), "10 20 30 NULL", ""},
 		{"int64 to int32 overflow", cast(i64(3000000000), plan.Int32), "", "out of range"},
-		{"string to int bad", cast(col("s"), plan.Int32), "", `invalid input for INT: "abc"`},
+		{"string to int bad", cast(col("s"), plan.Int32), "", `invalid input syntax for type INT: "abc"`},
 		{"string to int", cast(str(" 12 "), plan.Int32), "12 12 12 12", ""},
 		{"string to float", cast(str("1e3"), plan.Float64), "1000 1000 1000 1000", ""},
 		{"string to decimal rounds", cast(str("1.005"), plan.Decimal(5, 2)), "1.01 1.01 1.01 1.01", ""},
