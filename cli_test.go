@@ -252,3 +252,19 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
+
+// TestReadReportsAnErrorOnce: a failing statement in a .read file is
+// reported once, at its place in that file, and fails the script.
+func TestReadReportsAnErrorOnce(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "bad.sql")
+	if err := os.WriteFile(f, []byte("SELECT 1 AS fine;\nSELECT nope;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, ".read "+f+"\nSELECT 2 AS never;\n")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if n := strings.Count(errOut, `column "nope" does not exist`); n != 1 || !strings.Contains(errOut, f+" line 2, column 8") {
+		t.Errorf("stderr reports the error %d times (want once, at %s line 2):\n%s", n, f, errOut)
+	}
+}

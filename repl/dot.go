@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -104,7 +105,13 @@ func (r *Runner) dotRead(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return r.RunScript(ctx, args[0], string(b))
+	if err := r.RunScript(ctx, args[0], string(b)); err != nil && !errors.Is(err, ErrExit) {
+		// RunScript printed it, with its place in the file.
+		return &reportedError{err}
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 func (r *Runner) dotOutput(_ context.Context, args []string) error {

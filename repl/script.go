@@ -46,6 +46,14 @@ type Runner struct {
 	lastReport string
 }
 
+// reportedError is an error already printed where it happened (a
+// statement of a script run by .read): it still fails the command that
+// ran it, but is not printed again.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
 // ErrExit is returned by RunStatement for .quit/.exit.
 var ErrExit = errors.New("exit requested")
 
@@ -203,6 +211,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // PrintError writes err for statement p of source to r.Err: syntax and
 // binder errors show the line and column in the script and mark the spot.
 func (r *Runner) PrintError(source string, p Piece, err error) {
+	if errors.As(err, new(*reportedError)) {
+		return
+	}
 	var se *sql.Error
 	if errors.As(err, &se) && se.Line > 0 {
 		line := p.Line + se.Line - 1
@@ -225,8 +236,6 @@ func (r *Runner) PrintError(source string, p Piece, err error) {
 	fmt.Fprintf(r.Err, "Error: %v\n", err)
 }
 
-// isQuery reports whether a statement returns rows from the cluster (a
-// SELECT, WITH or VALUES), which .mode compare runs in both modes.
 // planFormats are the formats for people, in which EXPLAIN prints its plans
 // as plain text, as .explain does, rather than as cells cut to the width.
 var planFormats = map[string]bool{"table": true, "markdown": true}
@@ -287,6 +296,8 @@ func writePlan(w io.Writer, kind, plan string) {
 	fmt.Fprintf(w, "%s:\n%s\n\n", strings.ReplaceAll(kind, "_", " "), plan)
 }
 
+// isQuery reports whether a statement returns rows from the cluster (a
+// SELECT, WITH or VALUES), which .mode compare runs in both modes.
 func isQuery(text string) bool {
 	f := strings.Fields(strings.ToLower(text))
 	return len(f) > 0 && (f[0] == "select" || f[0] == "with" || f[0] == "values" || strings.HasPrefix(f[0], "("))
