@@ -362,8 +362,8 @@ var errShuttingDown = errors.New("executor shutting down")
 // Close stops the executor gracefully: it stops taking tasks, cancels
 // running ones and reports them failed (so the scheduler re-runs them
 // elsewhere), stops the servers once in-flight fetches end, and waits for
-// every goroutine. The scheduler learns that the executor is gone when it
-// next fails to reach it or the executor's heartbeats stop.
+// every goroutine. Its last heartbeat tells the scheduler it is stopping,
+// so the scheduler removes it at once.
 func (e *Executor) Close() {
 	e.shutdown(true)
 }
@@ -395,6 +395,15 @@ func (e *Executor) shutdown(graceful bool) {
 			e.tasks.Wait()
 		}
 		e.loops.Wait()
+		if graceful {
+			// Tell the scheduler at once, so it stops offering this
+			// executor's vcores instead of waiting for its heartbeats to stop.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if _, err := e.sched.Heartbeat(ctx, &rpc.HeartbeatRequest{ExecutorId: e.id, Stopping: true}); err != nil {
+				e.log.Warn("telling the scheduler this executor stops failed", "err", err)
+			}
+			cancel()
+		}
 		_ = e.conn.Close()
 		_ = e.env.Clients.Close()
 		e.log.Info("executor stopped", "graceful", graceful)

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -371,4 +373,49 @@ func doGet(ctx context.Context, pool *exchange.ClientPool, addr string, f *rpc.F
 	for r.Next() {
 	}
 	return r.Err()
+}
+
+// TestStoppedExecutorLeavesAtOnce: an executor closed gracefully (SIGTERM)
+// tells the scheduler, which removes it and logs why, instead of offering
+// its vcores until its heartbeats are missed.
+func TestStoppedExecutorLeavesAtOnce(t *testing.T) {
+	var logBuf syncBuffer
+	emb, _ := startCluster(t, EmbeddedConfig{Executors: 2, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	sched := emb.Scheduler().Scheduler()
+	count := func() int {
+		cs, err := sched.GetClusterState(context.Background(), &rpc.GetClusterStateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cs.Executors)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d executors at start, want 2", n)
+	}
+	gone := emb.Executors()[0]
+	gone.Close()
+	if n := count(); n != 1 {
+		t.Errorf("%d executors right after one stopped, want 1", n)
+	}
+	if !strings.Contains(logBuf.String(), "executor removed") || !strings.Contains(logBuf.String(), "why=stopped") {
+		t.Errorf("the scheduler's log does not say the executor was removed:\n%s", logBuf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

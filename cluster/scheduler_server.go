@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"sluice/catalog"
 	"sluice/rpc"
@@ -145,13 +148,21 @@ func (s *SchedulerServer) logStream(srv any, ss grpc.ServerStream, info *grpc.St
 	start := time.Now()
 	err := handler(srv, w)
 	attrs := []any{"sql", truncate(w.sql, 80), "took", time.Since(start).Round(time.Millisecond)}
+	// A client closes the status stream of a pipelined job once it has read
+	// the results, while the job may still be running as far as the last
+	// status sent said: that is no error, and the scheduler's "job ended"
+	// line has the job's real end.
+	clientClosed := status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled)
 	if w.last != nil {
-		attrs = append(attrs, "job", w.last.JobId, "state", w.last.State.String())
+		attrs = append(attrs, "job", w.last.JobId)
+		if !clientClosed || w.last.State != rpc.JobState_JOB_RUNNING {
+			attrs = append(attrs, "state", w.last.State.String())
+		}
 		if e := w.last.GetError(); e != nil {
 			attrs = append(attrs, "error", e.GetMessage())
 		}
 	}
-	if err != nil {
+	if err != nil && !clientClosed {
 		attrs = append(attrs, "err", err)
 	}
 	s.log.Info("statement done", attrs...)

@@ -1017,9 +1017,12 @@ func (*RegisterExecutorResponse) Descriptor() ([]byte, []int) {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExecutorId    string                 `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
-	FreeVcores    int32                  `protobuf:"varint,2,opt,name=free_vcores,json=freeVcores,proto3" json:"free_vcores,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ExecutorId string                 `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
+	FreeVcores int32                  `protobuf:"varint,2,opt,name=free_vcores,json=freeVcores,proto3" json:"free_vcores,omitempty"`
+	// The executor is shutting down gracefully (its tasks are reported):
+	// remove it now.
+	Stopping      bool `protobuf:"varint,3,opt,name=stopping,proto3" json:"stopping,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1066,6 +1069,13 @@ func (x *HeartbeatRequest) GetFreeVcores() int32 {
 		return x.FreeVcores
 	}
 	return 0
+}
+
+func (x *HeartbeatRequest) GetStopping() bool {
+	if x != nil {
+		return x.Stopping
+	}
+	return false
 }
 
 type HeartbeatResponse struct {
@@ -1688,12 +1698,13 @@ const file_scheduler_proto_rawDesc = "" +
 	"\frunning_jobs\x18\x03 \x03(\v2\x11.sluice.JobStatusR\vrunningJobs\"G\n" +
 	"\x17RegisterExecutorRequest\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.sluice.ExecutorMetadataR\x04meta\"\x1a\n" +
-	"\x18RegisterExecutorResponse\"T\n" +
+	"\x18RegisterExecutorResponse\"p\n" +
 	"\x10HeartbeatRequest\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x1f\n" +
 	"\vfree_vcores\x18\x02 \x01(\x05R\n" +
-	"freeVcores\"3\n" +
+	"freeVcores\x12\x1a\n" +
+	"\bstopping\x18\x03 \x01(\bR\bstopping\"3\n" +
 	"\x11HeartbeatResponse\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x01 \x01(\bR\n" +

@@ -53,6 +53,12 @@ func (s *Scheduler) RegisterExecutor(ctx context.Context, req *rpc.RegisterExecu
 // Heartbeat keeps an executor alive; an unknown executor (expired, or the
 // scheduler restarted) is told to register again.
 func (s *Scheduler) Heartbeat(ctx context.Context, req *rpc.HeartbeatRequest) (*rpc.HeartbeatResponse, error) {
+	if req.Stopping {
+		// A graceful shutdown: the executor has reported its tasks and is
+		// going, so it is removed now rather than after its heartbeats stop.
+		s.executorLost(req.ExecutorId, "stopped")
+		return &rpc.HeartbeatResponse{}, nil
+	}
 	s.mu.Lock()
 	e := s.executors[req.ExecutorId]
 	if e != nil {
@@ -78,17 +84,17 @@ func (s *Scheduler) expireExecutors(now time.Time) {
 	}
 	s.mu.Unlock()
 	for _, id := range expired {
-		s.executorLost(id)
+		s.executorLost(id, "no heartbeat for "+s.cfg.ExecutorTimeout.String())
 	}
 }
 
 // executorLost removes an executor and tells every job; their graphs
-// re-run what was lost there.
-func (s *Scheduler) executorLost(id string) {
+// re-run what was lost there. why says how it was found gone, for the log.
+func (s *Scheduler) executorLost(id, why string) {
 	s.mu.Lock()
 	e := s.removeExecutorLocked(id)
 	if e != nil {
-		s.cfg.Logger.Info("executor lost", "executor", id, "executors_left", len(s.executors))
+		s.cfg.Logger.Info("executor removed", "executor", id, "why", why, "executors_left", len(s.executors))
 	}
 	if e != nil && len(s.executors) == 0 {
 		// Nothing is left to run the work: fail the unfinished jobs now
@@ -134,7 +140,7 @@ func (s *Scheduler) failJobLocked(j *job, err error) {
 		// The user sees what went wrong; where it went wrong is the log's.
 		j.err.Message = qe.Msg
 	}
-	s.cfg.Logger.Info("job failed", "job", j.id, "err", err.Error())
+	s.cfg.Logger.Info("job ended", "job", j.id, "state", rpc.JobState_JOB_FAILED.String(), "took", j.ended.Sub(j.created).Round(time.Millisecond), "err", err.Error())
 	running := j.graph.Cancel()
 	executors := j.graph.Executors()
 	s.goLocked(func() { s.cleanup(j.id, running, executors) })
@@ -245,7 +251,7 @@ func (s *Scheduler) probeExecutor(id string) {
 	// shows the executor is there. Only an unreachable one is lost.
 	_, err := e.client.CancelTasks(ctx, &rpc.CancelTasksRequest{})
 	if c := status.Code(err); (c == codes.Unavailable || c == codes.DeadlineExceeded) && s.ctx.Err() == nil {
-		s.executorLost(id)
+		s.executorLost(id, "unreachable: "+err.Error())
 	}
 }
 

@@ -22,6 +22,7 @@ type job struct {
 	// changed is closed (and replaced) whenever the job's status changes,
 	// waking every status stream following it.
 	changed chan struct{}
+	created time.Time
 	ended   time.Time
 }
 
@@ -67,6 +68,9 @@ func (s *Scheduler) addJobLocked(j *job) {
 func (s *Scheduler) endLocked(j *job, state rpc.JobState) {
 	j.state = state
 	j.ended = time.Now()
+	if state != rpc.JobState_JOB_FAILED { // failJobLocked logs failures, with the error
+		s.cfg.Logger.Info("job ended", "job", j.id, "state", state.String(), "took", j.ended.Sub(j.created).Round(time.Millisecond))
+	}
 	s.order = slices.DeleteFunc(s.order, func(o *job) bool { return o == j })
 }
 

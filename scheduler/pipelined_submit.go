@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"time"
+
 	"sluice/engine"
 	"sluice/rpc"
 	"sluice/scheduler/dplan"
@@ -21,7 +23,7 @@ func (s *Scheduler) submitPipelined(jobID string, dg *dplan.Graph, schema *rpc.S
 	if err != nil {
 		return nil, err
 	}
-	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{})}
+	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{}), created: time.Now()}
 	s.addJobLocked(j)
 	return j, nil
 }

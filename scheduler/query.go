@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -203,7 +204,7 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 	if err != nil {
 		return nil, err
 	}
-	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{})}
+	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{}), created: time.Now()}
 	s.mu.Lock()
 	s.addJobLocked(j)
 	s.mu.Unlock()

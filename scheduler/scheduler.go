@@ -256,7 +256,7 @@ func (s *Scheduler) pushTasks() {
 			// An executor that cannot take the tasks is treated as gone: its
 			// tasks (and any output it held) are re-run elsewhere.
 			if _, err := clients[id].LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: tasks}); err != nil {
-				s.executorLost(id)
+				s.executorLost(id, "launching tasks failed: "+err.Error())
 			}
 		}()
 	}
@@ -328,7 +328,7 @@ func (s *Scheduler) callExecutors(ids []string, f func(ctx context.Context, c rp
 	}
 	wg.Wait()
 	for _, id := range unreachable {
-		s.executorLost(id)
+		s.executorLost(id, "unreachable")
 	}
 	return errors.Join(errs...)
 }
