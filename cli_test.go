@@ -268,3 +268,19 @@ func TestReadReportsAnErrorOnce(t *testing.T) {
 		t.Errorf("stderr reports the error %d times (want once, at %s line 2):\n%s", n, f, errOut)
 	}
 }
+
+// TestMaxWidthZeroAndTimerState: .maxwidth 0 draws values whole, and
+// .timer and .fit with no argument show their state.
+func TestMaxWidthZeroAndTimerState(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	out, errOut, code := runCLI(t, ".maxwidth 0\n.maxwidth\nSELECT '"+long+"' AS s;\n.timer\n.fit off\n.fit\n", "--format", "table")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, long) {
+		t.Errorf(".maxwidth 0 cut the value:\n%s", out)
+	}
+	if !strings.Contains(errOut, "0 (no limit)\n") || !strings.Contains(errOut, "off\n") {
+		t.Errorf("stderr %q: want .maxwidth, .timer and .fit to show their state", errOut)
+	}
+}

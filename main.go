@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chzyer/readline"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
@@ -202,6 +203,10 @@ Flags:
 		Session: sess, Out: os.Stdout, Err: os.Stderr, Format: *format,
 		Echo: *echo, ContinueOnError: *cont, Quiet: *quiet, NullValue: "NULL",
 		Progress: interactive && isatty.IsTerminal(os.Stderr.Fd()),
+		Fit:      true,
+	}
+	if stdoutTerminal {
+		r.TermWidth = readline.GetScreenWidth
 	}
 	defer r.Close()
 	if interactive && stdoutTerminal {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/mattn/go-runewidth"
 
 	"sluice/tpch"
 )
@@ -244,6 +245,40 @@ func TestShellPsqlQuitAndCtrlDRunsPending(t *testing.T) {
 	tm.expect(`\.\.\.> `, 5*time.Second)
 	tm.send("\x04")
 	tm.expect(`│\s+42 │`, 10*time.Second)
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShellWideTableFits80Columns: on an 80-column terminal a 16-column
+// result hides its middle columns instead of wrapping, and says so.
+func TestShellWideTableFits80Columns(t *testing.T) {
+	tm, _ := startTerm(t, "", "SLUICE_HISTORY=")
+	if err := pty.Setsize(tm.f, &pty.Winsize{Rows: 50, Cols: 80}); err != nil {
+		t.Fatal(err)
+	}
+	tm.expect(`sluice> `, 10*time.Second)
+	var cols []string
+	for i := range 16 {
+		cols = append(cols, fmt.Sprintf("'value %02d' AS column_%02d", i, i))
+	}
+	tm.send("SELECT " + strings.Join(cols, ", ") + ";\r")
+	out := tm.expect(`1 row, 16 columns \(\d+ shown\)`, 10*time.Second)
+	drawn := 0
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if !strings.ContainsAny(line, "│┌└├") {
+			continue
+		}
+		drawn++
+		if w := runewidth.StringWidth(line); w > 80 {
+			t.Errorf("a table line of %d cells on an 80-column terminal: %q", w, line)
+		}
+	}
+	if drawn == 0 || !strings.Contains(out, "column_00") || !strings.Contains(out, "column_15") {
+		t.Errorf("want the first and last columns drawn:\n%s", out)
+	}
+	tm.send(".quit\r")
 	if err := waitExit(tm, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

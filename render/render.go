@@ -24,8 +24,15 @@ type Options struct {
 	NullValue string
 	// MaxRows limits the rows a table draws (0: all); the rest are counted.
 	MaxRows int
-	// MaxWidth is the widest a table column is pinned (0: DefaultMaxWidth).
+	// MaxWidth is the widest a table column is pinned (0: DefaultMaxWidth;
+	// negative: no limit).
 	MaxWidth int
+	// TermWidth is the width of the terminal the table is drawn on, in
+	// cells (0: not a terminal, no limit). A table wider than that shows
+	// its first and last columns around a column of '…' and says how many
+	// it shows; when not even two columns fit, rows print one line per
+	// column, as the line format does.
+	TermWidth int
 	// NoFooter drops the table's "N rows" footer.
 	NoFooter bool
 }

@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +164,109 @@ func TestNullLiteralIsNull(t *testing.T) {
 				t.Errorf("%s output:\n%s\nwant it to hold %q and no (null)", c.format, out.String(), c.want)
 			}
 		})
+	}
+}
+
+// TestTableFitsTheTerminal draws a wide table on an 80-column terminal:
+// every line fits, the first and last columns show around a '…' column,
+// and the footer says how many columns are shown. On a terminal too narrow
+// for even two columns, rows print one line per column.
+func TestTableFitsTheTerminal(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for i := range 16 {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("column_%02d", i), Type: arrow.BinaryTypes.String})
+		b := array.NewStringBuilder(mem)
+		b.AppendValues([]string{fmt.Sprintf("value %d", i), "x"}, nil)
+		cols = append(cols, b.NewArray())
+		b.Release()
+	}
+	schema := arrow.NewSchema(fields, nil)
+	batch := array.NewRecordBatch(schema, cols, 2)
+	for _, c := range cols {
+		c.Release()
+	}
+	defer batch.Release()
+	draw := func(termWidth int) string {
+		var out bytes.Buffer
+		w, err := New("table", &out, Options{TermWidth: termWidth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Begin(schema); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(batch); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.End(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	out := draw(80)
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if w := displayWidth(line); w > 80 {
+			t.Errorf("line of %d cells on an 80-column terminal: %q", w, line)
+		}
+	}
+	for _, want := range []string{"column_00", "column_15", "│ … │", "2 rows, 16 columns (", " shown)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("80 columns: output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "column_08") {
+		t.Errorf("a middle column is drawn on 80 columns:\n%s", out)
+	}
+	if all := draw(0); !strings.Contains(all, "column_08") || strings.Contains(all, "│ … │") {
+		t.Errorf("with no terminal width every column shows:\n%s", all)
+	}
+	if narrow := draw(20); !strings.Contains(narrow, "column_00 = value 0\n") || !strings.Contains(narrow, "column_15 = x\n") || strings.Contains(narrow, "│") {
+		t.Errorf("20 columns: want one line per column:\n%s", narrow)
+	}
+}
+
+// TestFitColumnsRandom checks fitColumns on random widths: what it picks
+// fits, keeps the first and last columns, and is contiguous from each end
+// around one '…'.
+func TestFitColumnsRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		widths := make([]int, 1+rng.IntN(20))
+		total := 1
+		for i := range widths {
+			widths[i] = 1 + rng.IntN(40)
+			total += widths[i] + 3
+		}
+		term := rng.IntN(200)
+		cols := fitColumns(widths, term)
+		if term == 0 || total <= term {
+			if len(cols) != len(widths) {
+				t.Fatalf("widths %v on %d: %v, want all", widths, term, cols)
+			}
+			continue
+		}
+		if cols == nil {
+			continue
+		}
+		used, gap := 1, -1
+		for j, i := range cols {
+			if i < 0 {
+				used += 4
+				gap = j
+				continue
+			}
+			used += widths[i] + 3
+		}
+		if used > term || gap <= 0 || gap == len(cols)-1 || cols[0] != 0 || cols[len(cols)-1] != len(widths)-1 {
+			t.Fatalf("widths %v on %d: %v (%d cells)", widths, term, cols, used)
+		}
+		for j := 1; j < len(cols); j++ {
+			if j != gap && j != gap+1 && cols[j] != cols[j-1]+1 {
+				t.Fatalf("widths %v on %d: %v is not contiguous", widths, term, cols)
+			}
+		}
 	}
 }

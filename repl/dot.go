@@ -32,9 +32,10 @@ func init() {
 		".output":    {".output [FILE]", "send results to FILE, or back to stdout", (*Runner).dotOutput},
 		".format":    {".format [NAME]", "show or set the output format: " + strings.Join(render.Formats, ", "), (*Runner).dotFormat},
 		".maxrows":   {".maxrows [N]", "rows drawn by the table format (0: all)", (*Runner).dotMaxRows},
-		".maxwidth":  {".maxwidth [N]", "widest a table column is drawn", (*Runner).dotMaxWidth},
+		".maxwidth":  {".maxwidth [N]", "widest a table column is drawn (0: no limit)", (*Runner).dotMaxWidth},
+		".fit":       {".fit [on|off]", "fit tables to the terminal: hide middle columns, or one line per column", (*Runner).dotFit},
 		".nullvalue": {".nullvalue [TEXT]", "text shown for NULL", (*Runner).dotNullValue},
-		".timer":     {".timer on|off", "print time to first row and total time after each query", (*Runner).dotTimer},
+		".timer":     {".timer [on|off]", "print time to first row and total time after each query", (*Runner).dotTimer},
 		".cluster":   {".cluster", "show the scheduler, executors (vcores free/total) and running jobs", (*Runner).dotCluster},
 		".explain":   {".explain [QUERY]", "show a query's logical, physical and stage plans; alone: the last query's stages and tasks", (*Runner).dotExplain},
 		".mode":      {".mode [blocking|pipelined|compare [off]]", "show or switch the execution mode; compare runs each query in both", (*Runner).dotMode},
@@ -176,13 +177,27 @@ func (r *Runner) dotMaxRows(_ context.Context, args []string) error {
 
 func (r *Runner) dotMaxWidth(_ context.Context, args []string) error {
 	set, err := intArg(args, ".maxwidth", &r.MaxWidth)
-	if !set && err == nil {
-		w := r.MaxWidth
-		if w == 0 {
-			w = render.DefaultMaxWidth
-		}
-		fmt.Fprintln(r.Err, w)
+	switch {
+	case err != nil:
+	case set && r.MaxWidth == 0:
+		r.MaxWidth = -1 // no limit
+	case !set && r.MaxWidth < 0:
+		fmt.Fprintln(r.Err, "0 (no limit)")
+	case !set && r.MaxWidth == 0:
+		fmt.Fprintln(r.Err, render.DefaultMaxWidth)
+	case !set:
+		fmt.Fprintln(r.Err, r.MaxWidth)
 	}
+	return err
+}
+
+func (r *Runner) dotFit(_ context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(r.Err, map[bool]string{true: "on", false: "off"}[r.Fit])
+		return nil
+	}
+	on, err := onOff(args, r.Fit, ".fit [on|off]")
+	r.Fit = on
 	return err
 }
 
@@ -196,8 +211,12 @@ func (r *Runner) dotNullValue(_ context.Context, args []string) error {
 }
 
 func (r *Runner) dotTimer(_ context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(r.Err, map[bool]string{true: "on", false: "off"}[r.Timer])
+		return nil
+	}
 	if len(args) != 1 || (args[0] != "on" && args[0] != "off") {
-		return fmt.Errorf("usage: .timer on|off")
+		return fmt.Errorf("usage: .timer [on|off]")
 	}
 	r.Timer = args[0] == "on"
 	return nil

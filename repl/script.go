@@ -26,8 +26,14 @@ type Runner struct {
 	Format  string
 	// MaxRows limits rows drawn by the table format (0: all).
 	MaxRows int
-	// MaxWidth caps table column widths (0: render's default).
-	MaxWidth  int
+	// MaxWidth caps table column widths (0: render's default; negative:
+	// no cap).
+	MaxWidth int
+	// TermWidth, when set, returns the width of the terminal results are
+	// drawn on; with Fit, a wider table hides middle columns, or prints
+	// one line per column (render.Options.TermWidth).
+	TermWidth func() int
+	Fit       bool
 	NullValue string
 	Timer     bool
 	Echo      bool
@@ -147,6 +153,9 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 		return session.Stats{}, err
 	}
 	opts := render.Options{NullValue: r.NullValue, MaxRows: r.MaxRows, MaxWidth: r.MaxWidth, NoFooter: r.Quiet}
+	if r.Fit && r.TermWidth != nil && r.outFile == nil {
+		opts.TermWidth = r.TermWidth()
+	}
 	w, err := render.New(r.Format, r.Out, opts)
 	if err != nil {
 		return session.Stats{}, err
