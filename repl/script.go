@@ -48,6 +48,9 @@ type Runner struct {
 	compare bool // .mode compare
 	// formatBeforeExpanded is the format \x on replaced, for \x off.
 	formatBeforeExpanded string
+	// pending is the statement typed so far at the prompt, before the
+	// current line (for completing aliases it defines).
+	pending string
 	// lastReport is the stage report of the last cluster query (.explain).
 	lastReport string
 }

@@ -69,6 +69,7 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 		} else {
 			rl.SetPrompt(prompt)
 		}
+		r.pending = entry.String()
 		line, err := rl.Readline()
 		if errors.Is(err, readline.ErrInterrupt) {
 			sp.Reset()
