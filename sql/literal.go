@@ -299,18 +299,17 @@ func stringTo(s string, to arrowType) (*plan.Literal, bool) {
 	s = strings.TrimSpace(s)
 	switch to.ID() {
 	case arrow.DATE32:
-		t, err := time.Parse("2006-01-02", s)
+		d, err := plan.ParseDate(s)
 		if err != nil {
 			return nil, false
 		}
-		return &plan.Literal{Typ: to, Val: int32(t.Unix() / 86400)}, true
+		return &plan.Literal{Typ: to, Val: d}, true
 	case arrow.TIMESTAMP:
-		for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-			if t, err := time.Parse(layout, s); err == nil {
-				return &plan.Literal{Typ: to, Val: t.UnixMicro()}, true
-			}
+		ts, err := plan.ParseTimestamp(s)
+		if err != nil {
+			return nil, false
 		}
-		return nil, false
+		return &plan.Literal{Typ: to, Val: ts}, true
 	case arrow.BOOL:
 		switch strings.ToLower(s) {
 		case "true", "t", "yes", "on", "1":
