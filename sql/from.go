@@ -61,6 +61,8 @@ func (b *binder) fromItem(n *pg.Node, outer *scope) (plan.Node, []scopeCol, erro
 		return r.node, relationScope(r, qual), nil
 	case *pg.Node_JoinExpr:
 		return b.join(n.JoinExpr, outer)
+	case *pg.Node_RangeFunction:
+		return b.rangeFunction(n.RangeFunction)
 	}
 	return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("unsupported FROM item %T", n.Node)}
 }

@@ -201,3 +201,15 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// AddInterval adds an interval to a timestamp (microseconds since the
+// epoch) as timestamp + interval does: months first, clamping the day of
+// month, then days and the time part.
+func AddInterval(ts int64, iv arrow.MonthDayNanoInterval) int64 {
+	if iv.Months != 0 {
+		days := floorDiv(ts, microsPerDay)
+		tod := ts - days*microsPerDay
+		ts = addMonths(days, iv.Months)*microsPerDay + tod
+	}
+	return ts + int64(iv.Days)*microsPerDay + iv.Nanoseconds/1000
+}
