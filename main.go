@@ -149,7 +149,7 @@ func run(args []string) int {
 	}
 	defer shutdown()
 	if *mode != "" {
-		if err := sess.Settings.Set("execution.mode", *mode); err != nil {
+		if err := sess.Settings.SetDefault("execution.mode", *mode); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: --mode: %v\n", err)
 			return 2
 		}

@@ -67,7 +67,7 @@ func (r *Runner) dotHelp(context.Context, []string) error {
 		fmt.Fprintf(r.Err, "  %-20s %s\n", c.usage, c.help)
 	}
 	fmt.Fprintln(r.Err, "SQL: SELECT ..., EXPLAIN ..., CREATE EXTERNAL TABLE t STORED AS PARQUET|CSV LOCATION 'path',")
-	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t, SET key = value, SHOW ALL.")
+	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t, SET key = value, SHOW ALL,\n     RESET key|ALL, SHOW FUNCTIONS.")
 	return nil
 }
 

@@ -65,6 +65,8 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 		switch name := strings.ToLower(n.VariableShowStmt.Name); name {
 		case "tables":
 			return &ShowTables{}, nil
+		case "functions":
+			return &ShowFunctions{}, nil
 		default:
 			return &Show{Key: name}, nil
 		}
@@ -216,6 +218,12 @@ func (b *binder) drop(d *pg.DropStmt) (Bound, error) {
 }
 
 func (b *binder) set(s *pg.VariableSetStmt) (Bound, error) {
+	switch s.Kind {
+	case pg.VariableSetKind_VAR_RESET:
+		return &Reset{Key: strings.ToLower(s.Name)}, nil
+	case pg.VariableSetKind_VAR_RESET_ALL:
+		return &Reset{Key: "all"}, nil
+	}
 	if s.Kind != pg.VariableSetKind_VAR_SET_VALUE {
 		return nil, &Error{Kind: "bind", Msg: "only SET key = value is supported"}
 	}

@@ -65,8 +65,11 @@ func init() {
 		"max":   agg(plan.AggMax, sig("any", "same as argument")),
 
 		"generate_series": {kind: KindTable, sigs: []funcSig{
+			sig("INT start, INT stop", "SETOF INT"),
+			sig("INT start, INT stop, INT step", "SETOF INT"),
 			sig("BIGINT start, BIGINT stop", "SETOF BIGINT"),
 			sig("BIGINT start, BIGINT stop, BIGINT step", "SETOF BIGINT"),
+			sig("DATE start, DATE stop, INTERVAL step", "SETOF TIMESTAMP"),
 			sig("TIMESTAMP start, TIMESTAMP stop, INTERVAL step", "SETOF TIMESTAMP"),
 		}},
 
