@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 )
 
 // Rules shared by the binder (which checks constant arguments when it
@@ -45,7 +47,12 @@ func CompileRegex(pat, flags string) (re *regexp.Regexp, global bool, err error)
 		}
 	}
 	if re, err = regexp.Compile(prefix + pat); err != nil {
-		return nil, false, fmt.Errorf("invalid regular expression: %w", err)
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			// Report the user's pattern, not the one with our flag prefix.
+			return nil, false, fmt.Errorf("invalid regular expression %q: %s", pat, se.Code)
+		}
+		return nil, false, fmt.Errorf("invalid regular expression %q: %w", pat, err)
 	}
 	return re, global, nil
 }

@@ -216,7 +216,11 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		}
 		for _, e := range []plan.Expr{l, r} {
 			if id := e.Type().ID(); id != plan.Utf8.ID() && id != plan.Null.ID() {
-				return nil, b.errAt("type", x.Location, "LIKE needs VARCHAR operands, not %s", plan.TypeName(e.Type()))
+				what := "LIKE"
+				if x.Kind == pg.A_Expr_Kind_AEXPR_ILIKE {
+					what = "ILIKE"
+				}
+				return nil, b.errAt("type", x.Location, "%s needs VARCHAR operands, not %s", what, plan.TypeName(e.Type()))
 			}
 		}
 		l, r = coerce(l, plan.Utf8), coerce(r, plan.Utf8)

@@ -105,6 +105,9 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 			return v, nil
 		}
 		if lit.Typ.ID() == arrow.STRING {
+			if why := temporalSyntax(lit, to); why != "" {
+				return nil, b.errAt("type", nodeLoc(tc.Arg), "invalid input syntax for type %s: %s (%s)", plan.TypeName(to), lit.String(), why)
+			}
 			return nil, b.errAt("type", nodeLoc(tc.Arg), "invalid input syntax for type %s: %s", plan.TypeName(to), lit.String())
 		}
 	}
@@ -112,6 +115,23 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 		return nil, b.errAt("type", tc.Location, "cannot cast %s to %s", plan.TypeName(x.Type()), plan.TypeName(to))
 	}
 	return castExpr(x, to), nil
+}
+
+// temporalSyntax says why a string is not a DATE or TIMESTAMP ("" for
+// other types).
+func temporalSyntax(lit *plan.Literal, to arrowType) string {
+	str, _ := lit.Val.(string)
+	var err error
+	switch to.ID() {
+	case arrow.DATE32:
+		_, err = plan.ParseDate(str)
+	case arrow.TIMESTAMP:
+		_, err = plan.ParseTimestamp(str)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // typeName converts a parsed type name; interval types also return their
