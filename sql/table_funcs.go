@@ -121,10 +121,12 @@ func bindGenerateSeries(c *fcall) (*plan.GenerateSeries, error) {
 		switch {
 		case a.Type().ID() == plan.Null.ID():
 		case plan.IsInteger(a.Type()):
-			if a.Type().ID() != plan.Int32.ID() {
-				if _, ok := narrowIntLit(a, plan.Int32); !ok {
-					typ = plan.Int64
-				}
+			// An integer constant that fits INT does not widen the
+			// series; a BIGINT column or NULL does.
+			if l, ok := a.(*plan.Literal); a.Type().ID() != plan.Int32.ID() && (!ok || l.Val == nil) {
+				typ = plan.Int64
+			} else if _, ok := narrowIntLit(a, plan.Int32); a.Type().ID() != plan.Int32.ID() && !ok {
+				typ = plan.Int64
 			}
 		default:
 			return nil, c.b.errAt("type", c.at(i), "generate_series needs integer, DATE or TIMESTAMP arguments, not %s", plan.TypeName(a.Type()))
