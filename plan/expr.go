@@ -138,8 +138,8 @@ type InList struct {
 // (1-based), extract_<field>(date or timestamp), coalesce(args...), upper,
 // lower, length, abs, round(x[, n]), trim, btrim/ltrim/rtrim(s[, chars]),
 // nullif(a, b), concat, concat_ws, greatest, least, repeat, chr, ascii,
-// lpad, rpad, split_part, starts_with, regexp_replace and
-// date_trunc(unit, timestamp).
+// lpad, rpad, split_part, starts_with, regexp_replace,
+// substring_regex(s, pattern) and date_trunc(unit, timestamp).
 type Func struct {
 	Name string
 	Args []Expr

@@ -52,7 +52,8 @@ func init() {
 		return &funcDef{kind: KindScalar, bind: bind, sigs: sigs}
 	}
 	num := "numeric"
-	substring := scalar(bindSubstring, sig("VARCHAR, BIGINT", "VARCHAR"), sig("VARCHAR, BIGINT, BIGINT", "VARCHAR"))
+	substring := scalar(bindSubstring, sig("VARCHAR, BIGINT", "VARCHAR"), sig("VARCHAR, BIGINT, BIGINT", "VARCHAR"),
+		sig("VARCHAR, VARCHAR pattern", "VARCHAR"))
 	length := scalar(textTo("length", plan.Int32, 1, 1), sig("VARCHAR", "INT"))
 	extract := scalar(bindExtract, sig("VARCHAR field, DATE", "INT"), sig("VARCHAR field, TIMESTAMP", "INT"))
 	now := scalar(bindNow, sig("", "TIMESTAMP"))
@@ -222,6 +223,19 @@ func textTo(name string, typ arrowType, lo, hi int) func(c *fcall) (plan.Expr, e
 func bindSubstring(c *fcall) (plan.Expr, error) {
 	if err := c.nargs(2, 3); err != nil {
 		return nil, err
+	}
+	if len(c.args) == 2 && c.args[1].Type().ID() == plan.Utf8.ID() {
+		// substring(s FROM pattern): the first match of a regular
+		// expression, or of its first parenthesized group.
+		if err := c.kinds("s"); err != nil {
+			return nil, err
+		}
+		if pat, ok := stringConst(c.args[1]); ok {
+			if err := checkRegex(pat, ""); err != nil {
+				return nil, c.b.errAt("bind", c.at(1), "%v", err)
+			}
+		}
+		return c.fn("substring_regex", plan.Utf8), nil
 	}
 	if err := c.kinds("si"); err != nil {
 		return nil, err

@@ -62,6 +62,7 @@ var funcArity = map[string][2]int{
 	"split_part":      {3, 3},
 	"starts_with":     {2, 2},
 	"regexp_replace":  {3, 4},
+	"substring_regex": {2, 2},
 	"date_trunc":      {2, 2},
 }
 
@@ -104,6 +105,9 @@ var rowFuncs = map[string]func(e *Func, args []rowArg, n int, mem memory.Allocat
 	},
 	"regexp_replace": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
 		return regexpReplace(a, n, mem)
+	},
+	"substring_regex": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+		return substringRegex(a, n, mem)
 	},
 }
 

@@ -258,3 +258,34 @@ func expandReplacement(dst, repl, s []byte, m []int) []byte {
 	}
 	return dst
 }
+
+// substringRegex is substring(s FROM pattern): the text of the first match,
+// or of the first parenthesized group when the pattern has one; NULL when
+// nothing matches (or the group took no part in the match).
+func substringRegex(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+	cache := regexCache{}
+	b := newStringBuilder(mem, n, 0)
+	for i := 0; i < n; i++ {
+		if !allValid(args, i) {
+			b.b.AppendNull()
+			continue
+		}
+		re, _, err := cache.compile(string(args[1].str(i)), "")
+		if err != nil {
+			b.b.Release()
+			return nil, err
+		}
+		s := args[0].str(i)
+		m := re.FindSubmatchIndex(s)
+		g := 0
+		if re.NumSubexp() > 0 {
+			g = 1
+		}
+		if m == nil || m[2*g] < 0 {
+			b.b.AppendNull()
+			continue
+		}
+		b.b.BinaryBuilder.Append(s[m[2*g]:m[2*g+1]])
+	}
+	return b.finish(), nil
+}

@@ -45,6 +45,8 @@ func TestTextFuncs(t *testing.T) {
 		{"regexp_replace case", fn("regexp_replace", plan.Utf8, str("ABC"), str("b"), str("x"), str("i")), "AxC AxC AxC AxC", ""},
 		{"regexp_replace column pattern", fn("regexp_replace", plan.Utf8, str("xa%y"), col("pat"), str("-")), "x-y xa-y -a%y NULL", ""},
 		{"regexp_replace bad flag", fn("regexp_replace", plan.Utf8, col("s"), str("a"), str("b"), str("q")), "", "invalid regular expression option"},
+		{"substring regex", fn("substring_regex", plan.Utf8, col("s"), str("[bl]+")), "b NULL NULL ll", ""},
+		{"substring regex group", fn("substring_regex", plan.Utf8, col("s"), str("(.)l")), "NULL NULL NULL é", ""},
 		{"regexp_replace bad pattern", fn("regexp_replace", plan.Utf8, col("s"), str("("), str("b")), "", "invalid regular expression"},
 	})
 }
