@@ -269,8 +269,19 @@ func bindConcat(c *fcall) (plan.Expr, error) {
 		return nil, err
 	}
 	for i := range c.args {
-		if t := c.args[i].Type(); !castAllowed(t, plan.Utf8) {
+		t := c.args[i].Type()
+		if !castAllowed(t, plan.Utf8) {
 			return nil, c.b.errAt("type", c.at(i), "function %s cannot take %s", c.name, plan.TypeName(t))
+		}
+		if t.ID() == plan.Bool.ID() {
+			// concat prints booleans with their output function, as 't'
+			// and 'f', where a cast to text gives 'true' and 'false'.
+			x := c.args[i]
+			c.args[i] = &plan.Case{Whens: []plan.When{
+				{Cond: x, Then: &plan.Literal{Typ: plan.Utf8, Val: "t"}},
+				{Cond: &plan.Not{X: x}, Then: &plan.Literal{Typ: plan.Utf8, Val: "f"}},
+			}, Typ: plan.Utf8}
+			continue
 		}
 		c.args[i] = coerce(c.args[i], plan.Utf8)
 	}

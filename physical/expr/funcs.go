@@ -66,49 +66,39 @@ var funcArity = map[string][2]int{
 	"date_trunc":      {2, 2},
 }
 
-// rowFuncs are the functions computed by the row-wise text kernels (see
-// funcs_text.go); each handles NULL arguments itself.
-var rowFuncs = map[string]func(e *Func, args []rowArg, n int, mem memory.Allocator) (arrow.Array, error){
-	"concat": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return concatArgs(a, n, mem)
-	},
-	"concat_ws": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return concatWS(a, n, mem)
-	},
-	"btrim": func(e *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return trimArgs(e.Name, a, n, mem)
-	},
-	"ltrim": func(e *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return trimArgs(e.Name, a, n, mem)
-	},
-	"rtrim": func(e *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return trimArgs(e.Name, a, n, mem)
-	},
-	"repeat": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return repeatArgs(a, n, mem)
-	},
-	"chr": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) { return chrArgs(a, n, mem) },
-	"ascii": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return asciiArgs(a, n, mem)
-	},
-	"lpad": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return padArgs(true, a, n, mem)
-	},
-	"rpad": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return padArgs(false, a, n, mem)
-	},
-	"split_part": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return splitPart(a, n, mem)
-	},
-	"starts_with": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return startsWith(a, n, mem)
-	},
-	"regexp_replace": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return regexpReplace(a, n, mem)
-	},
-	"substring_regex": func(_ *Func, a []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-		return substringRegex(a, n, mem)
-	},
+// rowKernel is a function computed by the row-wise kernels of
+// funcs_text.go; each handles NULL arguments itself.
+type rowKernel func(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error)
+
+// trimKernel and padKernel bind a kernel's variant.
+func trimKernel(name string) rowKernel {
+	return func(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+		return trimArgs(name, args, n, mem)
+	}
+}
+
+func padKernel(left bool) rowKernel {
+	return func(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+		return padArgs(left, args, n, mem)
+	}
+}
+
+// rowFuncs maps function names to their row-wise kernels.
+var rowFuncs = map[string]rowKernel{
+	"concat":          concatArgs,
+	"concat_ws":       concatWS,
+	"btrim":           trimKernel("btrim"),
+	"ltrim":           trimKernel("ltrim"),
+	"rtrim":           trimKernel("rtrim"),
+	"repeat":          repeatArgs,
+	"chr":             chrArgs,
+	"ascii":           asciiArgs,
+	"lpad":            padKernel(true),
+	"rpad":            padKernel(false),
+	"split_part":      splitPart,
+	"starts_with":     startsWith,
+	"regexp_replace":  regexpReplace,
+	"substring_regex": substringRegex,
 }
 
 // nonStrict functions give a value even when some arguments are NULL.
@@ -165,7 +155,7 @@ func (e *Func) evalOps(ops []operand, n int, mem memory.Allocator) (arrow.Array,
 	if err != nil {
 		return nil, true, err
 	}
-	out, err := f(e, args, n, mem)
+	out, err := f(args, n, mem)
 	return out, true, err
 }
 
