@@ -16,6 +16,7 @@ func TestTextFuncs(t *testing.T) {
 		{"concat skips nulls", fn("concat", plan.Utf8, col("s"), str("-"), col("pat")), "abc-a% -% -x héllo-", ""},
 		{"concat null constant", fn("concat", plan.Utf8, nullStr(), col("s")), "abc   héllo", ""},
 		{"concat all null", fn("concat", plan.Utf8, nullStr()), "   ", ""},
+		{"concat untyped null", fn("concat", plan.Utf8, col("s"), lit(plan.Null, nil)), "abc   héllo", ""},
 		{"concat_ws", fn("concat_ws", plan.Utf8, str(","), col("s"), col("pat")), "abc,a% ,% x héllo", ""},
 		{"concat_ws null separator", fn("concat_ws", plan.Utf8, nullStr(), col("s")), "NULL NULL NULL NULL", ""},
 		{"concat_ws column separator", fn("concat_ws", plan.Utf8, col("pat"), str("a"), str("b")), "aa%b a%b axb NULL", ""},

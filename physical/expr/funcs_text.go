@@ -35,7 +35,7 @@ type rowArg struct {
 func rowArgsOf(ops []operand, n int) ([]rowArg, error) {
 	out := make([]rowArg, len(ops))
 	for k, o := range ops {
-		if o.isNullScalar() {
+		if o.isNullScalar() || (o.arr != nil && o.arr.DataType().ID() == arrow.NULL) {
 			out[k].v = validity{bits: allZero(n)}
 			continue
 		}
