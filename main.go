@@ -188,7 +188,7 @@ Flags:
 	}
 	defer shutdown()
 	if *mode != "" {
-		if err := sess.Settings.Set("execution.mode", *mode); err != nil {
+		if err := sess.Settings.SetDefault("execution.mode", *mode); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: --mode: %v\n", err)
 			return 2
 		}

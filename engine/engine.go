@@ -125,6 +125,18 @@ func (e *Engine) Prepare(text string, settings *Settings) (*Outcome, error) {
 		return &Outcome{Message: "SET"}, nil
 	case *sql.Show:
 		return show(st, settings)
+	case *sql.ShowFunctions:
+		fs := sql.Functions()
+		rows := make([][]string, len(fs))
+		for i, f := range fs {
+			rows[i] = []string{f.Name, f.Kind, f.Args, f.Returns}
+		}
+		return &Outcome{Rows: StringRows([]string{"name", "kind", "arguments", "return_type"}, rows)}, nil
+	case *sql.Reset:
+		if err := settings.Reset(st.Key); err != nil {
+			return nil, err
+		}
+		return &Outcome{Message: "RESET"}, nil
 	}
 	return nil, fmt.Errorf("internal: unhandled statement %T", bound)
 }

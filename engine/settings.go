@@ -88,7 +88,14 @@ var knownSettings = map[string]setting{
 // NewSettings.
 type Settings struct {
 	values map[string]string
+	// defaults are the session's own defaults where they differ from the
+	// built-in ones (a --mode flag): what RESET goes back to.
+	defaults map[string]string
 }
+
+// defaultPrefix marks a session default in Map's output, so that the
+// defaults travel to a scheduler with the values and RESET works there.
+const defaultPrefix = "default:"
 
 // NewSettings returns the defaults.
 func NewSettings() *Settings {
@@ -111,6 +118,43 @@ func (s *Settings) Set(key, value string) error {
 		return fmt.Errorf("invalid value for %s: %w", key, err)
 	}
 	s.values[key] = v
+	return nil
+}
+
+// SetDefault sets a value and makes it the one RESET restores (the
+// session's starting value, as a connection parameter is in PostgreSQL).
+func (s *Settings) SetDefault(key, value string) error {
+	if err := s.Set(key, value); err != nil {
+		return err
+	}
+	key = strings.ToLower(key)
+	if s.defaults == nil {
+		s.defaults = map[string]string{}
+	}
+	s.defaults[key] = s.values[key]
+	return nil
+}
+
+// Reset restores key, or every setting for "all", to the session default.
+func (s *Settings) Reset(key string) error {
+	key = strings.ToLower(key)
+	if key == "all" {
+		for k, d := range knownSettings {
+			s.values[k] = d.def()
+		}
+		for k, v := range s.defaults {
+			s.values[k] = v
+		}
+		return nil
+	}
+	d, ok := knownSettings[key]
+	if !ok {
+		return fmt.Errorf("unknown setting %q (SHOW ALL lists the settings)", key)
+	}
+	s.values[key] = d.def()
+	if v, ok := s.defaults[key]; ok {
+		s.values[key] = v
+	}
 	return nil
 }
 
@@ -137,11 +181,15 @@ func (s *Settings) Keys() []string {
 	return out
 }
 
-// Map returns a copy of every value, for sending to a scheduler.
+// Map returns a copy of every value, for sending to a scheduler, with the
+// session defaults under keys prefixed "default:".
 func (s *Settings) Map() map[string]string {
-	out := make(map[string]string, len(s.values))
+	out := make(map[string]string, len(s.values)+len(s.defaults))
 	for k, v := range s.values {
 		out[k] = v
+	}
+	for k, v := range s.defaults {
+		out[defaultPrefix+k] = v
 	}
 	return out
 }
@@ -150,9 +198,30 @@ func (s *Settings) Map() map[string]string {
 func SettingsFromMap(m map[string]string) (*Settings, error) {
 	s := NewSettings()
 	for k, v := range m {
+		if strings.HasPrefix(k, defaultPrefix) {
+			continue
+		}
 		if err := s.Set(k, v); err != nil {
 			return nil, err
 		}
 	}
+	for k, v := range m {
+		if name, ok := strings.CutPrefix(k, defaultPrefix); ok {
+			if _, known := knownSettings[name]; !known {
+				return nil, fmt.Errorf("unknown setting %q (SHOW ALL lists the settings)", name)
+			}
+			if s.defaults == nil {
+				s.defaults = map[string]string{}
+			}
+			if s.defaults[name], ok = validated(name, v); !ok {
+				return nil, fmt.Errorf("invalid default for %s: %q", name, v)
+			}
+		}
+	}
 	return s, nil
+}
+
+func validated(key, v string) (string, bool) {
+	out, err := knownSettings[key].validate(v)
+	return out, err == nil
 }

@@ -161,6 +161,12 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 			rows[i] = row
 		}
 		return NewValues(ArrowSchema(n.Cols), rows), nil
+	case *plan.GenerateSeries:
+		args, err := compileAll([]plan.Expr{n.Start, n.Stop, n.Step}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return NewGenerateSeries(ArrowSchema(n.Schema()), args[0], args[1], args[2])
 	}
 	return nil, fmt.Errorf("internal: no physical plan for %T", n)
 }

@@ -186,6 +186,17 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 			rows[i] = &rpc.ValuesRow{Values: vs}
 		}
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Values{Values: &rpc.ValuesNode{Schema: schema, Rows: rows}}}, nil
+	case *GenerateSeries:
+		schema, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("generate_series: %w", err)
+		}
+		args, err := exprsToProto([]expr.Expr{op.start, op.stop, op.step})
+		if err != nil {
+			return nil, fmt.Errorf("generate_series: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_GenerateSeries{GenerateSeries: &rpc.GenerateSeriesNode{
+			Schema: schema, Start: args[0], Stop: args[1], Step: args[2]}}}, nil
 	case *CoalescePartitions:
 		in, err := c.encode(op.input)
 		if err != nil {
@@ -399,6 +410,17 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			rows[i] = row
 		}
 		return NewValues(schema, rows), nil
+	case *rpc.PhysicalPlan_GenerateSeries:
+		schema, err := expr.SchemaFromProto(m.GenerateSeries.GetSchema())
+		if err != nil {
+			return nil, err
+		}
+		g := m.GenerateSeries
+		args, err := exprsFromProto([]*rpc.PhysicalExpr{g.GetStart(), g.GetStop(), g.GetStep()}, arrow.NewSchema(nil, nil))
+		if err != nil {
+			return nil, err
+		}
+		return NewGenerateSeries(schema, args[0], args[1], args[2])
 	case *rpc.PhysicalPlan_CoalescePartitions:
 		in, err := c.decode(m.CoalescePartitions.GetInput())
 		if err != nil {

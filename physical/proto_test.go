@@ -270,6 +270,11 @@ func operatorCases(t *testing.T) []struct {
 			{pLit(plan.Int64, int64(1)), pLit(plan.Utf8, "one")},
 			{pLit(plan.Null, nil), pLit(plan.Utf8, nil)},
 		}), true},
+		{"generate_series", must(NewGenerateSeries(arrow.NewSchema([]arrow.Field{{Name: "x", Type: plan.Int64}}, nil),
+			pLit(plan.Int64, int64(-3)), pLit(plan.Int64, int64(20)), pLit(plan.Int64, int64(4)))), true},
+		{"generate_series timestamps", must(NewGenerateSeries(arrow.NewSchema([]arrow.Field{{Name: "t", Type: plan.Timestamp}}, nil),
+			pLit(plan.Timestamp, int64(0)), pLit(plan.Timestamp, int64(100*plan.MicrosPerDay)),
+			pLit(plan.Interval, arrow.MonthDayNanoInterval{Months: 1, Days: 2}))), true},
 		{"coalesce partitions", NewCoalescePartitions(scan(3)), false},
 		{"repartition round-robin", NewRepartition(scan(2), Partitioning{Kind: PartRoundRobin, Count: 3}), false},
 		{"repartition hash", byID(scan(3), 4), false},
@@ -306,7 +311,7 @@ func TestPlanProtoEveryOperator(t *testing.T) {
 	// shipped; TestPlanProtoErrors covers it).
 	for _, want := range []string{"ParquetScan", "CSVScan", "Filter", "Projection", "HashAggregate", "HashJoin",
 		"NestedLoopJoin", "Sort", "SortPreservingMerge", "Limit", "Union", "Values", "CoalescePartitions",
-		"Repartition", "UnresolvedExchange"} {
+		"Repartition", "UnresolvedExchange", "GenerateSeries"} {
 		if !seen["*physical."+want] {
 			t.Errorf("no round-trip case for %s", want)
 		}

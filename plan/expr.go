@@ -132,10 +132,14 @@ type InList struct {
 	Negated bool
 }
 
-// Func is a scalar function call. Name is lower case; the set is:
-// substring(str, start[, len]) (1-based), extract_year/extract_month/
-// extract_day(date), coalesce(args...), upper, lower, length, abs, round(x[, n]),
-// trim, nullif(a, b).
+// Func is a scalar function call. Name is lower case; the set is what the
+// physical expression package implements (physical/expr funcArity), which
+// the binder's registry (sql/funcs.go) binds to: substring(str, start[, len])
+// (1-based), extract_<field>(date or timestamp), coalesce(args...), upper,
+// lower, length, abs, round(x[, n]), trim, btrim/ltrim/rtrim(s[, chars]),
+// nullif(a, b), concat, concat_ws, greatest, least, repeat, chr, ascii,
+// lpad, rpad, split_part, starts_with, regexp_replace,
+// substring_regex(s, pattern) and date_trunc(unit, timestamp).
 type Func struct {
 	Name string
 	Args []Expr

@@ -391,6 +391,8 @@ func Exprs(n Node) []Expr {
 			out = append(out, r...)
 		}
 		return out
+	case *GenerateSeries:
+		return []Expr{n.Start, n.Stop, n.Step}
 	}
 	return nil
 }

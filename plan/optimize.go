@@ -128,6 +128,10 @@ func withExprs(n Node, es []Expr) Node {
 			k += len(r)
 		}
 		return &o
+	case *GenerateSeries:
+		o := *x
+		o.Start, o.Stop, o.Step = es[0], es[1], es[2]
+		return &o
 	}
 	return n
 }

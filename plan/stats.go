@@ -58,6 +58,8 @@ func estimate(n Node) float64 {
 		return s
 	case *Values:
 		return float64(len(x.Rows))
+	case *GenerateSeries:
+		return x.estimateRows()
 	case *Join:
 		return estimateJoin(x)
 	}

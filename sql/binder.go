@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -19,6 +20,9 @@ const maxViewDepth = 32
 // Binder resolves parsed statements against a catalog.
 type Binder struct {
 	Catalog *catalog.Catalog
+	// Now, when set, replaces the clock behind now() and CURRENT_DATE
+	// (tests use it for fixed answers).
+	Now func() time.Time
 }
 
 // Bind binds one parsed statement. Errors the user can fix are *Error.
@@ -34,7 +38,7 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.tree == nil {
 		return nil, fmt.Errorf("sql: statement was not produced by Parse")
 	}
-	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.SQL, pos: s.pos}
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.SQL, pos: s.pos, clock: &stmtClock{now: b.Now}}
 	switch n := s.tree.Node.(type) {
 	case *pg.Node_SelectStmt:
 		return st.query(n.SelectStmt)
@@ -61,6 +65,8 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 		switch name := strings.ToLower(n.VariableShowStmt.Name); name {
 		case "tables":
 			return &ShowTables{}, nil
+		case "functions":
+			return &ShowFunctions{}, nil
 		default:
 			return &Show{Key: name}, nil
 		}
@@ -93,6 +99,33 @@ type binder struct {
 	ctes []*cteDef
 	// viewDepth counts nested view expansions.
 	viewDepth int
+	// clock is the statement's time, shared with the binders of the views
+	// it expands.
+	clock *stmtClock
+}
+
+// stmtClock reads the clock once per statement, so every now() of a
+// statement has the same value.
+type stmtClock struct {
+	now    func() time.Time
+	micros int64
+	read   bool
+}
+
+// statementTime is the statement's time as microseconds since the epoch.
+func (b *binder) statementTime() int64 {
+	if b.clock == nil {
+		b.clock = &stmtClock{}
+	}
+	c := b.clock
+	if !c.read {
+		now := time.Now
+		if c.now != nil {
+			now = c.now
+		}
+		c.micros, c.read = now().UnixMicro(), true
+	}
+	return c.micros
 }
 
 // cteDef is one WITH entry; it is bound anew at every reference so each use
@@ -185,6 +218,12 @@ func (b *binder) drop(d *pg.DropStmt) (Bound, error) {
 }
 
 func (b *binder) set(s *pg.VariableSetStmt) (Bound, error) {
+	switch s.Kind {
+	case pg.VariableSetKind_VAR_RESET:
+		return &Reset{Key: strings.ToLower(s.Name)}, nil
+	case pg.VariableSetKind_VAR_RESET_ALL:
+		return &Reset{Key: "all"}, nil
+	}
 	if s.Kind != pg.VariableSetKind_VAR_SET_VALUE {
 		return nil, &Error{Kind: "bind", Msg: "only SET key = value is supported"}
 	}

@@ -22,7 +22,8 @@ import (
 )
 
 // Bound is a bound statement: one of *Query, *Explain, *CreateExternalTable,
-// *CreateView, *Drop, *ShowTables, *Describe, *Set, *Show.
+// *CreateView, *Drop, *ShowTables, *Describe, *Set, *Show, *ShowFunctions,
+// *Reset.
 type Bound interface{ bound() }
 
 // Query is a bound SELECT (or VALUES, or set operation).
@@ -79,6 +80,13 @@ type Set struct{ Key, Value string }
 // Show is SHOW key; SHOW ALL has Key "all".
 type Show struct{ Key string }
 
+// ShowFunctions is SHOW FUNCTIONS.
+type ShowFunctions struct{}
+
+// Reset is RESET key, or RESET ALL (Key "all"): back to the session's
+// defaults.
+type Reset struct{ Key string }
+
 func (*Query) bound()               {}
 func (*Explain) bound()             {}
 func (*CreateExternalTable) bound() {}
@@ -88,3 +96,5 @@ func (*ShowTables) bound()          {}
 func (*Describe) bound()            {}
 func (*Set) bound()                 {}
 func (*Show) bound()                {}
+func (*ShowFunctions) bound()       {}
+func (*Reset) bound()               {}

@@ -84,6 +84,29 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 		return b.funcCall(x.FuncCall, c)
 	case *pg.Node_SubLink:
 		return b.subLink(x.SubLink, c, false)
+	case *pg.Node_MinMaxExpr:
+		args, err := b.exprs(x.MinMaxExpr.Args, c)
+		if err != nil {
+			return nil, err
+		}
+		locs := make([]int32, len(x.MinMaxExpr.Args))
+		for i, a := range x.MinMaxExpr.Args {
+			locs[i] = nodeLoc(a)
+		}
+		name := "greatest"
+		if x.MinMaxExpr.Op == pg.MinMaxOp_IS_LEAST {
+			name = "least"
+		}
+		return b.builtinCall(name, args, locs, x.MinMaxExpr.Location)
+	case *pg.Node_SqlvalueFunction:
+		v := x.SqlvalueFunction
+		switch v.Op {
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
+			return b.builtinCall("current_date", nil, nil, v.Location)
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP, pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP:
+			return b.builtinCall("current_timestamp", nil, nil, v.Location)
+		}
+		return nil, b.errAt("bind", v.Location, "%s is not supported", strings.TrimPrefix(v.Op.String(), "SVFOP_"))
 	}
 	return nil, b.errAt("bind", nodeLoc(n), "unsupported expression (%s)", strings.TrimPrefix(fmt.Sprintf("%T", n.Node), "*pg_query.Node_"))
 }
@@ -182,7 +205,7 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			return &plan.Binary{Op: plan.OpConcat, L: coerce(l, plan.Utf8), R: coerce(r, plan.Utf8), Typ: plan.Utf8}, nil
 		}
 		return nil, b.errAt("bind", x.Location, "unsupported operator %s", opName)
-	case pg.A_Expr_Kind_AEXPR_LIKE:
+	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
 		l, err := b.expr(x.Lexpr, c)
 		if err != nil {
 			return nil, err
@@ -193,10 +216,22 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		}
 		for _, e := range []plan.Expr{l, r} {
 			if id := e.Type().ID(); id != plan.Utf8.ID() && id != plan.Null.ID() {
-				return nil, b.errAt("type", x.Location, "LIKE needs VARCHAR operands, not %s", plan.TypeName(e.Type()))
+				what := "LIKE"
+				if x.Kind == pg.A_Expr_Kind_AEXPR_ILIKE {
+					what = "ILIKE"
+				}
+				return nil, b.errAt("type", x.Location, "%s needs VARCHAR operands, not %s", what, plan.TypeName(e.Type()))
 			}
 		}
-		return &plan.Like{X: coerce(l, plan.Utf8), Pattern: coerce(r, plan.Utf8), Negated: opName == "!~~"}, nil
+		l, r = coerce(l, plan.Utf8), coerce(r, plan.Utf8)
+		if x.Kind == pg.A_Expr_Kind_AEXPR_ILIKE {
+			// ILIKE is LIKE of both sides in lower case: the wildcards and
+			// the escape are unaffected by case.
+			l = &plan.Func{Name: "lower", Args: []plan.Expr{l}, Typ: plan.Utf8}
+			r = &plan.Func{Name: "lower", Args: []plan.Expr{r}, Typ: plan.Utf8}
+			return &plan.Like{X: l, Pattern: r, Negated: opName == "!~~*"}, nil
+		}
+		return &plan.Like{X: l, Pattern: r, Negated: opName == "!~~"}, nil
 	case pg.A_Expr_Kind_AEXPR_IN:
 		l, err := b.expr(x.Lexpr, c)
 		if err != nil {
@@ -542,6 +577,19 @@ func figureName(n *pg.Node) string {
 		return "case"
 	case *pg.Node_CoalesceExpr:
 		return "coalesce"
+	case *pg.Node_MinMaxExpr:
+		if x.MinMaxExpr.Op == pg.MinMaxOp_IS_LEAST {
+			return "least"
+		}
+		return "greatest"
+	case *pg.Node_SqlvalueFunction:
+		switch x.SqlvalueFunction.Op {
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
+			return "current_date"
+		case pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP:
+			return "localtimestamp"
+		}
+		return "current_timestamp"
 	case *pg.Node_AExpr:
 		if x.AExpr.Kind == pg.A_Expr_Kind_AEXPR_NULLIF {
 			return "nullif"
@@ -595,6 +643,10 @@ func nodeLoc(n *pg.Node) int32 {
 		return x.CoalesceExpr.Location
 	case *pg.Node_ResTarget:
 		return x.ResTarget.Location
+	case *pg.Node_MinMaxExpr:
+		return x.MinMaxExpr.Location
+	case *pg.Node_SqlvalueFunction:
+		return x.SqlvalueFunction.Location
 	}
 	return -1
 }

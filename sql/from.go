@@ -61,6 +61,8 @@ func (b *binder) fromItem(n *pg.Node, outer *scope) (plan.Node, []scopeCol, erro
 		return r.node, relationScope(r, qual), nil
 	case *pg.Node_JoinExpr:
 		return b.join(n.JoinExpr, outer)
+	case *pg.Node_RangeFunction:
+		return b.rangeFunction(n.RangeFunction)
 	}
 	return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("unsupported FROM item %T", n.Node)}
 }
@@ -160,7 +162,7 @@ func (b *binder) view(name, text string) (relation, error) {
 	if len(stmts) != 1 || stmts[0].tree == nil || stmts[0].tree.GetSelectStmt() == nil {
 		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("view %q: stored SQL is not a single query", name)}
 	}
-	child := &binder{cat: b.cat, ids: b.ids, text: stmts[0].SQL, pos: stmts[0].pos, viewDepth: b.viewDepth + 1}
+	child := &binder{cat: b.cat, ids: b.ids, text: stmts[0].SQL, pos: stmts[0].pos, viewDepth: b.viewDepth + 1, clock: b.clock}
 	r, err := child.selectStmt(stmts[0].tree.GetSelectStmt(), nil)
 	if err != nil {
 		return relation{}, viewError(name, err)

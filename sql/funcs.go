@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -9,169 +10,555 @@ import (
 	"sluice/plan"
 )
 
-var aggFuncs = map[string]plan.AggFunc{
-	"count": plan.AggCount, "sum": plan.AggSum, "avg": plan.AggAvg, "min": plan.AggMin, "max": plan.AggMax,
+// This file is the function registry: every function the binder knows,
+// with the signatures SHOW FUNCTIONS lists. The binder resolves names only
+// through it, so the list and what binds cannot drift apart.
+
+// Function kinds.
+const (
+	KindScalar    = "scalar"
+	KindAggregate = "aggregate"
+	KindTable     = "table"
+)
+
+// FunctionInfo is one signature of a function, as SHOW FUNCTIONS lists it.
+type FunctionInfo struct {
+	Name, Kind, Args, Returns string
 }
 
-// funcCall binds aggregates and the scalar functions plan.Func supports.
+// funcSig documents one accepted argument list.
+type funcSig struct{ args, returns string }
+
+// funcDef is one registered function.
+type funcDef struct {
+	kind string
+	sigs []funcSig
+	agg  plan.AggFunc // aggregates
+	// bind types a scalar call whose arguments are bound (nil for
+	// aggregates and table functions, which bind elsewhere).
+	bind func(c *fcall) (plan.Expr, error)
+}
+
+// functions maps every function name (aliases included) to its definition.
+var functions map[string]*funcDef
+
+func sig(args, returns string) funcSig { return funcSig{args, returns} }
+
+func init() {
+	agg := func(f plan.AggFunc, sigs ...funcSig) *funcDef {
+		return &funcDef{kind: KindAggregate, agg: f, sigs: sigs}
+	}
+	scalar := func(bind func(c *fcall) (plan.Expr, error), sigs ...funcSig) *funcDef {
+		return &funcDef{kind: KindScalar, bind: bind, sigs: sigs}
+	}
+	num := "numeric"
+	substring := scalar(bindSubstring, sig("VARCHAR, BIGINT", "VARCHAR"), sig("VARCHAR, BIGINT, BIGINT", "VARCHAR"),
+		sig("VARCHAR, VARCHAR pattern", "VARCHAR"))
+	length := scalar(textTo("length", plan.Int32, 1, 1), sig("VARCHAR", "INT"))
+	extract := scalar(bindExtract, sig("VARCHAR field, DATE", "INT"), sig("VARCHAR field, TIMESTAMP", "INT"))
+	now := scalar(bindNow, sig("", "TIMESTAMP"))
+	trimSigs := []funcSig{sig("VARCHAR", "VARCHAR"), sig("VARCHAR, VARCHAR characters", "VARCHAR")}
+	functions = map[string]*funcDef{
+		"count": agg(plan.AggCount, sig("*", "BIGINT"), sig("any", "BIGINT")),
+		"sum":   agg(plan.AggSum, sig(num, "numeric (BIGINT for integers, wider DECIMAL)")),
+		"avg":   agg(plan.AggAvg, sig(num, "DOUBLE or DECIMAL")),
+		"min":   agg(plan.AggMin, sig("any", "same as argument")),
+		"max":   agg(plan.AggMax, sig("any", "same as argument")),
+
+		"generate_series": {kind: KindTable, sigs: []funcSig{
+			sig("INT start, INT stop", "SETOF INT"),
+			sig("INT start, INT stop, INT step", "SETOF INT"),
+			sig("BIGINT start, BIGINT stop", "SETOF BIGINT"),
+			sig("BIGINT start, BIGINT stop, BIGINT step", "SETOF BIGINT"),
+			sig("DATE start, DATE stop, INTERVAL step", "SETOF TIMESTAMP"),
+			sig("TIMESTAMP start, TIMESTAMP stop, INTERVAL step", "SETOF TIMESTAMP"),
+		}},
+
+		"substring":        substring,
+		"substr":           substring,
+		"upper":            scalar(textTo("upper", plan.Utf8, 1, 1), sig("VARCHAR", "VARCHAR")),
+		"lower":            scalar(textTo("lower", plan.Utf8, 1, 1), sig("VARCHAR", "VARCHAR")),
+		"length":           length,
+		"char_length":      length,
+		"character_length": length,
+		"btrim":            scalar(bindTrim("btrim"), trimSigs...),
+		"ltrim":            scalar(bindTrim("ltrim"), trimSigs...),
+		"rtrim":            scalar(bindTrim("rtrim"), trimSigs...),
+		"concat":           scalar(bindConcat, sig("any, ...", "VARCHAR")),
+		"concat_ws":        scalar(bindConcat, sig("VARCHAR separator, any, ...", "VARCHAR")),
+		"repeat":           scalar(bindRepeat, sig("VARCHAR, BIGINT", "VARCHAR")),
+		"chr":              scalar(bindChr, sig("BIGINT", "VARCHAR")),
+		"ascii":            scalar(textTo("ascii", plan.Int32, 1, 1), sig("VARCHAR", "INT")),
+		"lpad":             scalar(bindPad, sig("VARCHAR, BIGINT", "VARCHAR"), sig("VARCHAR, BIGINT, VARCHAR fill", "VARCHAR")),
+		"rpad":             scalar(bindPad, sig("VARCHAR, BIGINT", "VARCHAR"), sig("VARCHAR, BIGINT, VARCHAR fill", "VARCHAR")),
+		"split_part":       scalar(bindSplitPart, sig("VARCHAR, VARCHAR delimiter, BIGINT field", "VARCHAR")),
+		"starts_with":      scalar(textTo("starts_with", plan.Bool, 2, 2), sig("VARCHAR, VARCHAR prefix", "BOOLEAN")),
+		"regexp_replace": scalar(bindRegexpReplace, sig("VARCHAR, VARCHAR pattern, VARCHAR replacement", "VARCHAR"),
+			sig("VARCHAR, VARCHAR pattern, VARCHAR replacement, VARCHAR flags", "VARCHAR")),
+		"abs":               scalar(bindAbs, sig(num, "same as argument")),
+		"round":             scalar(bindRound, sig(num, "same as argument"), sig(num+", BIGINT digits", "same as argument")),
+		"greatest":          scalar(bindGreatestLeast, sig("any, ...", "common type of the arguments")),
+		"least":             scalar(bindGreatestLeast, sig("any, ...", "common type of the arguments")),
+		"coalesce":          scalar(bindCoalesce, sig("any, ...", "common type of the arguments")),
+		"nullif":            scalar(bindCoalesce, sig("any, any", "type of the first argument")),
+		"extract":           extract,
+		"date_part":         extract,
+		"date_trunc":        scalar(bindDateTrunc, sig("VARCHAR unit, TIMESTAMP", "TIMESTAMP"), sig("VARCHAR unit, DATE", "TIMESTAMP")),
+		"now":               now,
+		"current_timestamp": now,
+		"localtimestamp":    now,
+		"current_date":      scalar(bindNow, sig("", "DATE")),
+	}
+}
+
+// Functions lists every signature of every function, sorted by name.
+func Functions() []FunctionInfo {
+	var out []FunctionInfo
+	for name, d := range functions {
+		for _, s := range d.sigs {
+			out = append(out, FunctionInfo{Name: name, Kind: d.kind, Args: s.args, Returns: s.returns})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Args < out[j].Args
+	})
+	return out
+}
+
+// fcall is a scalar call being bound: its arguments are bound and get
+// checked and coerced in place.
+type fcall struct {
+	b      *binder
+	name   string
+	args   []plan.Expr
+	argLoc []int32
+	loc    int32
+}
+
+func (c *fcall) at(i int) int32 {
+	if i < len(c.argLoc) {
+		return c.argLoc[i]
+	}
+	return c.loc
+}
+
+func (c *fcall) nargs(lo, hi int) error {
+	if len(c.args) >= lo && len(c.args) <= hi {
+		return nil
+	}
+	switch {
+	case lo == hi:
+		return c.b.errAt("bind", c.loc, "function %s takes %d argument(s), got %d", c.name, lo, len(c.args))
+	case hi > 1000:
+		return c.b.errAt("bind", c.loc, "function %s takes at least %d argument(s), got %d", c.name, lo, len(c.args))
+	}
+	return c.b.errAt("bind", c.loc, "function %s takes %d to %d arguments, got %d", c.name, lo, hi, len(c.args))
+}
+
+func (c *fcall) str(i int) error {
+	if c.args[i].Type().ID() == plan.Null.ID() {
+		c.args[i] = coerce(c.args[i], plan.Utf8)
+	}
+	if c.args[i].Type().ID() != plan.Utf8.ID() {
+		return c.b.errAt("type", c.at(i), "function %s needs VARCHAR, not %s", c.name, plan.TypeName(c.args[i].Type()))
+	}
+	return nil
+}
+
+func (c *fcall) integer(i int) error {
+	if !plan.IsInteger(c.args[i].Type()) && c.args[i].Type().ID() != plan.Null.ID() {
+		return c.b.errAt("type", c.at(i), "function %s needs an integer argument, not %s", c.name, plan.TypeName(c.args[i].Type()))
+	}
+	c.args[i] = coerce(c.args[i], plan.Int64)
+	return nil
+}
+
+func (c *fcall) numeric(i int) error {
+	if c.args[i].Type().ID() == plan.Null.ID() {
+		c.args[i] = coerce(c.args[i], plan.Float64)
+	}
+	if !plan.IsNumeric(c.args[i].Type()) {
+		return c.b.errAt("type", c.at(i), "function %s needs a number, not %s", c.name, plan.TypeName(c.args[i].Type()))
+	}
+	return nil
+}
+
+// kinds checks each argument in turn: 's' text, 'i' integer.
+func (c *fcall) kinds(ks string) error {
+	for i := range c.args {
+		k := ks[min(i, len(ks)-1)]
+		var err error
+		if k == 's' {
+			err = c.str(i)
+		} else {
+			err = c.integer(i)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *fcall) fn(name string, typ arrowType) *plan.Func {
+	return &plan.Func{Name: name, Args: c.args, Typ: typ}
+}
+
+// textTo binds a function of lo..hi text arguments.
+func textTo(name string, typ arrowType, lo, hi int) func(c *fcall) (plan.Expr, error) {
+	return func(c *fcall) (plan.Expr, error) {
+		if err := c.nargs(lo, hi); err != nil {
+			return nil, err
+		}
+		if err := c.kinds("s"); err != nil {
+			return nil, err
+		}
+		return c.fn(name, typ), nil
+	}
+}
+
+func bindSubstring(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 3); err != nil {
+		return nil, err
+	}
+	if len(c.args) == 2 && c.args[1].Type().ID() == plan.Utf8.ID() {
+		// substring(s FROM pattern): the first match of a regular
+		// expression, or of its first parenthesized group.
+		if err := c.kinds("s"); err != nil {
+			return nil, err
+		}
+		if pat, ok := stringConst(c.args[1]); ok {
+			if err := checkRegex(pat, ""); err != nil {
+				return nil, c.b.errAt("bind", c.at(1), "%v", err)
+			}
+		}
+		return c.fn("substring_regex", plan.Utf8), nil
+	}
+	if err := c.kinds("si"); err != nil {
+		return nil, err
+	}
+	return c.fn("substring", plan.Utf8), nil
+}
+
+func bindTrim(name string) func(c *fcall) (plan.Expr, error) {
+	return func(c *fcall) (plan.Expr, error) {
+		if err := c.nargs(1, 2); err != nil {
+			return nil, err
+		}
+		if err := c.kinds("s"); err != nil {
+			return nil, err
+		}
+		return c.fn(name, plan.Utf8), nil
+	}
+}
+
+// bindConcat binds concat and concat_ws: every argument is turned into
+// text, as PostgreSQL does for its "any" arguments.
+func bindConcat(c *fcall) (plan.Expr, error) {
+	lo := 1
+	if c.name == "concat_ws" {
+		lo = 2
+		if err := c.str(0); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.nargs(lo, 1<<16); err != nil {
+		return nil, err
+	}
+	for i := range c.args {
+		t := c.args[i].Type()
+		if !castAllowed(t, plan.Utf8) {
+			return nil, c.b.errAt("type", c.at(i), "function %s cannot take %s", c.name, plan.TypeName(t))
+		}
+		if t.ID() == plan.Bool.ID() {
+			// concat prints booleans with their output function, as 't'
+			// and 'f', where a cast to text gives 'true' and 'false'.
+			x := c.args[i]
+			c.args[i] = &plan.Case{Whens: []plan.When{
+				{Cond: x, Then: &plan.Literal{Typ: plan.Utf8, Val: "t"}},
+				{Cond: &plan.Not{X: x}, Then: &plan.Literal{Typ: plan.Utf8, Val: "f"}},
+			}, Typ: plan.Utf8}
+			continue
+		}
+		c.args[i] = coerce(c.args[i], plan.Utf8)
+	}
+	return c.fn(c.name, plan.Utf8), nil
+}
+
+func bindRepeat(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 2); err != nil {
+		return nil, err
+	}
+	if err := c.kinds("si"); err != nil {
+		return nil, err
+	}
+	return c.fn("repeat", plan.Utf8), nil
+}
+
+func bindChr(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(1, 1); err != nil {
+		return nil, err
+	}
+	if err := c.kinds("i"); err != nil {
+		return nil, err
+	}
+	return c.fn("chr", plan.Utf8), nil
+}
+
+func bindPad(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 3); err != nil {
+		return nil, err
+	}
+	if err := c.kinds("sis"); err != nil {
+		return nil, err
+	}
+	return c.fn(c.name, plan.Utf8), nil
+}
+
+func bindSplitPart(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(3, 3); err != nil {
+		return nil, err
+	}
+	if err := c.kinds("ssi"); err != nil {
+		return nil, err
+	}
+	return c.fn("split_part", plan.Utf8), nil
+}
+
+func bindRegexpReplace(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(3, 4); err != nil {
+		return nil, err
+	}
+	if err := c.kinds("s"); err != nil {
+		return nil, err
+	}
+	// A constant pattern (and flags) is checked now, not on every row.
+	pat, ok1 := stringConst(c.args[1])
+	flags, ok2 := "", true
+	if len(c.args) == 4 {
+		flags, ok2 = stringConst(c.args[3])
+	}
+	if ok1 && ok2 {
+		if err := checkRegex(pat, flags); err != nil {
+			return nil, c.b.errAt("bind", c.at(1), "%v", err)
+		}
+	}
+	return c.fn("regexp_replace", plan.Utf8), nil
+}
+
+func checkRegex(pat, flags string) error {
+	_, _, err := plan.CompileRegex(pat, flags)
+	return err
+}
+
+// stringConst returns the value of a non-NULL text literal.
+func stringConst(e plan.Expr) (string, bool) {
+	if l, ok := e.(*plan.Literal); ok {
+		s, ok := l.Val.(string)
+		return s, ok
+	}
+	return "", false
+}
+
+func bindAbs(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(1, 1); err != nil {
+		return nil, err
+	}
+	if err := c.numeric(0); err != nil {
+		return nil, err
+	}
+	return c.fn("abs", c.args[0].Type()), nil
+}
+
+func bindRound(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(1, 2); err != nil {
+		return nil, err
+	}
+	if err := c.numeric(0); err != nil {
+		return nil, err
+	}
+	if len(c.args) == 2 {
+		if err := c.integer(1); err != nil {
+			return nil, err
+		}
+	}
+	return c.fn("round", c.args[0].Type()), nil
+}
+
+// bindGreatestLeast binds greatest and least (also reached from the
+// GREATEST/LEAST syntax): the arguments meet in their common type.
+func bindGreatestLeast(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(1, 1<<16); err != nil {
+		return nil, err
+	}
+	t, err := c.b.commonTypeAt(c.args, strings.ToUpper(c.name), c.loc)
+	if err != nil {
+		return nil, err
+	}
+	if t.ID() == plan.Interval.ID() || t.ID() == plan.Null.ID() {
+		return nil, c.b.errAt("type", c.loc, "function %s cannot compare %s", c.name, plan.TypeName(t))
+	}
+	for i := range c.args {
+		c.args[i] = coerce(c.args[i], t)
+	}
+	return c.fn(c.name, t), nil
+}
+
+// bindCoalesce binds a quoted "coalesce" or "nullif" call (the grammar
+// turns the unquoted forms into their own nodes, bound the same way).
+func bindCoalesce(c *fcall) (plan.Expr, error) {
+	if c.name == "nullif" {
+		if err := c.nargs(2, 2); err != nil {
+			return nil, err
+		}
+	} else if err := c.nargs(1, 1<<16); err != nil {
+		return nil, err
+	}
+	t, err := c.b.commonTypeAt(c.args, strings.ToUpper(c.name), c.loc)
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.args {
+		c.args[i] = coerce(c.args[i], t)
+	}
+	return c.fn(c.name, t), nil
+}
+
+// extractFields are the fields EXTRACT and date_part support.
+var extractFields = []string{"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "hour", "minute"}
+
+// bindExtract binds EXTRACT(field FROM x) (which arrives as
+// extract('field', x)) and date_part('field', x).
+func bindExtract(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 2); err != nil {
+		return nil, err
+	}
+	field, _ := stringConst(c.args[0])
+	field = strings.ToLower(field)
+	found := false
+	for _, f := range extractFields {
+		found = found || f == field
+	}
+	if !found {
+		return nil, c.b.errAt("bind", c.at(0), "EXTRACT field %q is not supported (use one of %s)", field, strings.Join(extractFields, ", "))
+	}
+	x := c.args[1]
+	if isStringLit(x) {
+		x = coerce(x, plan.Timestamp)
+	}
+	switch x.Type().ID() {
+	case plan.Date32.ID(), plan.Timestamp.ID():
+	case plan.Null.ID():
+		x = coerce(x, plan.Timestamp)
+	default:
+		return nil, c.b.errAt("type", c.at(1), "EXTRACT needs a DATE or TIMESTAMP, not %s", plan.TypeName(x.Type()))
+	}
+	return &plan.Func{Name: "extract_" + field, Args: []plan.Expr{x}, Typ: plan.Int32}, nil
+}
+
+// bindDateTrunc binds date_trunc(unit, x); the unit must be a constant and
+// the result is a TIMESTAMP for dates too, as in PostgreSQL.
+func bindDateTrunc(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 2); err != nil {
+		return nil, err
+	}
+	unit, ok := stringConst(c.args[0])
+	if !ok {
+		return nil, c.b.errAt("bind", c.at(0), "date_trunc needs a constant unit such as 'month'")
+	}
+	unit = strings.ToLower(unit)
+	if err := plan.CheckTruncUnit(unit); err != nil {
+		return nil, c.b.errAt("bind", c.at(0), "%v", err)
+	}
+	x := c.args[1]
+	switch {
+	case isStringLit(x), x.Type().ID() == plan.Null.ID(), x.Type().ID() == plan.Date32.ID():
+		x = coerce(x, plan.Timestamp)
+	case x.Type().ID() == plan.Timestamp.ID():
+	default:
+		return nil, c.b.errAt("type", c.at(1), "date_trunc needs a DATE or TIMESTAMP, not %s", plan.TypeName(x.Type()))
+	}
+	if l, ok := x.(*plan.Literal); ok && l.Typ.ID() != plan.Timestamp.ID() {
+		return nil, c.b.errAt("type", c.at(1), "invalid input syntax for type TIMESTAMP: %s", l)
+	}
+	return &plan.Func{Name: "date_trunc", Args: []plan.Expr{&plan.Literal{Typ: plan.Utf8, Val: unit}, x}, Typ: plan.Timestamp}, nil
+}
+
+// bindNow binds now(), current_timestamp, localtimestamp and current_date:
+// the statement's start time in UTC, the same value however often the
+// statement mentions it (PostgreSQL's transaction time; each statement is
+// its own transaction here).
+func bindNow(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(0, 0); err != nil {
+		return nil, err
+	}
+	us := c.b.statementTime()
+	if c.name == "current_date" {
+		return &plan.Literal{Typ: plan.Date32, Val: int32(floorDivInt(us, plan.MicrosPerDay))}, nil
+	}
+	return &plan.Literal{Typ: plan.Timestamp, Val: us}, nil
+}
+
+func floorDivInt(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// funcCall binds a function call through the registry.
 func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	parts := stringList(f.Funcname)
 	name := strings.ToLower(parts[len(parts)-1])
 	if f.Over != nil {
 		return nil, b.errAt("bind", f.Location, "window functions are not supported")
 	}
-	if af, ok := aggFuncs[name]; ok {
-		return b.aggCall(f, af, name, c)
+	def, ok := functions[name]
+	if !ok {
+		e := b.errAt("bind", f.Location, "function %s does not exist", strings.Join(parts, "."))
+		e.Near = strings.Join(parts, ".")
+		known := make([]string, 0, len(functions))
+		for n := range functions {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		if m := closest(name, known); m != "" {
+			e.Hint = fmt.Sprintf("did you mean %s?", m)
+		}
+		return nil, e
+	}
+	switch def.kind {
+	case KindAggregate:
+		return b.aggCall(f, def.agg, name, c)
+	case KindTable:
+		return nil, b.errAt("bind", f.Location, "%s is a table function: use it in FROM", name)
 	}
 	if f.AggStar || f.AggDistinct || f.AggFilter != nil || len(f.AggOrder) > 0 {
 		return nil, b.errAt("bind", f.Location, "%s is not an aggregate function", name)
-	}
-	// EXTRACT(field FROM x) arrives as extract('field', x).
-	if name == "extract" || name == "date_part" {
-		if len(f.Args) != 2 {
-			return nil, b.errAt("bind", f.Location, "EXTRACT takes a field and a value")
-		}
-		field := ""
-		if s := f.Args[0].GetAConst().GetSval(); s != nil {
-			field = strings.ToLower(s.Sval)
-		}
-		switch field {
-		case "year", "month", "day":
-		default:
-			return nil, b.errAt("bind", nodeLoc(f.Args[0]), "EXTRACT field %q is not supported (use YEAR, MONTH or DAY)", field)
-		}
-		x, err := b.expr(f.Args[1], c)
-		if err != nil {
-			return nil, err
-		}
-		if isStringLit(x) {
-			x = coerce(x, plan.Date32)
-		}
-		switch x.Type().ID() {
-		case plan.Date32.ID():
-		case plan.Timestamp.ID():
-			x = castExpr(x, plan.Date32)
-		default:
-			return nil, b.errAt("type", nodeLoc(f.Args[1]), "EXTRACT needs a DATE or TIMESTAMP, not %s", plan.TypeName(x.Type()))
-		}
-		return &plan.Func{Name: "extract_" + field, Args: []plan.Expr{x}, Typ: plan.Int32}, nil
 	}
 	args, err := b.exprs(f.Args, c)
 	if err != nil {
 		return nil, err
 	}
-	nargs := func(lo, hi int) error {
-		if len(args) < lo || len(args) > hi {
-			if lo == hi {
-				return b.errAt("bind", f.Location, "function %s takes %d argument(s), got %d", name, lo, len(args))
-			}
-			return b.errAt("bind", f.Location, "function %s takes %d to %d arguments, got %d", name, lo, hi, len(args))
-		}
-		return nil
+	locs := make([]int32, len(f.Args))
+	for i, a := range f.Args {
+		locs[i] = nodeLoc(a)
 	}
-	str := func(i int) error {
-		if args[i].Type().ID() == plan.Null.ID() {
-			args[i] = coerce(args[i], plan.Utf8)
-		}
-		if args[i].Type().ID() != plan.Utf8.ID() {
-			return b.errAt("type", nodeLoc(f.Args[i]), "function %s needs VARCHAR, not %s", name, plan.TypeName(args[i].Type()))
-		}
-		return nil
+	return def.bind(&fcall{b: b, name: name, args: args, argLoc: locs, loc: f.Location})
+}
+
+// builtinCall binds syntax that names a registered function (GREATEST,
+// CURRENT_DATE, ...) with already bound arguments.
+func (b *binder) builtinCall(name string, args []plan.Expr, argLoc []int32, loc int32) (plan.Expr, error) {
+	def, ok := functions[name]
+	if !ok || def.bind == nil {
+		return nil, b.errAt("bind", loc, "internal: %s is not a registered scalar function", name)
 	}
-	integer := func(i int) error {
-		if !plan.IsInteger(args[i].Type()) && args[i].Type().ID() != plan.Null.ID() {
-			return b.errAt("type", nodeLoc(f.Args[i]), "function %s needs an integer argument, not %s", name, plan.TypeName(args[i].Type()))
-		}
-		args[i] = coerce(args[i], plan.Int64)
-		return nil
-	}
-	numeric := func(i int) error {
-		if args[i].Type().ID() == plan.Null.ID() {
-			args[i] = coerce(args[i], plan.Float64)
-		}
-		if !plan.IsNumeric(args[i].Type()) {
-			return b.errAt("type", nodeLoc(f.Args[i]), "function %s needs a number, not %s", name, plan.TypeName(args[i].Type()))
-		}
-		return nil
-	}
-	switch name {
-	case "substring", "substr":
-		if err := nargs(2, 3); err != nil {
-			return nil, err
-		}
-		if err := str(0); err != nil {
-			return nil, err
-		}
-		for i := 1; i < len(args); i++ {
-			if err := integer(i); err != nil {
-				return nil, err
-			}
-		}
-		return &plan.Func{Name: "substring", Args: args, Typ: plan.Utf8}, nil
-	case "upper", "lower", "btrim", "trim":
-		if err := nargs(1, 1); err != nil {
-			return nil, err
-		}
-		if err := str(0); err != nil {
-			return nil, err
-		}
-		if name == "btrim" {
-			name = "trim"
-		}
-		return &plan.Func{Name: name, Args: args, Typ: plan.Utf8}, nil
-	case "length", "char_length", "character_length":
-		if err := nargs(1, 1); err != nil {
-			return nil, err
-		}
-		if err := str(0); err != nil {
-			return nil, err
-		}
-		return &plan.Func{Name: "length", Args: args, Typ: plan.Int32}, nil
-	case "abs":
-		if err := nargs(1, 1); err != nil {
-			return nil, err
-		}
-		if err := numeric(0); err != nil {
-			return nil, err
-		}
-		return &plan.Func{Name: "abs", Args: args, Typ: args[0].Type()}, nil
-	case "round":
-		if err := nargs(1, 2); err != nil {
-			return nil, err
-		}
-		if err := numeric(0); err != nil {
-			return nil, err
-		}
-		if len(args) == 2 {
-			if err := integer(1); err != nil {
-				return nil, err
-			}
-		}
-		return &plan.Func{Name: "round", Args: args, Typ: args[0].Type()}, nil
-	case "coalesce", "nullif":
-		// The grammar turns these into CoalesceExpr / NULLIF; reaching here
-		// means a quoted name, which we treat the same way.
-		t, err := b.commonTypeAt(args, strings.ToUpper(name), f.Location)
-		if err != nil {
-			return nil, err
-		}
-		if name == "nullif" {
-			if err := nargs(2, 2); err != nil {
-				return nil, err
-			}
-		}
-		for i := range args {
-			args[i] = coerce(args[i], t)
-		}
-		return &plan.Func{Name: name, Args: args, Typ: t}, nil
-	}
-	e := b.errAt("bind", f.Location, "function %s does not exist", strings.Join(parts, "."))
-	e.Near = strings.Join(parts, ".")
-	known := []string{"count", "sum", "avg", "min", "max", "extract", "substring", "upper", "lower", "trim", "length", "abs", "round", "coalesce", "nullif"}
-	if m := closest(name, known); m != "" {
-		e.Hint = fmt.Sprintf("did you mean %s?", m)
-	}
-	return nil, e
+	return def.bind(&fcall{b: b, name: name, args: args, argLoc: argLoc, loc: loc})
 }
 
 // aggCall binds an aggregate; its argument is bound in the input scope

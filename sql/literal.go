@@ -105,6 +105,9 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 			return v, nil
 		}
 		if lit.Typ.ID() == arrow.STRING {
+			if why := temporalSyntax(lit, to); why != "" {
+				return nil, b.errAt("type", nodeLoc(tc.Arg), "invalid input syntax for type %s: %s (%s)", plan.TypeName(to), lit.String(), why)
+			}
 			return nil, b.errAt("type", nodeLoc(tc.Arg), "invalid input syntax for type %s: %s", plan.TypeName(to), lit.String())
 		}
 	}
@@ -112,6 +115,23 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 		return nil, b.errAt("type", tc.Location, "cannot cast %s to %s", plan.TypeName(x.Type()), plan.TypeName(to))
 	}
 	return castExpr(x, to), nil
+}
+
+// temporalSyntax says why a string is not a DATE or TIMESTAMP ("" for
+// other types).
+func temporalSyntax(lit *plan.Literal, to arrowType) string {
+	str, _ := lit.Val.(string)
+	var err error
+	switch to.ID() {
+	case arrow.DATE32:
+		_, err = plan.ParseDate(str)
+	case arrow.TIMESTAMP:
+		_, err = plan.ParseTimestamp(str)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // typeName converts a parsed type name; interval types also return their
@@ -299,18 +319,17 @@ func stringTo(s string, to arrowType) (*plan.Literal, bool) {
 	s = strings.TrimSpace(s)
 	switch to.ID() {
 	case arrow.DATE32:
-		t, err := time.Parse("2006-01-02", s)
+		d, err := plan.ParseDate(s)
 		if err != nil {
 			return nil, false
 		}
-		return &plan.Literal{Typ: to, Val: int32(t.Unix() / 86400)}, true
+		return &plan.Literal{Typ: to, Val: d}, true
 	case arrow.TIMESTAMP:
-		for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-			if t, err := time.Parse(layout, s); err == nil {
-				return &plan.Literal{Typ: to, Val: t.UnixMicro()}, true
-			}
+		ts, err := plan.ParseTimestamp(s)
+		if err != nil {
+			return nil, false
 		}
-		return nil, false
+		return &plan.Literal{Typ: to, Val: ts}, true
 	case arrow.BOOL:
 		switch strings.ToLower(s) {
 		case "true", "t", "yes", "on", "1":

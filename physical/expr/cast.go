@@ -7,7 +7,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -405,25 +404,12 @@ func castFromString(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arr
 	return nil, fmt.Errorf("cannot cast VARCHAR to %s", plan.TypeName(to))
 }
 
-// parseDate parses YYYY-MM-DD into days since the epoch.
-func parseDate(s string) (int32, error) {
-	t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("expected YYYY-MM-DD")
-	}
-	return int32(floorDiv(t.Unix(), 86400)), nil
-}
+// parseDate parses a date the way the binder does (plan.ParseDate).
+func parseDate(s string) (int32, error) { return plan.ParseDate(s) }
 
-// parseTimestamp parses 'YYYY-MM-DD[ HH:MM:SS[.ffffff]]' (also with 'T').
-func parseTimestamp(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UnixMicro(), nil
-		}
-	}
-	return 0, fmt.Errorf("expected YYYY-MM-DD HH:MM:SS")
-}
+// parseTimestamp parses a timestamp the way the binder does
+// (plan.ParseTimestamp).
+func parseTimestamp(s string) (int64, error) { return plan.ParseTimestamp(s) }
 
 // castToString renders every non-NULL value as text.
 func castToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {

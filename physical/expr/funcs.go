@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -11,9 +12,9 @@ import (
 	"sluice/plan"
 )
 
-// Func is a scalar function call: substring, extract_year, extract_month,
-// extract_day, upper, lower, length, trim, abs, round. (coalesce and nullif
-// compile to Coalesce and NullIf.) Any NULL argument gives NULL.
+// Func is a scalar function call; funcArity lists the names. (coalesce and
+// nullif compile to Coalesce and NullIf.) Any NULL argument gives NULL,
+// except for concat, concat_ws, greatest and least, which skip NULLs.
 type Func struct {
 	Name string
 	Args []Expr
@@ -38,7 +39,70 @@ var funcArity = map[string][2]int{
 	"trim":          {1, 1},
 	"abs":           {1, 1},
 	"round":         {1, 2},
+
+	"extract_quarter": {1, 1},
+	"extract_week":    {1, 1},
+	"extract_dow":     {1, 1},
+	"extract_isodow":  {1, 1},
+	"extract_doy":     {1, 1},
+	"extract_hour":    {1, 1},
+	"extract_minute":  {1, 1},
+	"concat":          {1, 1 << 16},
+	"concat_ws":       {2, 1 << 16},
+	"greatest":        {1, 1 << 16},
+	"least":           {1, 1 << 16},
+	"btrim":           {1, 2},
+	"ltrim":           {1, 2},
+	"rtrim":           {1, 2},
+	"repeat":          {2, 2},
+	"chr":             {1, 1},
+	"ascii":           {1, 1},
+	"lpad":            {2, 3},
+	"rpad":            {2, 3},
+	"split_part":      {3, 3},
+	"starts_with":     {2, 2},
+	"regexp_replace":  {3, 4},
+	"substring_regex": {2, 2},
+	"date_trunc":      {2, 2},
 }
+
+// rowKernel is a function computed by the row-wise kernels of
+// funcs_text.go; each handles NULL arguments itself.
+type rowKernel func(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error)
+
+// trimKernel and padKernel bind a kernel's variant.
+func trimKernel(name string) rowKernel {
+	return func(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+		return trimArgs(name, args, n, mem)
+	}
+}
+
+func padKernel(left bool) rowKernel {
+	return func(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+		return padArgs(left, args, n, mem)
+	}
+}
+
+// rowFuncs maps function names to their row-wise kernels.
+var rowFuncs = map[string]rowKernel{
+	"concat":          concatArgs,
+	"concat_ws":       concatWS,
+	"btrim":           trimKernel("btrim"),
+	"ltrim":           trimKernel("ltrim"),
+	"rtrim":           trimKernel("rtrim"),
+	"repeat":          repeatArgs,
+	"chr":             chrArgs,
+	"ascii":           asciiArgs,
+	"lpad":            padKernel(true),
+	"rpad":            padKernel(false),
+	"split_part":      splitPart,
+	"starts_with":     startsWith,
+	"regexp_replace":  regexpReplace,
+	"substring_regex": substringRegex,
+}
+
+// nonStrict functions give a value even when some arguments are NULL.
+var nonStrict = map[string]bool{"concat": true, "concat_ws": true, "greatest": true, "least": true}
 
 // Eval implements Expr.
 func (e *Func) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
@@ -49,9 +113,15 @@ func (e *Func) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 	}
 	defer releaseAll(ops)
 	for _, o := range ops {
-		if o.allNull() {
+		if o.allNull() && !nonStrict[e.Name] {
 			return nullArray(e.Type, n, mem), nil
 		}
+	}
+	if out, ok, err := e.evalOps(ops, n, mem); ok {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name, err)
+		}
+		return castResult(out, e.Type, mem)
 	}
 	// The first argument is the column-like one; materialize it if constant.
 	x, err := ops[0].materialize(n, mem)
@@ -64,6 +134,29 @@ func (e *Func) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 		return nil, fmt.Errorf("%s: %w", e, err)
 	}
 	return out, nil
+}
+
+// evalOps computes the functions that take their operands whole; ok is
+// false for the others.
+func (e *Func) evalOps(ops []operand, n int, mem memory.Allocator) (arrow.Array, bool, error) {
+	switch e.Name {
+	case "greatest", "least":
+		out, err := e.greatestLeast(ops, n, mem)
+		return out, true, err
+	case "date_trunc":
+		out, err := e.dateTrunc(ops, n, mem)
+		return out, true, err
+	}
+	f, ok := rowFuncs[e.Name]
+	if !ok {
+		return nil, false, nil
+	}
+	args, err := rowArgsOf(ops, n)
+	if err != nil {
+		return nil, true, err
+	}
+	out, err := f(args, n, mem)
+	return out, true, err
 }
 
 func (e *Func) eval(x arrow.Array, rest []operand, n int, mem memory.Allocator) (arrow.Array, error) {
@@ -87,7 +180,8 @@ func (e *Func) eval(x arrow.Array, rest []operand, n int, mem memory.Allocator) 
 		return castResult(makeArray(plan.Int32, n, valid, nulls, buf), e.Type, mem)
 	case "substring":
 		return e.substring(x, rest, n, mem)
-	case "extract_year", "extract_month", "extract_day":
+	case "extract_year", "extract_month", "extract_day", "extract_quarter", "extract_week",
+		"extract_dow", "extract_isodow", "extract_doy", "extract_hour", "extract_minute":
 		return e.extract(x, n, mem)
 	case "abs":
 		return absArray(x, n, mem)
@@ -153,15 +247,17 @@ func (e *Func) substring(x arrow.Array, rest []operand, n int, mem memory.Alloca
 }
 
 func (e *Func) extract(x arrow.Array, n int, mem memory.Allocator) (arrow.Array, error) {
-	var days []int64
+	var days, tods []int64
 	switch x.DataType().ID() {
 	case arrow.DATE32:
 		days, _, _ = i64View(operand{arr: x})
 	case arrow.TIMESTAMP:
 		ts := values[int64](x)
 		days = make([]int64, len(ts))
+		tods = make([]int64, len(ts))
 		for i, t := range ts {
 			days[i] = floorDiv(t, microsPerDay)
+			tods[i] = t - days[i]*microsPerDay
 		}
 	default:
 		return nil, fmt.Errorf("cannot extract from %s", plan.TypeName(x.DataType()))
@@ -169,18 +265,42 @@ func (e *Func) extract(x arrow.Array, n int, mem memory.Allocator) (arrow.Array,
 	valid, nulls := andValidity(mem, n, x)
 	buf, out := allocValues[int32](mem, n)
 	for i, d := range days {
+		var tod int64
+		if tods != nil {
+			tod = tods[i]
+		}
 		y, m, day := civilFromDays(d)
+		var v int64
 		switch e.Name {
 		case "extract_year":
-			out[i] = int32(y)
+			v = y
+		case "extract_quarter":
+			v = int64((m-1)/3 + 1)
 		case "extract_month":
-			out[i] = int32(m)
+			v = int64(m)
+		case "extract_week":
+			v = isoWeek(d)
+		case "extract_dow":
+			v = isoWeekday(d) % 7
+		case "extract_isodow":
+			v = isoWeekday(d)
+		case "extract_doy":
+			v = d - daysFromCivil(y, 1, 1) + 1
+		case "extract_hour":
+			v = tod / 3600e6
+		case "extract_minute":
+			v = tod / 60e6 % 60
 		default:
-			out[i] = int32(day)
+			v = int64(day)
 		}
+		out[i] = int32(v)
 	}
 	return castResult(makeArray(plan.Int32, n, valid, nulls, buf), e.Type, mem)
 }
+
+// errIntRange is PostgreSQL's error for an integer result that does not
+// fit its type.
+var errIntRange = errors.New("integer out of range")
 
 func absArray(x arrow.Array, n int, mem memory.Allocator) (arrow.Array, error) {
 	dt := x.DataType()
@@ -188,7 +308,13 @@ func absArray(x arrow.Array, n int, mem memory.Allocator) (arrow.Array, error) {
 	switch dt.ID() {
 	case arrow.INT32:
 		buf, out := allocValues[int32](mem, n)
+		xv := validityOf(x)
 		for i, v := range values[int32](x) {
+			if v == math.MinInt32 && xv.valid(i) {
+				buf.Release()
+				releaseBuf(valid)
+				return nil, errIntRange
+			}
 			if v < 0 {
 				v = -v
 			}
@@ -197,7 +323,13 @@ func absArray(x arrow.Array, n int, mem memory.Allocator) (arrow.Array, error) {
 		return makeArray(dt, n, valid, nulls, buf), nil
 	case arrow.INT64:
 		buf, out := allocValues[int64](mem, n)
+		xv := validityOf(x)
 		for i, v := range values[int64](x) {
+			if v == math.MinInt64 && xv.valid(i) {
+				buf.Release()
+				releaseBuf(valid)
+				return nil, errIntRange
+			}
 			out[i] = absI64(v)
 		}
 		return makeArray(dt, n, valid, nulls, buf), nil

@@ -42,40 +42,11 @@ func civilFromDays(z int64) (y int64, m, d int) {
 }
 
 // daysFromCivil is the inverse of civilFromDays.
-func daysFromCivil(y int64, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	mm := int64(m)
-	if m > 2 {
-		mm -= 3
-	} else {
-		mm += 9
-	}
-	doy := (153*mm+2)/5 + int64(d) - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
+func daysFromCivil(y int64, m, d int) int64 { return plan.DaysFromCivil(y, m, d) }
 
-func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+func isLeap(y int64) bool { return plan.IsLeapYear(y) }
 
-func daysInMonth(y int64, m int) int {
-	switch m {
-	case 2:
-		if isLeap(y) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
+func daysInMonth(y int64, m int) int { return plan.DaysInMonth(y, m) }
 
 // addMonths adds months to a day number, clamping the day of month to the
 // target month's length (2020-01-31 + 1 month = 2020-02-29).
@@ -200,4 +171,16 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// AddInterval adds an interval to a timestamp (microseconds since the
+// epoch) as timestamp + interval does: months first, clamping the day of
+// month, then days and the time part.
+func AddInterval(ts int64, iv arrow.MonthDayNanoInterval) int64 {
+	if iv.Months != 0 {
+		days := floorDiv(ts, microsPerDay)
+		tod := ts - days*microsPerDay
+		ts = addMonths(days, iv.Months)*microsPerDay + tod
+	}
+	return ts + int64(iv.Days)*microsPerDay + iv.Nanoseconds/1000
 }

@@ -1,0 +1,154 @@
+package sql
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"sluice/plan"
+)
+
+// rangeFunction binds a function call in FROM. generate_series is the one
+// table function; its arguments may not refer to other FROM items (there is
+// no LATERAL).
+func (b *binder) rangeFunction(rf *pg.RangeFunction) (plan.Node, []scopeCol, error) {
+	if len(rf.Functions) != 1 || rf.IsRowsfrom {
+		return nil, nil, &Error{Kind: "bind", Msg: "ROWS FROM is not supported"}
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	var f *pg.FuncCall
+	if len(items) > 0 {
+		f = items[0].GetFuncCall()
+	}
+	if f == nil {
+		return nil, nil, &Error{Kind: "bind", Msg: "unsupported function in FROM"}
+	}
+	parts := stringList(f.Funcname)
+	name := strings.ToLower(parts[len(parts)-1])
+	switch {
+	case rf.Lateral:
+		return nil, nil, b.errAt("bind", f.Location, "LATERAL is not supported")
+	case rf.Ordinality:
+		return nil, nil, b.errAt("bind", f.Location, "WITH ORDINALITY is not supported")
+	case len(rf.Coldeflist) > 0:
+		return nil, nil, b.errAt("bind", f.Location, "a column definition list is not supported")
+	}
+	def, ok := functions[name]
+	if !ok || def.kind != KindTable {
+		if ok {
+			return nil, nil, b.errAt("bind", f.Location, "%s is not a table function (SHOW FUNCTIONS lists the table functions)", name)
+		}
+		_, err := b.funcCall(f, ectx{}) // the registry's "does not exist" error
+		return nil, nil, err
+	}
+	if f.AggStar || f.AggDistinct || f.Over != nil || f.AggFilter != nil || len(f.AggOrder) > 0 {
+		return nil, nil, b.errAt("bind", f.Location, "invalid call of %s", name)
+	}
+	// The arguments see no columns: without LATERAL nothing is in scope.
+	c := ectx{sc: &scope{}, clause: "FROM function arguments"}
+	args, err := b.exprs(f.Args, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, a := range args {
+		if hasSubquery(a) {
+			return nil, nil, b.errAt("bind", nodeLoc(f.Args[i]), "subqueries are not supported in %s arguments", name)
+		}
+	}
+	locs := make([]int32, len(f.Args))
+	for i, a := range f.Args {
+		locs[i] = nodeLoc(a)
+	}
+	fc := &fcall{b: b, name: name, args: args, argLoc: locs, loc: f.Location}
+	gs, err := bindGenerateSeries(fc)
+	if err != nil {
+		return nil, nil, err
+	}
+	colName, qual := name, ""
+	if rf.Alias != nil {
+		qual, colName = rf.Alias.Aliasname, rf.Alias.Aliasname
+		cols := stringList(rf.Alias.Colnames)
+		if len(cols) > 1 {
+			return nil, nil, b.errAt("bind", f.Location, "%s has 1 column available but %d columns specified", qual, len(cols))
+		}
+		if len(cols) == 1 {
+			colName = cols[0]
+		}
+	}
+	gs.Col = plan.Column{ID: b.ids.Next(), Name: colName, Table: qual, Type: gs.Col.Type, Nullable: false}
+	return gs, relationScope(relation{node: gs, names: []string{colName}}, qual), nil
+}
+
+// bindGenerateSeries types generate_series(start, stop[, step]): integers
+// (INT when every argument is INT, else BIGINT, step 1 by default), or
+// dates and timestamps with an INTERVAL step (a TIMESTAMP series).
+func bindGenerateSeries(c *fcall) (*plan.GenerateSeries, error) {
+	if err := c.nargs(2, 3); err != nil {
+		return nil, err
+	}
+	temporal := false
+	for _, a := range c.args[:2] {
+		temporal = temporal || plan.IsTemporal(a.Type())
+	}
+	if len(c.args) == 3 && c.args[2].Type().ID() == plan.Interval.ID() {
+		temporal = true
+	}
+	if temporal {
+		if len(c.args) != 3 || (c.args[2].Type().ID() != plan.Interval.ID() && c.args[2].Type().ID() != plan.Null.ID()) {
+			return nil, c.b.errAt("type", c.loc, "generate_series of dates or timestamps needs an INTERVAL step")
+		}
+		for i := range 2 {
+			a := c.args[i]
+			switch id := a.Type().ID(); {
+			case id == plan.Timestamp.ID(), id == plan.Date32.ID(), id == plan.Null.ID(), isStringLit(a):
+				a = coerce(a, plan.Timestamp)
+			default:
+				return nil, c.b.errAt("type", c.at(i), "generate_series needs a DATE or TIMESTAMP here, not %s", plan.TypeName(a.Type()))
+			}
+			if l, ok := a.(*plan.Literal); ok && l.Typ.ID() != plan.Timestamp.ID() {
+				return nil, c.b.errAt("type", c.at(i), "invalid input syntax for type TIMESTAMP: %s", l)
+			}
+			c.args[i] = a
+		}
+		c.args[2] = coerce(c.args[2], plan.Interval)
+		return &plan.GenerateSeries{Start: c.args[0], Stop: c.args[1], Step: c.args[2], Col: plan.Column{Type: plan.Timestamp}}, nil
+	}
+	if len(c.args) == 2 {
+		c.args = append(c.args, &plan.Literal{Typ: plan.Int32, Val: int32(1)})
+	}
+	typ := plan.Int32
+	for i, a := range c.args {
+		switch {
+		case a.Type().ID() == plan.Null.ID():
+		case plan.IsInteger(a.Type()):
+			// An integer constant that fits INT does not widen the
+			// series; a BIGINT column or NULL does.
+			if l, ok := a.(*plan.Literal); a.Type().ID() != plan.Int32.ID() && (!ok || l.Val == nil) {
+				typ = plan.Int64
+			} else if _, ok := narrowIntLit(a, plan.Int32); a.Type().ID() != plan.Int32.ID() && !ok {
+				typ = plan.Int64
+			}
+		default:
+			return nil, c.b.errAt("type", c.at(i), "generate_series needs integer, DATE or TIMESTAMP arguments, not %s", plan.TypeName(a.Type()))
+		}
+	}
+	for i := range c.args {
+		c.args[i] = coerce(c.args[i], typ)
+	}
+	if v, ok := c.args[2].(*plan.Literal); ok && (v.Val == int32(0) || v.Val == int64(0)) {
+		return nil, c.b.errAt("bind", c.at(2), "generate_series step size cannot equal zero")
+	}
+	return &plan.GenerateSeries{Start: c.args[0], Stop: c.args[1], Step: c.args[2], Col: plan.Column{Type: typ}}, nil
+}
+
+// hasSubquery reports whether e contains a subquery.
+func hasSubquery(e plan.Expr) bool {
+	found := false
+	plan.Transform(e, func(x plan.Expr) plan.Expr {
+		if _, ok := x.(*plan.Subquery); ok {
+			found = true
+		}
+		return x
+	})
+	return found
+}
