@@ -2,7 +2,6 @@ package physical
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -69,7 +68,7 @@ func (g *GenerateSeries) String() string {
 	return fmt.Sprintf("GenerateSeries: %s, %s, %s", g.start, g.stop, g.step)
 }
 
-var errZeroStep = errors.New("generate_series: step size cannot equal zero")
+var errZeroStep = expr.NewDataError("step size cannot equal zero in generate_series")
 
 // Execute implements Operator.
 func (g *GenerateSeries) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {

@@ -294,7 +294,12 @@ func castFromString(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arr
 		if errors.Is(err, strconv.ErrRange) {
 			return nil, dataErrorf("value %q is out of range for type %s", s.at(i), plan.TypeName(to))
 		}
-		return nil, dataErrorf("invalid input syntax for type %s: %q", plan.TypeName(to), s.at(i))
+		var ne *strconv.NumError
+		if errors.As(err, &ne) {
+			// strconv's own words add nothing to PostgreSQL's.
+			return nil, dataErrorf("invalid input syntax for type %s: %q", plan.TypeName(to), s.at(i))
+		}
+		return nil, dataErrorf("invalid input syntax for type %s: %q (%v)", plan.TypeName(to), s.at(i), err)
 	}
 	switch to.ID() {
 	case arrow.INT32, arrow.INT64:

@@ -1,7 +1,6 @@
 package expr
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -119,7 +118,7 @@ func (e *Func) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 	}
 	if out, ok, err := e.evalOps(ops, n, mem); ok {
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name, err)
+			return nil, inExpr(e, err)
 		}
 		return castResult(out, e.Type, mem)
 	}
@@ -131,7 +130,7 @@ func (e *Func) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 	defer x.Release()
 	out, err := e.eval(x, ops[1:], n, mem)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", e, err)
+		return nil, inExpr(e, err)
 	}
 	return out, nil
 }
@@ -300,7 +299,7 @@ func (e *Func) extract(x arrow.Array, n int, mem memory.Allocator) (arrow.Array,
 
 // errIntRange is PostgreSQL's error for an integer result that does not
 // fit its type.
-var errIntRange = errors.New("integer out of range")
+var errIntRange = NewDataError("integer out of range")
 
 func absArray(x arrow.Array, n int, mem memory.Allocator) (arrow.Array, error) {
 	dt := x.DataType()

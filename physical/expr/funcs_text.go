@@ -2,7 +2,6 @@ package expr
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -20,7 +19,7 @@ import (
 // exhausting memory. PostgreSQL's own limit is 1 GB.
 const maxTextLen = 256 << 20
 
-var errTooLong = errors.New("requested length too large")
+var errTooLong = NewDataError("requested length too large")
 
 // rowArg gives row-wise access to one evaluated argument.
 type rowArg struct {
@@ -175,13 +174,13 @@ func chrArgs(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
 		c := args[0].int(i)
 		switch {
 		case c == 0:
-			return nil, errors.New("null character not permitted")
+			return nil, NewDataError("null character not permitted")
 		case c < 0:
-			return nil, errors.New("character number must be positive")
+			return nil, NewDataError("character number must be positive")
 		case c > utf8.MaxRune:
-			return nil, fmt.Errorf("requested character too large for encoding: %d", c)
+			return nil, dataErrorf("requested character too large for encoding: %d", c)
 		case c >= 0xD800 && c <= 0xDFFF:
-			return nil, fmt.Errorf("requested character not valid for encoding: %d", c)
+			return nil, dataErrorf("requested character not valid for encoding: %d", c)
 		}
 		return utf8.AppendRune(dst, rune(c)), nil
 	})
@@ -269,7 +268,7 @@ func splitPart(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) 
 	return textRows(n, args, true, mem, func(i int, dst []byte) ([]byte, error) {
 		s, sep, k := args[0].str(i), args[1].str(i), args[2].int(i)
 		if k == 0 {
-			return nil, errors.New("field position must not be zero")
+			return nil, NewDataError("field position must not be zero")
 		}
 		if len(sep) == 0 {
 			// The whole string is the only field.
