@@ -153,17 +153,40 @@ const (
 	AggAvg
 	AggMin
 	AggMax
+	// The statistical aggregates take float64 arguments (the binder casts)
+	// and return float64; the sample variants are NULL below two rows.
+	AggStddevSamp
+	AggStddevPop
+	AggVarSamp
+	AggVarPop
+	// The two-argument ones take Y then X (Arg, then Arg2), as PostgreSQL.
+	AggCorr
+	AggCovarPop
+	AggCovarSamp
+	// AggStringAgg concatenates utf8 values, each but the first preceded by
+	// its row's delimiter (Arg2).
+	AggStringAgg
+	AggBoolAnd
+	AggBoolOr
 )
 
-var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max"}
+var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
+	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
+	"string_agg", "bool_and", "bool_or"}
+
+// NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
+// NumAggFuncs-1).
+const NumAggFuncs = len(aggNames)
 
 func (a AggFunc) String() string { return aggNames[a] }
 
 // AggCall is an aggregate; it appears only in Aggregate.Aggs. Arg is nil for
-// count(*).
+// count(*). Arg2 is the second argument of the two-argument aggregates
+// (corr, covar_*: X; string_agg: the delimiter), nil for the others.
 type AggCall struct {
 	Func     AggFunc
 	Arg      Expr
+	Arg2     Expr
 	Distinct bool
 	Typ      arrow.DataType
 }
@@ -229,10 +252,13 @@ func (e *Case) Children() []Expr {
 // Children of an InList are X then the list.
 func (e *InList) Children() []Expr { return append([]Expr{e.X}, e.List...) }
 
-// Children of an AggCall are its argument, if any.
+// Children of an AggCall are its arguments, if any.
 func (e *AggCall) Children() []Expr {
 	if e.Arg == nil {
 		return nil
+	}
+	if e.Arg2 != nil {
+		return []Expr{e.Arg, e.Arg2}
 	}
 	return []Expr{e.Arg}
 }
@@ -277,6 +303,9 @@ func (e *AggCall) WithChildren(c []Expr) Expr {
 	out := *e
 	if len(c) > 0 {
 		out.Arg = c[0]
+	}
+	if len(c) > 1 {
+		out.Arg2 = c[1]
 	}
 	return &out
 }
@@ -362,6 +391,9 @@ func (e *AggCall) String() string {
 	d := ""
 	if e.Distinct {
 		d = "DISTINCT "
+	}
+	if e.Arg2 != nil {
+		return e.Func.String() + "(" + d + e.Arg.String() + ", " + e.Arg2.String() + ")"
 	}
 	return e.Func.String() + "(" + d + e.Arg.String() + ")"
 }

@@ -1588,6 +1588,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_UnresolvedExchange
 	//	*PhysicalPlan_PipelinedWriter
 	//	*PhysicalPlan_PipelinedReader
+	//	*PhysicalPlan_Expand
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1801,6 +1802,15 @@ func (x *PhysicalPlan) GetPipelinedReader() *PipelinedReaderNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetExpand() *ExpandNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_Expand); ok {
+			return x.Expand
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -1881,6 +1891,10 @@ type PhysicalPlan_PipelinedReader struct {
 	PipelinedReader *PipelinedReaderNode `protobuf:"bytes,24,opt,name=pipelined_reader,json=pipelinedReader,proto3,oneof"`
 }
 
+type PhysicalPlan_Expand struct {
+	Expand *ExpandNode `protobuf:"bytes,35,opt,name=expand,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -1918,6 +1932,8 @@ func (*PhysicalPlan_UnresolvedExchange) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_PipelinedWriter) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_PipelinedReader) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_Expand) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -2207,6 +2223,7 @@ type AggregateExpr struct {
 	Distinct      bool                   `protobuf:"varint,3,opt,name=distinct,proto3" json:"distinct,omitempty"`
 	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	Type          *ArrowType             `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	Arg2          *PhysicalExpr          `protobuf:"bytes,35,opt,name=arg2,proto3" json:"arg2,omitempty"` // second argument (corr, covar_*, string_agg); unset otherwise
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2276,6 +2293,13 @@ func (x *AggregateExpr) GetType() *ArrowType {
 	return nil
 }
 
+func (x *AggregateExpr) GetArg2() *PhysicalExpr {
+	if x != nil {
+		return x.Arg2
+	}
+	return nil
+}
+
 type HashAggregateNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -2283,6 +2307,7 @@ type HashAggregateNode struct {
 	GroupBy       []*PhysicalExpr        `protobuf:"bytes,3,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
 	GroupNames    []string               `protobuf:"bytes,4,rep,name=group_names,json=groupNames,proto3" json:"group_names,omitempty"`
 	Aggs          []*AggregateExpr       `protobuf:"bytes,5,rep,name=aggs,proto3" json:"aggs,omitempty"`
+	GrandTotals   []int64                `protobuf:"varint,35,rep,packed,name=grand_totals,json=grandTotals,proto3" json:"grand_totals,omitempty"` // physical.HashAggregate.WithGrandTotals
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2348,6 +2373,13 @@ func (x *HashAggregateNode) GetGroupNames() []string {
 func (x *HashAggregateNode) GetAggs() []*AggregateExpr {
 	if x != nil {
 		return x.Aggs
+	}
+	return nil
+}
+
+func (x *HashAggregateNode) GetGrandTotals() []int64 {
+	if x != nil {
+		return x.GrandTotals
 	}
 	return nil
 }
@@ -3796,6 +3828,128 @@ func (x *FetchPipelinedPartition) GetPartition() int32 {
 	return 0
 }
 
+// One grouping set: indices into ExpandNode.keys.
+type GroupingSet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []int32                `protobuf:"varint,1,rep,packed,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupingSet) Reset() {
+	*x = GroupingSet{}
+	mi := &file_plan_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupingSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupingSet) ProtoMessage() {}
+
+func (x *GroupingSet) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupingSet.ProtoReflect.Descriptor instead.
+func (*GroupingSet) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *GroupingSet) GetKeys() []int32 {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// physical.Expand: replicates each row once per grouping set.
+type ExpandNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Keys          []*PhysicalExpr        `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	KeyNames      []string               `protobuf:"bytes,3,rep,name=key_names,json=keyNames,proto3" json:"key_names,omitempty"`
+	Sets          []*GroupingSet         `protobuf:"bytes,4,rep,name=sets,proto3" json:"sets,omitempty"`
+	GidName       string                 `protobuf:"bytes,5,opt,name=gid_name,json=gidName,proto3" json:"gid_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandNode) Reset() {
+	*x = ExpandNode{}
+	mi := &file_plan_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandNode) ProtoMessage() {}
+
+func (x *ExpandNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandNode.ProtoReflect.Descriptor instead.
+func (*ExpandNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ExpandNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetKeys() []*PhysicalExpr {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetKeyNames() []string {
+	if x != nil {
+		return x.KeyNames
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetSets() []*GroupingSet {
+	if x != nil {
+		return x.Sets
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetGidName() string {
+	if x != nil {
+		return x.GidName
+	}
+	return ""
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -3916,7 +4070,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xb1\t\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xdf\t\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -3939,7 +4093,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eshuffle_reader\x18\x15 \x01(\v2\x19.sluice.ShuffleReaderNodeH\x00R\rshuffleReader\x12Q\n" +
 	"\x13unresolved_exchange\x18\x16 \x01(\v2\x1e.sluice.UnresolvedExchangeNodeH\x00R\x12unresolvedExchange\x12H\n" +
 	"\x10pipelined_writer\x18\x17 \x01(\v2\x1b.sluice.PipelinedWriterNodeH\x00R\x0fpipelinedWriter\x12H\n" +
-	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReaderB\x06\n" +
+	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReader\x12,\n" +
+	"\x06expand\x18# \x01(\v2\x12.sluice.ExpandNodeH\x00R\x06expandB\x06\n" +
 	"\x04node\"\xb4\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -3970,20 +4125,22 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eProjectionNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12*\n" +
 	"\x05exprs\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x05exprs\x12\x14\n" +
-	"\x05names\x18\x03 \x03(\tR\x05names\"\xa2\x01\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\"\xcc\x01\n" +
 	"\rAggregateExpr\x12\x12\n" +
 	"\x04func\x18\x01 \x01(\x05R\x04func\x12&\n" +
 	"\x03arg\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x03arg\x12\x1a\n" +
 	"\bdistinct\x18\x03 \x01(\bR\bdistinct\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12%\n" +
-	"\x04type\x18\x05 \x01(\v2\x11.sluice.ArrowTypeR\x04type\"\xd0\x01\n" +
+	"\x04type\x18\x05 \x01(\v2\x11.sluice.ArrowTypeR\x04type\x12(\n" +
+	"\x04arg2\x18# \x01(\v2\x14.sluice.PhysicalExprR\x04arg2\"\xf3\x01\n" +
 	"\x11HashAggregateNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\x05R\x04mode\x12/\n" +
 	"\bgroup_by\x18\x03 \x03(\v2\x14.sluice.PhysicalExprR\agroupBy\x12\x1f\n" +
 	"\vgroup_names\x18\x04 \x03(\tR\n" +
 	"groupNames\x12)\n" +
-	"\x04aggs\x18\x05 \x03(\v2\x15.sluice.AggregateExprR\x04aggs\"\xca\x02\n" +
+	"\x04aggs\x18\x05 \x03(\v2\x15.sluice.AggregateExprR\x04aggs\x12!\n" +
+	"\fgrand_totals\x18# \x03(\x03R\vgrandTotals\"\xca\x02\n" +
 	"\fHashJoinNode\x12(\n" +
 	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x04left\x12*\n" +
 	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x05right\x12\x1b\n" +
@@ -4093,7 +4250,16 @@ const file_plan_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1c\n" +
-	"\tpartition\x18\x04 \x01(\x05R\tpartitionB\fZ\n" +
+	"\tpartition\x18\x04 \x01(\x05R\tpartition\"!\n" +
+	"\vGroupingSet\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\x05R\x04keys\"\xc3\x01\n" +
+	"\n" +
+	"ExpandNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12(\n" +
+	"\x04keys\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x04keys\x12\x1b\n" +
+	"\tkey_names\x18\x03 \x03(\tR\bkeyNames\x12'\n" +
+	"\x04sets\x18\x04 \x03(\v2\x13.sluice.GroupingSetR\x04sets\x12\x19\n" +
+	"\bgid_name\x18\x05 \x01(\tR\agidNameB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -4109,7 +4275,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -4161,6 +4327,8 @@ var file_plan_proto_goTypes = []any{
 	(*Ticket)(nil),                  // 47: sluice.Ticket
 	(*FetchPartition)(nil),          // 48: sluice.FetchPartition
 	(*FetchPipelinedPartition)(nil), // 49: sluice.FetchPipelinedPartition
+	(*GroupingSet)(nil),             // 50: sluice.GroupingSet
+	(*ExpandNode)(nil),              // 51: sluice.ExpandNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -4225,56 +4393,61 @@ var file_plan_proto_depIdxs = []int32{
 	42,  // 59: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
 	43,  // 60: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
 	46,  // 61: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
-	20,  // 62: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 63: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 64: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 65: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 66: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 67: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 68: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 69: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	21,  // 70: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 71: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 72: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 73: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 74: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 75: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 76: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 77: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 78: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 79: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 80: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 81: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 82: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 83: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 84: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 85: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 86: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 87: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 88: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 89: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 90: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 91: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 92: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 93: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 94: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 95: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 96: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 97: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 98: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 99: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 100: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 101: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 102: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 103: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 104: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 105: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 106: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	107, // [107:107] is the sub-list for method output_type
-	107, // [107:107] is the sub-list for method input_type
-	107, // [107:107] is the sub-list for extension type_name
-	107, // [107:107] is the sub-list for extension extendee
-	0,   // [0:107] is the sub-list for field type_name
+	51,  // 62: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
+	20,  // 63: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 64: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 65: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 66: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 67: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 68: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 69: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 70: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 71: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	21,  // 72: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 73: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 74: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 75: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 76: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 77: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 78: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 79: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 80: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 81: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 82: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 83: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 84: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 85: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 86: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 87: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 88: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 89: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 90: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 91: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 92: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 93: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 94: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 95: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 96: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 97: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 98: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 99: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 100: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 101: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 102: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 103: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 104: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 105: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 106: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 107: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 108: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	21,  // 109: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 110: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	50,  // 111: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	112, // [112:112] is the sub-list for method output_type
+	112, // [112:112] is the sub-list for method input_type
+	112, // [112:112] is the sub-list for extension type_name
+	112, // [112:112] is the sub-list for extension extendee
+	0,   // [0:112] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -4326,6 +4499,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_UnresolvedExchange)(nil),
 		(*PhysicalPlan_PipelinedWriter)(nil),
 		(*PhysicalPlan_PipelinedReader)(nil),
+		(*PhysicalPlan_Expand)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -4337,7 +4511,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -11,7 +11,14 @@ import (
 
 var aggFuncs = map[string]plan.AggFunc{
 	"count": plan.AggCount, "sum": plan.AggSum, "avg": plan.AggAvg, "min": plan.AggMin, "max": plan.AggMax,
+	"stddev": plan.AggStddevSamp, "stddev_samp": plan.AggStddevSamp, "stddev_pop": plan.AggStddevPop,
+	"variance": plan.AggVarSamp, "var_samp": plan.AggVarSamp, "var_pop": plan.AggVarPop,
+	"corr": plan.AggCorr, "covar_pop": plan.AggCovarPop, "covar_samp": plan.AggCovarSamp,
+	"string_agg": plan.AggStringAgg, "bool_and": plan.AggBoolAnd, "every": plan.AggBoolAnd, "bool_or": plan.AggBoolOr,
 }
+
+// twoArgAggs are the aggregates taking two arguments.
+var twoArgAggs = map[plan.AggFunc]bool{plan.AggCorr: true, plan.AggCovarPop: true, plan.AggCovarSamp: true, plan.AggStringAgg: true}
 
 // funcCall binds aggregates and the scalar functions plan.Func supports.
 func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
@@ -167,15 +174,18 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	}
 	e := b.errAt("bind", f.Location, "function %s does not exist", strings.Join(parts, "."))
 	e.Near = strings.Join(parts, ".")
-	known := []string{"count", "sum", "avg", "min", "max", "extract", "substring", "upper", "lower", "trim", "length", "abs", "round", "coalesce", "nullif"}
+	known := []string{"count", "sum", "avg", "min", "max", "stddev_samp", "variance", "string_agg", "bool_and", "bool_or", "extract", "substring", "upper", "lower", "trim", "length", "abs", "round", "coalesce", "nullif"}
 	if m := closest(name, known); m != "" {
 		e.Hint = fmt.Sprintf("did you mean %s?", m)
 	}
 	return nil, e
 }
 
-// aggCall binds an aggregate; its argument is bound in the input scope
-// where further aggregates are not allowed.
+// aggCall binds an aggregate; its arguments are bound in the input scope
+// where further aggregates are not allowed. FILTER (WHERE p) becomes a CASE
+// on the arguments: every aggregate skips NULL arguments, so
+// agg(x) FILTER (WHERE p) is agg(CASE WHEN p THEN x END), and count(*)
+// FILTER (WHERE p) counts CASE WHEN p THEN 1 END.
 func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (plan.Expr, error) {
 	if c.agg == nil {
 		if c.clause == "aggregate arguments" {
@@ -183,8 +193,22 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		}
 		return nil, b.errAt("bind", f.Location, "aggregate functions are not allowed in %s", c.clause)
 	}
-	if f.AggFilter != nil || len(f.AggOrder) > 0 || f.AggWithinGroup {
-		return nil, b.errAt("bind", f.Location, "FILTER and ORDER BY in aggregates are not supported")
+	if len(f.AggOrder) > 0 || f.AggWithinGroup {
+		return nil, b.errAt("bind", f.Location, "ORDER BY inside aggregate calls is not supported")
+	}
+	argCtx := ectx{sc: c.sc, clause: "aggregate arguments"}
+	var filter plan.Expr
+	if f.AggFilter != nil {
+		var err error
+		if filter, err = b.boolExpr(f.AggFilter, ectx{sc: c.sc, clause: "FILTER"}); err != nil {
+			return nil, err
+		}
+	}
+	filtered := func(e plan.Expr) plan.Expr {
+		if filter == nil {
+			return e
+		}
+		return &plan.Case{Whens: []plan.When{{Cond: filter, Then: e}}, Typ: e.Type()}
 	}
 	call := &plan.AggCall{Func: af, Distinct: f.AggDistinct}
 	if f.AggStar {
@@ -192,15 +216,26 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 			return nil, b.errAt("bind", f.Location, "%s(*) is not valid", name)
 		}
 		call.Func, call.Typ = plan.AggCountStar, plan.Int64
+		if filter != nil {
+			call.Func, call.Arg = plan.AggCount, filtered(&plan.Literal{Typ: plan.Int64, Val: int64(1)})
+		}
 		return c.agg.add(b.ids, call, name), nil
 	}
-	if len(f.Args) != 1 {
+	want := 1
+	if twoArgAggs[af] {
+		want = 2
+	}
+	if len(f.Args) != want {
+		if want == 2 {
+			return nil, b.errAt("bind", f.Location, "%s takes exactly two arguments", name)
+		}
 		return nil, b.errAt("bind", f.Location, "%s takes exactly one argument", name)
 	}
-	arg, err := b.expr(f.Args[0], ectx{sc: c.sc, clause: "aggregate arguments"})
+	args, err := b.exprs(f.Args, argCtx)
 	if err != nil {
 		return nil, err
 	}
+	arg := args[0]
 	t := arg.Type()
 	switch af {
 	case plan.AggCount:
@@ -217,9 +252,41 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		} else {
 			call.Typ = plan.AvgType(t)
 		}
+	case plan.AggStddevSamp, plan.AggStddevPop, plan.AggVarSamp, plan.AggVarPop,
+		plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
+		// Computed in double precision, as PostgreSQL does for float
+		// arguments (it keeps numeric for numeric ones; the digits past
+		// float64's are not meaningful for a deviation).
+		for i, a := range args {
+			at := a.Type()
+			if at.ID() != plan.Null.ID() && !plan.IsNumeric(at) {
+				return nil, b.errAt("type", nodeLoc(f.Args[i]), "%s needs numeric arguments, not %s", name, plan.TypeName(at))
+			}
+			args[i] = coerce(a, plan.Float64)
+		}
+		arg, call.Typ = args[0], plan.Float64
+		if want == 2 {
+			call.Arg2 = filtered(args[1])
+		}
+	case plan.AggStringAgg:
+		for i, a := range args {
+			if at := a.Type(); at.ID() != plan.Null.ID() && at.ID() != plan.Utf8.ID() {
+				return nil, b.errAt("type", nodeLoc(f.Args[i]), "string_agg needs text arguments, not %s", plan.TypeName(at))
+			}
+			args[i] = coerce(a, plan.Utf8)
+		}
+		arg, call.Typ = args[0], plan.Utf8
+		// The delimiter is not filtered: a filtered-out row has a NULL
+		// value and is skipped whatever its delimiter.
+		call.Arg2 = args[1]
+	case plan.AggBoolAnd, plan.AggBoolOr:
+		if arg, err = b.asBool(arg, f.Args[0], name); err != nil {
+			return nil, err
+		}
+		call.Typ = plan.Bool
 	default:
 		call.Typ = t
 	}
-	call.Arg = arg
+	call.Arg = filtered(arg)
 	return c.agg.add(b.ids, call, name), nil
 }

@@ -89,17 +89,13 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	agg := &aggState{in: node.Schema(), byKey: map[string]int{}}
 
 	// GROUP BY: input columns first, then select-list aliases and positions.
-	var groups []plan.Expr
-	groupKeys := map[string]bool{}
-	for _, g := range sel.GroupClause {
-		e, err := b.groupExpr(g, items, sc)
-		if err != nil {
-			return relation{}, err
-		}
-		if k := exprKey(e); !groupKeys[k] {
-			groupKeys[k] = true
-			groups = append(groups, e)
-		}
+	groups, sets, err := b.groupBy(sel.GroupClause, items, sc)
+	if err != nil {
+		return relation{}, err
+	}
+	agg.groups = groups
+	if sets != nil {
+		agg.sets = &groupingSets{sets: sets, gid: plan.Column{ID: b.ids.Next(), Name: "grouping_id", Type: plan.Int64}}
 	}
 
 	ec := ectx{sc: sc, agg: agg, clause: "SELECT"}
@@ -122,7 +118,7 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		return relation{}, err
 	}
 
-	if len(groups) > 0 || len(agg.calls) > 0 || having != nil {
+	if len(sel.GroupClause) > 0 || len(agg.calls) > 0 || having != nil {
 		node, err = b.aggregate(node, groups, agg, items, &having, sorts)
 		if err != nil {
 			return relation{}, err
@@ -294,9 +290,8 @@ func (b *binder) groupExpr(g *pg.Node, items []item, sc *scope) (plan.Expr, erro
 			}
 		}
 	}
-	switch g.Node.(type) {
-	case *pg.Node_GroupingSet:
-		return nil, b.errAt("bind", nodeLoc(g), "GROUPING SETS, ROLLUP and CUBE are not supported")
+	if _, ok := g.Node.(*pg.Node_GroupingSet); ok {
+		return nil, b.errAt("bind", nodeLoc(g), "grouping sets cannot be nested here")
 	}
 	return b.expr(g, ec)
 }
