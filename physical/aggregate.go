@@ -41,6 +41,9 @@ type AggregateExpr struct {
 	// covar_*: X; string_agg: the delimiter), nil for the others.
 	Arg2     expr.Expr
 	Distinct bool
+	// OrderBy orders the values string_agg concatenates (single-stage
+	// aggregation only); empty for the other aggregates.
+	OrderBy []SortKey
 	// Name is the output column name.
 	Name string
 	// Type is the result type as the binder computed it: count → int64,
@@ -62,6 +65,13 @@ func (a AggregateExpr) String() string {
 	}
 	if a.Arg2 != nil {
 		arg += ", " + a.Arg2.String()
+	}
+	if len(a.OrderBy) > 0 {
+		keys := make([]string, len(a.OrderBy))
+		for i, k := range a.OrderBy {
+			keys[i] = k.String()
+		}
+		arg += " ORDER BY " + strings.Join(keys, ", ")
 	}
 	return fmt.Sprintf("%s(%s)", fn, arg)
 }
@@ -176,6 +186,9 @@ func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNa
 		}
 		if a.Distinct && a.Arg2 != nil {
 			return nil, fmt.Errorf("hash aggregate: %s: DISTINCT is not supported for two-argument aggregates", a)
+		}
+		if len(a.OrderBy) > 0 && (mode != AggSingle || a.Func != plan.AggStringAgg) {
+			return nil, fmt.Errorf("hash aggregate: %s: ORDER BY is only supported for string_agg in single-stage aggregation", a)
 		}
 		acc, err := newAggAccumulator(a, aggArgType(a))
 		if err != nil {
@@ -301,6 +314,11 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 		}
 		if a.Distinct {
 			if acc, err = newAggDistinct(acc, a.Arg.DataType(), tc.Alloc); err != nil {
+				return nil, fmt.Errorf("hash aggregate: %w", err)
+			}
+		}
+		if len(a.OrderBy) > 0 {
+			if acc, err = newAggOrderedStringAgg(a.OrderBy); err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
 		}
@@ -533,7 +551,9 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 			}
 		}
 		var err error
-		if a.Arg2 != nil {
+		if ord, ok := acc.(aggOrderedAccumulator); ok {
+			err = s.updateOrdered(ord, a, arg, b, &args)
+		} else if a.Arg2 != nil {
 			err = s.update2(acc, a, arg, b, &args)
 		} else {
 			err = acc.update(s.gids, arg)
@@ -561,6 +581,21 @@ func (s *hashAggStream) update2(acc aggAccumulator, a AggregateExpr, arg arrow.A
 	}
 	defer arg2.Release()
 	return acc2.update2(s.gids, arg, arg2)
+}
+
+// updateOrdered evaluates a's second argument and order keys and updates
+// an ordered accumulator with them.
+func (s *hashAggStream) updateOrdered(acc aggOrderedAccumulator, a AggregateExpr, arg arrow.Array, b arrow.RecordBatch, args *argMemo) error {
+	arg2, err := args.eval(a.Arg2, b, s.tc.Alloc)
+	if err != nil {
+		return err
+	}
+	defer arg2.Release()
+	keys, err := acc.evalKeys(b, s.tc.Alloc)
+	if err != nil {
+		return err
+	}
+	return acc.updateOrdered(s.gids, arg, arg2, keys)
 }
 
 // argMemo keeps the aggregate arguments evaluated on one batch, by
@@ -679,6 +714,11 @@ func (s *hashAggStream) Close() {
 	}
 	s.closed = true
 	s.input.Close()
+	for _, acc := range s.accs {
+		if ord, ok := acc.(aggOrderedAccumulator); ok {
+			ord.release()
+		}
+	}
 	s.table = nil
 	s.accs = nil
 	s.res.Free()

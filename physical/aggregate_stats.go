@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -370,3 +371,123 @@ func (s *aggStringAgg) emitFinal(start, end int, mem memory.Allocator) (arrow.Ar
 }
 
 func (s *aggStringAgg) memSize() int64 { return int64(cap(s.vals))*(24+16+1) + s.bytes }
+
+// ---- string_agg(x, d ORDER BY ...) ----
+
+// aggOrderedAccumulator is the accumulator of an aggregate with ORDER BY
+// inside its call; the stream passes the batch's evaluated order keys too.
+type aggOrderedAccumulator interface {
+	aggAccumulator
+	// updateOrdered folds raw values in with their order keys (whose
+	// ownership moves to the accumulator).
+	updateOrdered(gids []int32, a, b arrow.Array, keys []arrow.Array) error
+	// evalKeys evaluates the order keys on a batch.
+	evalKeys(b arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error)
+	// release frees what the accumulator retains.
+	release()
+}
+
+// aggOrderedStringAgg is string_agg with ORDER BY: it keeps every value
+// with its delimiter and the row's order keys (the key arrays of each batch,
+// in a rowComparator), and concatenates each group's values in key order
+// when emitting (rows with equal keys in arrival order). Its values cannot
+// be merged from partial strings, so it runs in single-stage aggregation
+// only, like DISTINCT aggregates.
+type aggOrderedStringAgg struct {
+	cmp    *rowComparator
+	rows   [][]orderedValue // per group
+	nBatch int32
+	bytes  int64
+}
+
+// orderedValue is one value of a group with its delimiter and row.
+type orderedValue struct {
+	val, delim string
+	at         rowRef
+}
+
+func newAggOrderedStringAgg(keys []SortKey) (*aggOrderedStringAgg, error) {
+	c, err := newRowComparator(keys)
+	if err != nil {
+		return nil, fmt.Errorf("string_agg: %w", err)
+	}
+	return &aggOrderedStringAgg{cmp: c}, nil
+}
+
+func (s *aggOrderedStringAgg) resize(n int) { s.rows = growSlice(s.rows, n) }
+
+func (s *aggOrderedStringAgg) update([]int32, arrow.Array) error {
+	return errors.New("string_agg: ORDER BY needs the order keys")
+}
+
+func (s *aggOrderedStringAgg) updateOrdered(gids []int32, va, da arrow.Array, keys []arrow.Array) error {
+	s.cmp.addBatch(keys)
+	b := s.nBatch
+	s.nBatch++
+	for _, k := range keys {
+		for _, buf := range k.Data().Buffers() {
+			if buf != nil {
+				s.bytes += int64(buf.Len())
+			}
+		}
+	}
+	v, ok1 := va.(*array.String)
+	d, ok2 := da.(*array.String)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("string_agg: unexpected argument types %s, %s", va.DataType(), da.DataType())
+	}
+	for i, g := range gids {
+		if v.IsNull(i) {
+			continue
+		}
+		delim := ""
+		if d.IsValid(i) {
+			delim = d.Value(i)
+		}
+		// Copy: the strings point into the batch's buffers.
+		ov := orderedValue{val: string([]byte(v.Value(i))), delim: string([]byte(delim)), at: rowRef{batch: b, row: int32(i)}}
+		s.rows[g] = append(s.rows[g], ov)
+		s.bytes += int64(len(ov.val)+len(ov.delim)) + 40
+	}
+	return nil
+}
+
+func (s *aggOrderedStringAgg) merge([]int32, []arrow.Array) error {
+	return errors.New("string_agg with ORDER BY cannot merge partial states")
+}
+
+func (s *aggOrderedStringAgg) stateTypes() []arrow.DataType {
+	return []arrow.DataType{plan.Utf8, plan.Utf8}
+}
+
+func (s *aggOrderedStringAgg) emitStates(int, int, memory.Allocator) ([]arrow.Array, error) {
+	return nil, errors.New("string_agg with ORDER BY has no partial state")
+}
+
+func (s *aggOrderedStringAgg) emitFinal(start, end int, mem memory.Allocator) (arrow.Array, error) {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	var buf []byte
+	for g := start; g < end; g++ {
+		rows := s.rows[g]
+		if len(rows) == 0 {
+			b.AppendNull()
+			continue
+		}
+		sort.SliceStable(rows, func(i, j int) bool { return s.cmp.compare(rows[i].at, rows[j].at) < 0 })
+		buf = append(buf[:0], rows[0].val...)
+		for _, r := range rows[1:] {
+			buf = append(append(buf, r.delim...), r.val...)
+		}
+		b.BinaryBuilder.Append(buf)
+	}
+	return b.NewArray(), nil
+}
+
+func (s *aggOrderedStringAgg) memSize() int64 { return int64(cap(s.rows))*24 + s.bytes }
+
+func (s *aggOrderedStringAgg) evalKeys(b arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error) {
+	return s.cmp.evalKeys(b, mem)
+}
+
+func (s *aggOrderedStringAgg) release() { s.cmp.release() }

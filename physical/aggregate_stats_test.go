@@ -2,12 +2,14 @@ package physical
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/expr"
 	"sluice/plan"
 )
 
@@ -244,5 +246,37 @@ func TestAggStringAgg(t *testing.T) {
 	a.Release()
 	if err := one.update(nil, chunks[0][0]); err == nil {
 		t.Error("string_agg updated with one argument")
+	}
+}
+
+func TestHashAggregateOrderedStringAgg(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := jaSchema("k", plan.Utf8, "v", plan.Utf8, "o", plan.Int64)
+	p0 := jaBatch(t, mem, schema, [][]any{{"a", "x", 3}, {"a", "y", nil}, {"b", "z", 1}})
+	p1 := jaBatch(t, mem, schema, [][]any{{"a", "w", 1}, {"a", nil, 0}, {"a", "u", 3}})
+	p2 := jaBatch(t, mem, schema, [][]any{{"c", nil, 2}})
+	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{{p0}, {p1, p2}}}
+	defer src.release()
+	agg := AggregateExpr{Func: plan.AggStringAgg, Arg: jaCol(1, "v", plan.Utf8), Arg2: &expr.Literal{Value: plan.Literal{Typ: plan.Utf8, Val: "-"}},
+		Name: "s", Type: plan.Utf8, OrderBy: []SortKey{{Expr: jaCol(2, "o", plan.Int64), Desc: true, NullsFirst: true}}}
+	k := []expr.Expr{jaCol(0, "k", plan.Utf8)}
+	op, err := NewHashAggregate(&jaCoalesce{in: src}, AggSingle, k, []string{"k"}, []AggregateExpr{agg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx := jaTC(mem, 2, 0)
+	// a: y (NULL key first), then x and u (3, in arrival order), then w;
+	// the NULL value is skipped; c has no value.
+	got := jaCollect(t, op, tctx)
+	want := []string{"a|y-x-u-w", "b|z", "c|NULL"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if u := tctx.Memory.Used(); u != 0 {
+		t.Fatalf("memory pool still holds %d bytes", u)
+	}
+	if _, err := NewHashAggregate(src, AggPartial, k, []string{"k"}, []AggregateExpr{agg}); err == nil {
+		t.Fatal("ordered string_agg accepted in a partial aggregate")
 	}
 }

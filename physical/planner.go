@@ -301,7 +301,14 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 				return nil, err
 			}
 		}
-		distinct = distinct || a.Distinct
+		if len(a.OrderBy) > 0 {
+			if aggs[i].OrderBy, err = p.sortKeys(a.OrderBy, inSchema); err != nil {
+				return nil, err
+			}
+		}
+		// DISTINCT and ORDER BY inside the call both need all of a
+		// group's raw rows in one place.
+		distinct = distinct || a.Distinct || len(a.OrderBy) > 0
 	}
 	// final builds the aggregate that outputs the groups (with the grand
 	// totals of a grouping-sets aggregate).

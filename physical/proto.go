@@ -283,7 +283,11 @@ func (c *planCodec) encodeAggregate(op *HashAggregate) (*rpc.PhysicalPlan, error
 		if err != nil {
 			return nil, fmt.Errorf("hash aggregate: %s: %w", a, err)
 		}
-		aggs[i] = &rpc.AggregateExpr{Func: int32(a.Func), Arg: arg, Arg2: arg2, Distinct: a.Distinct, Name: a.Name, Type: t}
+		order, err := sortKeysToProto(a.OrderBy)
+		if err != nil {
+			return nil, fmt.Errorf("hash aggregate: %s: %w", a, err)
+		}
+		aggs[i] = &rpc.AggregateExpr{Func: int32(a.Func), Arg: arg, Arg2: arg2, Distinct: a.Distinct, Name: a.Name, Type: t, OrderBy: order}
 	}
 	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashAggregate{HashAggregate: &rpc.HashAggregateNode{
 		Input: in, Mode: int32(op.mode), GroupBy: groups, GroupNames: op.groupNames, Aggs: aggs,
@@ -552,7 +556,15 @@ func (c *planCodec) decodeAggregate(a *rpc.HashAggregateNode) (Operator, error) 
 		if err != nil {
 			return nil, fmt.Errorf("aggregate %s: %w", p.GetName(), err)
 		}
-		aggs[i] = AggregateExpr{Func: fn, Arg: arg, Arg2: arg2, Distinct: p.GetDistinct(), Name: p.GetName(), Type: t}
+		var order []SortKey
+		for _, k := range p.GetOrderBy() {
+			e, err := exprFromProto(k.GetExpr(), scope)
+			if err != nil {
+				return nil, fmt.Errorf("aggregate %s: order by: %w", p.GetName(), err)
+			}
+			order = append(order, SortKey{Expr: e, Desc: k.GetDesc(), NullsFirst: k.GetNullsFirst()})
+		}
+		aggs[i] = AggregateExpr{Func: fn, Arg: arg, Arg2: arg2, Distinct: p.GetDistinct(), Name: p.GetName(), Type: t, OrderBy: order}
 	}
 	h, err := NewHashAggregate(in, mode, groups, a.GetGroupNames(), aggs)
 	if err != nil {

@@ -242,6 +242,8 @@ func operatorCases(t *testing.T) []struct {
 		{Func: plan.AggStringAgg, Arg: tName, Arg2: pLit(plan.Utf8, ","), Name: "names", Type: plan.Utf8},
 		{Func: plan.AggBoolAnd, Arg: pCmp(plan.OpGt, tQty, pLit(plan.Int32, int32(3))), Name: "all", Type: plan.Bool},
 		{Func: plan.AggBoolOr, Arg: pCmp(plan.OpGt, tQty, pLit(plan.Int32, int32(3))), Name: "any", Type: plan.Bool},
+		{Func: plan.AggStringAgg, Arg: tName, Arg2: pLit(plan.Utf8, ";"), Name: "ordered", Type: plan.Utf8,
+			OrderBy: []SortKey{{Expr: tPrice, Desc: true, NullsFirst: true}, {Expr: tID}}},
 	}
 	withTotals := func(op Operator) Operator {
 		return must(op.(*HashAggregate).WithGrandTotals([]int64{2}))

@@ -183,11 +183,14 @@ func (a AggFunc) String() string { return aggNames[a] }
 // AggCall is an aggregate; it appears only in Aggregate.Aggs. Arg is nil for
 // count(*). Arg2 is the second argument of the two-argument aggregates
 // (corr, covar_*: X; string_agg: the delimiter), nil for the others.
+// OrderBy orders the values an order-sensitive aggregate (string_agg)
+// combines; it is empty for the others.
 type AggCall struct {
 	Func     AggFunc
 	Arg      Expr
 	Arg2     Expr
 	Distinct bool
+	OrderBy  []SortKey
 	Typ      arrow.DataType
 }
 
@@ -252,15 +255,20 @@ func (e *Case) Children() []Expr {
 // Children of an InList are X then the list.
 func (e *InList) Children() []Expr { return append([]Expr{e.X}, e.List...) }
 
-// Children of an AggCall are its arguments, if any.
+// Children of an AggCall are its arguments, if any, then its ORDER BY
+// expressions.
 func (e *AggCall) Children() []Expr {
 	if e.Arg == nil {
 		return nil
 	}
+	out := []Expr{e.Arg}
 	if e.Arg2 != nil {
-		return []Expr{e.Arg, e.Arg2}
+		out = append(out, e.Arg2)
 	}
-	return []Expr{e.Arg}
+	for _, k := range e.OrderBy {
+		out = append(out, k.Expr)
+	}
+	return out
 }
 
 // Children of a Subquery are X, if any; the plan is not an expression child.
@@ -303,9 +311,17 @@ func (e *AggCall) WithChildren(c []Expr) Expr {
 	out := *e
 	if len(c) > 0 {
 		out.Arg = c[0]
+		c = c[1:]
 	}
-	if len(c) > 1 {
-		out.Arg2 = c[1]
+	if e.Arg2 != nil {
+		out.Arg2 = c[0]
+		c = c[1:]
+	}
+	if len(e.OrderBy) > 0 {
+		out.OrderBy = make([]SortKey, len(e.OrderBy))
+		for i, k := range e.OrderBy {
+			out.OrderBy[i] = SortKey{Expr: c[i], Desc: k.Desc, NullsFirst: k.NullsFirst}
+		}
 	}
 	return &out
 }
@@ -392,10 +408,33 @@ func (e *AggCall) String() string {
 	if e.Distinct {
 		d = "DISTINCT "
 	}
+	args := d + e.Arg.String()
 	if e.Arg2 != nil {
-		return e.Func.String() + "(" + d + e.Arg.String() + ", " + e.Arg2.String() + ")"
+		args += ", " + e.Arg2.String()
 	}
-	return e.Func.String() + "(" + d + e.Arg.String() + ")"
+	if len(e.OrderBy) > 0 {
+		args += " ORDER BY " + sortKeyList(e.OrderBy)
+	}
+	return e.Func.String() + "(" + args + ")"
+}
+
+// sortKeyList renders sort keys as ORDER BY lists them.
+func sortKeyList(keys []SortKey) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k.Expr.String()
+		if k.Desc {
+			parts[i] += " DESC"
+		}
+		if k.NullsFirst != k.Desc {
+			if k.NullsFirst {
+				parts[i] += " NULLS FIRST"
+			} else {
+				parts[i] += " NULLS LAST"
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 func (e *Subquery) String() string {
 	not := ""

@@ -2223,7 +2223,8 @@ type AggregateExpr struct {
 	Distinct      bool                   `protobuf:"varint,3,opt,name=distinct,proto3" json:"distinct,omitempty"`
 	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	Type          *ArrowType             `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
-	Arg2          *PhysicalExpr          `protobuf:"bytes,35,opt,name=arg2,proto3" json:"arg2,omitempty"` // second argument (corr, covar_*, string_agg); unset otherwise
+	Arg2          *PhysicalExpr          `protobuf:"bytes,35,opt,name=arg2,proto3" json:"arg2,omitempty"`                      // second argument (corr, covar_*, string_agg); unset otherwise
+	OrderBy       []*SortKey             `protobuf:"bytes,36,rep,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"` // string_agg(... ORDER BY ...)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2296,6 +2297,13 @@ func (x *AggregateExpr) GetType() *ArrowType {
 func (x *AggregateExpr) GetArg2() *PhysicalExpr {
 	if x != nil {
 		return x.Arg2
+	}
+	return nil
+}
+
+func (x *AggregateExpr) GetOrderBy() []*SortKey {
+	if x != nil {
+		return x.OrderBy
 	}
 	return nil
 }
@@ -4125,14 +4133,15 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eProjectionNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12*\n" +
 	"\x05exprs\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x05exprs\x12\x14\n" +
-	"\x05names\x18\x03 \x03(\tR\x05names\"\xcc\x01\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\"\xf8\x01\n" +
 	"\rAggregateExpr\x12\x12\n" +
 	"\x04func\x18\x01 \x01(\x05R\x04func\x12&\n" +
 	"\x03arg\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x03arg\x12\x1a\n" +
 	"\bdistinct\x18\x03 \x01(\bR\bdistinct\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12%\n" +
 	"\x04type\x18\x05 \x01(\v2\x11.sluice.ArrowTypeR\x04type\x12(\n" +
-	"\x04arg2\x18# \x01(\v2\x14.sluice.PhysicalExprR\x04arg2\"\xf3\x01\n" +
+	"\x04arg2\x18# \x01(\v2\x14.sluice.PhysicalExprR\x04arg2\x12*\n" +
+	"\border_by\x18$ \x03(\v2\x0f.sluice.SortKeyR\aorderBy\"\xf3\x01\n" +
 	"\x11HashAggregateNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\x05R\x04mode\x12/\n" +
@@ -4403,51 +4412,52 @@ var file_plan_proto_depIdxs = []int32{
 	6,   // 69: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
 	1,   // 70: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
 	6,   // 71: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	21,  // 72: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 73: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 74: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 75: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 76: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 77: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 78: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 79: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 80: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 81: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 82: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 83: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 84: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 85: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 86: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 87: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 88: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 89: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 90: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 91: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 92: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 93: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 94: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 95: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 96: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 97: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 98: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 99: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 100: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 101: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 102: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 103: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 104: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 105: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 106: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 107: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 108: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	21,  // 109: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 110: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	50,  // 111: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	112, // [112:112] is the sub-list for method output_type
-	112, // [112:112] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	18,  // 72: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 73: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 74: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 75: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 76: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 77: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 78: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 79: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 80: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 81: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 82: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 83: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 84: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 85: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 86: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 87: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 88: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 89: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 90: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 91: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 92: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 93: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 94: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 95: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 96: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 97: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 98: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 99: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 100: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 101: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 102: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 103: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 104: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 105: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 106: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 107: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 108: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 109: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	21,  // 110: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 111: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	50,  // 112: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	113, // [113:113] is the sub-list for method output_type
+	113, // [113:113] is the sub-list for method input_type
+	113, // [113:113] is the sub-list for extension type_name
+	113, // [113:113] is the sub-list for extension extendee
+	0,   // [0:113] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }

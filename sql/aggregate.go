@@ -198,6 +198,9 @@ func exprKey(e plan.Expr) string {
 			fmt.Fprintf(&b, "case:%d:%v", len(x.Whens), x.Else != nil)
 		case *plan.AggCall:
 			fmt.Fprintf(&b, "agg:%d:%v", x.Func, x.Distinct)
+			for _, k := range x.OrderBy {
+				fmt.Fprintf(&b, ":%v/%v", k.Desc, k.NullsFirst)
+			}
 		case *plan.Subquery:
 			fmt.Fprintf(&b, "subq:%p", x.Plan)
 		default:

@@ -46,6 +46,7 @@ func TestBindGolden(t *testing.T) {
 		{"cube_beside_plain_key", "select a, s, b, count(*) from t group by a, cube (s, b)"},
 		{"grouping_sets_empty_and_duplicate", "select s, count(*) from t group by grouping sets ((s), (), ())"},
 		{"agg_filter", "select count(*) filter (where a > 1), sum(m) filter (where s = 'x'), count(distinct s) filter (where a > 1) from t"},
+		{"string_agg_order_by", "select s, string_agg(s, ',' order by a desc, b nulls first), sum(a order by b) from t group by s"},
 		{"stats_aggregates", "select stddev(a), var_pop(m), corr(f, a), string_agg(s, ','), bool_and(a > 1), every(b > 1), bool_or(a > 1) from t"},
 		{"scalar_agg_no_rows", "select count(*) from t where false"},
 		{"joins", "select t.a, u.c from t join u on t.a = u.a left join t as t2 on t2.b = u.c"},

@@ -193,8 +193,8 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		}
 		return nil, b.errAt("bind", f.Location, "aggregate functions are not allowed in %s", c.clause)
 	}
-	if len(f.AggOrder) > 0 || f.AggWithinGroup {
-		return nil, b.errAt("bind", f.Location, "ORDER BY inside aggregate calls is not supported")
+	if f.AggWithinGroup {
+		return nil, b.errAt("bind", f.Location, "WITHIN GROUP is not supported")
 	}
 	argCtx := ectx{sc: c.sc, clause: "aggregate arguments"}
 	var filter plan.Expr
@@ -231,9 +231,23 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		}
 		return nil, b.errAt("bind", f.Location, "%s takes exactly one argument", name)
 	}
+	if f.AggDistinct && want == 2 {
+		return nil, b.errAt("bind", f.Location, "DISTINCT is not supported for %s", name)
+	}
 	args, err := b.exprs(f.Args, argCtx)
 	if err != nil {
 		return nil, err
+	}
+	// ORDER BY matters only to string_agg; the other aggregates give the
+	// same result in any order, so their ORDER BY is not kept.
+	if len(f.AggOrder) > 0 && af == plan.AggStringAgg {
+		specs, err := b.sortSpecs(f.AggOrder, nil, argCtx)
+		if err != nil {
+			return nil, err
+		}
+		for _, sp := range specs {
+			call.OrderBy = append(call.OrderBy, plan.SortKey{Expr: sp.expr, Desc: sp.desc, NullsFirst: sp.nullsFirst})
+		}
 	}
 	arg := args[0]
 	t := arg.Type()
