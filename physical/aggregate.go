@@ -88,14 +88,21 @@ func (a AggregateExpr) String() string {
 //     plan.SumType(arg) then int64 count of non-null values; min/max → the
 //     value in the argument's type (NULL when none). State columns are named
 //     "<Name>[count]", "<Name>[sum]", "<Name>[min]", "<Name>[max]".
+//     bool_and/bool_or → the bool so far ("[value]"); the variances and
+//     standard deviations → int64 count, float64 mean and M2 ("[count]",
+//     "[mean]", "[m2]"); covar_pop, covar_samp and corr → int64 count, then
+//     float64 mean of Y, mean of X, co-moment, M2 of Y, M2 of X; string_agg
+//     → the utf8 concatenation and its first value's delimiter
+//     ("[string]", "[delimiter]").
 //
 // AggFinal's input must be exactly that partial layout (usually after a hash
 // repartition on the group columns); its groupBy and aggs must be those of
 // the partial and are used only for types and names.
 //
 // Without group keys every partition outputs exactly one row, even for empty
-// input. Distinct aggregates are only supported in AggSingle mode: the
-// planner routes all rows of a group to one partition.
+// input. Distinct aggregates and string_agg with ORDER BY are only
+// supported in AggSingle mode: the planner routes all rows of a group to
+// one partition.
 type HashAggregate struct {
 	input      Operator
 	mode       AggMode
