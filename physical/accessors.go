@@ -22,6 +22,10 @@ func (h *HashAggregate) GroupNames() []string { return h.groupNames }
 // Aggs are the aggregates computed.
 func (h *HashAggregate) Aggs() []AggregateExpr { return h.aggs }
 
+// GrandTotals returns the grouping ids of the empty grouping sets whose
+// group the aggregate outputs even for empty input (WithGrandTotals).
+func (h *HashAggregate) GrandTotals() []int64 { return h.grandTotals }
+
 // JoinType is the kind of join.
 func (h *HashJoin) JoinType() JoinType { return h.joinType }
 

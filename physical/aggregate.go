@@ -36,8 +36,14 @@ func (m AggMode) String() string { return aggModeNames[m] }
 type AggregateExpr struct {
 	Func plan.AggFunc
 	// Arg is the argument (nil for count(*)), evaluated on the raw input.
-	Arg      expr.Expr
+	Arg expr.Expr
+	// Arg2 is the second argument of the two-argument aggregates (corr,
+	// covar_*: X; string_agg: the delimiter), nil for the others.
+	Arg2     expr.Expr
 	Distinct bool
+	// OrderBy orders the values string_agg concatenates (single-stage
+	// aggregation only); empty for the other aggregates.
+	OrderBy []SortKey
 	// Name is the output column name.
 	Name string
 	// Type is the result type as the binder computed it: count → int64,
@@ -57,6 +63,16 @@ func (a AggregateExpr) String() string {
 	if a.Distinct {
 		arg = "DISTINCT " + arg
 	}
+	if a.Arg2 != nil {
+		arg += ", " + a.Arg2.String()
+	}
+	if len(a.OrderBy) > 0 {
+		keys := make([]string, len(a.OrderBy))
+		for i, k := range a.OrderBy {
+			keys[i] = k.String()
+		}
+		arg += " ORDER BY " + strings.Join(keys, ", ")
+	}
 	return fmt.Sprintf("%s(%s)", fn, arg)
 }
 
@@ -72,14 +88,21 @@ func (a AggregateExpr) String() string {
 //     plan.SumType(arg) then int64 count of non-null values; min/max → the
 //     value in the argument's type (NULL when none). State columns are named
 //     "<Name>[count]", "<Name>[sum]", "<Name>[min]", "<Name>[max]".
+//     bool_and/bool_or → the bool so far ("[value]"); the variances and
+//     standard deviations → int64 count, float64 mean and M2 ("[count]",
+//     "[mean]", "[m2]"); covar_pop, covar_samp and corr → int64 count, then
+//     float64 mean of Y, mean of X, co-moment, M2 of Y, M2 of X; string_agg
+//     → the utf8 concatenation and its first value's delimiter
+//     ("[string]", "[delimiter]").
 //
 // AggFinal's input must be exactly that partial layout (usually after a hash
 // repartition on the group columns); its groupBy and aggs must be those of
 // the partial and are used only for types and names.
 //
 // Without group keys every partition outputs exactly one row, even for empty
-// input. Distinct aggregates are only supported in AggSingle mode: the
-// planner routes all rows of a group to one partition.
+// input. Distinct aggregates and string_agg with ORDER BY are only
+// supported in AggSingle mode: the planner routes all rows of a group to
+// one partition.
 type HashAggregate struct {
 	input      Operator
 	mode       AggMode
@@ -87,6 +110,61 @@ type HashAggregate struct {
 	groupNames []string
 	aggs       []AggregateExpr
 	schema     *arrow.Schema
+	// grandTotals: see WithGrandTotals.
+	grandTotals []int64
+}
+
+// WithGrandTotals returns a copy of h (an AggFinal or AggSingle aggregate
+// over an Expand, whose last group key is the int64 grouping id) that
+// outputs the group (NULL, ..., NULL, id) for each id in ids even when no
+// input row has it: an empty grouping set yields one row over empty input.
+// The group belongs to the partition the rows of that group hash to
+// (HashRows of the key columns scaled by PartitionOf to the input's
+// partition count), so it appears exactly once, whether or not rows
+// exist: where rows exist, it is their group.
+func (h *HashAggregate) WithGrandTotals(ids []int64) (*HashAggregate, error) {
+	if len(ids) == 0 {
+		return h, nil
+	}
+	k := len(h.groupBy)
+	if h.mode == AggPartial || k == 0 || h.groupBy[k-1].DataType().ID() != arrow.INT64 {
+		return nil, fmt.Errorf("hash aggregate: grand totals need a final aggregate whose last key is the int64 grouping id")
+	}
+	o := *h
+	o.grandTotals = append([]int64(nil), ids...)
+	return &o, nil
+}
+
+// ownsGrandTotal reports whether partition p of n holds the group of
+// grouping id id with every other key NULL.
+func (h *HashAggregate) ownsGrandTotal(id int64, p, n int, mem memory.Allocator) (bool, error) {
+	if n <= 1 {
+		return true, nil
+	}
+	keys, err := h.grandTotalKeys(id, mem)
+	if err != nil {
+		return false, err
+	}
+	defer releaseAll(keys)
+	hashes := make([]uint64, 1)
+	if err := HashRows(keys, hashes); err != nil {
+		return false, err
+	}
+	return PartitionOf(hashes[0], n) == p, nil
+}
+
+// grandTotalKeys is the one-row key columns (NULL, ..., NULL, id).
+func (h *HashAggregate) grandTotalKeys(id int64, mem memory.Allocator) ([]arrow.Array, error) {
+	k := len(h.groupBy)
+	keys := make([]arrow.Array, k)
+	for i, g := range h.groupBy[:k-1] {
+		keys[i] = array.MakeArrayOfNull(mem, g.DataType(), 1)
+	}
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.Append(id)
+	keys[k-1] = b.NewArray()
+	return keys, nil
 }
 
 // NewHashAggregate validates the aggregates and computes the output schema.
@@ -112,6 +190,12 @@ func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNa
 		}
 		if a.Distinct && mode != AggSingle {
 			return nil, fmt.Errorf("hash aggregate: %s: distinct aggregates need single-stage aggregation", a)
+		}
+		if a.Distinct && a.Arg2 != nil {
+			return nil, fmt.Errorf("hash aggregate: %s: DISTINCT is not supported for two-argument aggregates", a)
+		}
+		if len(a.OrderBy) > 0 && (mode != AggSingle || a.Func != plan.AggStringAgg) {
+			return nil, fmt.Errorf("hash aggregate: %s: ORDER BY is only supported for string_agg in single-stage aggregation", a)
 		}
 		acc, err := newAggAccumulator(a, aggArgType(a))
 		if err != nil {
@@ -159,6 +243,9 @@ func aggResultType(a AggregateExpr) arrow.DataType {
 		return plan.SumType(a.Arg.DataType())
 	case plan.AggAvg:
 		return plan.AvgType(a.Arg.DataType())
+	case plan.AggStddevSamp, plan.AggStddevPop, plan.AggVarSamp, plan.AggVarPop,
+		plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
+		return plan.Float64
 	}
 	return a.Arg.DataType()
 }
@@ -176,8 +263,16 @@ func aggStateSuffix(f plan.AggFunc, i int) string {
 		return "[count]"
 	case plan.AggMin:
 		return "[min]"
+	case plan.AggMax:
+		return "[max]"
+	case plan.AggBoolAnd, plan.AggBoolOr:
+		return "[value]"
+	case plan.AggStringAgg:
+		return [...]string{"[string]", "[delimiter]"}[i]
+	case plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
+		return [...]string{"[count]", "[mean_y]", "[mean_x]", "[comoment]", "[m2_y]", "[m2_x]"}[i]
 	}
-	return "[max]"
+	return [...]string{"[count]", "[mean]", "[m2]"}[i]
 }
 
 // Schema implements Operator.
@@ -201,7 +296,11 @@ func (h *HashAggregate) String() string {
 	for i, a := range h.aggs {
 		as[i] = a.String()
 	}
-	return fmt.Sprintf("HashAggregate(%s): groupBy=[%s], aggs=[%s]", h.mode, strings.Join(gs, ", "), strings.Join(as, ", "))
+	s := fmt.Sprintf("HashAggregate(%s): groupBy=[%s], aggs=[%s]", h.mode, strings.Join(gs, ", "), strings.Join(as, ", "))
+	if len(h.grandTotals) > 0 {
+		s += fmt.Sprintf(", grandTotals=%v", h.grandTotals)
+	}
+	return s
 }
 
 // Execute implements Operator.
@@ -225,6 +324,11 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
 		}
+		if len(a.OrderBy) > 0 {
+			if acc, err = newAggOrderedStringAgg(a.OrderBy); err != nil {
+				return nil, fmt.Errorf("hash aggregate: %w", err)
+			}
+		}
 		accs[i] = acc
 	}
 	hist := &countHist{}
@@ -244,7 +348,7 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 		return nil, fmt.Errorf("hash aggregate: %w", err)
 	}
 	return &hashAggStream{
-		op: h, tc: tc, input: in, table: table, accs: accs, hist: hist,
+		op: h, tc: tc, input: in, table: table, accs: accs, hist: hist, partition: partition,
 		res: tc.Memory.NewReservation(fmt.Sprintf("HashAggregate[%d]", partition)),
 	}, nil
 }
@@ -278,6 +382,8 @@ type hashAggStream struct {
 	hist  *countHist // shared by the count accumulators
 	res   *Reservation
 	gids  []int32
+	// partition is the one this stream aggregates (grand totals).
+	partition int
 
 	consumed bool // input fully read
 	emitted  int  // groups already output
@@ -366,7 +472,36 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 			acc.resize(1)
 		}
 	}
-	return nil
+	return s.addGrandTotals()
+}
+
+// addGrandTotals makes sure the groups of WithGrandTotals this partition
+// owns exist; a lookup of an existing group changes nothing.
+func (s *hashAggStream) addGrandTotals() error {
+	n := s.op.input.OutputPartitioning().Count
+	for _, id := range s.op.grandTotals {
+		own, err := s.op.ownsGrandTotal(id, s.partition, n, s.tc.Alloc)
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+		if !own {
+			continue
+		}
+		keys, err := s.op.grandTotalKeys(id, s.tc.Alloc)
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+		gids := make([]int32, 1)
+		err = s.table.lookup(keys, 1, gids, nil)
+		releaseAll(keys)
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+		for _, acc := range s.accs {
+			acc.resize(s.table.numGroups())
+		}
+	}
+	return s.account()
 }
 
 func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
@@ -422,7 +557,14 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 				return fmt.Errorf("hash aggregate: %s: %w", a, err)
 			}
 		}
-		err := acc.update(s.gids, arg)
+		var err error
+		if ord, ok := acc.(aggOrderedAccumulator); ok {
+			err = s.updateOrdered(ord, a, arg, b, &args)
+		} else if a.Arg2 != nil {
+			err = s.update2(acc, a, arg, b, &args)
+		} else {
+			err = acc.update(s.gids, arg)
+		}
 		if arg != nil {
 			arg.Release()
 		}
@@ -431,6 +573,36 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 		}
 	}
 	return s.account()
+}
+
+// update2 evaluates a's second argument and updates a two-argument
+// accumulator with both.
+func (s *hashAggStream) update2(acc aggAccumulator, a AggregateExpr, arg arrow.Array, b arrow.RecordBatch, args *argMemo) error {
+	acc2, ok := acc.(aggBinaryAccumulator)
+	if !ok {
+		return fmt.Errorf("%s does not take two arguments", a.Func)
+	}
+	arg2, err := args.eval(a.Arg2, b, s.tc.Alloc)
+	if err != nil {
+		return err
+	}
+	defer arg2.Release()
+	return acc2.update2(s.gids, arg, arg2)
+}
+
+// updateOrdered evaluates a's second argument and order keys and updates
+// an ordered accumulator with them.
+func (s *hashAggStream) updateOrdered(acc aggOrderedAccumulator, a AggregateExpr, arg arrow.Array, b arrow.RecordBatch, args *argMemo) error {
+	arg2, err := args.eval(a.Arg2, b, s.tc.Alloc)
+	if err != nil {
+		return err
+	}
+	defer arg2.Release()
+	keys, err := acc.evalKeys(b, s.tc.Alloc)
+	if err != nil {
+		return err
+	}
+	return acc.updateOrdered(s.gids, arg, arg2, keys)
 }
 
 // argMemo keeps the aggregate arguments evaluated on one batch, by
@@ -549,6 +721,11 @@ func (s *hashAggStream) Close() {
 	}
 	s.closed = true
 	s.input.Close()
+	for _, acc := range s.accs {
+		if ord, ok := acc.(aggOrderedAccumulator); ok {
+			ord.release()
+		}
+	}
 	s.table = nil
 	s.accs = nil
 	s.res.Free()

@@ -57,6 +57,27 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 		return &aggAvg{sum: sum, argType: argType, resultType: plan.AvgType(argType)}, nil
 	case plan.AggMin, plan.AggMax:
 		return newAggMinMax(argType, a.Func == plan.AggMax)
+	case plan.AggBoolAnd, plan.AggBoolOr:
+		// false < true: every is the minimum, any the maximum.
+		if argType.ID() != arrow.BOOL {
+			return nil, fmt.Errorf("%s of %s is not supported", a.Func, argType)
+		}
+		return newAggMinMax(argType, a.Func == plan.AggBoolOr)
+	case plan.AggStddevSamp, plan.AggStddevPop, plan.AggVarSamp, plan.AggVarPop:
+		if argType.ID() != arrow.FLOAT64 {
+			return nil, fmt.Errorf("%s of %s is not supported (the planner casts to float64)", a.Func, argType)
+		}
+		return &aggVariance{fn: a.Func}, nil
+	case plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
+		if argType.ID() != arrow.FLOAT64 || a.Arg2 == nil || a.Arg2.DataType().ID() != arrow.FLOAT64 {
+			return nil, fmt.Errorf("%s needs two float64 arguments", a.Func)
+		}
+		return &aggCovar{fn: a.Func}, nil
+	case plan.AggStringAgg:
+		if argType.ID() != arrow.STRING || a.Arg2 == nil || a.Arg2.DataType().ID() != arrow.STRING {
+			return nil, fmt.Errorf("string_agg needs two text arguments")
+		}
+		return &aggStringAgg{}, nil
 	}
 	return nil, fmt.Errorf("aggregate function %v is not supported", a.Func)
 }

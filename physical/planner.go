@@ -124,6 +124,17 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		s := NewSharedOutput(op, 1)
 		p.shared[key] = s
 		return s, nil
+	case *plan.Expand:
+		in, err := p.plan(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := compileAll(n.Keys, n.Input.Schema())
+		if err != nil {
+			return nil, err
+		}
+		k := len(n.Keys)
+		return NewExpand(in, keys, names(n.Cols[:k]), n.Sets, n.Cols[k].Name)
 	case *plan.Join:
 		return p.join(n)
 	case *plan.Sort:
@@ -291,11 +302,32 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 				return nil, err
 			}
 		}
-		distinct = distinct || a.Distinct
+		if a.Arg2 != nil {
+			if aggs[i].Arg2, err = expr.Compile(a.Arg2, inSchema); err != nil {
+				return nil, err
+			}
+		}
+		if len(a.OrderBy) > 0 {
+			if aggs[i].OrderBy, err = p.sortKeys(a.OrderBy, inSchema); err != nil {
+				return nil, err
+			}
+		}
+		// DISTINCT and ORDER BY inside the call both need all of a
+		// group's raw rows in one place.
+		distinct = distinct || a.Distinct || len(a.OrderBy) > 0
+	}
+	// final builds the aggregate that outputs the groups (with the grand
+	// totals of a grouping-sets aggregate).
+	final := func(in Operator, mode AggMode) (Operator, error) {
+		h, err := NewHashAggregate(in, mode, groups, groupNames, aggs)
+		if err != nil {
+			return nil, err
+		}
+		return h.WithGrandTotals(n.GrandTotals)
 	}
 	parts := in.OutputPartitioning().Count
 	if parts <= 1 {
-		return NewHashAggregate(in, AggSingle, groups, groupNames, aggs)
+		return final(in, AggSingle)
 	}
 	if distinct {
 		// Every row of a group must reach one partition before aggregating.
@@ -304,7 +336,7 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 		} else {
 			in = NewRepartition(in, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: groups})
 		}
-		return NewHashAggregate(in, AggSingle, groups, groupNames, aggs)
+		return final(in, AggSingle)
 	}
 	partial, err := NewHashAggregate(in, AggPartial, groups, groupNames, aggs)
 	if err != nil {
@@ -320,7 +352,7 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 		}
 		mid = NewRepartition(partial, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
 	}
-	return NewHashAggregate(mid, AggFinal, groups, groupNames, aggs)
+	return final(mid, AggFinal)
 }
 
 // equiKeys splits a join condition into equality pairs (left expr, right

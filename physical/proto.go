@@ -101,6 +101,26 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		}}}, nil
 	case *HashAggregate:
 		return c.encodeAggregate(op)
+	case *Expand:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := exprsToProto(op.keys)
+		if err != nil {
+			return nil, fmt.Errorf("expand: %w", err)
+		}
+		sets := make([]*rpc.GroupingSet, len(op.sets))
+		for i, set := range op.sets {
+			gs := &rpc.GroupingSet{Keys: make([]int32, len(set))}
+			for j, k := range set {
+				gs.Keys[j] = int32(k)
+			}
+			sets[i] = gs
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Expand{Expand: &rpc.ExpandNode{
+			Input: in, Keys: keys, KeyNames: op.keyNames, Sets: sets, GidName: op.GidName(),
+		}}}, nil
 	case *HashJoin:
 		left, right, err := c.encode2(op.left, op.right)
 		if err != nil {
@@ -270,10 +290,19 @@ func (c *planCodec) encodeAggregate(op *HashAggregate) (*rpc.PhysicalPlan, error
 		if err != nil {
 			return nil, fmt.Errorf("hash aggregate: %s: %w", a, err)
 		}
-		aggs[i] = &rpc.AggregateExpr{Func: int32(a.Func), Arg: arg, Distinct: a.Distinct, Name: a.Name, Type: t}
+		arg2, err := optionalExprToProto(a.Arg2)
+		if err != nil {
+			return nil, fmt.Errorf("hash aggregate: %s: %w", a, err)
+		}
+		order, err := sortKeysToProto(a.OrderBy)
+		if err != nil {
+			return nil, fmt.Errorf("hash aggregate: %s: %w", a, err)
+		}
+		aggs[i] = &rpc.AggregateExpr{Func: int32(a.Func), Arg: arg, Arg2: arg2, Distinct: a.Distinct, Name: a.Name, Type: t, OrderBy: order}
 	}
 	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashAggregate{HashAggregate: &rpc.HashAggregateNode{
 		Input: in, Mode: int32(op.mode), GroupBy: groups, GroupNames: op.groupNames, Aggs: aggs,
+		GrandTotals: op.grandTotals,
 	}}}, nil
 }
 
@@ -329,6 +358,24 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 		return NewProjection(in, exprs, names), nil
 	case *rpc.PhysicalPlan_HashAggregate:
 		return c.decodeAggregate(m.HashAggregate)
+	case *rpc.PhysicalPlan_Expand:
+		e := m.Expand
+		in, err := c.decode(e.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		keys, err := exprsFromProto(e.GetKeys(), in.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("expand keys: %w", err)
+		}
+		sets := make([][]int, len(e.GetSets()))
+		for i, gs := range e.GetSets() {
+			sets[i] = make([]int, len(gs.GetKeys()))
+			for j, k := range gs.GetKeys() {
+				sets[i][j] = int(k)
+			}
+		}
+		return NewExpand(in, keys, e.GetKeyNames(), sets, e.GetGidName())
 	case *rpc.PhysicalPlan_HashJoin:
 		j := m.HashJoin
 		left, right, err := c.decode2(j.GetLeft(), j.GetRight())
@@ -516,7 +563,7 @@ func (c *planCodec) decodeAggregate(a *rpc.HashAggregateNode) (Operator, error) 
 	aggs := make([]AggregateExpr, len(a.GetAggs()))
 	for i, p := range a.GetAggs() {
 		fn := plan.AggFunc(p.GetFunc())
-		if fn < plan.AggCountStar || fn > plan.AggMax {
+		if fn < plan.AggCountStar || int(fn) >= plan.NumAggFuncs {
 			return nil, fmt.Errorf("aggregate %s: unknown function %d", p.GetName(), p.GetFunc())
 		}
 		arg, err := optionalExprFromProto(p.GetArg(), scope)
@@ -527,9 +574,25 @@ func (c *planCodec) decodeAggregate(a *rpc.HashAggregateNode) (Operator, error) 
 		if err != nil {
 			return nil, fmt.Errorf("aggregate %s: %w", p.GetName(), err)
 		}
-		aggs[i] = AggregateExpr{Func: fn, Arg: arg, Distinct: p.GetDistinct(), Name: p.GetName(), Type: t}
+		arg2, err := optionalExprFromProto(p.GetArg2(), scope)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %s: %w", p.GetName(), err)
+		}
+		var order []SortKey
+		for _, k := range p.GetOrderBy() {
+			e, err := exprFromProto(k.GetExpr(), scope)
+			if err != nil {
+				return nil, fmt.Errorf("aggregate %s: order by: %w", p.GetName(), err)
+			}
+			order = append(order, SortKey{Expr: e, Desc: k.GetDesc(), NullsFirst: k.GetNullsFirst()})
+		}
+		aggs[i] = AggregateExpr{Func: fn, Arg: arg, Arg2: arg2, Distinct: p.GetDistinct(), Name: p.GetName(), Type: t, OrderBy: order}
 	}
-	return NewHashAggregate(in, mode, groups, a.GetGroupNames(), aggs)
+	h, err := NewHashAggregate(in, mode, groups, a.GetGroupNames(), aggs)
+	if err != nil {
+		return nil, err
+	}
+	return h.WithGrandTotals(a.GetGrandTotals())
 }
 
 func (c *planCodec) decodeParquetScan(s *rpc.ParquetScanNode) (Operator, error) {

@@ -222,11 +222,48 @@ func operatorCases(t *testing.T) []struct {
 	csvIDName := NewProjection(NewCSVScan("c", csv, []int{0, 1}, 2),
 		[]expr.Expr{&expr.Column{Index: 0, Name: "id", Type: plan.Int64}, &expr.Column{Index: 1, Name: "name", Type: plan.Utf8}},
 		[]string{"id", "name"})
+	// ROLLUP(name, qty) over an Expand, with the two-argument and
+	// statistical aggregates and a grand total.
+	// One small input partition: float sums and string concatenations
+	// then happen in one order, so both plans give identical values.
+	expand := must(NewExpand(NewFilter(scan(1), pCmp(plan.OpLt, tID, pLit(plan.Int64, int64(30)))), []expr.Expr{tName, tQty}, []string{"kname", "kqty"}, [][]int{{0, 1}, {0}, {}}, "gid"))
+	expandKeys := []expr.Expr{
+		&expr.Column{Index: 4, Name: "kname", Type: plan.Utf8},
+		&expr.Column{Index: 5, Name: "kqty", Type: plan.Int32},
+		&expr.Column{Index: 6, Name: "gid", Type: plan.Int64},
+	}
+	priceF := &expr.Cast{X: tPrice, To: plan.Float64}
+	idF := &expr.Cast{X: tID, To: plan.Float64}
+	statAggs := []AggregateExpr{
+		{Func: plan.AggStddevSamp, Arg: priceF, Name: "sd", Type: plan.Float64},
+		{Func: plan.AggVarPop, Arg: priceF, Name: "vp", Type: plan.Float64},
+		{Func: plan.AggCorr, Arg: priceF, Arg2: idF, Name: "r", Type: plan.Float64},
+		{Func: plan.AggCovarSamp, Arg: priceF, Arg2: idF, Name: "cs", Type: plan.Float64},
+		{Func: plan.AggStringAgg, Arg: tName, Arg2: pLit(plan.Utf8, ","), Name: "names", Type: plan.Utf8},
+		{Func: plan.AggBoolAnd, Arg: pCmp(plan.OpGt, tQty, pLit(plan.Int32, int32(3))), Name: "all", Type: plan.Bool},
+		{Func: plan.AggBoolOr, Arg: pCmp(plan.OpGt, tQty, pLit(plan.Int32, int32(3))), Name: "any", Type: plan.Bool},
+		{Func: plan.AggStringAgg, Arg: tName, Arg2: pLit(plan.Utf8, ";"), Name: "ordered", Type: plan.Utf8,
+			OrderBy: []SortKey{{Expr: tPrice, Desc: true, NullsFirst: true}, {Expr: tID}}},
+	}
+	withTotals := func(op Operator) Operator {
+		return must(op.(*HashAggregate).WithGrandTotals([]int64{2}))
+	}
+	expandPartial := must(NewHashAggregate(expand, AggPartial, expandKeys, []string{"kname", "kqty", "gid"}, statAggs[:4]))
+	expandFinal := withTotals(must(NewHashAggregate(
+		NewRepartition(expandPartial, Partitioning{Kind: PartHash, Count: 3, Keys: []expr.Expr{
+			&expr.Column{Index: 0, Name: "kname", Type: plan.Utf8},
+			&expr.Column{Index: 1, Name: "kqty", Type: plan.Int32},
+			&expr.Column{Index: 2, Name: "gid", Type: plan.Int64},
+		}}), AggFinal, expandKeys, []string{"kname", "kqty", "gid"}, statAggs[:4])))
 	return []struct {
 		name  string
 		op    Operator
 		exact bool
 	}{
+		{"expand", expand, true},
+		{"grouping sets aggregate single", withTotals(must(NewHashAggregate(expand, AggSingle, expandKeys,
+			[]string{"kname", "kqty", "gid"}, statAggs))), false},
+		{"grouping sets aggregate two-stage", expandFinal, false},
 		{"parquet scan", NewParquetScan("t", pq, []int{5, 0, 1, 2, 3, 4}, []ColumnPredicate{
 			{Column: 0, Op: plan.OpGtEq, Value: plan.Literal{Typ: plan.Int64, Val: int64(150)}},
 			{Column: 3, Op: plan.OpLt, Value: plan.Literal{Typ: plan.Date32, Val: int32(280)}},
@@ -311,7 +348,7 @@ func TestPlanProtoEveryOperator(t *testing.T) {
 	// shipped; TestPlanProtoErrors covers it).
 	for _, want := range []string{"ParquetScan", "CSVScan", "Filter", "Projection", "HashAggregate", "HashJoin",
 		"NestedLoopJoin", "Sort", "SortPreservingMerge", "Limit", "Union", "Values", "CoalescePartitions",
-		"Repartition", "UnresolvedExchange", "GenerateSeries"} {
+		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand"} {
 		if !seen["*physical."+want] {
 			t.Errorf("no round-trip case for %s", want)
 		}

@@ -157,18 +157,44 @@ const (
 	AggAvg
 	AggMin
 	AggMax
+	// The statistical aggregates take float64 arguments (the binder casts)
+	// and return float64; the sample variants are NULL below two rows.
+	AggStddevSamp
+	AggStddevPop
+	AggVarSamp
+	AggVarPop
+	// The two-argument ones take Y then X (Arg, then Arg2), as PostgreSQL.
+	AggCorr
+	AggCovarPop
+	AggCovarSamp
+	// AggStringAgg concatenates utf8 values, each but the first preceded by
+	// its row's delimiter (Arg2).
+	AggStringAgg
+	AggBoolAnd
+	AggBoolOr
 )
 
-var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max"}
+var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
+	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
+	"string_agg", "bool_and", "bool_or"}
+
+// NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
+// NumAggFuncs-1).
+const NumAggFuncs = len(aggNames)
 
 func (a AggFunc) String() string { return aggNames[a] }
 
 // AggCall is an aggregate; it appears only in Aggregate.Aggs. Arg is nil for
-// count(*).
+// count(*). Arg2 is the second argument of the two-argument aggregates
+// (corr, covar_*: X; string_agg: the delimiter), nil for the others.
+// OrderBy orders the values an order-sensitive aggregate (string_agg)
+// combines; it is empty for the others.
 type AggCall struct {
 	Func     AggFunc
 	Arg      Expr
+	Arg2     Expr
 	Distinct bool
+	OrderBy  []SortKey
 	Typ      arrow.DataType
 }
 
@@ -233,12 +259,20 @@ func (e *Case) Children() []Expr {
 // Children of an InList are X then the list.
 func (e *InList) Children() []Expr { return append([]Expr{e.X}, e.List...) }
 
-// Children of an AggCall are its argument, if any.
+// Children of an AggCall are its arguments, if any, then its ORDER BY
+// expressions.
 func (e *AggCall) Children() []Expr {
 	if e.Arg == nil {
 		return nil
 	}
-	return []Expr{e.Arg}
+	out := []Expr{e.Arg}
+	if e.Arg2 != nil {
+		out = append(out, e.Arg2)
+	}
+	for _, k := range e.OrderBy {
+		out = append(out, k.Expr)
+	}
+	return out
 }
 
 // Children of a Subquery are X, if any; the plan is not an expression child.
@@ -281,6 +315,17 @@ func (e *AggCall) WithChildren(c []Expr) Expr {
 	out := *e
 	if len(c) > 0 {
 		out.Arg = c[0]
+		c = c[1:]
+	}
+	if e.Arg2 != nil {
+		out.Arg2 = c[0]
+		c = c[1:]
+	}
+	if len(e.OrderBy) > 0 {
+		out.OrderBy = make([]SortKey, len(e.OrderBy))
+		for i, k := range e.OrderBy {
+			out.OrderBy[i] = SortKey{Expr: c[i], Desc: k.Desc, NullsFirst: k.NullsFirst}
+		}
 	}
 	return &out
 }
@@ -367,7 +412,33 @@ func (e *AggCall) String() string {
 	if e.Distinct {
 		d = "DISTINCT "
 	}
-	return e.Func.String() + "(" + d + e.Arg.String() + ")"
+	args := d + e.Arg.String()
+	if e.Arg2 != nil {
+		args += ", " + e.Arg2.String()
+	}
+	if len(e.OrderBy) > 0 {
+		args += " ORDER BY " + sortKeyList(e.OrderBy)
+	}
+	return e.Func.String() + "(" + args + ")"
+}
+
+// sortKeyList renders sort keys as ORDER BY lists them.
+func sortKeyList(keys []SortKey) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k.Expr.String()
+		if k.Desc {
+			parts[i] += " DESC"
+		}
+		if k.NullsFirst != k.Desc {
+			if k.NullsFirst {
+				parts[i] += " NULLS FIRST"
+			} else {
+				parts[i] += " NULLS LAST"
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 func (e *Subquery) String() string {
 	not := ""

@@ -113,11 +113,32 @@ type Project struct {
 
 // Aggregate groups by GroupBy and computes Aggs. Output: one column per
 // group expression, then one per aggregate, described by Cols.
+//
+// Over an Expand (GROUPING SETS, ROLLUP, CUBE) the last group key is the
+// grouping id and GrandTotals lists the ids of the empty grouping sets: for
+// each, the group (NULL, ..., NULL, id) is output even when no input row
+// has it (empty input), as PostgreSQL outputs one grand-total row. A filter
+// must not move below such an aggregate: the grand-total row would escape it.
 type Aggregate struct {
-	Input   Node
-	GroupBy []Expr
-	Aggs    []*AggCall
-	Cols    Schema
+	Input       Node
+	GroupBy     []Expr
+	Aggs        []*AggCall
+	Cols        Schema
+	GrandTotals []int64
+}
+
+// Expand replicates each input row once per grouping set, under the
+// Aggregate of a GROUP BY with GROUPING SETS, ROLLUP or CUBE. Its output is
+// the input's columns (same IDs), then Cols: one column per key, holding
+// Keys[i] in the copies for sets that contain i and NULL in the others,
+// then the grouping id (int64), the index of the copy's set in Sets. The
+// aggregate above groups by the key columns and the grouping id, so a NULL
+// from the data and a NULL from a rolled-up key stay distinct groups.
+type Expand struct {
+	Input Node
+	Keys  []Expr
+	Sets  [][]int // indices into Keys
+	Cols  Schema  // len(Keys) key columns, then the grouping id
 }
 
 // JoinKind is the kind of a join.
@@ -208,6 +229,10 @@ func (n *Join) Schema() Schema {
 	}
 	return out
 }
+func (n *Expand) Schema() Schema {
+	in := n.Input.Schema()
+	return append(append(make(Schema, 0, len(in)+len(n.Cols)), in...), n.Cols...)
+}
 func (n *Sort) Schema() Schema   { return n.Input.Schema() }
 func (n *Limit) Schema() Schema  { return n.Input.Schema() }
 func (n *Union) Schema() Schema  { return n.Cols }
@@ -218,6 +243,7 @@ func (n *Filter) Children() []Node    { return []Node{n.Input} }
 func (n *Project) Children() []Node   { return []Node{n.Input} }
 func (n *Aggregate) Children() []Node { return []Node{n.Input} }
 func (n *Join) Children() []Node      { return []Node{n.Left, n.Right} }
+func (n *Expand) Children() []Node    { return []Node{n.Input} }
 func (n *Sort) Children() []Node      { return []Node{n.Input} }
 func (n *Limit) Children() []Node     { return []Node{n.Input} }
 func (n *Union) Children() []Node     { return n.Inputs }
@@ -235,6 +261,11 @@ func (n *Project) WithChildren(c []Node) Node {
 	return &o
 }
 func (n *Aggregate) WithChildren(c []Node) Node {
+	o := *n
+	o.Input = c[0]
+	return &o
+}
+func (n *Expand) WithChildren(c []Node) Node {
 	o := *n
 	o.Input = c[0]
 	return &o
@@ -296,7 +327,22 @@ func (n *Aggregate) String() string {
 	for i, a := range n.Aggs {
 		aggs[i] = a
 	}
-	return "Aggregate: groupBy=[" + exprList(n.GroupBy) + "] aggs=[" + exprList(aggs) + "]"
+	s := "Aggregate: groupBy=[" + exprList(n.GroupBy) + "] aggs=[" + exprList(aggs) + "]"
+	if len(n.GrandTotals) > 0 {
+		s += fmt.Sprintf(" grandTotals=%v", n.GrandTotals)
+	}
+	return s
+}
+func (n *Expand) String() string {
+	sets := make([]string, len(n.Sets))
+	for i, set := range n.Sets {
+		keys := make([]string, len(set))
+		for j, k := range set {
+			keys[j] = n.Keys[k].String()
+		}
+		sets[i] = "(" + strings.Join(keys, ", ") + ")"
+	}
+	return "Expand: sets=[" + strings.Join(sets, ", ") + "]"
 }
 func (n *Join) String() string {
 	s := n.Kind.String() + " Join"
@@ -375,6 +421,8 @@ func Exprs(n Node) []Expr {
 			out = append(out, a)
 		}
 		return out
+	case *Expand:
+		return n.Keys
 	case *Join:
 		if n.Cond != nil {
 			return []Expr{n.Cond}

@@ -106,6 +106,10 @@ func withExprs(n Node, es []Expr) Node {
 			o.Aggs[i] = es[len(x.GroupBy)+i].(*AggCall)
 		}
 		return &o
+	case *Expand:
+		o := *x
+		o.Keys = append([]Expr(nil), es...)
+		return &o
 	case *Join:
 		o := *x
 		if x.Cond != nil {

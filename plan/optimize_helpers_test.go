@@ -266,3 +266,34 @@ func checkPlan(n Node) error {
 	}
 	return nil
 }
+
+// rollup builds what the binder builds for GROUP BY ROLLUP(keys): an Expand
+// with the sets (k1..kn), (k1..kn-1), ..., () under an Aggregate grouping
+// by its key columns and the grouping id, with the empty set's grand total.
+func (b *tb) rollup(n Node, keys []Expr, aggs ...*AggCall) *Aggregate {
+	e := &Expand{Input: n, Keys: keys}
+	for k := len(keys); k >= 0; k-- {
+		set := []int{}
+		for i := 0; i < k; i++ {
+			set = append(set, i)
+		}
+		e.Sets = append(e.Sets, set)
+	}
+	for _, k := range keys {
+		name := k.String()
+		if c, ok := k.(*ColRef); ok {
+			name = c.Name[strings.LastIndex(c.Name, ".")+1:]
+		}
+		e.Cols = append(e.Cols, Column{ID: b.ids.Next(), Name: name, Type: k.Type(), Nullable: true})
+	}
+	e.Cols = append(e.Cols, Column{ID: b.ids.Next(), Name: "grouping_id", Type: Int64})
+	a := &Aggregate{Input: e, Aggs: aggs, GrandTotals: []int64{int64(len(keys))}}
+	for _, c := range e.Cols {
+		a.GroupBy = append(a.GroupBy, c.Ref())
+		a.Cols = append(a.Cols, c)
+	}
+	for _, x := range aggs {
+		a.Cols = append(a.Cols, Column{ID: b.ids.Next(), Name: x.String(), Type: x.Typ, Nullable: true})
+	}
+	return a
+}

@@ -50,6 +50,11 @@ func eager(n Node, ctx *OptContext) Node {
 	if !ok || len(a.GroupBy) == 0 {
 		return n
 	}
+	if _, ok := a.Input.(*Expand); ok {
+		// Grouping sets: the keys are the Expand's columns, which no
+		// join below it has.
+		return n
+	}
 	argCols := ColumnSet{}
 	for _, f := range a.Aggs {
 		switch f.Func {

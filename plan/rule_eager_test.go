@@ -55,6 +55,11 @@ func TestEagerAggregateGolden(t *testing.T) {
 			return b.agg(j, []Expr{col(d, "d_name"), col(d, "d_region")},
 				sum(col(f, "f_amount")), countOf(col(f, "f_amount")), countStar(), minOf(col(f, "f_qty")), maxOf(col(f, "f_qty")))
 		}},
+		{name: "not_over_grouping_sets", apply: EagerAggregate, build: func(b *tb) Node {
+			// ROLLUP keys are the Expand's columns: nothing to push below.
+			j, f, d := factDim(b)
+			return b.rollup(j, []Expr{col(d, "d_name")}, sum(col(f, "f_amount")))
+		}},
 		{name: "fact_column_in_the_group_keys", apply: EagerAggregate, build: func(b *tb) Node {
 			// f_cat joins the S group keys beside f_key.
 			j, f, d := factDim(b)

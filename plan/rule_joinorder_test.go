@@ -67,6 +67,15 @@ func TestPruneColumnsGolden(t *testing.T) {
 			l.Filters = []Expr{lt(col(l, "l_shipdate"), date("1998-09-02"))}
 			return b.project(l, []string{"", "rev"}, col(l, "l_orderkey"), bin(OpMul, col(l, "l_extendedprice"), col(l, "l_discount")))
 		}},
+		{name: "expand_passes_only_needed_columns", apply: PruneColumns, build: func(b *tb) Node {
+			// ROLLUP(o_orderstatus) summing o_totalprice over a join: the
+			// Expand carries on only the summed column, and the join below
+			// it reads only what it and the Expand need.
+			o, c := b.scan("orders", ""), b.scan("customer", "")
+			j := &Join{Kind: JoinInner, Left: o, Right: c, Cond: eq(col(o, "o_custkey"), col(c, "c_custkey"))}
+			a := b.rollup(j, []Expr{col(o, "o_orderstatus")}, sum(col(o, "o_totalprice")))
+			return b.project(a, []string{"", ""}, a.Cols[0].Ref(), a.Cols[2].Ref())
+		}},
 		{name: "count_star_keeps_one_column", apply: PruneColumns, build: func(b *tb) Node {
 			t := b.scan("t", "")
 			return b.agg(t, nil, countStar())

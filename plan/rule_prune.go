@@ -77,6 +77,24 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 		}
 		o.Input = prune(x.Input, childReq, false)
 		return &o
+	case *Expand:
+		// The aggregate above reads the expanded columns by ID, so the
+		// pass-through input columns can shrink to those required above.
+		need := ColumnSet{}
+		for _, c := range x.Input.Schema() {
+			if req.Has(c.ID) || exact {
+				need[c.ID] = struct{}{}
+			}
+		}
+		for _, k := range x.Keys {
+			addAll(need, exprCols(k))
+		}
+		o := *x
+		o.Input = prune(x.Input, need, exact)
+		if !exact {
+			o.Input = dropUnneeded(o.Input, need)
+		}
+		return &o
 	case *Join:
 		need := withAll(req, n, exact)
 		if x.Cond != nil {

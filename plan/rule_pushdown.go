@@ -13,6 +13,9 @@ package plan
 //     rejects NULLs of a Left join's right side turns the join Inner first;
 //   - finally into Scan.Filters (the scan applies them exactly).
 //
+// Below an Expand (grouping sets) nothing moves: conjuncts above its
+// aggregate name the expanded key columns, which the Expand creates.
+//
 // Nothing moves below a Limit (that would change which rows are kept), into
 // a Union, or past a Right/Full join. Conjuncts containing subqueries stay
 // where they are.
@@ -56,11 +59,12 @@ func push(n Node, preds []Expr) Node {
 			defs[x.Cols[i].ID] = g
 		}
 		var down, stay []Expr
-		if len(x.GroupBy) > 0 {
+		if len(x.GroupBy) > 0 && len(x.GrandTotals) == 0 {
 			down, stay = splitSubstitutable(preds, defs)
 		} else {
-			// A global aggregate yields a row even for empty input, so a
-			// filter on nothing but constants must stay above it.
+			// A global aggregate yields a row even for empty input (and
+			// so does a grouping-sets aggregate with an empty set), so a
+			// filter must stay above it.
 			stay = preds
 		}
 		o := *x

@@ -48,6 +48,14 @@ func TestPushDownGolden(t *testing.T) {
 			un := &Union{Inputs: []Node{b.project(t, nil, col(t, "a")), b.project(u, nil, col(u, "x"))}, Cols: Schema{{ID: b.ids.Next(), Name: "a", Type: Int64}}}
 			return filter(un, eq(un.Cols[0].Ref(), i64(1)))
 		}},
+		{name: "grouping_sets_aggregate_keeps_filters_above", apply: PushDownPredicates, build: func(b *tb) Node {
+			// The grand total of ROLLUP(a) over empty input must still
+			// meet the a IS NOT NULL above it; the WHERE conjunct below
+			// the Expand reaches the scan.
+			t := b.scan("t", "")
+			a := b.rollup(filter(t, eq(col(t, "c"), str("k"))), []Expr{col(t, "a")}, sum(col(t, "b")))
+			return filter(a, &IsNull{X: a.Cols[0].Ref(), Negated: true})
+		}},
 		{name: "global_aggregate_keeps_constant_filter", apply: PushDownPredicates, build: func(b *tb) Node {
 			t := b.scan("t", "")
 			a := b.agg(t, nil, countStar())

@@ -50,6 +50,8 @@ func estimate(n Node) float64 {
 			return 1
 		}
 		return math.Max(1, estimate(x.Input)/10)
+	case *Expand:
+		return estimate(x.Input) * float64(len(x.Sets))
 	case *Union:
 		s := 0.0
 		for _, c := range x.Inputs {

@@ -1588,6 +1588,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_UnresolvedExchange
 	//	*PhysicalPlan_PipelinedWriter
 	//	*PhysicalPlan_PipelinedReader
+	//	*PhysicalPlan_Expand
 	//	*PhysicalPlan_GenerateSeries
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
@@ -1802,6 +1803,15 @@ func (x *PhysicalPlan) GetPipelinedReader() *PipelinedReaderNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetExpand() *ExpandNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_Expand); ok {
+			return x.Expand
+		}
+	}
+	return nil
+}
+
 func (x *PhysicalPlan) GetGenerateSeries() *GenerateSeriesNode {
 	if x != nil {
 		if x, ok := x.Node.(*PhysicalPlan_GenerateSeries); ok {
@@ -1891,6 +1901,10 @@ type PhysicalPlan_PipelinedReader struct {
 	PipelinedReader *PipelinedReaderNode `protobuf:"bytes,24,opt,name=pipelined_reader,json=pipelinedReader,proto3,oneof"`
 }
 
+type PhysicalPlan_Expand struct {
+	Expand *ExpandNode `protobuf:"bytes,35,opt,name=expand,proto3,oneof"`
+}
+
 type PhysicalPlan_GenerateSeries struct {
 	GenerateSeries *GenerateSeriesNode `protobuf:"bytes,45,opt,name=generate_series,json=generateSeries,proto3,oneof"`
 }
@@ -1932,6 +1946,8 @@ func (*PhysicalPlan_UnresolvedExchange) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_PipelinedWriter) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_PipelinedReader) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_Expand) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_GenerateSeries) isPhysicalPlan_Node() {}
 
@@ -2223,6 +2239,8 @@ type AggregateExpr struct {
 	Distinct      bool                   `protobuf:"varint,3,opt,name=distinct,proto3" json:"distinct,omitempty"`
 	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	Type          *ArrowType             `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	Arg2          *PhysicalExpr          `protobuf:"bytes,35,opt,name=arg2,proto3" json:"arg2,omitempty"`                      // second argument (corr, covar_*, string_agg); unset otherwise
+	OrderBy       []*SortKey             `protobuf:"bytes,36,rep,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"` // string_agg(... ORDER BY ...)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2292,6 +2310,20 @@ func (x *AggregateExpr) GetType() *ArrowType {
 	return nil
 }
 
+func (x *AggregateExpr) GetArg2() *PhysicalExpr {
+	if x != nil {
+		return x.Arg2
+	}
+	return nil
+}
+
+func (x *AggregateExpr) GetOrderBy() []*SortKey {
+	if x != nil {
+		return x.OrderBy
+	}
+	return nil
+}
+
 type HashAggregateNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -2299,6 +2331,7 @@ type HashAggregateNode struct {
 	GroupBy       []*PhysicalExpr        `protobuf:"bytes,3,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
 	GroupNames    []string               `protobuf:"bytes,4,rep,name=group_names,json=groupNames,proto3" json:"group_names,omitempty"`
 	Aggs          []*AggregateExpr       `protobuf:"bytes,5,rep,name=aggs,proto3" json:"aggs,omitempty"`
+	GrandTotals   []int64                `protobuf:"varint,35,rep,packed,name=grand_totals,json=grandTotals,proto3" json:"grand_totals,omitempty"` // physical.HashAggregate.WithGrandTotals
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2364,6 +2397,13 @@ func (x *HashAggregateNode) GetGroupNames() []string {
 func (x *HashAggregateNode) GetAggs() []*AggregateExpr {
 	if x != nil {
 		return x.Aggs
+	}
+	return nil
+}
+
+func (x *HashAggregateNode) GetGrandTotals() []int64 {
+	if x != nil {
+		return x.GrandTotals
 	}
 	return nil
 }
@@ -3882,6 +3922,128 @@ func (x *GenerateSeriesNode) GetStep() *PhysicalExpr {
 	return nil
 }
 
+// One grouping set: indices into ExpandNode.keys.
+type GroupingSet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []int32                `protobuf:"varint,1,rep,packed,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupingSet) Reset() {
+	*x = GroupingSet{}
+	mi := &file_plan_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupingSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupingSet) ProtoMessage() {}
+
+func (x *GroupingSet) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupingSet.ProtoReflect.Descriptor instead.
+func (*GroupingSet) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *GroupingSet) GetKeys() []int32 {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// physical.Expand: replicates each row once per grouping set.
+type ExpandNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Keys          []*PhysicalExpr        `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	KeyNames      []string               `protobuf:"bytes,3,rep,name=key_names,json=keyNames,proto3" json:"key_names,omitempty"`
+	Sets          []*GroupingSet         `protobuf:"bytes,4,rep,name=sets,proto3" json:"sets,omitempty"`
+	GidName       string                 `protobuf:"bytes,5,opt,name=gid_name,json=gidName,proto3" json:"gid_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandNode) Reset() {
+	*x = ExpandNode{}
+	mi := &file_plan_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandNode) ProtoMessage() {}
+
+func (x *ExpandNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandNode.ProtoReflect.Descriptor instead.
+func (*ExpandNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *ExpandNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetKeys() []*PhysicalExpr {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetKeyNames() []string {
+	if x != nil {
+		return x.KeyNames
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetSets() []*GroupingSet {
+	if x != nil {
+		return x.Sets
+	}
+	return nil
+}
+
+func (x *ExpandNode) GetGidName() string {
+	if x != nil {
+		return x.GidName
+	}
+	return ""
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -4002,7 +4164,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xf8\t\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xa6\n" +
+	"\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -4025,7 +4188,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eshuffle_reader\x18\x15 \x01(\v2\x19.sluice.ShuffleReaderNodeH\x00R\rshuffleReader\x12Q\n" +
 	"\x13unresolved_exchange\x18\x16 \x01(\v2\x1e.sluice.UnresolvedExchangeNodeH\x00R\x12unresolvedExchange\x12H\n" +
 	"\x10pipelined_writer\x18\x17 \x01(\v2\x1b.sluice.PipelinedWriterNodeH\x00R\x0fpipelinedWriter\x12H\n" +
-	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReader\x12E\n" +
+	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReader\x12,\n" +
+	"\x06expand\x18# \x01(\v2\x12.sluice.ExpandNodeH\x00R\x06expand\x12E\n" +
 	"\x0fgenerate_series\x18- \x01(\v2\x1a.sluice.GenerateSeriesNodeH\x00R\x0egenerateSeriesB\x06\n" +
 	"\x04node\"\xb4\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
@@ -4057,20 +4221,23 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eProjectionNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12*\n" +
 	"\x05exprs\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x05exprs\x12\x14\n" +
-	"\x05names\x18\x03 \x03(\tR\x05names\"\xa2\x01\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\"\xf8\x01\n" +
 	"\rAggregateExpr\x12\x12\n" +
 	"\x04func\x18\x01 \x01(\x05R\x04func\x12&\n" +
 	"\x03arg\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x03arg\x12\x1a\n" +
 	"\bdistinct\x18\x03 \x01(\bR\bdistinct\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12%\n" +
-	"\x04type\x18\x05 \x01(\v2\x11.sluice.ArrowTypeR\x04type\"\xd0\x01\n" +
+	"\x04type\x18\x05 \x01(\v2\x11.sluice.ArrowTypeR\x04type\x12(\n" +
+	"\x04arg2\x18# \x01(\v2\x14.sluice.PhysicalExprR\x04arg2\x12*\n" +
+	"\border_by\x18$ \x03(\v2\x0f.sluice.SortKeyR\aorderBy\"\xf3\x01\n" +
 	"\x11HashAggregateNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\x05R\x04mode\x12/\n" +
 	"\bgroup_by\x18\x03 \x03(\v2\x14.sluice.PhysicalExprR\agroupBy\x12\x1f\n" +
 	"\vgroup_names\x18\x04 \x03(\tR\n" +
 	"groupNames\x12)\n" +
-	"\x04aggs\x18\x05 \x03(\v2\x15.sluice.AggregateExprR\x04aggs\"\xca\x02\n" +
+	"\x04aggs\x18\x05 \x03(\v2\x15.sluice.AggregateExprR\x04aggs\x12!\n" +
+	"\fgrand_totals\x18# \x03(\x03R\vgrandTotals\"\xca\x02\n" +
 	"\fHashJoinNode\x12(\n" +
 	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x04left\x12*\n" +
 	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x05right\x12\x1b\n" +
@@ -4185,7 +4352,16 @@ const file_plan_proto_rawDesc = "" +
 	"\x06schema\x18\x01 \x01(\v2\x0e.sluice.SchemaR\x06schema\x12*\n" +
 	"\x05start\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x05start\x12(\n" +
 	"\x04stop\x18\x03 \x01(\v2\x14.sluice.PhysicalExprR\x04stop\x12(\n" +
-	"\x04step\x18\x04 \x01(\v2\x14.sluice.PhysicalExprR\x04stepB\fZ\n" +
+	"\x04step\x18\x04 \x01(\v2\x14.sluice.PhysicalExprR\x04step\"!\n" +
+	"\vGroupingSet\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\x05R\x04keys\"\xc3\x01\n" +
+	"\n" +
+	"ExpandNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12(\n" +
+	"\x04keys\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x04keys\x12\x1b\n" +
+	"\tkey_names\x18\x03 \x03(\tR\bkeyNames\x12'\n" +
+	"\x04sets\x18\x04 \x03(\v2\x13.sluice.GroupingSetR\x04sets\x12\x19\n" +
+	"\bgid_name\x18\x05 \x01(\tR\agidNameB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -4201,7 +4377,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -4254,6 +4430,8 @@ var file_plan_proto_goTypes = []any{
 	(*FetchPartition)(nil),          // 48: sluice.FetchPartition
 	(*FetchPipelinedPartition)(nil), // 49: sluice.FetchPipelinedPartition
 	(*GenerateSeriesNode)(nil),      // 50: sluice.GenerateSeriesNode
+	(*GroupingSet)(nil),             // 51: sluice.GroupingSet
+	(*ExpandNode)(nil),              // 52: sluice.ExpandNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -4318,61 +4496,67 @@ var file_plan_proto_depIdxs = []int32{
 	42,  // 59: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
 	43,  // 60: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
 	46,  // 61: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
-	50,  // 62: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
-	20,  // 63: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 64: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 65: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 66: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 67: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 68: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 69: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 70: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	21,  // 71: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 72: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 73: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 74: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 75: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 76: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 77: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 78: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 79: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 80: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 81: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 82: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 83: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 84: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 85: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 86: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 87: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 88: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 89: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 90: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 91: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 92: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 93: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 94: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 95: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 96: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 97: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 98: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 99: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 100: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 101: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 102: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 103: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 104: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 105: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 106: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 107: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 108: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 109: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 110: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 111: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	112, // [112:112] is the sub-list for method output_type
-	112, // [112:112] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	52,  // 62: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
+	50,  // 63: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
+	20,  // 64: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 65: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 66: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 67: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 68: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 69: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 70: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 71: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 72: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	18,  // 73: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 74: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 75: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 76: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 77: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 78: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 79: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 80: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 81: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 82: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 83: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 84: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 85: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 86: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 87: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 88: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 89: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 90: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 91: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 92: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 93: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 94: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 95: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 96: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 97: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 98: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 99: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 100: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 101: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 102: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 103: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 104: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 105: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 106: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 107: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 108: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 109: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 110: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	3,   // 111: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	6,   // 112: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	6,   // 113: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	6,   // 114: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	21,  // 115: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 116: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	51,  // 117: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	118, // [118:118] is the sub-list for method output_type
+	118, // [118:118] is the sub-list for method input_type
+	118, // [118:118] is the sub-list for extension type_name
+	118, // [118:118] is the sub-list for extension extendee
+	0,   // [0:118] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -4424,6 +4608,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_UnresolvedExchange)(nil),
 		(*PhysicalPlan_PipelinedWriter)(nil),
 		(*PhysicalPlan_PipelinedReader)(nil),
+		(*PhysicalPlan_Expand)(nil),
 		(*PhysicalPlan_GenerateSeries)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
@@ -4436,7 +4621,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

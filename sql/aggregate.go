@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +18,10 @@ type aggState struct {
 	calls []*plan.AggCall
 	cols  []plan.Column
 	byKey map[string]int
+	// groups are the GROUP BY expressions, sets the grouping sets over
+	// them (nil for a plain GROUP BY); grouping() reads both.
+	groups []plan.Expr
+	sets   *groupingSets
 }
 
 // add registers call (deduplicated) and returns a reference to its output.
@@ -28,7 +33,7 @@ func (a *aggState) add(ids *plan.IDGen, call *plan.AggCall, name string) *plan.C
 		a.byKey[k] = i
 		a.calls = append(a.calls, call)
 		a.cols = append(a.cols, plan.Column{ID: ids.Next(), Name: name, Type: call.Typ,
-			Nullable: call.Func != plan.AggCount && call.Func != plan.AggCountStar})
+			Nullable: aggNullable(call.Func)})
 	}
 	return &plan.ColRef{ID: a.cols[i].ID, Name: call.String(), Typ: call.Typ}
 }
@@ -36,21 +41,51 @@ func (a *aggState) add(ids *plan.IDGen, call *plan.AggCall, name string) *plan.C
 // aggregate builds the Aggregate node and rewrites the select items,
 // HAVING and ORDER BY expressions to refer to its outputs. A group key that
 // is a plain column keeps its ID; computed keys get fresh ones.
+//
+// With grouping sets the aggregate reads an Expand of the input: every key
+// gets a fresh column (NULL in the sets without it), and the grouping id is
+// the last group key.
 func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
 	in := input.Schema()
-	cols := make(plan.Schema, 0, len(groups)+len(agg.calls))
+	cols := make(plan.Schema, 0, len(groups)+1+len(agg.calls))
 	repl := map[string]plan.Expr{}
 	allowed := plan.ColumnSet{}
-	for _, g := range groups {
+	var expand *plan.Expand
+	if agg.sets != nil {
+		expand = &plan.Expand{Input: input, Keys: groups, Sets: agg.sets.sets}
+	}
+	for i, g := range groups {
 		var c plan.Column
 		if r, ok := g.(*plan.ColRef); ok && in.IndexOf(r.ID) >= 0 {
 			c = in[in.IndexOf(r.ID)]
 		} else {
 			c = plan.Column{ID: b.ids.Next(), Name: "?column?", Type: g.Type(), Nullable: nullableIn(g, in)}
 		}
+		if expand != nil {
+			c.ID = b.ids.Next()
+			c.Nullable = c.Nullable || !inEverySet(agg.sets.sets, i)
+			expand.Cols = append(expand.Cols, c)
+		}
 		cols = append(cols, c)
 		allowed[c.ID] = struct{}{}
 		repl[exprKey(g)] = &plan.ColRef{ID: c.ID, Name: g.String(), Typ: c.Type}
+	}
+	groupBy := groups
+	var grandTotals []int64
+	if expand != nil {
+		expand.Cols = append(expand.Cols, agg.sets.gid)
+		cols = append(cols, agg.sets.gid)
+		allowed[agg.sets.gid.ID] = struct{}{}
+		groupBy = make([]plan.Expr, len(cols))
+		for i, c := range cols {
+			groupBy[i] = c.Ref()
+		}
+		for id, s := range agg.sets.sets {
+			if len(s) == 0 {
+				grandTotals = append(grandTotals, int64(id))
+			}
+		}
+		input = expand
 	}
 	for _, c := range agg.cols {
 		cols = append(cols, c)
@@ -93,7 +128,23 @@ func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, i
 			}
 		}
 	}
-	return &plan.Aggregate{Input: input, GroupBy: groups, Aggs: agg.calls, Cols: cols}, nil
+	return &plan.Aggregate{Input: input, GroupBy: groupBy, Aggs: agg.calls, Cols: cols, GrandTotals: grandTotals}, nil
+}
+
+// inEverySet reports whether key k is grouped in every set.
+func inEverySet(sets [][]int, k int) bool {
+	for _, s := range sets {
+		if !slices.Contains(s, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// aggNullable reports whether an aggregate's result may be NULL (only the
+// counts never are).
+func aggNullable(f plan.AggFunc) bool {
+	return f != plan.AggCount && f != plan.AggCountStar
 }
 
 // replaceKeys rewrites e top-down, replacing any subtree equal to a group
@@ -147,6 +198,9 @@ func exprKey(e plan.Expr) string {
 			fmt.Fprintf(&b, "case:%d:%v", len(x.Whens), x.Else != nil)
 		case *plan.AggCall:
 			fmt.Fprintf(&b, "agg:%d:%v", x.Func, x.Distinct)
+			for _, k := range x.OrderBy {
+				fmt.Fprintf(&b, ":%v/%v", k.Desc, k.NullsFirst)
+			}
 		case *plan.Subquery:
 			fmt.Fprintf(&b, "subq:%p", x.Plan)
 		default:
@@ -175,7 +229,7 @@ func nullableIn(e plan.Expr, in plan.Schema) bool {
 	case *plan.IsNull:
 		return false
 	case *plan.AggCall:
-		return x.Func != plan.AggCount && x.Func != plan.AggCountStar
+		return aggNullable(x.Func)
 	case *plan.Subquery:
 		return x.Kind == plan.SubqueryScalar || x.Kind == plan.SubqueryIn
 	case *plan.Case:

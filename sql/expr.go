@@ -82,6 +82,8 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 		return &plan.Func{Name: "coalesce", Args: args, Typ: t}, nil
 	case *pg.Node_FuncCall:
 		return b.funcCall(x.FuncCall, c)
+	case *pg.Node_GroupingFunc:
+		return b.groupingFunc(x.GroupingFunc, c)
 	case *pg.Node_SubLink:
 		return b.subLink(x.SubLink, c, false)
 	case *pg.Node_MinMaxExpr:
@@ -575,6 +577,8 @@ func figureName(n *pg.Node) string {
 		}
 	case *pg.Node_CaseExpr:
 		return "case"
+	case *pg.Node_GroupingFunc:
+		return "grouping"
 	case *pg.Node_CoalesceExpr:
 		return "coalesce"
 	case *pg.Node_MinMaxExpr:
@@ -647,6 +651,10 @@ func nodeLoc(n *pg.Node) int32 {
 		return x.MinMaxExpr.Location
 	case *pg.Node_SqlvalueFunction:
 		return x.SqlvalueFunction.Location
+	case *pg.Node_GroupingSet:
+		return x.GroupingSet.Location
+	case *pg.Node_GroupingFunc:
+		return x.GroupingFunc.Location
 	}
 	return -1
 }

@@ -65,6 +65,20 @@ func init() {
 		"min":   agg(plan.AggMin, sig("any", "same as argument")),
 		"max":   agg(plan.AggMax, sig("any", "same as argument")),
 
+		"stddev":      agg(plan.AggStddevSamp, sig(num, "DOUBLE")),
+		"stddev_samp": agg(plan.AggStddevSamp, sig(num, "DOUBLE")),
+		"stddev_pop":  agg(plan.AggStddevPop, sig(num, "DOUBLE")),
+		"variance":    agg(plan.AggVarSamp, sig(num, "DOUBLE")),
+		"var_samp":    agg(plan.AggVarSamp, sig(num, "DOUBLE")),
+		"var_pop":     agg(plan.AggVarPop, sig(num, "DOUBLE")),
+		"corr":        agg(plan.AggCorr, sig(num+" y, "+num+" x", "DOUBLE")),
+		"covar_pop":   agg(plan.AggCovarPop, sig(num+" y, "+num+" x", "DOUBLE")),
+		"covar_samp":  agg(plan.AggCovarSamp, sig(num+" y, "+num+" x", "DOUBLE")),
+		"string_agg":  agg(plan.AggStringAgg, sig("VARCHAR, VARCHAR delimiter [ORDER BY ...]", "VARCHAR")),
+		"bool_and":    agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
+		"every":       agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
+		"bool_or":     agg(plan.AggBoolOr, sig("BOOLEAN", "BOOLEAN")),
+
 		"generate_series": {kind: KindTable, sigs: []funcSig{
 			sig("INT start, INT stop", "SETOF INT"),
 			sig("INT start, INT stop, INT step", "SETOF INT"),
@@ -510,6 +524,9 @@ func floorDivInt(a, b int64) int64 {
 	return q
 }
 
+// twoArgAggs are the aggregates taking two arguments.
+var twoArgAggs = map[plan.AggFunc]bool{plan.AggCorr: true, plan.AggCovarPop: true, plan.AggCovarSamp: true, plan.AggStringAgg: true}
+
 // funcCall binds a function call through the registry.
 func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	parts := stringList(f.Funcname)
@@ -561,8 +578,11 @@ func (b *binder) builtinCall(name string, args []plan.Expr, argLoc []int32, loc 
 	return def.bind(&fcall{b: b, name: name, args: args, argLoc: argLoc, loc: loc})
 }
 
-// aggCall binds an aggregate; its argument is bound in the input scope
-// where further aggregates are not allowed.
+// aggCall binds an aggregate; its arguments are bound in the input scope
+// where further aggregates are not allowed. FILTER (WHERE p) becomes a CASE
+// on the arguments: every aggregate skips NULL arguments, so
+// agg(x) FILTER (WHERE p) is agg(CASE WHEN p THEN x END), and count(*)
+// FILTER (WHERE p) counts CASE WHEN p THEN 1 END.
 func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (plan.Expr, error) {
 	if c.agg == nil {
 		if c.clause == "aggregate arguments" {
@@ -570,8 +590,22 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		}
 		return nil, b.errAt("bind", f.Location, "aggregate functions are not allowed in %s", c.clause)
 	}
-	if f.AggFilter != nil || len(f.AggOrder) > 0 || f.AggWithinGroup {
-		return nil, b.errAt("bind", f.Location, "FILTER and ORDER BY in aggregates are not supported")
+	if f.AggWithinGroup {
+		return nil, b.errAt("bind", f.Location, "WITHIN GROUP is not supported")
+	}
+	argCtx := ectx{sc: c.sc, clause: "aggregate arguments"}
+	var filter plan.Expr
+	if f.AggFilter != nil {
+		var err error
+		if filter, err = b.boolExpr(f.AggFilter, ectx{sc: c.sc, clause: "FILTER"}); err != nil {
+			return nil, err
+		}
+	}
+	filtered := func(e plan.Expr) plan.Expr {
+		if filter == nil {
+			return e
+		}
+		return &plan.Case{Whens: []plan.When{{Cond: filter, Then: e}}, Typ: e.Type()}
 	}
 	call := &plan.AggCall{Func: af, Distinct: f.AggDistinct}
 	if f.AggStar {
@@ -579,15 +613,40 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 			return nil, b.errAt("bind", f.Location, "%s(*) is not valid", name)
 		}
 		call.Func, call.Typ = plan.AggCountStar, plan.Int64
+		if filter != nil {
+			call.Func, call.Arg = plan.AggCount, filtered(&plan.Literal{Typ: plan.Int64, Val: int64(1)})
+		}
 		return c.agg.add(b.ids, call, name), nil
 	}
-	if len(f.Args) != 1 {
+	want := 1
+	if twoArgAggs[af] {
+		want = 2
+	}
+	if len(f.Args) != want {
+		if want == 2 {
+			return nil, b.errAt("bind", f.Location, "%s takes exactly two arguments", name)
+		}
 		return nil, b.errAt("bind", f.Location, "%s takes exactly one argument", name)
 	}
-	arg, err := b.expr(f.Args[0], ectx{sc: c.sc, clause: "aggregate arguments"})
+	if f.AggDistinct && want == 2 {
+		return nil, b.errAt("bind", f.Location, "DISTINCT is not supported for %s", name)
+	}
+	args, err := b.exprs(f.Args, argCtx)
 	if err != nil {
 		return nil, err
 	}
+	// ORDER BY matters only to string_agg; the other aggregates give the
+	// same result in any order, so their ORDER BY is not kept.
+	if len(f.AggOrder) > 0 && af == plan.AggStringAgg {
+		specs, err := b.sortSpecs(f.AggOrder, nil, argCtx)
+		if err != nil {
+			return nil, err
+		}
+		for _, sp := range specs {
+			call.OrderBy = append(call.OrderBy, plan.SortKey{Expr: sp.expr, Desc: sp.desc, NullsFirst: sp.nullsFirst})
+		}
+	}
+	arg := args[0]
 	t := arg.Type()
 	switch af {
 	case plan.AggCount:
@@ -604,9 +663,41 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		} else {
 			call.Typ = plan.AvgType(t)
 		}
+	case plan.AggStddevSamp, plan.AggStddevPop, plan.AggVarSamp, plan.AggVarPop,
+		plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
+		// Computed in double precision, as PostgreSQL does for float
+		// arguments (it keeps numeric for numeric ones; the digits past
+		// float64's are not meaningful for a deviation).
+		for i, a := range args {
+			at := a.Type()
+			if at.ID() != plan.Null.ID() && !plan.IsNumeric(at) {
+				return nil, b.errAt("type", nodeLoc(f.Args[i]), "%s needs numeric arguments, not %s", name, plan.TypeName(at))
+			}
+			args[i] = coerce(a, plan.Float64)
+		}
+		arg, call.Typ = args[0], plan.Float64
+		if want == 2 {
+			call.Arg2 = filtered(args[1])
+		}
+	case plan.AggStringAgg:
+		for i, a := range args {
+			if at := a.Type(); at.ID() != plan.Null.ID() && at.ID() != plan.Utf8.ID() {
+				return nil, b.errAt("type", nodeLoc(f.Args[i]), "string_agg needs text arguments, not %s", plan.TypeName(at))
+			}
+			args[i] = coerce(a, plan.Utf8)
+		}
+		arg, call.Typ = args[0], plan.Utf8
+		// The delimiter is not filtered: a filtered-out row has a NULL
+		// value and is skipped whatever its delimiter.
+		call.Arg2 = args[1]
+	case plan.AggBoolAnd, plan.AggBoolOr:
+		if arg, err = b.asBool(arg, f.Args[0], name); err != nil {
+			return nil, err
+		}
+		call.Typ = plan.Bool
 	default:
 		call.Typ = t
 	}
-	call.Arg = arg
+	call.Arg = filtered(arg)
 	return c.agg.add(b.ids, call, name), nil
 }

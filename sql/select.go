@@ -89,17 +89,13 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	agg := &aggState{in: node.Schema(), byKey: map[string]int{}}
 
 	// GROUP BY: input columns first, then select-list aliases and positions.
-	var groups []plan.Expr
-	groupKeys := map[string]bool{}
-	for _, g := range sel.GroupClause {
-		e, err := b.groupExpr(g, items, sc)
-		if err != nil {
-			return relation{}, err
-		}
-		if k := exprKey(e); !groupKeys[k] {
-			groupKeys[k] = true
-			groups = append(groups, e)
-		}
+	groups, sets, err := b.groupBy(sel.GroupClause, items, sc)
+	if err != nil {
+		return relation{}, err
+	}
+	agg.groups = groups
+	if sets != nil {
+		agg.sets = &groupingSets{sets: sets, gid: plan.Column{ID: b.ids.Next(), Name: "grouping_id", Type: plan.Int64}}
 	}
 
 	ec := ectx{sc: sc, agg: agg, clause: "SELECT"}
@@ -117,12 +113,25 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 			return relation{}, err
 		}
 	}
-	sorts, err := b.sortSpecs(sel.SortClause, items, ectx{sc: sc, agg: agg, clause: "ORDER BY"})
+	orderScope, aliases := b.aliasScope(sc, items)
+	sorts, err := b.sortSpecs(sel.SortClause, items, ectx{sc: orderScope, agg: agg, clause: "ORDER BY"})
 	if err != nil {
 		return relation{}, err
 	}
+	for i := range sorts {
+		if sorts[i].expr != nil && len(aliases) > 0 {
+			sorts[i].expr = plan.Transform(sorts[i].expr, func(x plan.Expr) plan.Expr {
+				if r, ok := x.(*plan.ColRef); ok {
+					if e, ok := aliases[r.ID]; ok {
+						return e
+					}
+				}
+				return x
+			})
+		}
+	}
 
-	if len(groups) > 0 || len(agg.calls) > 0 || having != nil {
+	if len(sel.GroupClause) > 0 || len(agg.calls) > 0 || having != nil {
 		node, err = b.aggregate(node, groups, agg, items, &having, sorts)
 		if err != nil {
 			return relation{}, err
@@ -189,6 +198,47 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		node = &plan.Project{Input: node, Exprs: keep, Cols: slices.Clone(proj.Cols[:len(items)])}
 	}
 	return relation{node: node, names: names[:len(items)]}, nil
+}
+
+// aliasScope extends sc, for ORDER BY expressions, with the select-list
+// output names that name no input column: ORDER BY g DESC, CASE WHEN g = 0
+// THEN x END, as TPC-DS writes (PostgreSQL allows an output name only as a
+// whole ORDER BY key; DuckDB and others also inside expressions). Each
+// alias is a placeholder column; the returned map gives the select item's
+// expression to substitute for it once bound.
+func (b *binder) aliasScope(sc *scope, items []item) (*scope, map[plan.ColumnID]plan.Expr) {
+	aliases := map[plan.ColumnID]plan.Expr{}
+	out := &scope{cols: slices.Clone(sc.cols), parent: sc.parent}
+	taken := map[string]bool{}
+	for _, it := range items {
+		if it.expr == nil || it.name == "" || it.name == "?column?" || taken[it.name] {
+			continue
+		}
+		taken[it.name] = true
+		if m, _ := sc.find("", it.name); len(m) > 0 {
+			continue
+		}
+		c := plan.Column{ID: b.ids.Next(), Name: it.name, Type: it.expr.Type(), Nullable: true}
+		out.cols = append(out.cols, scopeCol{name: it.name, col: c})
+		aliases[c.ID] = it.expr
+	}
+	// An output name given twice is ambiguous: leave it unresolved.
+	for _, it := range items {
+		if n := 0; it.name != "" {
+			for _, o := range items {
+				if o.name == it.name {
+					n++
+				}
+			}
+			if n > 1 {
+				out.cols = slices.DeleteFunc(out.cols, func(c scopeCol) bool {
+					_, alias := aliases[c.col.ID]
+					return alias && c.name == it.name
+				})
+			}
+		}
+	}
+	return out, aliases
 }
 
 // refName is a ColRef to c displayed under the output name.
@@ -294,9 +344,8 @@ func (b *binder) groupExpr(g *pg.Node, items []item, sc *scope) (plan.Expr, erro
 			}
 		}
 	}
-	switch g.Node.(type) {
-	case *pg.Node_GroupingSet:
-		return nil, b.errAt("bind", nodeLoc(g), "GROUPING SETS, ROLLUP and CUBE are not supported")
+	if _, ok := g.Node.(*pg.Node_GroupingSet); ok {
+		return nil, b.errAt("bind", nodeLoc(g), "grouping sets cannot be nested here")
 	}
 	return b.expr(g, ec)
 }

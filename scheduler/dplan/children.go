@@ -24,7 +24,13 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 	case *physical.Projection:
 		return physical.NewProjection(children[0], o.Exprs(), o.Names()), nil
 	case *physical.HashAggregate:
-		return physical.NewHashAggregate(children[0], o.Mode(), o.GroupBy(), o.GroupNames(), o.Aggs())
+		h, err := physical.NewHashAggregate(children[0], o.Mode(), o.GroupBy(), o.GroupNames(), o.Aggs())
+		if err != nil {
+			return nil, err
+		}
+		return h.WithGrandTotals(o.GrandTotals())
+	case *physical.Expand:
+		return physical.NewExpand(children[0], o.Keys(), o.KeyNames(), o.Sets(), o.GidName())
 	case *physical.HashJoin:
 		return physical.NewHashJoin(children[0], children[1], o.JoinType(), o.LeftKeys(), o.RightKeys(), o.Filter(), o.NullAware(), o.Mode())
 	case *physical.NestedLoopJoin:

@@ -153,6 +153,7 @@ func TestWithNewChildren(t *testing.T) {
 		"select n_name, r_name from nation, region where n_regionkey < r_regionkey",
 		"select n_name from nation union all select r_name from region",
 		"select * from (values (1, 'a'), (2, 'b')) v(x, y) limit 1",
+		"select c_mktsegment, c_nationkey, count(*), grouping(c_nationkey) from customer group by rollup (c_mktsegment, c_nationkey)",
 	}
 	for i, q := range queries {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
