@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"sluice/engine"
 	"sluice/exchange"
 	"sluice/physical"
 	"sluice/rpc"
@@ -207,8 +208,8 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 	if err != nil {
 		return nil, err
 	}
-	if batch <= 0 {
-		return nil, fmt.Errorf("invalid execution.batch_size %d (expected a positive integer)", batch)
+	if batch <= 0 || batch > engine.MaxBatchSize {
+		return nil, fmt.Errorf("invalid execution.batch_size %d (expected an integer from 1 to %d)", batch, engine.MaxBatchSize)
 	}
 	limit, err := intSetting(def.Settings, "execution.memory_limit", 0)
 	if err != nil {
