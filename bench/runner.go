@@ -32,7 +32,10 @@ type Measurement struct {
 // (views, SET) run untimed. It fails if no statement returned rows.
 func RunScript(ctx context.Context, sess *session.Session, text string) (Measurement, error) {
 	sp := repl.NewSplitter()
-	pieces := sp.Feed(text)
+	pieces, err := sp.Feed(text)
+	if err != nil {
+		return Measurement{}, err
+	}
 	if p, ok := sp.Pending(); ok {
 		pieces = append(pieces, p)
 	}

@@ -96,11 +96,12 @@ func (r *Runner) dotRead(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("usage: .read FILE")
 	}
-	b, err := os.ReadFile(args[0])
+	f, err := os.Open(args[0])
 	if err != nil {
 		return err
 	}
-	return r.RunScript(ctx, args[0], string(b))
+	defer f.Close()
+	return r.RunReader(ctx, args[0], f)
 }
 
 func (r *Runner) dotOutput(_ context.Context, args []string) error {

@@ -155,7 +155,10 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 // statement starting with SELECT or WITH); the others run untimed.
 func runScript(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
 	sp := repl.NewSplitter()
-	pieces := sp.Feed(text)
+	pieces, err := sp.Feed(text)
+	if err != nil {
+		return bench.Measurement{}, err
+	}
 	if p, ok := sp.Pending(); ok {
 		pieces = append(pieces, p)
 	}
