@@ -21,7 +21,9 @@ var deepShapes = map[string]func(n int) string{
 	"subquery": func(n int) string { return "SELECT " + strings.Repeat("(SELECT ", n) + "1" + strings.Repeat(")", n) },
 	"neg":      func(n int) string { return "SELECT " + strings.Repeat("- ", n) + "1" },
 	"not":      func(n int) string { return "SELECT " + strings.Repeat("NOT ", n) + "true" },
-	"case":     func(n int) string { return "SELECT " + strings.Repeat("CASE WHEN true THEN ", n) + "1" + strings.Repeat(" END", n) },
+	"case": func(n int) string {
+		return "SELECT " + strings.Repeat("CASE WHEN true THEN ", n) + "1" + strings.Repeat(" END", n)
+	},
 	"union":    func(n int) string { return "SELECT 1" + strings.Repeat(" UNION ALL SELECT 1", n) },
 	"unclosed": func(n int) string { return "SELECT " + strings.Repeat("(", n) + "1" },
 }
