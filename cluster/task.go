@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 	"strconv"
-	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -164,17 +161,15 @@ func (e *Executor) interrupted(ctx context.Context, def *rpc.TaskDefinition) *rp
 }
 
 // run decodes the task's stage plan and drives its partitions. A panic
-// becomes the task's error, with the stack, so one bad task fails its job
-// instead of the executor; in test binaries runtime errors (nil
-// dereferences, index out of range) still crash, so bugs are not hidden.
+// becomes the task's error ("internal error: ..."; the stack goes to the
+// log), so one bad task fails its job instead of the executor; in test
+// binaries runtime errors (nil dereferences, index out of range) still
+// crash, so bugs are not hidden (see physical.Recovered).
 func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition) (locs []*rpc.PartitionLocation, err error) {
 	k := keyOf(def.Id)
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(runtime.Error); ok && testing.Testing() {
-				panic(r)
-			}
-			locs, err = nil, fmt.Errorf("%s panicked on executor %s: %v\n%s", k, e.id, r, debug.Stack())
+			locs, err = nil, fmt.Errorf("%s on executor %s: %w", k, e.id, physical.Recovered(r))
 		}
 	}()
 	if hook := e.cfg.TaskFailureHook; hook != nil {

@@ -756,7 +756,10 @@ func startPrefetchMarked(ctx context.Context, produce func(ctx context.Context, 
 	}
 	go func() {
 		defer close(s.done)
-		err := produce(pctx, emit)
+		err := RunSafe(func() error {
+			checkFailpoint(FailpointScan)
+			return produce(pctx, emit)
+		})
 		if err == nil && pctx.Err() != nil {
 			err = pctx.Err() // never let a cancelled producer look finished
 		}
