@@ -18,8 +18,13 @@ install:
 run: build
 	./$(BIN) --tpch $(SF)
 
+# staticcheck, pinned to v0.8.2 (the newest release; it supports Go 1.26);
+# go run builds it once into the build cache.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 vet:
 	$(GO) vet ./...
+	GOFLAGS= $(GO) run $(STATICCHECK) ./...
 
 # Everything: vet, unit tests, sqllogictest files and TPC-H SF 1 against the
 # official answers (SF 1 is generated once into .cache/). Freed column

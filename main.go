@@ -239,31 +239,33 @@ Flags:
 		}
 		return 0
 	}
-	b, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: reading stdin: %v\n", err)
-		return 1
-	}
-	if err := r.RunScript(ctx, "stdin", string(b)); err != nil && !errors.Is(err, repl.ErrExit) {
+	if err := r.RunReader(ctx, "stdin", os.Stdin); err != nil && !errors.Is(err, repl.ErrExit) {
 		return 1
 	}
 	return 0
+}
+
+// runFile runs the script at path, reading it as it runs.
+func runFile(ctx context.Context, r *repl.Runner, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return err
+	}
+	defer f.Close()
+	return r.RunReader(ctx, path, f)
 }
 
 // runItems runs -c and -f in order; the exit code is 1 if any failed.
 func runItems(ctx context.Context, r *repl.Runner, items []scriptItem, cont bool) int {
 	failed := false
 	for _, it := range items {
-		source, text := "-c", it.value
+		var err error
 		if it.kind == "f" {
-			b, err := os.ReadFile(it.value)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-				return 1
-			}
-			source, text = it.value, string(b)
+			err = runFile(ctx, r, it.value)
+		} else {
+			err = r.RunScript(ctx, "-c", it.value)
 		}
-		err := r.RunScript(ctx, source, text)
 		if errors.Is(err, repl.ErrExit) {
 			break
 		}

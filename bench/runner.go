@@ -45,7 +45,10 @@ func RunScriptWhole(ctx context.Context, sess *session.Session, text string) (Me
 
 func runScript(ctx context.Context, sess *session.Session, text string, whole bool) (Measurement, error) {
 	sp := repl.NewSplitter()
-	pieces := sp.Feed(text)
+	pieces, err := sp.Feed(text)
+	if err != nil {
+		return Measurement{}, err
+	}
 	if p, ok := sp.Pending(); ok {
 		pieces = append(pieces, p)
 	}

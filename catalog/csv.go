@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -114,12 +113,12 @@ type csvSample struct {
 }
 
 func sampleCSV(path string, opts CSVOptions) (*csvSample, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(bufio.NewReader(f))
+	r := csv.NewReader(NewCSVRecordLimiter(f))
 	r.Comma = opts.Delimiter
 	s := &csvSample{}
 	var headerBytes int64

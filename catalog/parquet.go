@@ -122,6 +122,9 @@ func listFiles(path, ext string) ([]string, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if !st.IsDir() {
+		if err := checkRegular(path, st); err != nil {
+			return nil, err
+		}
 		return []string{path}, nil
 	}
 	var out []string
@@ -130,6 +133,13 @@ func listFiles(path, ext string) ([]string, error) {
 			return err
 		}
 		if !d.IsDir() && strings.HasSuffix(strings.ToLower(d.Name()), ext) {
+			st, err := os.Stat(p) // follows a symlink to its file
+			if err != nil {
+				return err
+			}
+			if err := checkRegular(p, st); err != nil {
+				return err
+			}
 			out = append(out, p)
 		}
 		return nil

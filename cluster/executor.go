@@ -185,7 +185,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		cfg: cfg, id: cfg.ID, log: log.With("executor", cfg.ID),
 		env: env, flightSvc: exchange.NewFlightService(env),
 		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, 0, nil),
-		grpcSrv: grpc.NewServer(), flightSrv: grpc.NewServer(), grpcAddr: grpcAddr,
+		grpcSrv: newServer(nil, nil), flightSrv: newServer(nil, nil), grpcAddr: grpcAddr,
 		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
 		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
 		running: map[taskKey]*runningTask{}, removed: map[string]time.Time{},

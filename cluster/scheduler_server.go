@@ -76,7 +76,7 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 		addr: lis.Addr().String(),
 		log:  log,
 	}
-	s.srv = grpc.NewServer(grpc.ChainUnaryInterceptor(s.logUnary), grpc.ChainStreamInterceptor(s.logStream))
+	s.srv = newServer([]grpc.UnaryServerInterceptor{s.logUnary}, []grpc.StreamServerInterceptor{s.logStream})
 	rpc.RegisterSchedulerServiceServer(s.srv, s.sched)
 	s.wg.Add(1)
 	go func() {

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 	"strconv"
-	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"sluice/engine"
 	"sluice/exchange"
 	"sluice/physical"
 	"sluice/physical/expr"
@@ -167,17 +165,15 @@ func (e *Executor) interrupted(ctx context.Context, def *rpc.TaskDefinition) *rp
 }
 
 // run decodes the task's stage plan and drives its partitions. A panic
-// becomes the task's error, with the stack, so one bad task fails its job
-// instead of the executor; in test binaries runtime errors (nil
-// dereferences, index out of range) still crash, so bugs are not hidden.
+// becomes the task's error ("internal error: ..."; the stack goes to the
+// log), so one bad task fails its job instead of the executor; in test
+// binaries runtime errors (nil dereferences, index out of range) still
+// crash, so bugs are not hidden (see physical.Recovered).
 func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition) (locs []*rpc.PartitionLocation, err error) {
 	k := keyOf(def.Id)
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(runtime.Error); ok && testing.Testing() {
-				panic(r)
-			}
-			locs, err = nil, fmt.Errorf("%s panicked on executor %s: %v\n%s", k, e.id, r, debug.Stack())
+			locs, err = nil, fmt.Errorf("%s on executor %s: %w", k, e.id, physical.Recovered(r))
 		}
 	}()
 	if hook := e.cfg.TaskFailureHook; hook != nil {
@@ -211,8 +207,8 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 	if err != nil {
 		return nil, err
 	}
-	if batch <= 0 {
-		return nil, fmt.Errorf("invalid execution.batch_size %d (expected a positive integer)", batch)
+	if batch <= 0 || batch > engine.MaxBatchSize {
+		return nil, fmt.Errorf("invalid execution.batch_size %d (expected an integer from 1 to %d)", batch, engine.MaxBatchSize)
 	}
 	limit, err := intSetting(def.Settings, "execution.memory_limit", 0)
 	if err != nil {

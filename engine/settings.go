@@ -16,21 +16,41 @@ type setting struct {
 	help     string
 }
 
-func positiveInt(v string) (string, error) {
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return "", fmt.Errorf("expected a positive integer, got %q", v)
+// intRange returns a validator for integers in [lo, hi]. Every integer
+// setting has an upper bound: a value sent by any client sizes buffers in
+// every executor, so an absurd one (a 2^31-row batch) must be refused here
+// rather than discovered as an allocation that takes an executor down.
+// zeroMeans, when non-empty, documents that 0 is also accepted (an "auto"
+// value) even though lo is above it.
+func intRange(lo, hi int64, zeroMeans string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err == nil && (n >= lo && n <= hi || n == 0 && zeroMeans != "") {
+			return strconv.FormatInt(n, 10), nil
+		}
+		if zeroMeans != "" {
+			return "", fmt.Errorf("expected 0 (%s) or an integer from %d to %d, got %q", zeroMeans, lo, hi, v)
+		}
+		return "", fmt.Errorf("expected an integer from %d to %d, got %q", lo, hi, v)
 	}
-	return strconv.Itoa(n), nil
 }
 
-func nonNegativeInt(v string) (string, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return "", fmt.Errorf("expected a non-negative integer, got %q", v)
-	}
-	return strconv.FormatInt(n, 10), nil
-}
+// Bounds of the integer settings, documented in docs/operations.md.
+const (
+	// MaxBatchSize is the most rows per record batch: 1 Mi rows of a few
+	// wide columns is already hundreds of MiB per batch in each operator.
+	MaxBatchSize = 1 << 20
+	// MaxTargetPartitions is the most partitions per scan and exchange; a
+	// pipelined query needs one vcore per partition of its widest stage.
+	MaxTargetPartitions = 1024
+	// MaxPartitionsPerTask bounds scheduler.max_partitions_per_task.
+	MaxPartitionsPerTask = 1024
+	// MaxQueueBatches bounds exchange.queue_batches: each pipelined stream
+	// buffers up to this many batches.
+	MaxQueueBatches = 1024
+	// MaxBytesSetting bounds the byte-valued settings (1 PiB).
+	MaxBytesSetting = 1 << 50
+)
 
 func oneOf(opts ...string) func(string) (string, error) {
 	return func(v string) (string, error) {
@@ -49,12 +69,12 @@ func constant(s string) func() string { return func() string { return s } }
 var knownSettings = map[string]setting{
 	"execution.target_partitions": {
 		def:      constant("0"),
-		validate: nonNegativeInt,
+		validate: intRange(1, MaxTargetPartitions, "auto"),
 		help:     "partitions per scan and repartition; 0 means half the cluster's vcores (the CPU count in process)",
 	},
 	"execution.batch_size": {
 		def:      constant(strconv.Itoa(physical.DefaultBatchSize)),
-		validate: positiveInt,
+		validate: intRange(1, MaxBatchSize, ""),
 		help:     "target rows per record batch",
 	},
 	"execution.mode": {
@@ -64,22 +84,22 @@ var knownSettings = map[string]setting{
 	},
 	"scheduler.max_partitions_per_task": {
 		def:      constant("4"),
-		validate: positiveInt,
+		validate: intRange(1, MaxPartitionsPerTask, ""),
 		help:     "most partitions one task runs",
 	},
 	"exchange.queue_batches": {
 		def:      constant("8"),
-		validate: positiveInt,
+		validate: intRange(1, MaxQueueBatches, ""),
 		help:     "capacity, in batches, of each pipelined exchange queue",
 	},
 	"optimizer.broadcast_join_threshold_bytes": {
 		def:      constant("33554432"),
-		validate: nonNegativeInt,
+		validate: intRange(0, MaxBytesSetting, ""),
 		help:     "a join's build side smaller than this is broadcast (collected whole) instead of repartitioned",
 	},
 	"execution.memory_limit": {
 		def:      constant("0"),
-		validate: nonNegativeInt,
+		validate: intRange(0, MaxBytesSetting, ""),
 		help:     "bytes a query's operators may reserve (0: no limit)",
 	},
 }

@@ -26,14 +26,6 @@ func releaseBatches(bs []arrow.RecordBatch) {
 	}
 }
 
-func releaseArrays(as []arrow.Array) {
-	for _, a := range as {
-		if a != nil {
-			a.Release()
-		}
-	}
-}
-
 // withSchema returns b relabelled with schema when only names or metadata
 // differ; it takes ownership of b.
 func withSchema(schema *arrow.Schema, b arrow.RecordBatch) (arrow.RecordBatch, error) {

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/physical"
 )
 
 // mergeStream is the physical.Stream both readers return: fetch goroutines
@@ -28,7 +30,7 @@ func startMerge(ctx context.Context, schema *arrow.Schema, buffer int, run func(
 	m := &mergeStream{schema: schema, ch: make(chan arrow.RecordBatch, buffer), done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(m.done)
-		err := run(ctx, m)
+		err := physical.RunSafe(func() error { return run(ctx, m) })
 		if err == nil {
 			err = ctx.Err()
 		}

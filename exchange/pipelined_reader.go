@@ -70,7 +70,7 @@ func (r *PipelinedReader) Execute(ctx context.Context, partition int, tc *physic
 		g, gctx := errgroup.WithContext(ctx)
 		for _, p := range producers {
 			g.Go(func() error {
-				err := r.drain(gctx, env, tc, partition, p, m)
+				err := physical.RunSafe(func() error { return r.drain(gctx, env, tc, partition, p, m) })
 				if err != nil && gctx.Err() == nil {
 					err = fmt.Errorf("reading partition %d of stage %d from task %d on executor %s: %w",
 						partition, r.StageID, p.TaskId, p.ExecutorId, err)

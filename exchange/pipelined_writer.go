@@ -125,7 +125,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 
 	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range partitions {
-		g.Go(func() error { return w.drive(gctx, p, tc, push) })
+		g.Go(physical.Safe(func() error { return w.drive(gctx, p, tc, push) }))
 	}
 	err = g.Wait()
 	if err != nil && ctx.Err() != nil {

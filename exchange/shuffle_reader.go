@@ -101,13 +101,13 @@ func (s *shuffleStream) run(ctx context.Context, m *mergeStream, locs []*rpc.Par
 			break // the group's error (or ctx's) is reported by Wait
 		}
 		s.peak.Store(max(s.peak.Load(), s.inflight.Add(w)))
-		g.Go(func() error {
+		g.Go(physical.Safe(func() error {
 			defer func() {
 				s.inflight.Add(-w)
 				sem.Release(w)
 			}()
 			return s.fetch(gctx, m, loc)
-		})
+		}))
 	}
 	return g.Wait()
 }

@@ -107,11 +107,11 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 	results := make([][]*rpc.PartitionLocation, len(partitions))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, p := range partitions {
-		g.Go(func() error {
+		g.Go(physical.Safe(func() error {
 			locs, err := w.writePartition(gctx, p, te, tc)
 			results[i] = locs
 			return err
-		})
+		}))
 	}
 	err = g.Wait()
 	var out []*rpc.PartitionLocation

@@ -862,14 +862,6 @@ func (c *rowComparator) dropBatch(b int) {
 	}
 }
 
-// setBatch replaces slot b's key arrays (ownership moves to the comparator).
-func (c *rowComparator) setBatch(b int, arrs []arrow.Array) {
-	c.dropBatch(b)
-	for i, kc := range c.cols {
-		kc.set(b, arrs[i])
-	}
-}
-
 // release drops every slot.
 func (c *rowComparator) release() {
 	for _, kc := range c.cols {

@@ -149,6 +149,7 @@ func (g *taskGroup) goStream(input Operator, p int, tc *TaskContext, emit func(c
 		if exit != nil {
 			defer func() { exit(err) }()
 		}
+		defer CatchPanic(&err)
 		if execErr != nil {
 			return fmt.Errorf("input partition %d: %w", p, execErr)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/physical/expr"
+	"sluice/plan"
 )
 
 // JoinMode says how a HashJoin's build side relates to its output
@@ -527,5 +528,5 @@ func joinKeyEqual(t arrow.DataType) (func(b, p arrow.Array) func(i, j int) bool,
 			return func(i, j int) bool { return bs.Value(i) == ps.Value(j) }
 		}, nil
 	}
-	return nil, fmt.Errorf("join keys of type %s are not supported", t)
+	return nil, fmt.Errorf("join keys of type %s are not supported", plan.TypeName(t))
 }

@@ -126,7 +126,8 @@ func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []e
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range partitions {
-		g.Go(func() error {
+		g.Go(Safe(func() error {
+			checkFailpoint(FailpointHashJoinBuild)
 			s, err := op.Execute(gctx, p, tc)
 			if err != nil {
 				return err
@@ -151,7 +152,7 @@ func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []e
 					return err
 				}
 			}
-		})
+		}))
 	}
 	if err := g.Wait(); err != nil {
 		releaseBatches()

@@ -440,12 +440,11 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		}
 		op, err = NewNestedLoopJoin(bl, pr, jt, filter)
 	} else {
-		buildKeys, err := compileAll(bk, bs)
-		if err != nil {
+		var buildKeys, probeKeys []expr.Expr
+		if buildKeys, err = compileAll(bk, bs); err != nil {
 			return nil, err
 		}
-		probeKeys, err := compileAll(pk, ps)
-		if err != nil {
+		if probeKeys, err = compileAll(pk, ps); err != nil {
 			return nil, err
 		}
 		buildSide := n.Left

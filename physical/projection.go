@@ -100,6 +100,7 @@ func (s *projectionStream) Next(ctx context.Context) (arrow.RecordBatch, error) 
 		return nil, err
 	}
 	defer b.Release()
+	checkFailpoint(FailpointProjection)
 	cols, err := evalAll(s.op.exprs, b, s.tc.Alloc)
 	if err != nil {
 		return nil, fmt.Errorf("projection: %w", err)

@@ -120,7 +120,10 @@ func (r *Repartition) start(ctx context.Context, tc *TaskContext) *exchange {
 	}
 	for i := 0; i < r.input.OutputPartitioning().Count; i++ {
 		p := &producer{op: r, ex: ex, tc: tc, input: i}
-		ex.g.eg.Go(func() error { return p.run(ex.g.gctx) })
+		ex.g.eg.Go(Safe(func() error {
+			checkFailpoint(FailpointRepartition)
+			return p.run(ex.g.gctx)
+		}))
 	}
 	ex.g.finish()
 	return ex

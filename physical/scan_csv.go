@@ -3,7 +3,6 @@ package physical
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -83,13 +82,13 @@ func (s *CSVScan) Execute(ctx context.Context, partition int, tc *TaskContext) (
 }
 
 func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, path string, emit func(arrow.RecordBatch) error) error {
-	f, err := os.Open(path)
+	f, err := catalog.OpenRegular(path)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
 	defer f.Close()
 	opts := s.table.Options()
-	r := csv.NewReader(f, s.table.Schema(),
+	r := csv.NewReader(catalog.NewCSVRecordLimiter(f), s.table.Schema(),
 		csv.WithHeader(opts.Header),
 		csv.WithComma(opts.Delimiter),
 		csv.WithChunk(batchSize),

@@ -149,3 +149,40 @@ func TestCSVScanSchemaAndErrors(t *testing.T) {
 		break
 	}
 }
+
+// TestCSVScanRecordLimit checks that a file which changed after CREATE
+// EXTERNAL TABLE to hold one endless line fails the scan naming the file
+// and line, rather than growing one record until memory runs out.
+func TestCSVScanRecordLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(path, []byte("a\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := catalog.OpenCSV(path, catalog.CSVOptions{Header: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "a\nx\n" + strings.Repeat("y", catalog.MaxCSVRecordBytes+1)
+	if err := os.WriteFile(path, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s, err := NewCSVScan("t", tbl, []int{0}, 1).Execute(context.Background(), 0, testTaskContext(mem, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for {
+		b, err := s.Next(context.Background())
+		if err == nil {
+			b.Release()
+			continue
+		}
+		want := "read " + path + ": the record starting at line 3 is longer than"
+		if errors.Is(err, io.EOF) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want an error containing %q", err, want)
+		}
+		return
+	}
+}

@@ -236,6 +236,9 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	// twice, three pairs: in process 3.40/3.28/3.21 -> 3.18/3.16/3.22 s
 	// (user CPU -5 %), pipelined 3.64/3.49/3.40 -> 3.51/3.25/3.32 s.
 	props.BufferedStreamEnabled = true
+	if err := catalog.CheckRegularFile(path); err != nil {
+		return err
+	}
 	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
@@ -753,7 +756,10 @@ func startPrefetchMarked(ctx context.Context, produce func(ctx context.Context, 
 	}
 	go func() {
 		defer close(s.done)
-		err := produce(pctx, emit)
+		err := RunSafe(func() error {
+			checkFailpoint(FailpointScan)
+			return produce(pctx, emit)
+		})
 		if err == nil && pctx.Err() != nil {
 			err = pctx.Err() // never let a cancelled producer look finished
 		}

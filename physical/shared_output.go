@@ -96,7 +96,9 @@ func (s *SharedOutput) Execute(ctx context.Context, partition int, tc *TaskConte
 // cancelled.
 func (p *sharedPart) produce(ctx context.Context, input Operator, part int, tc *TaskContext) {
 	defer close(p.stopped)
+	finished := false
 	finish := func(err error) {
+		finished = true
 		p.mu.Lock()
 		p.done, p.err = true, err
 		if err != nil {
@@ -108,6 +110,13 @@ func (p *sharedPart) produce(ctx context.Context, input Operator, part int, tc *
 		close(p.more)
 		p.mu.Unlock()
 	}
+	defer func() {
+		// The consumers wait on p.more: a panic must end the input for
+		// them with its error, as any other failure does.
+		if r := recover(); r != nil && !finished {
+			finish(Recovered(r))
+		}
+	}()
 	src, err := input.Execute(ctx, part, tc)
 	if err != nil {
 		finish(err)

@@ -26,8 +26,10 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 				out.Cols = append(out.Cols, x.Cols[i])
 			}
 		}
-		if len(out.Exprs) == 0 {
+		if len(out.Exprs) == 0 && len(x.Exprs) > 0 {
 			// Keep one column so the row count survives (e.g. count(*)).
+			// A Project with no expressions at all (SELECT FROM t) has
+			// nothing to keep: its batches carry only a row count.
 			out.Exprs, out.Cols = x.Exprs[:1], x.Cols[:1]
 		}
 		childReq := ColumnSet{}

@@ -102,12 +102,13 @@ func (r *Runner) dotRead(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("usage: .read FILE")
 	}
-	b, err := os.ReadFile(args[0])
+	f, err := os.Open(args[0])
 	if err != nil {
 		return err
 	}
-	if err := r.RunScript(ctx, args[0], string(b)); err != nil && !errors.Is(err, ErrExit) {
-		// RunScript printed it, with its place in the file.
+	defer f.Close()
+	if err := r.RunReader(ctx, args[0], f); err != nil && !errors.Is(err, ErrExit) {
+		// RunReader printed it, with its place in the file.
 		return &reportedError{err}
 	} else if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,19 @@ var ErrExit = errors.New("exit requested")
 // error (already printed to Err) unless ContinueOnError, and returns the
 // first error. source names the script in messages ("-c", a file, "stdin").
 func (r *Runner) RunScript(ctx context.Context, source, text string) error {
+	return r.RunReader(ctx, source, strings.NewReader(text))
+}
+
+// scriptChunk is how much of a script is read at a time: a line longer
+// than this reaches the splitter in pieces, so an endless line costs no
+// more memory than the statement size limit.
+const scriptChunk = 64 << 10
+
+// RunReader runs every statement read from in, as RunScript does, reading
+// as it goes rather than the whole input first. Input the splitter refuses
+// (a NUL byte, a statement over the size limit) stops the script even with
+// ContinueOnError: what follows cannot be split reliably.
+func (r *Runner) RunReader(ctx context.Context, source string, in io.Reader) error {
 	sp := NewSplitter()
 	var first error
 	run := func(p Piece) bool {
@@ -90,23 +104,41 @@ func (r *Runner) RunScript(ctx context.Context, source, text string) error {
 		}
 		return true
 	}
-	for _, line := range strings.SplitAfter(text, "\n") {
+	br := bufio.NewReaderSize(in, scriptChunk)
+	lineStart := true
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		if rerr != nil && !errors.Is(rerr, io.EOF) && !errors.Is(rerr, bufio.ErrBufferFull) {
+			err := fmt.Errorf("reading %s: %w", source, rerr)
+			fmt.Fprintf(r.Err, "Error: %v\n", err)
+			return err
+		}
+		line := string(chunk)
+		wholeLine := lineStart && (rerr == nil || errors.Is(rerr, io.EOF))
+		lineStart = rerr == nil
 		// Shell commands stand alone on a line, outside any pending
 		// statement.
-		if _, pending := sp.Pending(); !pending {
-			if cmd, ok := shellCommand(line); ok {
-				p := Piece{SQL: cmd, Line: sp.line}
-				sp.line++
-				if !run(p) {
-					return first
-				}
-				continue
-			}
-		}
-		for _, p := range sp.Feed(line) {
+		cmd, isCmd := shellCommand(line)
+		if _, pending := sp.Pending(); wholeLine && !pending && isCmd {
+			p := Piece{SQL: cmd, Line: sp.line}
+			sp.line++
 			if !run(p) {
 				return first
 			}
+		} else {
+			pieces, err := sp.Feed(line)
+			for _, p := range pieces {
+				if !run(p) {
+					return first
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(r.Err, "Error: %s: %v\n", source, err)
+				return err
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
 		}
 	}
 	if p, ok := sp.Pending(); ok { // a last statement may omit its `;`

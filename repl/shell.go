@@ -101,7 +101,7 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 			entry.WriteString("\n")
 		}
 		entry.WriteString(line)
-		pieces := sp.Feed(line + "\n")
+		pieces, ferr := sp.Feed(line + "\n")
 		if len(pieces) > 0 {
 			if _, pending := sp.Pending(); !pending {
 				// One history entry per statement, on one line.
@@ -113,6 +113,12 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 			if r.runInterruptible(ctx, p) {
 				return nil
 			}
+		}
+		if ferr != nil {
+			// What was typed cannot be sent whole: drop it, as Ctrl-C does.
+			fmt.Fprintf(r.Err, "Error: %v\n", ferr)
+			sp.Reset()
+			entry.Reset()
 		}
 	}
 }

@@ -2,7 +2,12 @@
 // piped stdin) and, on a terminal, the interactive shell.
 package repl
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"sluice/sql"
+)
 
 // Piece is one complete statement and the 1-based line it starts on.
 type Piece struct {
@@ -11,27 +16,47 @@ type Piece struct {
 }
 
 // Splitter accumulates input and cuts it into statements at `;` outside
-// string literals, quoted identifiers and comments.
+// string literals, quoted identifiers and comments. It refuses, rather than
+// silently mangles, input the server could not take whole: a NUL byte (the
+// C parser would end the text there) and a statement longer than
+// sql.MaxStatementBytes (a script of one endless line, such as /dev/zero,
+// must not grow the shell's memory without bound). After an error the
+// splitter's state is undefined; Reset it or stop.
 type Splitter struct {
 	buf  strings.Builder
 	line int // line of the next byte fed
+	col  int // column (in characters) of the next byte fed
 	// scanning state carried across Feed calls
 	inSingle, inDouble, inLine bool
 	blockDepth                 int
 	start                      int // line where the pending statement started (0: none yet)
+	// hold is a final '-', '/' or '*' whose meaning depends on the byte
+	// after it, kept for the next Feed when text is fed in arbitrary chunks.
+	hold string
 }
 
 // NewSplitter returns a splitter whose first line is 1.
-func NewSplitter() *Splitter { return &Splitter{line: 1} }
+func NewSplitter() *Splitter { return &Splitter{line: 1, col: 1} }
 
-// Feed adds text and returns the statements it completed.
-func (s *Splitter) Feed(text string) []Piece {
+// Feed adds text and returns the statements it completed. The error, if
+// any, names the line and column of the offending input; the statements
+// returned before it are complete and may run.
+func (s *Splitter) Feed(text string) ([]Piece, error) {
 	var out []Piece
+	if s.hold != "" {
+		text, s.hold = s.hold+text, ""
+	}
 	for i := 0; i < len(text); i++ {
 		c := text[i]
+		if c == 0 {
+			return out, fmt.Errorf("NUL byte at line %d column %d", s.line, s.col)
+		}
 		var next byte
 		if i+1 < len(text) {
 			next = text[i+1]
+		} else if (c == '-' || c == '/' || c == '*') && !s.inSingle && !s.inDouble && !s.inLine {
+			s.hold = string(c)
+			break
 		}
 		if s.start == 0 && !isSpace(c) && c != ';' {
 			s.start = s.line
@@ -44,12 +69,12 @@ func (s *Splitter) Feed(text string) []Piece {
 		case s.blockDepth > 0:
 			if c == '*' && next == '/' {
 				s.blockDepth--
-				s.buf.WriteByte(c)
+				s.write(c)
 				c = next
 				i++
 			} else if c == '/' && next == '*' {
 				s.blockDepth++
-				s.buf.WriteByte(c)
+				s.write(c)
 				c = next
 				i++
 			}
@@ -69,7 +94,7 @@ func (s *Splitter) Feed(text string) []Piece {
 			s.inLine = true
 		case c == '/' && next == '*':
 			s.blockDepth++
-			s.buf.WriteByte(c)
+			s.write(c)
 			c = next
 			i++
 		case c == ';':
@@ -79,20 +104,34 @@ func (s *Splitter) Feed(text string) []Piece {
 				out = append(out, Piece{SQL: stmt, Line: s.start})
 			}
 			s.start = 0
+			s.col++
 			continue
 		}
-		if c == '\n' {
-			s.line++
+		s.write(c)
+		if s.buf.Len() > sql.MaxStatementBytes {
+			return out, fmt.Errorf("statement starting at line %d is too large: more than %d bytes (the limit is 1 MiB)", s.start, sql.MaxStatementBytes)
 		}
-		s.buf.WriteByte(c)
 	}
-	return out
+	return out, nil
+}
+
+// write appends one byte of the pending statement and advances the
+// position past it.
+func (s *Splitter) write(c byte) {
+	s.buf.WriteByte(c)
+	switch {
+	case c == '\n':
+		s.line++
+		s.col = 1
+	case c&0xC0 != 0x80: // not a UTF-8 continuation byte
+		s.col++
+	}
 }
 
 // Pending returns the incomplete statement text, if any (not only comments
 // and blanks).
 func (s *Splitter) Pending() (Piece, bool) {
-	stmt := strings.TrimSpace(s.buf.String())
+	stmt := strings.TrimSpace(s.buf.String() + s.hold)
 	if stmt == "" || onlyComments(stmt) {
 		return Piece{}, false
 	}
@@ -102,7 +141,7 @@ func (s *Splitter) Pending() (Piece, bool) {
 // Reset drops pending input.
 func (s *Splitter) Reset() {
 	s.buf.Reset()
-	s.inSingle, s.inDouble, s.inLine, s.blockDepth, s.start = false, false, false, 0, 0
+	s.inSingle, s.inDouble, s.inLine, s.blockDepth, s.start, s.hold = false, false, false, 0, 0, ""
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -2,7 +2,10 @@ package repl
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+
+	"sluice/sql"
 )
 
 func TestSplitter(t *testing.T) {
@@ -28,7 +31,11 @@ func TestSplitter(t *testing.T) {
 			sp := NewSplitter()
 			var got []Piece
 			for _, f := range tt.feeds {
-				got = append(got, sp.Feed(f)...)
+				ps, err := sp.Feed(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, ps...)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("pieces = %+v, want %+v", got, tt.want)
@@ -38,5 +45,64 @@ func TestSplitter(t *testing.T) {
 				t.Errorf("pending = %q (%v), want %q", p.SQL, ok, tt.pending)
 			}
 		})
+	}
+}
+
+// TestSplitterChunks feeds scripts one byte at a time: two-byte tokens
+// (--, /*, */) split across feeds must scan as when fed whole.
+func TestSplitterChunks(t *testing.T) {
+	for _, text := range []string{
+		"SELECT 1 -- not; the end\n;SELECT /* ; /* nested ; */ */ 2;",
+		"SELECT 10-2; SELECT 6/3; SELECT 2*3 -- c\n; SELECT 'a-;/*';",
+		"SELECT 1 -",
+	} {
+		whole := NewSplitter()
+		want, err := whole.Feed(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wp, _ := whole.Pending()
+		sp := NewSplitter()
+		var got []Piece
+		for i := 0; i < len(text); i++ {
+			ps, err := sp.Feed(text[i : i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ps...)
+		}
+		gp, _ := sp.Pending()
+		if !reflect.DeepEqual(got, want) || gp != wp {
+			t.Errorf("%q byte by byte: %+v pending %q, whole: %+v pending %q", text, got, gp.SQL, want, wp.SQL)
+		}
+	}
+}
+
+// TestSplitterRefusesNUL checks that a NUL byte is an error naming its
+// position, never a silent end of the statement.
+func TestSplitterRefusesNUL(t *testing.T) {
+	sp := NewSplitter()
+	pieces, err := sp.Feed("SELECT 1;\nSELECT count(*) FROM lineitem\x00 WHERE l_orderkey = 1;\n")
+	if len(pieces) != 1 || pieces[0].SQL != "SELECT 1" {
+		t.Errorf("pieces before the NUL = %+v, want SELECT 1", pieces)
+	}
+	if err == nil || err.Error() != "NUL byte at line 2 column 30" {
+		t.Errorf("got %v, want NUL byte at line 2 column 30", err)
+	}
+}
+
+// TestSplitterStatementLimit checks the statement size limit: a statement
+// at the limit splits, one byte more is an error.
+func TestSplitterStatementLimit(t *testing.T) {
+	ok := "SELECT '" + strings.Repeat("x", sql.MaxStatementBytes-9) + "'"
+	sp := NewSplitter()
+	pieces, err := sp.Feed(ok + ";")
+	if err != nil || len(pieces) != 1 {
+		t.Fatalf("a statement of %d bytes: %v", len(ok), err)
+	}
+	sp = NewSplitter()
+	_, err = sp.Feed("\n" + ok + "x;")
+	if err == nil || !strings.Contains(err.Error(), "statement starting at line 2 is too large") {
+		t.Errorf("a statement over the limit: got %v", err)
 	}
 }

@@ -37,7 +37,10 @@ func TestTPCHPlans(t *testing.T) {
 			}
 			var out strings.Builder
 			sp := repl.NewSplitter()
-			pieces := sp.Feed(string(text))
+			pieces, err := sp.Feed(string(text))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if p, ok := sp.Pending(); ok {
 				pieces = append(pieces, p)
 			}

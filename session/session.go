@@ -164,7 +164,11 @@ type local struct {
 func (l *local) address() string { return "" }
 func (l *local) close()          {}
 
-func (l *local) execute(ctx context.Context, text string, s *Session) (*Result, error) {
+// execute plans and starts a statement in this process. A panic in query
+// code (planning here, operators in Next) fails the statement with an
+// internal error instead of taking the shell down.
+func (l *local) execute(ctx context.Context, text string, s *Session) (_ *Result, err error) {
+	defer physical.CatchPanic(&err)
 	start := time.Now()
 	out, err := l.engine.Prepare(text, s.Settings)
 	if err != nil {
@@ -210,7 +214,8 @@ type timed struct {
 	stats *Stats
 }
 
-func (t *timed) Next(ctx context.Context) (arrow.RecordBatch, error) {
+func (t *timed) Next(ctx context.Context) (_ arrow.RecordBatch, err error) {
+	defer physical.CatchPanic(&err)
 	b, err := t.Stream.Next(ctx)
 	if err == nil {
 		if t.stats.FirstRow == 0 {

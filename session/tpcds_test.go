@@ -70,7 +70,10 @@ func registerTPCDS(t testing.TB, ctx context.Context, s *session.Session, files 
 func runScriptCSV(ctx context.Context, s *session.Session, text string) (string, error) {
 	var out strings.Builder
 	sp := repl.NewSplitter()
-	pieces := sp.Feed(text)
+	pieces, err := sp.Feed(text)
+	if err != nil {
+		return "", err
+	}
 	if p, ok := sp.Pending(); ok {
 		pieces = append(pieces, p)
 	}

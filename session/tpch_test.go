@@ -60,7 +60,10 @@ func runTPCHQuery(ctx context.Context, s *session.Session, n int) (string, error
 	}
 	var out strings.Builder
 	sp := repl.NewSplitter()
-	pieces := sp.Feed(string(text))
+	pieces, err := sp.Feed(string(text))
+	if err != nil {
+		return "", err
+	}
 	if p, ok := sp.Pending(); ok {
 		pieces = append(pieces, p)
 	}

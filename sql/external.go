@@ -113,13 +113,6 @@ type frontParser struct {
 }
 
 func (f *frontParser) peek() token { return f.toks[f.i] }
-func (f *frontParser) next() token {
-	t := f.toks[f.i]
-	if t.kind != 0 {
-		f.i++
-	}
-	return t
-}
 
 // errAt builds a syntax error pointing at token t.
 func (f *frontParser) errAt(t token, format string, args ...any) error {

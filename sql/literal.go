@@ -30,6 +30,11 @@ func (b *binder) constant(c *pg.A_Const) (plan.Expr, error) {
 		if lit, ok := numberLiteral(v.Fval.Fval); ok {
 			return lit, nil
 		}
+		if decimalDigits(v.Fval.Fval) > plan.MaxDecimalPrecision {
+			e := b.errAt("bind", c.Location, "numeric literal out of range: exceeds %d digits", plan.MaxDecimalPrecision)
+			e.Hint = "DECIMAL holds at most 38 significant digits; write the number with an exponent (1.5e40) for an approximate DOUBLE"
+			return nil, e
+		}
 		return nil, b.errAt("bind", c.Location, "invalid number %s", v.Fval.Fval)
 	case *pg.A_Const_Sval:
 		return &plan.Literal{Typ: plan.Utf8, Val: v.Sval.Sval}, nil
@@ -39,7 +44,10 @@ func (b *binder) constant(c *pg.A_Const) (plan.Expr, error) {
 	return nil, b.errAt("bind", c.Location, "unsupported constant")
 }
 
-// numberLiteral parses a numeric literal's text.
+// numberLiteral parses a numeric literal's text. A number without an
+// exponent whose digits do not fit a DECIMAL (38) is refused rather than
+// rounded to a DOUBLE: PostgreSQL keeps it exact, so a rounded value would
+// be a silently wrong answer.
 func numberLiteral(s string) (*plan.Literal, bool) {
 	if strings.ContainsAny(s, "eE") {
 		f, err := strconv.ParseFloat(s, 64)
@@ -57,8 +65,7 @@ func numberLiteral(s string) (*plan.Literal, bool) {
 	scale := len(frac)
 	prec := max(len(intPart)+scale, 1)
 	if prec > plan.MaxDecimalPrecision {
-		f, err := strconv.ParseFloat(s, 64)
-		return &plan.Literal{Typ: plan.Float64, Val: f}, err == nil
+		return nil, false
 	}
 	u, ok := new(big.Int).SetString("0"+intPart+frac, 10)
 	if !ok {
@@ -68,6 +75,13 @@ func numberLiteral(s string) (*plan.Literal, bool) {
 		u.Neg(u)
 	}
 	return &plan.Literal{Typ: plan.Decimal(int32(prec), int32(scale)), Val: decimal128.FromBigInt(u)}, true
+}
+
+// decimalDigits counts the digits a DECIMAL needs for a literal without an
+// exponent: the integer part without leading zeros plus every fraction digit.
+func decimalDigits(s string) int {
+	intPart, frac, _ := strings.Cut(strings.TrimLeft(s, "+-"), ".")
+	return len(strings.TrimLeft(intPart, "0")) + len(frac)
 }
 
 func isStringLit(e plan.Expr) bool {

@@ -26,6 +26,23 @@ func TestNumberLiteral(t *testing.T) {
 	}
 }
 
+// TestNumberLiteralTooWide checks that a literal beyond DECIMAL(38) is
+// refused, not rounded to a DOUBLE.
+func TestNumberLiteralTooWide(t *testing.T) {
+	for _, s := range []string{
+		"10000000000000000000000000000000000000000",  // 41 digits
+		"1.2345678901234567890123456789012345678901", // 41 digits
+		"123456789012345678901234567890123456789",    // 39 digits
+	} {
+		if l, ok := numberLiteral(s); ok {
+			t.Errorf("%s: got %v %v, want a refusal", s, l.Typ, l)
+		}
+	}
+	if l, ok := numberLiteral("12345678901234567890123456789012345678"); !ok || plan.TypeName(l.Typ) != "DECIMAL(38,0)" {
+		t.Errorf("38 digits: got %v ok=%v, want DECIMAL(38,0)", l, ok)
+	}
+}
+
 func TestConvertLiteral(t *testing.T) {
 	dec := func(s string) *plan.Literal { l, _ := numberLiteral(s); return l }
 	tests := []struct {

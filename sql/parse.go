@@ -22,12 +22,18 @@ type Statement struct {
 // Parse splits a multi-statement text and parses each statement. Syntax
 // errors are returned as *Error with line and column in text.
 func Parse(text string) ([]Statement, error) {
+	if err := checkSize(text); err != nil {
+		return nil, err
+	}
 	pieces, err := splitStatements(text)
 	if err != nil {
 		return nil, err
 	}
 	var out []Statement
 	for _, pc := range pieces {
+		if err := checkDepth(text, pc.tokens, position{line: 1, col: 1}); err != nil {
+			return nil, err
+		}
 		off, piece := pc.off, pc.text
 		lead := skipSpaceAndComments(piece)
 		body := strings.TrimRightFunc(piece[lead:], isSpace)
@@ -67,8 +73,9 @@ func isSpace(r rune) bool {
 
 // piece is one statement's raw text and its byte offset in the input.
 type piece struct {
-	off  int
-	text string
+	off    int
+	text   string
+	tokens []*pg.ScanToken // offsets relative to the whole input
 }
 
 // splitStatements cuts text at top-level semicolons using PostgreSQL's own
@@ -81,15 +88,15 @@ func splitStatements(text string) ([]piece, error) {
 		return nil, pgError(err, text, position{line: 1, col: 1})
 	}
 	var out []piece
-	start := 0
-	for _, t := range res.Tokens {
+	start, first := 0, 0
+	for i, t := range res.Tokens {
 		if t.Token == pg.Token_ASCII_59 {
-			out = append(out, piece{off: start, text: text[start:t.Start]})
-			start = int(t.End)
+			out = append(out, piece{off: start, text: text[start:t.Start], tokens: res.Tokens[first:i]})
+			start, first = int(t.End), i+1
 		}
 	}
 	if start < len(text) {
-		out = append(out, piece{off: start, text: text[start:]})
+		out = append(out, piece{off: start, text: text[start:], tokens: res.Tokens[first:]})
 	}
 	return out, nil
 }
@@ -128,9 +135,20 @@ var nearRe = regexp.MustCompile(`at or near "(.*)"$`)
 func pgError(err error, text string, p position) error {
 	var pe *pgparser.Error
 	if !errors.As(err, &pe) {
+		if strings.Contains(err.Error(), "exceeded maximum recursion depth") {
+			// Go's protobuf decoder refused pg_query's parse tree.
+			return &Error{Kind: "syntax", Msg: "statement too complex: its parse tree nests too deeply",
+				Hint: "split long operator chains or deeply nested expressions", Line: p.line, Column: p.col}
+		}
 		return &Error{Kind: "syntax", Msg: err.Error()}
 	}
 	e := &Error{Kind: "syntax", Msg: pe.Message}
+	if strings.HasPrefix(pe.Message, "memory exhausted") {
+		// Bison's parse stack (YYMAXDEPTH) overflowed: the statement
+		// nests too deeply, it is not malformed.
+		e.Msg = "statement too complex: it nests too deeply for the parser"
+		e.Hint = "reduce the nesting of parentheses, function calls, CASE expressions or subqueries"
+	}
 	if pe.Cursorpos > 0 {
 		off := runeOffset(text, pe.Cursorpos-1)
 		e.Line, e.Column = p.at(text, off)

@@ -152,13 +152,3 @@ func relationScope(r relation, table string) []scopeCol {
 	}
 	return out
 }
-
-// schemaOf returns the plan schema for scope columns (nullability as seen
-// at this level).
-func schemaOf(cols []scopeCol) plan.Schema {
-	out := make(plan.Schema, len(cols))
-	for i, c := range cols {
-		out[i] = c.col
-	}
-	return out
-}

@@ -272,7 +272,10 @@ func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, ou
 // of the last, as sluice bench tpcds times a script.
 func runScriptWhole(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
 	sp := repl.NewSplitter()
-	pieces := sp.Feed(text)
+	pieces, err := sp.Feed(text)
+	if err != nil {
+		return bench.Measurement{}, err
+	}
 	if p, ok := sp.Pending(); ok {
 		pieces = append(pieces, p)
 	}
@@ -307,7 +310,10 @@ func runScriptWhole(ctx context.Context, conn *sql.Conn, text string) (bench.Mea
 // statement starting with SELECT or WITH); the others run untimed.
 func runScript(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
 	sp := repl.NewSplitter()
-	pieces := sp.Feed(text)
+	pieces, err := sp.Feed(text)
+	if err != nil {
+		return bench.Measurement{}, err
+	}
 	if p, ok := sp.Pending(); ok {
 		pieces = append(pieces, p)
 	}

@@ -13,13 +13,6 @@ import (
 // array⊕array, array⊕scalar and scalar⊕array. Converting views (int32 read
 // as int64, say) copy into a scratch slice.
 
-func stride(o operand) int {
-	if o.isScalar() {
-		return 0
-	}
-	return 1
-}
-
 // i64View reads int32/int64/date32/timestamp operands as int64.
 func i64View(o operand) ([]int64, int, error) {
 	if o.isScalar() {

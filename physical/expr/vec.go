@@ -232,22 +232,6 @@ func releaseAll(os []operand) {
 	}
 }
 
-// evalArrays evaluates all exprs as arrays.
-func evalArrays(es []Expr, batch arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error) {
-	out := make([]arrow.Array, 0, len(es))
-	for _, e := range es {
-		a, err := e.Eval(batch, mem)
-		if err != nil {
-			for _, x := range out {
-				x.Release()
-			}
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 func releaseArrays(as []arrow.Array) {
 	for _, a := range as {
 		if a != nil {

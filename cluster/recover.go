@@ -1,0 +1,44 @@
+package cluster
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"sluice/physical"
+)
+
+// recoverUnary and recoverStream are the outermost interceptors of every
+// gRPC server (scheduler, executor control, executor Flight): gRPC does not
+// recover a handler's panic, so without them one bad request (a planner
+// bug hit by some SQL, a corrupt ticket) would end the process for every
+// user. The call fails with codes.Internal and "internal error: ..."; the
+// stack goes to the log (physical.Recovered).
+func recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, status.Error(codes.Internal, physical.Recovered(r).Error())
+		}
+	}()
+	return handler(ctx, req)
+}
+
+func recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Error(codes.Internal, physical.Recovered(r).Error())
+		}
+	}()
+	return handler(srv, ss)
+}
+
+// newServer returns a gRPC server whose handlers' panics are recovered,
+// with the given interceptors inside the recovery.
+func newServer(unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) *grpc.Server {
+	return grpc.NewServer(
+		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{recoverUnary}, unary...)...),
+		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream}, stream...)...),
+	)
+}
