@@ -237,6 +237,8 @@ type InList struct {
 	X       Expr
 	List    []Expr
 	Negated bool
+
+	set inSet
 }
 
 // DataType implements Expr.
@@ -258,6 +260,16 @@ func (e *InList) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Arra
 		return nil, err
 	}
 	defer x.release()
+	if e.set.build(e.X, e.List); e.set.ok {
+		acc, err := e.set.planes(x, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e, err)
+		}
+		if e.Negated {
+			acc.t, acc.f = acc.f, acc.t
+		}
+		return planesArray(acc, n, mem), nil
+	}
 	nb := int(bitutil.BytesForBits(int64(n)))
 	acc := boolPlanes{t: make([]byte, nb), f: make([]byte, nb)}
 	for i := range acc.f {
