@@ -58,7 +58,7 @@ func runExecutor(args []string) int {
 	vcores := fs.Int("vcores", 2, "partitions run at once")
 	workDir := fs.String("work-dir", "", "directory for shuffle files (required)")
 	id := fs.String("id", "", "executor ID (default: generated)")
-	policy := fs.String("policy", cluster.PolicyPush, "push (wait for tasks) or pull (poll for tasks); must match the scheduler's")
+	policy := fs.String("policy", "", "push (wait for tasks) or pull (poll for tasks); default: the scheduler's")
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
 	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
 	fs.Usage = func() {

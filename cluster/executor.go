@@ -62,8 +62,10 @@ type ExecutorConfig struct {
 	// alive (default 2s). Keep it well under the scheduler's executor
 	// timeout.
 	HeartbeatInterval time.Duration
-	// Policy is PolicyPush (default: the scheduler launches tasks) or
-	// PolicyPull (the executor polls for work when it has free vcores).
+	// Policy is PolicyPush (the scheduler launches tasks) or PolicyPull
+	// (the executor polls for work when it has free vcores); empty follows
+	// the scheduler's, which the executor learns when it registers. A
+	// policy other than the scheduler's fails the start.
 	Policy string
 	// PollInterval is how long a pull-mode executor waits after an empty
 	// poll (default 100ms).
@@ -136,9 +138,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
 	switch cfg.Policy {
-	case "":
-		cfg.Policy = PolicyPush
-	case PolicyPush, PolicyPull:
+	case "", PolicyPush, PolicyPull:
 	default:
 		return nil, fmt.Errorf("executor: unknown policy %q (expected push or pull)", cfg.Policy)
 	}
@@ -195,10 +195,22 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	e.serve(e.grpcSrv, grpcLis)
 	e.serve(e.flightSrv, flightLis)
 
-	if err := e.register(ctx, true); err != nil {
+	policy, err := e.register(ctx, true)
+	if err != nil {
 		e.Kill()
 		return nil, err
 	}
+	switch {
+	case cfg.Policy == "" && policy == "":
+		// A scheduler that does not say is a push scheduler.
+		e.cfg.Policy = PolicyPush
+	case cfg.Policy == "":
+		e.cfg.Policy = policy
+	case policy != "" && policy != cfg.Policy:
+		e.Close()
+		return nil, fmt.Errorf("executor: policy %s does not match the scheduler's (%s): jobs would wait for work this executor never takes; start it without --policy to follow the scheduler", cfg.Policy, policy)
+	}
+	cfg = e.cfg
 	e.log.Info("executor registered", "scheduler", cfg.SchedulerAddr, "grpc", grpcAddr, "flight", flightAddr,
 		"vcores", cfg.Vcores, "policy", cfg.Policy, "work_dir", cfg.WorkDir)
 	e.loops.Add(1)
@@ -266,14 +278,15 @@ func (e *Executor) RunningTasks() int {
 
 // register tells the scheduler about this executor. At start it waits for
 // the scheduler to come up until ctx is done.
-func (e *Executor) register(ctx context.Context, waitForReady bool) error {
-	_, err := e.sched.RegisterExecutor(ctx, &rpc.RegisterExecutorRequest{Meta: &rpc.ExecutorMetadata{
+// register registers the executor and returns the scheduler's policy.
+func (e *Executor) register(ctx context.Context, waitForReady bool) (string, error) {
+	resp, err := e.sched.RegisterExecutor(ctx, &rpc.RegisterExecutorRequest{Meta: &rpc.ExecutorMetadata{
 		Id: e.id, GrpcAddress: e.grpcAddr, FlightAddress: e.env.FlightAddress, Vcores: int32(e.cfg.Vcores),
 	}}, grpc.WaitForReady(waitForReady))
 	if err != nil {
-		return fmt.Errorf("executor %s: registering with the scheduler at %s: %w", e.id, e.cfg.SchedulerAddr, err)
+		return "", fmt.Errorf("executor %s: registering with the scheduler at %s: %w", e.id, e.cfg.SchedulerAddr, err)
 	}
-	return nil
+	return resp.GetPolicy(), nil
 }
 
 // heartbeatLoop keeps the executor known to the scheduler, registering
@@ -294,7 +307,7 @@ func (e *Executor) heartbeatLoop() {
 		resp, err := e.sched.Heartbeat(ctx, &rpc.HeartbeatRequest{ExecutorId: e.id, FreeVcores: int32(e.slots.free())})
 		if err == nil && resp.Reregister {
 			e.log.Warn("scheduler does not know this executor; registering again")
-			err = e.register(ctx, false)
+			_, err = e.register(ctx, false)
 		}
 		cancel()
 		switch {
@@ -331,7 +344,7 @@ func (e *Executor) pollLoop() {
 			resp, err := e.sched.PollWork(ctx, &rpc.PollWorkRequest{ExecutorId: e.id, FreeVcores: int32(free)})
 			if status.Code(err) == codes.NotFound {
 				e.log.Warn("scheduler does not know this executor; registering again")
-				err = e.register(ctx, false)
+				_, err = e.register(ctx, false)
 			}
 			cancel()
 			if err != nil {

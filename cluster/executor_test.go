@@ -210,3 +210,37 @@ func TestAdvertised(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorLearnsSchedulerPolicy: an executor started without a policy
+// takes the scheduler's; one started with another fails with why, instead
+// of registering and leaving blocking jobs queued for good.
+func TestExecutorLearnsSchedulerPolicy(t *testing.T) {
+	sched, err := StartScheduler(SchedulerConfig{Policy: PolicyPull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	ctx := context.Background()
+	start := func(policy string) (*Executor, error) {
+		return StartExecutor(ctx, ExecutorConfig{SchedulerAddr: sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+			Vcores: 1, WorkDir: t.TempDir(), Policy: policy, HeartbeatInterval: 50 * time.Millisecond})
+	}
+	if _, err := start(PolicyPush); err == nil || !strings.Contains(err.Error(), "does not match the scheduler's (pull)") {
+		t.Errorf("a push executor under a pull scheduler: %v, want a policy mismatch", err)
+	}
+	x, err := start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if x.cfg.Policy != PolicyPull {
+		t.Errorf("executor policy %q, want the scheduler's pull", x.cfg.Policy)
+	}
+	cs, err := sched.Scheduler().GetClusterState(ctx, &rpc.GetClusterStateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Executors) != 1 {
+		t.Errorf("%d executors registered, want the one that follows the scheduler", len(cs.Executors))
+	}
+}

@@ -981,7 +981,10 @@ func (x *RegisterExecutorRequest) GetMeta() *ExecutorMetadata {
 }
 
 type RegisterExecutorResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The scheduler's task placement policy ("push" or "pull"): an executor
+	// started without one follows it, one started with another fails.
+	Policy        string `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1014,6 +1017,13 @@ func (x *RegisterExecutorResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use RegisterExecutorResponse.ProtoReflect.Descriptor instead.
 func (*RegisterExecutorResponse) Descriptor() ([]byte, []int) {
 	return file_scheduler_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RegisterExecutorResponse) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
 }
 
 type HeartbeatRequest struct {
@@ -1697,8 +1707,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\texecutors\x18\x02 \x03(\v2\x15.sluice.ExecutorStateR\texecutors\x124\n" +
 	"\frunning_jobs\x18\x03 \x03(\v2\x11.sluice.JobStatusR\vrunningJobs\"G\n" +
 	"\x17RegisterExecutorRequest\x12,\n" +
-	"\x04meta\x18\x01 \x01(\v2\x18.sluice.ExecutorMetadataR\x04meta\"\x1a\n" +
-	"\x18RegisterExecutorResponse\"p\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.sluice.ExecutorMetadataR\x04meta\"2\n" +
+	"\x18RegisterExecutorResponse\x12\x16\n" +
+	"\x06policy\x18\x01 \x01(\tR\x06policy\"p\n" +
 	"\x10HeartbeatRequest\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x1f\n" +

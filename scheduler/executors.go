@@ -47,7 +47,7 @@ func (s *Scheduler) RegisterExecutor(ctx context.Context, req *rpc.RegisterExecu
 		old.close()
 	}
 	s.poke()
-	return &rpc.RegisterExecutorResponse{}, nil
+	return &rpc.RegisterExecutorResponse{Policy: s.cfg.Policy}, nil
 }
 
 // Heartbeat keeps an executor alive; an unknown executor (expired, or the
