@@ -2,6 +2,7 @@ package physical
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -128,6 +129,8 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		return p.join(n)
 	case *plan.Sort:
 		return p.sort(n, -1)
+	case *plan.Window:
+		return p.window(n)
 	case *plan.Limit:
 		return p.limit(n)
 	case *plan.Union:
@@ -468,6 +471,122 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 		op = NewSortPreservingMerge(op, keys, fetch)
 	}
 	return op, nil
+}
+
+// window plans a Window: one Window operator per distinct window (partition
+// and order keys), stacked, each over a Sort by its keys. Each window's rows
+// are first brought together: hash-repartitioned by the partition keys, or
+// coalesced into one partition when there are none (OVER (ORDER BY ...)).
+// The distributed planner cuts a stage at that exchange, as it does for an
+// aggregate's final phase.
+func (p *planner) window(n *plan.Window) (Operator, error) {
+	op, err := p.plan(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	in := n.Input.Schema()
+	var order []string
+	groups := map[string][]int{}
+	for i, c := range n.Calls {
+		k := windowKey(c)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	// Windows with the same partition keys are planned next to each other,
+	// so that the rows are distributed once for all of them.
+	slices.SortStableFunc(order, func(a, b string) int {
+		return strings.Compare(partitionPart(a), partitionPart(b))
+	})
+	var placed []int // call indexes in the order their columns are appended
+	distributed := ""
+	for gi, k := range order {
+		calls := groups[k]
+		first := n.Calls[calls[0]]
+		pkeys, err := compileAll(first.PartitionBy, in)
+		if err != nil {
+			return nil, err
+		}
+		okeys, err := p.sortKeys(first.OrderBy, in)
+		if err != nil {
+			return nil, err
+		}
+		if gi > 0 && partitionPart(k) == distributed {
+			// The previous window's exchange already put each partition's
+			// rows together.
+		} else if op.OutputPartitioning().Count > 1 {
+			if len(pkeys) == 0 {
+				op = NewCoalescePartitions(op)
+			} else {
+				op = NewRepartition(op, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: pkeys})
+			}
+		}
+		skeys := make([]SortKey, 0, len(pkeys)+len(okeys))
+		for _, e := range pkeys {
+			skeys = append(skeys, SortKey{Expr: e})
+		}
+		skeys = append(skeys, okeys...)
+		if len(skeys) > 0 {
+			op = NewSort(op, skeys, -1)
+		}
+		funcs := make([]WindowExpr, len(calls))
+		for j, ci := range calls {
+			c := n.Calls[ci]
+			args, err := compileAll(c.Args, in)
+			if err != nil {
+				return nil, err
+			}
+			funcs[j] = WindowExpr{Func: c.Func, Agg: c.Agg, Args: args, Frame: c.Frame, Name: n.Cols[ci].Name, Type: c.Typ}
+		}
+		if op, err = NewWindow(op, pkeys, okeys, funcs); err != nil {
+			return nil, err
+		}
+		placed = append(placed, calls...)
+		distributed = partitionPart(k)
+	}
+	inOrder := true
+	for i, ci := range placed {
+		inOrder = inOrder && i == ci
+	}
+	if inOrder {
+		return op, nil
+	}
+	// Restore the logical column order: input columns, then the calls.
+	out := n.Schema()
+	exprs := make([]expr.Expr, len(out))
+	for i := range in {
+		exprs[i] = &expr.Column{Index: i, Name: out[i].Name, Type: out[i].Type}
+	}
+	for pos, ci := range placed {
+		c := out[len(in)+ci]
+		exprs[len(in)+ci] = &expr.Column{Index: len(in) + pos, Name: c.Name, Type: c.Type}
+	}
+	return NewProjection(op, exprs, names(out)), nil
+}
+
+// partitionPart is the partition keys' part of a windowKey.
+func partitionPart(key string) string {
+	part, _, _ := strings.Cut(key, "|")
+	return part
+}
+
+// windowKey identifies a call's window (partition and order keys) by the
+// keys' text and the columns they read.
+func windowKey(c *plan.WindowCall) string {
+	var b strings.Builder
+	key := func(e plan.Expr) {
+		fmt.Fprintf(&b, "%s%v;", e, plan.ColumnsOf(e))
+	}
+	for _, e := range c.PartitionBy {
+		key(e)
+	}
+	b.WriteString("|")
+	for _, k := range c.OrderBy {
+		key(k.Expr)
+		fmt.Fprintf(&b, "%v%v;", k.Desc, k.NullsFirst)
+	}
+	return b.String()
 }
 
 func (p *planner) limit(n *plan.Limit) (Operator, error) {

@@ -1588,6 +1588,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_UnresolvedExchange
 	//	*PhysicalPlan_PipelinedWriter
 	//	*PhysicalPlan_PipelinedReader
+	//	*PhysicalPlan_Window
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1801,6 +1802,15 @@ func (x *PhysicalPlan) GetPipelinedReader() *PipelinedReaderNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetWindow() *WindowNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_Window); ok {
+			return x.Window
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -1881,6 +1891,10 @@ type PhysicalPlan_PipelinedReader struct {
 	PipelinedReader *PipelinedReaderNode `protobuf:"bytes,24,opt,name=pipelined_reader,json=pipelinedReader,proto3,oneof"`
 }
 
+type PhysicalPlan_Window struct {
+	Window *WindowNode `protobuf:"bytes,30,opt,name=window,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -1918,6 +1932,8 @@ func (*PhysicalPlan_UnresolvedExchange) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_PipelinedWriter) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_PipelinedReader) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_Window) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -3796,6 +3812,274 @@ func (x *FetchPipelinedPartition) GetPartition() int32 {
 	return 0
 }
 
+// One end of a window frame: kind is a plan.BoundKind; offset is set for
+// N PRECEDING / N FOLLOWING.
+type WindowFrameBound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          int32                  `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Offset        *Literal               `protobuf:"bytes,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowFrameBound) Reset() {
+	*x = WindowFrameBound{}
+	mi := &file_plan_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowFrameBound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowFrameBound) ProtoMessage() {}
+
+func (x *WindowFrameBound) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowFrameBound.ProtoReflect.Descriptor instead.
+func (*WindowFrameBound) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *WindowFrameBound) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *WindowFrameBound) GetOffset() *Literal {
+	if x != nil {
+		return x.Offset
+	}
+	return nil
+}
+
+type WindowFrame struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          bool                   `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"` // ROWS; false: RANGE
+	Start         *WindowFrameBound      `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	End           *WindowFrameBound      `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowFrame) Reset() {
+	*x = WindowFrame{}
+	mi := &file_plan_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowFrame) ProtoMessage() {}
+
+func (x *WindowFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowFrame.ProtoReflect.Descriptor instead.
+func (*WindowFrame) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *WindowFrame) GetRows() bool {
+	if x != nil {
+		return x.Rows
+	}
+	return false
+}
+
+func (x *WindowFrame) GetStart() *WindowFrameBound {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *WindowFrame) GetEnd() *WindowFrameBound {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+type WindowFuncExpr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Func          int32                  `protobuf:"varint,1,opt,name=func,proto3" json:"func,omitempty"` // plan.WindowFunc
+	Agg           int32                  `protobuf:"varint,2,opt,name=agg,proto3" json:"agg,omitempty"`   // plan.AggFunc, for an aggregate over the window
+	Args          []*PhysicalExpr        `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	Frame         *WindowFrame           `protobuf:"bytes,4,opt,name=frame,proto3" json:"frame,omitempty"`
+	Name          string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Type          *ArrowType             `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowFuncExpr) Reset() {
+	*x = WindowFuncExpr{}
+	mi := &file_plan_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowFuncExpr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowFuncExpr) ProtoMessage() {}
+
+func (x *WindowFuncExpr) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowFuncExpr.ProtoReflect.Descriptor instead.
+func (*WindowFuncExpr) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *WindowFuncExpr) GetFunc() int32 {
+	if x != nil {
+		return x.Func
+	}
+	return 0
+}
+
+func (x *WindowFuncExpr) GetAgg() int32 {
+	if x != nil {
+		return x.Agg
+	}
+	return 0
+}
+
+func (x *WindowFuncExpr) GetArgs() []*PhysicalExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *WindowFuncExpr) GetFrame() *WindowFrame {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
+func (x *WindowFuncExpr) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WindowFuncExpr) GetType() *ArrowType {
+	if x != nil {
+		return x.Type
+	}
+	return nil
+}
+
+// Window functions sharing one window, over input sorted by the partition
+// keys then the order keys.
+type WindowNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	PartitionBy   []*PhysicalExpr        `protobuf:"bytes,2,rep,name=partition_by,json=partitionBy,proto3" json:"partition_by,omitempty"`
+	OrderBy       []*SortKey             `protobuf:"bytes,3,rep,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	Funcs         []*WindowFuncExpr      `protobuf:"bytes,4,rep,name=funcs,proto3" json:"funcs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowNode) Reset() {
+	*x = WindowNode{}
+	mi := &file_plan_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowNode) ProtoMessage() {}
+
+func (x *WindowNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowNode.ProtoReflect.Descriptor instead.
+func (*WindowNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *WindowNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *WindowNode) GetPartitionBy() []*PhysicalExpr {
+	if x != nil {
+		return x.PartitionBy
+	}
+	return nil
+}
+
+func (x *WindowNode) GetOrderBy() []*SortKey {
+	if x != nil {
+		return x.OrderBy
+	}
+	return nil
+}
+
+func (x *WindowNode) GetFuncs() []*WindowFuncExpr {
+	if x != nil {
+		return x.Funcs
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -3916,7 +4200,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xb1\t\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xdf\t\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -3939,7 +4223,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eshuffle_reader\x18\x15 \x01(\v2\x19.sluice.ShuffleReaderNodeH\x00R\rshuffleReader\x12Q\n" +
 	"\x13unresolved_exchange\x18\x16 \x01(\v2\x1e.sluice.UnresolvedExchangeNodeH\x00R\x12unresolvedExchange\x12H\n" +
 	"\x10pipelined_writer\x18\x17 \x01(\v2\x1b.sluice.PipelinedWriterNodeH\x00R\x0fpipelinedWriter\x12H\n" +
-	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReaderB\x06\n" +
+	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReader\x12,\n" +
+	"\x06window\x18\x1e \x01(\v2\x12.sluice.WindowNodeH\x00R\x06windowB\x06\n" +
 	"\x04node\"\xb4\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -4093,7 +4378,27 @@ const file_plan_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1c\n" +
-	"\tpartition\x18\x04 \x01(\x05R\tpartitionB\fZ\n" +
+	"\tpartition\x18\x04 \x01(\x05R\tpartition\"O\n" +
+	"\x10WindowFrameBound\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\x05R\x04kind\x12'\n" +
+	"\x06offset\x18\x02 \x01(\v2\x0f.sluice.LiteralR\x06offset\"}\n" +
+	"\vWindowFrame\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\bR\x04rows\x12.\n" +
+	"\x05start\x18\x02 \x01(\v2\x18.sluice.WindowFrameBoundR\x05start\x12*\n" +
+	"\x03end\x18\x03 \x01(\v2\x18.sluice.WindowFrameBoundR\x03end\"\xc6\x01\n" +
+	"\x0eWindowFuncExpr\x12\x12\n" +
+	"\x04func\x18\x01 \x01(\x05R\x04func\x12\x10\n" +
+	"\x03agg\x18\x02 \x01(\x05R\x03agg\x12(\n" +
+	"\x04args\x18\x03 \x03(\v2\x14.sluice.PhysicalExprR\x04args\x12)\n" +
+	"\x05frame\x18\x04 \x01(\v2\x13.sluice.WindowFrameR\x05frame\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12%\n" +
+	"\x04type\x18\x06 \x01(\v2\x11.sluice.ArrowTypeR\x04type\"\xcb\x01\n" +
+	"\n" +
+	"WindowNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x127\n" +
+	"\fpartition_by\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\vpartitionBy\x12*\n" +
+	"\border_by\x18\x03 \x03(\v2\x0f.sluice.SortKeyR\aorderBy\x12,\n" +
+	"\x05funcs\x18\x04 \x03(\v2\x16.sluice.WindowFuncExprR\x05funcsB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -4109,7 +4414,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -4161,6 +4466,10 @@ var file_plan_proto_goTypes = []any{
 	(*Ticket)(nil),                  // 47: sluice.Ticket
 	(*FetchPartition)(nil),          // 48: sluice.FetchPartition
 	(*FetchPipelinedPartition)(nil), // 49: sluice.FetchPipelinedPartition
+	(*WindowFrameBound)(nil),        // 50: sluice.WindowFrameBound
+	(*WindowFrame)(nil),             // 51: sluice.WindowFrame
+	(*WindowFuncExpr)(nil),          // 52: sluice.WindowFuncExpr
+	(*WindowNode)(nil),              // 53: sluice.WindowNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -4225,56 +4534,67 @@ var file_plan_proto_depIdxs = []int32{
 	42,  // 59: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
 	43,  // 60: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
 	46,  // 61: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
-	20,  // 62: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 63: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 64: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 65: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 66: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 67: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 68: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 69: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	21,  // 70: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 71: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 72: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 73: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 74: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 75: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 76: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 77: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 78: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 79: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 80: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 81: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 82: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 83: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 84: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 85: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 86: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 87: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 88: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 89: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 90: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 91: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 92: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 93: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 94: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 95: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 96: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 97: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 98: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 99: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 100: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 101: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 102: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 103: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 104: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 105: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 106: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	107, // [107:107] is the sub-list for method output_type
-	107, // [107:107] is the sub-list for method input_type
-	107, // [107:107] is the sub-list for extension type_name
-	107, // [107:107] is the sub-list for extension extendee
-	0,   // [0:107] is the sub-list for field type_name
+	53,  // 62: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
+	20,  // 63: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 64: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 65: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 66: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 67: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 68: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 69: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 70: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	21,  // 71: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 72: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 73: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 74: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 75: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 76: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 77: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 78: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 79: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 80: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 81: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 82: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 83: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 84: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 85: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 86: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 87: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 88: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 89: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 90: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 91: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 92: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 93: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 94: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 95: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 96: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 97: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 98: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 99: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 100: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 101: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 102: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 103: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 104: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 105: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 106: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 107: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	5,   // 108: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	50,  // 109: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	50,  // 110: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	6,   // 111: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	51,  // 112: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	1,   // 113: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	21,  // 114: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 115: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	18,  // 116: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	52,  // 117: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	118, // [118:118] is the sub-list for method output_type
+	118, // [118:118] is the sub-list for method input_type
+	118, // [118:118] is the sub-list for extension type_name
+	118, // [118:118] is the sub-list for extension extendee
+	0,   // [0:118] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -4326,6 +4646,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_UnresolvedExchange)(nil),
 		(*PhysicalPlan_PipelinedWriter)(nil),
 		(*PhysicalPlan_PipelinedReader)(nil),
+		(*PhysicalPlan_Window)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -4337,7 +4658,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,7 +36,7 @@ func (a *aggState) add(ids *plan.IDGen, call *plan.AggCall, name string) *plan.C
 // aggregate builds the Aggregate node and rewrites the select items,
 // HAVING and ORDER BY expressions to refer to its outputs. A group key that
 // is a plain column keeps its ID; computed keys get fresh ones.
-func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
+func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
 	in := input.Schema()
 	cols := make(plan.Schema, 0, len(groups)+len(agg.calls))
 	repl := map[string]plan.Expr{}
@@ -93,6 +93,13 @@ func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, i
 			}
 		}
 	}
+	for i, c := range win.calls {
+		e, err := fix(c, "a window function")
+		if err != nil {
+			return nil, err
+		}
+		win.calls[i] = e.(*plan.WindowCall)
+	}
 	return &plan.Aggregate{Input: input, GroupBy: groups, Aggs: agg.calls, Cols: cols}, nil
 }
 
@@ -147,6 +154,11 @@ func exprKey(e plan.Expr) string {
 			fmt.Fprintf(&b, "case:%d:%v", len(x.Whens), x.Else != nil)
 		case *plan.AggCall:
 			fmt.Fprintf(&b, "agg:%d:%v", x.Func, x.Distinct)
+		case *plan.WindowCall:
+			fmt.Fprintf(&b, "win:%d:%d:%d:%d:%s:", x.Func, x.Agg, len(x.Args), len(x.PartitionBy), x.Frame)
+			for _, k := range x.OrderBy {
+				fmt.Fprintf(&b, "%v%v", k.Desc, k.NullsFirst)
+			}
 		case *plan.Subquery:
 			fmt.Fprintf(&b, "subq:%p", x.Plan)
 		default:

@@ -18,10 +18,13 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	parts := stringList(f.Funcname)
 	name := strings.ToLower(parts[len(parts)-1])
 	if f.Over != nil {
-		return nil, b.errAt("bind", f.Location, "window functions are not supported")
+		return b.windowCall(f, name, c)
 	}
 	if af, ok := aggFuncs[name]; ok {
 		return b.aggCall(f, af, name, c)
+	}
+	if _, ok := windowFuncs[name]; ok {
+		return nil, b.errAt("bind", f.Location, "window function %s requires an OVER clause", name)
 	}
 	if f.AggStar || f.AggDistinct || f.AggFilter != nil || len(f.AggOrder) > 0 {
 		return nil, b.errAt("bind", f.Location, "%s is not an aggregate function", name)
@@ -183,6 +186,16 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		}
 		return nil, b.errAt("bind", f.Location, "aggregate functions are not allowed in %s", c.clause)
 	}
+	call, err := b.typedAggCall(f, af, name, ectx{sc: c.sc, clause: "aggregate arguments"})
+	if err != nil {
+		return nil, err
+	}
+	return c.agg.add(b.ids, call, name), nil
+}
+
+// typedAggCall binds an aggregate's argument in argCtx and types the call;
+// GROUP BY aggregates and aggregates over a window share it.
+func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argCtx ectx) (*plan.AggCall, error) {
 	if f.AggFilter != nil || len(f.AggOrder) > 0 || f.AggWithinGroup {
 		return nil, b.errAt("bind", f.Location, "FILTER and ORDER BY in aggregates are not supported")
 	}
@@ -192,12 +205,12 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 			return nil, b.errAt("bind", f.Location, "%s(*) is not valid", name)
 		}
 		call.Func, call.Typ = plan.AggCountStar, plan.Int64
-		return c.agg.add(b.ids, call, name), nil
+		return call, nil
 	}
 	if len(f.Args) != 1 {
 		return nil, b.errAt("bind", f.Location, "%s takes exactly one argument", name)
 	}
-	arg, err := b.expr(f.Args[0], ectx{sc: c.sc, clause: "aggregate arguments"})
+	arg, err := b.expr(f.Args[0], argCtx)
 	if err != nil {
 		return nil, err
 	}
@@ -221,5 +234,5 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		call.Typ = t
 	}
 	call.Arg = arg
-	return c.agg.add(b.ids, call, name), nil
+	return call, nil
 }

@@ -28,8 +28,11 @@ func (b *binder) selectStmt(sel *pg.SelectStmt, outer *scope) (relation, error) 
 			b.ctes = append(slices.Clip(b.ctes), def)
 		}
 	}
-	if sel.IntoClause != nil || len(sel.LockingClause) > 0 || len(sel.WindowClause) > 0 {
-		return relation{}, &Error{Kind: "bind", Msg: "SELECT INTO, locking clauses and WINDOW are not supported"}
+	if sel.IntoClause != nil || len(sel.LockingClause) > 0 {
+		return relation{}, &Error{Kind: "bind", Msg: "SELECT INTO and locking clauses are not supported"}
+	}
+	if len(sel.WindowClause) > 0 && (sel.Op != pg.SetOperation_SETOP_NONE || len(sel.ValuesLists) > 0) {
+		return relation{}, &Error{Kind: "bind", Msg: "WINDOW is only allowed in a plain SELECT"}
 	}
 	switch sel.Op {
 	case pg.SetOperation_SETOP_UNION:
@@ -87,6 +90,10 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		return relation{}, err
 	}
 	agg := &aggState{in: node.Schema(), byKey: map[string]int{}}
+	win, err := newWinState(sel.WindowClause)
+	if err != nil {
+		return relation{}, err
+	}
 
 	// GROUP BY: input columns first, then select-list aliases and positions.
 	var groups []plan.Expr
@@ -102,7 +109,7 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		}
 	}
 
-	ec := ectx{sc: sc, agg: agg, clause: "SELECT"}
+	ec := ectx{sc: sc, agg: agg, win: win, clause: "SELECT"}
 	for i := range items {
 		if items[i].expr != nil {
 			continue
@@ -117,13 +124,13 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 			return relation{}, err
 		}
 	}
-	sorts, err := b.sortSpecs(sel.SortClause, items, ectx{sc: sc, agg: agg, clause: "ORDER BY"})
+	sorts, err := b.sortSpecs(sel.SortClause, items, ectx{sc: sc, agg: agg, win: win, clause: "ORDER BY"})
 	if err != nil {
 		return relation{}, err
 	}
 
 	if len(groups) > 0 || len(agg.calls) > 0 || having != nil {
-		node, err = b.aggregate(node, groups, agg, items, &having, sorts)
+		node, err = b.aggregate(node, groups, agg, win, items, &having, sorts)
 		if err != nil {
 			return relation{}, err
 		}
@@ -131,6 +138,9 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 			node = &plan.Filter{Input: node, Pred: having}
 		}
 	}
+	// Window functions see the rows after grouping and HAVING, and come
+	// before DISTINCT, ORDER BY and LIMIT.
+	node = win.node(node)
 
 	distinct := false
 	if len(sel.DistinctClause) > 0 {
