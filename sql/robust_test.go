@@ -11,7 +11,10 @@ func TestUnsupportedFeaturesFailCleanly(t *testing.T) {
 	queries := []string{
 		"select sum(a) filter (where a > 1) from t",
 		"select a from t where a is true",
-		"select row_number() over () from t",
+		"select sum(a) over (order by a groups 1 preceding) from t",
+		"select sum(a) over (order by a rows current row exclude ties) from t",
+		"select count(distinct a) over () from t",
+		"select sum(a) filter (where a > 1) over () from t",
 		"select * from t, lateral (select 1) x",
 		"select * from generate_series(1, 3)",
 		"select $1",
