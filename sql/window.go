@@ -381,6 +381,9 @@ func (b *binder) frameOffset(what string, n *pg.Node, rows bool, order []plan.So
 		switch kt.ID() {
 		case arrow.INT32, arrow.INT64:
 			want = plan.Int64
+			if !plan.IsInteger(e.Type()) && e.Type().ID() != plan.Null.ID() {
+				return nil, b.errAt("type", nodeLoc(n), "RANGE offset for an integer ORDER BY key must be an integer, not %s", plan.TypeName(e.Type()))
+			}
 		case arrow.FLOAT64:
 			want = plan.Float64
 		case arrow.DECIMAL128:
