@@ -495,12 +495,18 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		groups[k] = append(groups[k], i)
 	}
 	// Windows with the same partition keys are planned next to each other,
-	// so that the rows are distributed once for all of them.
+	// so that the rows are distributed once for all of them; among those,
+	// the ones with more order keys first, so that a window whose keys are
+	// a prefix of the previous one's needs no sort of its own.
 	slices.SortStableFunc(order, func(a, b string) int {
-		return strings.Compare(partitionPart(a), partitionPart(b))
+		if c := strings.Compare(partitionPart(a), partitionPart(b)); c != 0 {
+			return c
+		}
+		return len(n.Calls[groups[b][0]].OrderBy) - len(n.Calls[groups[a][0]].OrderBy)
 	})
 	var placed []int // call indexes in the order their columns are appended
 	distributed := ""
+	var sorted []SortKey // the order the previous window's output keeps
 	for gi, k := range order {
 		calls := groups[k]
 		first := n.Calls[calls[0]]
@@ -527,8 +533,9 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 			skeys = append(skeys, SortKey{Expr: e})
 		}
 		skeys = append(skeys, okeys...)
-		if len(skeys) > 0 {
+		if len(skeys) > 0 && !(gi > 0 && partitionPart(k) == distributed && sortPrefix(skeys, sorted)) {
 			op = NewSort(op, skeys, -1)
+			sorted = skeys
 		}
 		funcs := make([]WindowExpr, len(calls))
 		for j, ci := range calls {
@@ -563,6 +570,19 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		exprs[len(in)+ci] = &expr.Column{Index: len(in) + pos, Name: c.Name, Type: c.Type}
 	}
 	return NewProjection(op, exprs, names(out)), nil
+}
+
+// sortPrefix reports whether rows sorted by have are also sorted by want.
+func sortPrefix(want, have []SortKey) bool {
+	if len(want) > len(have) {
+		return false
+	}
+	for i, k := range want {
+		if k.String() != have[i].String() {
+			return false
+		}
+	}
+	return true
 }
 
 // partitionPart is the partition keys' part of a windowKey.
