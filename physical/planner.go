@@ -479,37 +479,52 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 // coalesced into one partition when there are none (OVER (ORDER BY ...)).
 // The distributed planner cuts a stage at that exchange, as it does for an
 // aggregate's final phase.
+//
+// Windows are planned fewest partition keys first, and among equal keys
+// most order keys first: rows hash-distributed by some keys are already
+// together for any window partitioned by a superset of them, and rows
+// sorted for one window are sorted for another whose keys are a prefix of
+// its keys, so such windows need no exchange, or no sort, of their own
+// (TPC-DS q47 ranks by four keys and averages by those and a fifth).
 func (p *planner) window(n *plan.Window) (Operator, error) {
 	op, err := p.plan(n.Input)
 	if err != nil {
 		return nil, err
 	}
 	in := n.Input.Schema()
-	var order []string
-	groups := map[string][]int{}
+	type group struct {
+		calls []int
+		parts []string // the partition keys, as exprKeyString
+	}
+	var groups []*group
+	byKey := map[string]*group{}
 	for i, c := range n.Calls {
 		k := windowKey(c)
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
+		g, ok := byKey[k]
+		if !ok {
+			g = &group{}
+			for _, e := range c.PartitionBy {
+				g.parts = append(g.parts, exprKeyString(e))
+			}
+			byKey[k] = g
+			groups = append(groups, g)
 		}
-		groups[k] = append(groups[k], i)
+		g.calls = append(g.calls, i)
 	}
-	// Windows with the same partition keys are planned next to each other,
-	// so that the rows are distributed once for all of them; among those,
-	// the ones with more order keys first, so that a window whose keys are
-	// a prefix of the previous one's needs no sort of its own.
-	slices.SortStableFunc(order, func(a, b string) int {
-		if c := strings.Compare(partitionPart(a), partitionPart(b)); c != 0 {
+	slices.SortStableFunc(groups, func(a, b *group) int {
+		if c := len(a.parts) - len(b.parts); c != 0 {
 			return c
 		}
-		return len(n.Calls[groups[b][0]].OrderBy) - len(n.Calls[groups[a][0]].OrderBy)
+		if c := slices.Compare(a.parts, b.parts); c != 0 {
+			return c
+		}
+		return len(n.Calls[b.calls[0]].OrderBy) - len(n.Calls[a.calls[0]].OrderBy)
 	})
-	var placed []int // call indexes in the order their columns are appended
-	distributed := ""
+	var placed []int     // call indexes in the order their columns are appended
+	var dist []string    // the keys the rows were last hash-distributed by
 	var sorted []SortKey // the order the previous window's output keeps
-	for gi, k := range order {
-		calls := groups[k]
-		first := n.Calls[calls[0]]
+	for _, g := range groups {
+		first := n.Calls[g.calls[0]]
 		pkeys, err := compileAll(first.PartitionBy, in)
 		if err != nil {
 			return nil, err
@@ -518,27 +533,27 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		if gi > 0 && partitionPart(k) == distributed {
-			// The previous window's exchange already put each partition's
-			// rows together.
-		} else if op.OutputPartitioning().Count > 1 {
+		together := op.OutputPartitioning().Count <= 1 || (len(dist) > 0 && subsetOf(dist, g.parts))
+		if !together {
 			if len(pkeys) == 0 {
 				op = NewCoalescePartitions(op)
 			} else {
 				op = NewRepartition(op, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: pkeys})
+				dist = g.parts
 			}
+			sorted = nil
 		}
 		skeys := make([]SortKey, 0, len(pkeys)+len(okeys))
 		for _, e := range pkeys {
 			skeys = append(skeys, SortKey{Expr: e})
 		}
 		skeys = append(skeys, okeys...)
-		if len(skeys) > 0 && !(gi > 0 && partitionPart(k) == distributed && sortPrefix(skeys, sorted)) {
+		if len(skeys) > 0 && !sortPrefix(skeys, sorted) {
 			op = NewSort(op, skeys, -1)
 			sorted = skeys
 		}
-		funcs := make([]WindowExpr, len(calls))
-		for j, ci := range calls {
+		funcs := make([]WindowExpr, len(g.calls))
+		for j, ci := range g.calls {
 			c := n.Calls[ci]
 			args, err := compileAll(c.Args, in)
 			if err != nil {
@@ -549,8 +564,7 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		if op, err = NewWindow(op, pkeys, okeys, funcs); err != nil {
 			return nil, err
 		}
-		placed = append(placed, calls...)
-		distributed = partitionPart(k)
+		placed = append(placed, g.calls...)
 	}
 	inOrder := true
 	for i, ci := range placed {
@@ -572,6 +586,16 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 	return NewProjection(op, exprs, names(out)), nil
 }
 
+// subsetOf reports whether every key of a is in b.
+func subsetOf(a, b []string) bool {
+	for _, k := range a {
+		if !slices.Contains(b, k) {
+			return false
+		}
+	}
+	return true
+}
+
 // sortPrefix reports whether rows sorted by have are also sorted by want.
 func sortPrefix(want, have []SortKey) bool {
 	if len(want) > len(have) {
@@ -585,26 +609,21 @@ func sortPrefix(want, have []SortKey) bool {
 	return true
 }
 
-// partitionPart is the partition keys' part of a windowKey.
-func partitionPart(key string) string {
-	part, _, _ := strings.Cut(key, "|")
-	return part
+// exprKeyString identifies an expression by its text and the columns it
+// reads (two columns may share a name).
+func exprKeyString(e plan.Expr) string {
+	return fmt.Sprintf("%s%v", e, plan.ColumnsOf(e))
 }
 
-// windowKey identifies a call's window (partition and order keys) by the
-// keys' text and the columns they read.
+// windowKey identifies a call's window (partition and order keys).
 func windowKey(c *plan.WindowCall) string {
 	var b strings.Builder
-	key := func(e plan.Expr) {
-		fmt.Fprintf(&b, "%s%v;", e, plan.ColumnsOf(e))
-	}
 	for _, e := range c.PartitionBy {
-		key(e)
+		b.WriteString(exprKeyString(e) + ";")
 	}
 	b.WriteString("|")
 	for _, k := range c.OrderBy {
-		key(k.Expr)
-		fmt.Fprintf(&b, "%v%v;", k.Desc, k.NullsFirst)
+		fmt.Fprintf(&b, "%s%v%v;", exprKeyString(k.Expr), k.Desc, k.NullsFirst)
 	}
 	return b.String()
 }
