@@ -282,7 +282,6 @@ func (b *binder) typeWindowFunc(f *pg.FuncCall, name string, wf plan.WindowFunc,
 			if t, err = b.commonTypeAt([]plan.Expr{args[0], args[2]}, name, f.Location); err != nil {
 				return err
 			}
-			args[2] = coerce(args[2], t)
 		}
 		if t.ID() == plan.Null.ID() {
 			t = plan.Utf8 // PostgreSQL resolves an unknown-typed argument as text
@@ -291,6 +290,7 @@ func (b *binder) typeWindowFunc(f *pg.FuncCall, name string, wf plan.WindowFunc,
 		if len(args) < 3 {
 			args = append(args, &plan.Literal{Typ: t})
 		}
+		args[2] = coerce(args[2], t)
 		call.Typ = t
 	case plan.WinFirstValue, plan.WinLastValue, plan.WinNthValue:
 		lo := 1
