@@ -371,42 +371,54 @@ func (s *windowStream) evaluate(batches []arrow.RecordBatch) error {
 		return fmt.Errorf("window: %w", err)
 	}
 	defer in.Release()
+	// A concatenated copy is new memory; a single batch is the pending one,
+	// whose reservation flush releases once the output holds it.
 	extra := int64(0)
 	if len(batches) > 1 {
 		extra = batchBytes(in)
 		if err := s.res.Grow(extra); err != nil {
 			return fmt.Errorf("window: %w", err)
 		}
-		defer s.res.Shrink(extra)
 	}
-	p, err := newWindowPartitions(s.op, in, s.tc)
+	whole, err := s.compute(in)
 	if err != nil {
-		return fmt.Errorf("window: %w", err)
+		s.res.Shrink(extra)
+		return err
 	}
-	defer p.release()
-	cols := append([]arrow.Array(nil), in.Columns()...)
-	var results []arrow.Array
-	defer func() { releaseAll(results) }()
-	for _, f := range s.op.funcs {
-		a, err := p.compute(f)
-		if err != nil {
-			return fmt.Errorf("window: %s: %w", f, err)
-		}
-		results = append(results, a)
-	}
-	cols = append(cols, results...)
-	whole := array.NewRecordBatch(s.op.schema, cols, in.NumRows())
 	defer whole.Release()
-	n := batchBytes(whole)
-	if err := s.res.Grow(n); err != nil {
+	// The output holds the input columns (reserved as extra when copied)
+	// and the results.
+	need := max(batchBytes(whole)-extra, 0)
+	if err := s.res.Grow(need); err != nil {
+		s.res.Shrink(extra)
 		return fmt.Errorf("window: %w", err)
 	}
-	s.outBytes += n
+	s.outBytes += extra + need
 	size := int64(max(s.tc.BatchSize, 1))
 	for off := int64(0); off < whole.NumRows(); off += size {
 		s.out = append(s.out, whole.NewSlice(off, min(off+size, whole.NumRows())))
 	}
 	return nil
+}
+
+// compute appends the window functions' results to in.
+func (s *windowStream) compute(in arrow.RecordBatch) (arrow.RecordBatch, error) {
+	p, err := newWindowPartitions(s.op, in, s.tc)
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	defer p.release()
+	cols := append([]arrow.Array(nil), in.Columns()...)
+	results := make([]arrow.Array, 0, len(s.op.funcs))
+	defer func() { releaseAll(results) }()
+	for _, f := range s.op.funcs {
+		a, err := p.compute(f)
+		if err != nil {
+			return nil, fmt.Errorf("window: %s: %w", f, err)
+		}
+		results = append(results, a)
+	}
+	return array.NewRecordBatch(s.op.schema, append(cols, results...), in.NumRows()), nil
 }
 
 func (s *windowStream) Close() {
