@@ -232,6 +232,7 @@ type windowStream struct {
 	// pending holds the rows of the window partition not yet known to be
 	// complete (the input's tail); pendingBytes is their reservation.
 	pending      []arrow.RecordBatch
+	pendingSizes []int64 // each pending batch's reservation
 	pendingBytes int64
 	// out holds computed batches not yet returned; outBytes is their
 	// reservation, released when the last one is returned.
@@ -297,6 +298,7 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 		return fmt.Errorf("window: %w", err)
 	}
 	s.pending = append(s.pending, b)
+	s.pendingSizes = append(s.pendingSizes, n)
 	s.pendingBytes += n
 	s.pcmp.addBatch(keys)
 	slot := int32(len(s.pending) - 1)
@@ -321,60 +323,62 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 // pending.
 func (s *windowStream) flush(splitSlot, splitRow int) error {
 	done := append([]arrow.RecordBatch(nil), s.pending[:splitSlot]...)
-	var rest arrow.RecordBatch
+	var head, rest arrow.RecordBatch
+	keep := int64(0) // the reservation the rest keeps: its batch's buffers
 	if splitRow >= 0 {
 		last := s.pending[splitSlot]
 		if splitRow > 0 {
-			done = append(done, last.NewSlice(0, int64(splitRow)))
-			defer done[len(done)-1].Release()
+			head = last.NewSlice(0, int64(splitRow))
+			done = append(done, head)
 		}
 		rest = last.NewSlice(int64(splitRow), last.NumRows())
+		keep = s.pendingSizes[splitSlot]
 	}
-	err := s.evaluate(done)
-	// The evaluated rows are gone from pending; the rest (a slice sharing
-	// the last batch's buffers, whose bytes stay reserved) starts anew.
-	for _, b := range s.pending {
-		b.Release()
+	var in arrow.RecordBatch
+	var err error
+	if len(done) > 0 {
+		in, err = concatBatches(s.tc.Alloc, s.op.input.Schema(), done)
 	}
+	if head != nil {
+		head.Release()
+	}
+	// The rows are in `in` (and `rest`) now: the pending batches go, and
+	// with them their reservation, before the functions are computed.
+	releaseAll(s.pending)
+	s.pending, s.pendingSizes = s.pending[:0], s.pendingSizes[:0]
 	s.pcmp.reset()
-	s.pending = s.pending[:0]
+	s.res.Shrink(s.pendingBytes - keep)
+	s.pendingBytes = keep
+	if err == nil && in != nil {
+		err = s.evaluate(in, len(done) > 1)
+	}
+	if in != nil {
+		in.Release()
+	}
 	if rest == nil {
-		s.res.Shrink(s.pendingBytes)
-		s.pendingBytes = 0
 		return err
 	}
 	if err != nil {
 		rest.Release()
 		return err
 	}
-	keys, kerr := s.pcmp.evalKeys(rest, s.tc.Alloc)
-	if kerr != nil {
+	keys, err := s.pcmp.evalKeys(rest, s.tc.Alloc)
+	if err != nil {
 		rest.Release()
-		return fmt.Errorf("window: %w", kerr)
+		return fmt.Errorf("window: %w", err)
 	}
-	keep := batchBytes(rest)
-	s.res.Shrink(s.pendingBytes - keep)
-	s.pendingBytes = keep
 	s.pending = append(s.pending, rest)
+	s.pendingSizes = append(s.pendingSizes, keep)
 	s.pcmp.addBatch(keys)
 	return nil
 }
 
-// evaluate computes the window functions over batches, which hold complete
-// window partitions, and queues the output.
-func (s *windowStream) evaluate(batches []arrow.RecordBatch) error {
-	if len(batches) == 0 {
-		return nil
-	}
-	in, err := concatBatches(s.tc.Alloc, s.op.input.Schema(), batches)
-	if err != nil {
-		return fmt.Errorf("window: %w", err)
-	}
-	defer in.Release()
-	// A concatenated copy is new memory; a single batch is the pending one,
-	// whose reservation flush releases once the output holds it.
+// evaluate computes the window functions over in, which holds complete
+// window partitions, and queues the output. copied says whether in is a
+// new concatenation, whose memory is not reserved yet.
+func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 	extra := int64(0)
-	if len(batches) > 1 {
+	if copied {
 		extra = batchBytes(in)
 		if err := s.res.Grow(extra); err != nil {
 			return fmt.Errorf("window: %w", err)
