@@ -204,7 +204,11 @@ func TestWindowFrames(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := collectAll(t, w, newTestTC(mem, 16))
+				tc := newTestTC(mem, 16)
+				got := collectAll(t, w, tc)
+				if tc.Memory.Used() != 0 {
+					t.Errorf("%d bytes still reserved", tc.Memory.Used())
+				}
 				if len(got) != len(rows) {
 					t.Fatalf("got %d rows, want %d", len(got), len(rows))
 				}
