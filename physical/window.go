@@ -240,12 +240,24 @@ type windowStream struct {
 	outBytes int64
 	eof      bool
 	closed   bool
+	err      error // sticky: the buffered state cannot be resumed after one
 }
 
 func (s *windowStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.closed {
 		return nil, io.EOF
 	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	b, err := s.next(ctx)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	return b, err
+}
+
+func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 	for len(s.out) == 0 {
 		if s.outBytes > 0 {
 			s.res.Shrink(s.outBytes)
