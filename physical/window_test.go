@@ -29,10 +29,11 @@ var (
 	wID = &expr.Column{Index: 3, Name: "id", Type: plan.Int64}
 )
 
-// windowRows returns n random rows sorted by (p, o, id), NULLs last: few
-// partitions and order values, so partitions span batches, batches hold
-// several partitions and peers are common.
-func windowRows(seed uint64, n int) [][]any {
+// windowRows returns n random rows sorted by p (NULLs last), then o (ASC
+// NULLS LAST, or DESC NULLS FIRST when desc), then id: few partitions and
+// order values, so partitions span batches, batches hold several
+// partitions and peers are common.
+func windowRows(seed uint64, n int, desc bool) [][]any {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	maybe := func(v int, nulls int) any {
 		if rng.IntN(nulls) == 0 {
@@ -59,7 +60,11 @@ func windowRows(seed uint64, n int) [][]any {
 		if c := nullsLast(a[0], b[0]); c != 0 {
 			return c
 		}
-		if c := nullsLast(a[1], b[1]); c != 0 {
+		c := nullsLast(a[1], b[1])
+		if desc {
+			c = -c
+		}
+		if c != 0 {
 			return c
 		}
 		return a[3].(int) - b[3].(int)
@@ -83,13 +88,23 @@ func windowSource(t testing.TB, mem memory.Allocator, rows [][]any, per int) *me
 }
 
 // refFrame computes row i's frame the slow way, from PostgreSQL's
-// definitions: part holds the row indexes of i's partition in order, ORDER
-// BY o ASC NULLS LAST.
-func refFrame(rows [][]any, part []int, pos int, f plan.WindowFrame) []int {
+// definitions (its frame head and tail loops): part holds the row indexes
+// of i's partition in order, ORDER BY o ASC NULLS LAST, or DESC NULLS FIRST
+// when desc.
+func refFrame(rows [][]any, part []int, pos int, f plan.WindowFrame, desc bool) []int {
 	cur := rows[part[pos]][1]
 	peer := func(j int) bool { return fmt.Sprint(rows[part[j]][1]) == fmt.Sprint(cur) }
-	// inStart/inEnd: does position j satisfy the bound, scanning as
-	// PostgreSQL's frame head/tail loops do.
+	// inRange reports whether key o lies between cur and cur+d in the
+	// sort direction (d < 0: before cur); start bounds test o >= target,
+	// end bounds o <= target, both in sort order.
+	target := func(d int) int {
+		if desc {
+			return cur.(int) - d
+		}
+		return cur.(int) + d
+	}
+	atOrAfter := func(o, t int) bool { return (o >= t) != desc || o == t }
+	atOrBefore := func(o, t int) bool { return (o <= t) != desc || o == t }
 	startPos := func() int {
 		switch f.Start.Kind {
 		case plan.BoundUnboundedPreceding:
@@ -105,18 +120,28 @@ func refFrame(rows [][]any, part []int, pos int, f plan.WindowFrame) []int {
 			return j
 		}
 		n := int(f.Start.Offset.Val.(int64))
-		if f.Start.Kind == plan.BoundFollowing {
+		if f.Start.Kind == plan.BoundPreceding {
 			n = -n
 		}
 		if f.Rows {
-			return max(pos-n, 0)
+			return max(pos+n, 0)
 		}
+		// The head advances while it is before the range: past non-NULL
+		// rows when cur is NULL (NULLs last), past NULLs when cur is not
+		// (NULLs first), past keys before cur+n.
 		for j := range part {
 			o := rows[part[j]][1]
-			if cur == nil && o == nil {
+			switch {
+			case cur == nil && o == nil:
 				return j
-			}
-			if cur != nil && (o == nil || o.(int) >= cur.(int)-n) {
+			case cur == nil:
+				continue
+			case o == nil:
+				if desc {
+					continue
+				}
+				return j
+			case atOrAfter(o.(int), target(n)):
 				return j
 			}
 		}
@@ -143,14 +168,27 @@ func refFrame(rows [][]any, part []int, pos int, f plan.WindowFrame) []int {
 		if f.Rows {
 			return min(max(pos+n+1, 0), len(part))
 		}
+		// The tail advances over NULLs when they sort first or cur is one
+		// of them; when cur is NULL and NULLs sort last, over every key
+		// (they all come before it); otherwise over keys up to cur+n.
 		j := 0
-		for j < len(part) {
+		for ; j < len(part); j++ {
 			o := rows[part[j]][1]
-			if cur == nil || (o != nil && o.(int) <= cur.(int)+n) {
-				j++
+			if o == nil {
+				if desc || cur == nil {
+					continue
+				}
+				break
+			}
+			if cur == nil {
+				if desc {
+					break
+				}
 				continue
 			}
-			break
+			if !atOrBefore(o.(int), target(n)) {
+				break
+			}
 		}
 		return j
 	}
@@ -183,47 +221,53 @@ func offsetBound(k plan.BoundKind, n int64) plan.FrameBound {
 // TestWindowFrames checks aggregates and frame values over every kind of
 // frame against refFrame, with batches smaller and larger than partitions.
 func TestWindowFrames(t *testing.T) {
-	for _, per := range []int{1, 7, 1000} {
-		for fi, fr := range windowFrameCases {
-			t.Run(fmt.Sprintf("batch=%d/%s", per, fr), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				rows := windowRows(uint64(fi+1), 300)
-				src := windowSource(t, mem, rows, per)
-				defer src.release()
-				funcs := []WindowExpr{
-					{Func: plan.WinAggregate, Agg: plan.AggSum, Args: []expr.Expr{wV}, Frame: fr, Name: "sum", Type: plan.Int64},
-					{Func: plan.WinAggregate, Agg: plan.AggCount, Args: []expr.Expr{wV}, Frame: fr, Name: "count", Type: plan.Int64},
-					{Func: plan.WinAggregate, Agg: plan.AggCountStar, Frame: fr, Name: "rows", Type: plan.Int64},
-					{Func: plan.WinAggregate, Agg: plan.AggMin, Args: []expr.Expr{wV}, Frame: fr, Name: "min", Type: plan.Int64},
-					{Func: plan.WinAggregate, Agg: plan.AggMax, Args: []expr.Expr{wV}, Frame: fr, Name: "max", Type: plan.Int64},
-					{Func: plan.WinFirstValue, Args: []expr.Expr{wID}, Frame: fr, Name: "first", Type: plan.Int64},
-					{Func: plan.WinLastValue, Args: []expr.Expr{wID}, Frame: fr, Name: "last", Type: plan.Int64},
-				}
-				w, err := NewWindow(src, []expr.Expr{wP}, []SortKey{{Expr: wO}}, funcs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tc := newTestTC(mem, 16)
-				got := collectAll(t, w, tc)
-				if tc.Memory.Used() != 0 {
-					t.Errorf("%d bytes still reserved", tc.Memory.Used())
-				}
-				if len(got) != len(rows) {
-					t.Fatalf("got %d rows, want %d", len(got), len(rows))
-				}
-				for i, g := range got {
-					if g[3] != rows[i][3] {
-						t.Fatalf("row %d: id %v, want %v (input order not kept)", i, g[3], rows[i][3])
-					}
-					part := partitionOf(rows, i)
-					frame := refFrame(rows, part, slices.Index(part, i), fr)
-					want := refAggs(rows, frame)
-					if fmt.Sprint(g[4:]) != fmt.Sprint(want) {
-						t.Fatalf("row %d %v frame %v: got %v, want %v", i, rows[i], frame, g[4:], want)
-					}
-				}
-			})
+	for _, desc := range []bool{false, true} {
+		for _, per := range []int{1, 7, 1000} {
+			for fi, fr := range windowFrameCases {
+				t.Run(fmt.Sprintf("desc=%v/batch=%d/%s", desc, per, fr), func(t *testing.T) {
+					testWindowFrame(t, fr, uint64(fi+1), per, desc)
+				})
+			}
+		}
+	}
+}
+
+func testWindowFrame(t *testing.T, fr plan.WindowFrame, seed uint64, per int, desc bool) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := windowRows(seed, 300, desc)
+	src := windowSource(t, mem, rows, per)
+	defer src.release()
+	funcs := []WindowExpr{
+		{Func: plan.WinAggregate, Agg: plan.AggSum, Args: []expr.Expr{wV}, Frame: fr, Name: "sum", Type: plan.Int64},
+		{Func: plan.WinAggregate, Agg: plan.AggCount, Args: []expr.Expr{wV}, Frame: fr, Name: "count", Type: plan.Int64},
+		{Func: plan.WinAggregate, Agg: plan.AggCountStar, Frame: fr, Name: "rows", Type: plan.Int64},
+		{Func: plan.WinAggregate, Agg: plan.AggMin, Args: []expr.Expr{wV}, Frame: fr, Name: "min", Type: plan.Int64},
+		{Func: plan.WinAggregate, Agg: plan.AggMax, Args: []expr.Expr{wV}, Frame: fr, Name: "max", Type: plan.Int64},
+		{Func: plan.WinFirstValue, Args: []expr.Expr{wID}, Frame: fr, Name: "first", Type: plan.Int64},
+		{Func: plan.WinLastValue, Args: []expr.Expr{wID}, Frame: fr, Name: "last", Type: plan.Int64},
+	}
+	w, err := NewWindow(src, []expr.Expr{wP}, []SortKey{{Expr: wO, Desc: desc, NullsFirst: desc}}, funcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := newTestTC(mem, 16)
+	got := collectAll(t, w, tc)
+	if tc.Memory.Used() != 0 {
+		t.Errorf("%d bytes still reserved", tc.Memory.Used())
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("got %d rows, want %d", len(got), len(rows))
+	}
+	for i, g := range got {
+		if g[3] != rows[i][3] {
+			t.Fatalf("row %d: id %v, want %v (input order not kept)", i, g[3], rows[i][3])
+		}
+		part := partitionOf(rows, i)
+		frame := refFrame(rows, part, slices.Index(part, i), fr, desc)
+		want := refAggs(rows, frame)
+		if fmt.Sprint(g[4:]) != fmt.Sprint(want) {
+			t.Fatalf("row %d %v frame %v: got %v, want %v", i, rows[i], frame, g[4:], want)
 		}
 	}
 }
@@ -269,7 +313,7 @@ func refAggs(rows [][]any, frame []int) []any {
 func TestWindowRanking(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	rows := windowRows(99, 200)
+	rows := windowRows(99, 200, false)
 	src := windowSource(t, mem, rows, 9)
 	defer src.release()
 	i64 := func(v int64) expr.Expr { return &expr.Literal{Value: plan.Literal{Typ: plan.Int64, Val: v}} }
@@ -342,7 +386,7 @@ func TestWindowEmptyInput(t *testing.T) {
 func TestWindowMemoryLimit(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	src := windowSource(t, mem, windowRows(5, 2000), 100)
+	src := windowSource(t, mem, windowRows(5, 2000, false), 100)
 	defer src.release()
 	w, err := NewWindow(src, nil, nil, []WindowExpr{{Func: plan.WinAggregate, Agg: plan.AggCountStar, Frame: plan.DefaultFrame, Name: "n", Type: plan.Int64}})
 	if err != nil {
