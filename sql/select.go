@@ -140,7 +140,7 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	}
 	// Window functions see the rows after grouping and HAVING, and come
 	// before DISTINCT, ORDER BY and LIMIT.
-	node = win.node(node)
+	node = b.windowNode(win, node)
 
 	distinct := false
 	if len(sel.DistinctClause) > 0 {

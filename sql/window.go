@@ -83,12 +83,61 @@ func (w *winState) add(ids *plan.IDGen, call *plan.WindowCall, name string) *pla
 	return &plan.ColRef{ID: w.cols[i].ID, Name: call.String(), Typ: call.Typ}
 }
 
-// node puts a Window computing the collected calls over input.
-func (w *winState) node(input plan.Node) plan.Node {
+// windowNode puts a Window computing w's calls over input. Arguments and
+// keys holding a subquery are computed by a Project below the window and
+// referred to by column: the decorrelator rewrites subqueries in a Project
+// (or a Filter), not inside a window.
+func (b *binder) windowNode(w *winState, input plan.Node) plan.Node {
 	if len(w.calls) == 0 {
 		return input
 	}
+	var extra []plan.Expr
+	var refs []*plan.ColRef
+	for i, c := range w.calls {
+		kids := c.Children()
+		changed := false
+		for j, k := range kids {
+			if !containsSubquery(k) {
+				continue
+			}
+			extra = append(extra, k)
+			ref := &plan.ColRef{ID: -1, Name: k.String(), Typ: k.Type()} // ID set below
+			refs = append(refs, ref)
+			kids[j], changed = ref, true
+		}
+		if changed {
+			w.calls[i] = c.WithChildren(kids).(*plan.WindowCall)
+		}
+	}
+	if len(extra) > 0 {
+		in := input.Schema()
+		exprs := make([]plan.Expr, 0, len(in)+len(extra))
+		names := make([]string, 0, len(in)+len(extra))
+		for _, c := range in {
+			exprs, names = append(exprs, c.Ref()), append(names, c.Name)
+		}
+		for _, e := range extra {
+			exprs, names = append(exprs, e), append(names, "?column?")
+		}
+		p := b.project(input, exprs, names)
+		for i, r := range refs {
+			r.ID = p.Cols[len(in)+i].ID
+		}
+		input = p
+	}
 	return &plan.Window{Input: input, Calls: w.calls, Cols: w.cols}
+}
+
+// containsSubquery reports whether e holds a subquery.
+func containsSubquery(e plan.Expr) bool {
+	found := false
+	plan.Walk(e, func(x plan.Expr) bool {
+		if _, ok := x.(*plan.Subquery); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // resolveWindow returns the window an OVER clause means, following
