@@ -55,6 +55,9 @@ func newWindowAggregator(fn plan.AggFunc, argType, resultType arrow.DataType) (w
 		}
 		return nil, fmt.Errorf("%s of %s is not supported", fn, argType)
 	case plan.AggMin, plan.AggMax:
+		if argType.ID() == arrow.NULL {
+			return nil, fmt.Errorf("%s of null is not supported", fn)
+		}
 		if _, err := newKeyColumn(argType); err != nil {
 			return nil, fmt.Errorf("%s: %w", fn, err)
 		}
@@ -67,6 +70,7 @@ func newWindowAggregator(fn plan.AggFunc, argType, resultType arrow.DataType) (w
 
 type winCount struct {
 	star bool
+	none bool
 	arg  arrow.Array
 	n    int64
 	out  []int64
@@ -74,12 +78,15 @@ type winCount struct {
 
 func (c *winCount) init(arg arrow.Array, n int) error {
 	c.arg, c.out = arg, make([]int64, n)
+	// count(NULL) counts nothing (a NULL-typed array has no validity
+	// bitmap, so it reports its values as valid).
+	c.none = arg != nil && arg.DataType().ID() == arrow.NULL
 	return nil
 }
 func (c *winCount) reset()           { c.n = 0 }
 func (c *winCount) invertible() bool { return true }
 func (c *winCount) counts(r int) bool {
-	return c.star || c.arg.IsValid(r)
+	return c.star || (!c.none && c.arg.IsValid(r))
 }
 func (c *winCount) add(r int) error {
 	if c.counts(r) {
