@@ -46,6 +46,16 @@ func TestWindowGolden(t *testing.T) {
 			w := b.window(t, rowNumber([]Expr{col(t, "c")}, col(t, "b")))
 			return b.project(w, []string{"a"}, col(t, "a"))
 		}},
+		{name: "decorrelate_through_window_on_partition_key", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			w := b.window(filter(t, eq(col(t, "c"), col(u, "z"))), rowNumber([]Expr{col(t, "c")}, col(t, "a")))
+			return b.star(filter(u, exists(filter(w, eq(w.Cols[0].Ref(), i64(2))))))
+		}},
+		{name: "decorrelate_not_through_window_on_other_keys", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			w := b.window(filter(t, eq(col(t, "c"), col(u, "z"))), rowNumber(nil, col(t, "a")))
+			return b.star(filter(u, exists(filter(w, eq(w.Cols[0].Ref(), i64(2))))))
+		}},
 		{name: "window_over_aggregate_whole_optimizer", apply: optimizeAll, build: func(b *tb) Node {
 			t, u := b.tu()
 			a := b.agg(filter(cross(t, u), eq(col(t, "a"), col(u, "x"))), []Expr{col(u, "z")}, sum(col(t, "b")))
