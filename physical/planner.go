@@ -2,6 +2,7 @@ package physical
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -139,6 +140,8 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		return p.join(n)
 	case *plan.Sort:
 		return p.sort(n, -1)
+	case *plan.Window:
+		return p.window(n)
 	case *plan.Limit:
 		return p.limit(n)
 	case *plan.Union:
@@ -505,6 +508,161 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 		op = NewSortPreservingMerge(op, keys, fetch)
 	}
 	return op, nil
+}
+
+// window plans a Window: one Window operator per distinct window (partition
+// and order keys), stacked, each over a Sort by its keys. Each window's rows
+// are first brought together: hash-repartitioned by the partition keys, or
+// coalesced into one partition when there are none (OVER (ORDER BY ...)).
+// The distributed planner cuts a stage at that exchange, as it does for an
+// aggregate's final phase.
+//
+// Windows are planned fewest partition keys first, and among equal keys
+// most order keys first: rows hash-distributed by some keys are already
+// together for any window partitioned by a superset of them, and rows
+// sorted for one window are sorted for another whose keys are a prefix of
+// its keys, so such windows need no exchange, or no sort, of their own
+// (TPC-DS q47 ranks by four keys and averages by those and a fifth).
+func (p *planner) window(n *plan.Window) (Operator, error) {
+	op, err := p.plan(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	in := n.Input.Schema()
+	type group struct {
+		calls []int
+		parts []string // the partition keys, as exprKeyString
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for i, c := range n.Calls {
+		k := windowKey(c)
+		g, ok := byKey[k]
+		if !ok {
+			g = &group{}
+			for _, e := range c.PartitionBy {
+				g.parts = append(g.parts, exprKeyString(e))
+			}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.calls = append(g.calls, i)
+	}
+	slices.SortStableFunc(groups, func(a, b *group) int {
+		if c := len(a.parts) - len(b.parts); c != 0 {
+			return c
+		}
+		if c := slices.Compare(a.parts, b.parts); c != 0 {
+			return c
+		}
+		return len(n.Calls[b.calls[0]].OrderBy) - len(n.Calls[a.calls[0]].OrderBy)
+	})
+	var placed []int     // call indexes in the order their columns are appended
+	var dist []string    // the keys the rows were last hash-distributed by
+	var sorted []SortKey // the order the previous window's output keeps
+	for _, g := range groups {
+		first := n.Calls[g.calls[0]]
+		pkeys, err := compileAll(first.PartitionBy, in)
+		if err != nil {
+			return nil, err
+		}
+		okeys, err := p.sortKeys(first.OrderBy, in)
+		if err != nil {
+			return nil, err
+		}
+		together := op.OutputPartitioning().Count <= 1 || (len(dist) > 0 && subsetOf(dist, g.parts))
+		if !together {
+			if len(pkeys) == 0 {
+				op = NewCoalescePartitions(op)
+			} else {
+				op = NewRepartition(op, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: pkeys})
+				dist = g.parts
+			}
+			sorted = nil
+		}
+		skeys := make([]SortKey, 0, len(pkeys)+len(okeys))
+		for _, e := range pkeys {
+			skeys = append(skeys, SortKey{Expr: e})
+		}
+		skeys = append(skeys, okeys...)
+		if len(skeys) > 0 && !sortPrefix(skeys, sorted) {
+			op = NewSort(op, skeys, -1)
+			sorted = skeys
+		}
+		funcs := make([]WindowExpr, len(g.calls))
+		for j, ci := range g.calls {
+			c := n.Calls[ci]
+			args, err := compileAll(c.Args, in)
+			if err != nil {
+				return nil, err
+			}
+			funcs[j] = WindowExpr{Func: c.Func, Agg: c.Agg, Args: args, Frame: c.Frame, Name: n.Cols[ci].Name, Type: c.Typ}
+		}
+		if op, err = NewWindow(op, pkeys, okeys, funcs); err != nil {
+			return nil, err
+		}
+		placed = append(placed, g.calls...)
+	}
+	inOrder := true
+	for i, ci := range placed {
+		inOrder = inOrder && i == ci
+	}
+	if inOrder {
+		return op, nil
+	}
+	// Restore the logical column order: input columns, then the calls.
+	out := n.Schema()
+	exprs := make([]expr.Expr, len(out))
+	for i := range in {
+		exprs[i] = &expr.Column{Index: i, Name: out[i].Name, Type: out[i].Type}
+	}
+	for pos, ci := range placed {
+		c := out[len(in)+ci]
+		exprs[len(in)+ci] = &expr.Column{Index: len(in) + pos, Name: c.Name, Type: c.Type}
+	}
+	return NewProjection(op, exprs, names(out)), nil
+}
+
+// subsetOf reports whether every key of a is in b.
+func subsetOf(a, b []string) bool {
+	for _, k := range a {
+		if !slices.Contains(b, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// sortPrefix reports whether rows sorted by have are also sorted by want.
+func sortPrefix(want, have []SortKey) bool {
+	if len(want) > len(have) {
+		return false
+	}
+	for i, k := range want {
+		if k.String() != have[i].String() {
+			return false
+		}
+	}
+	return true
+}
+
+// exprKeyString identifies an expression by its text and the columns it
+// reads (two columns may share a name).
+func exprKeyString(e plan.Expr) string {
+	return fmt.Sprintf("%s%v", e, plan.ColumnsOf(e))
+}
+
+// windowKey identifies a call's window (partition and order keys).
+func windowKey(c *plan.WindowCall) string {
+	var b strings.Builder
+	for _, e := range c.PartitionBy {
+		b.WriteString(exprKeyString(e) + ";")
+	}
+	b.WriteString("|")
+	for _, k := range c.OrderBy {
+		fmt.Fprintf(&b, "%s%v%v;", exprKeyString(k.Expr), k.Desc, k.NullsFirst)
+	}
+	return b.String()
 }
 
 func (p *planner) limit(n *plan.Limit) (Operator, error) {

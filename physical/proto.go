@@ -121,6 +121,8 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Expand{Expand: &rpc.ExpandNode{
 			Input: in, Keys: keys, KeyNames: op.keyNames, Sets: sets, GidName: op.GidName(),
 		}}}, nil
+	case *Window:
+		return c.encodeWindow(op)
 	case *HashJoin:
 		left, right, err := c.encode2(op.left, op.right)
 		if err != nil {
@@ -376,6 +378,8 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			}
 		}
 		return NewExpand(in, keys, e.GetKeyNames(), sets, e.GetGidName())
+	case *rpc.PhysicalPlan_Window:
+		return c.decodeWindow(m.Window)
 	case *rpc.PhysicalPlan_HashJoin:
 		j := m.HashJoin
 		left, right, err := c.decode2(j.GetLeft(), j.GetRight())
@@ -777,4 +781,110 @@ func optionalExprFromProto(p *rpc.PhysicalExpr, scope *arrow.Schema) (expr.Expr,
 		return nil, nil
 	}
 	return exprFromProto(p, scope)
+}
+
+func (c *planCodec) encodeWindow(op *Window) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := exprsToProto(op.partitionBy)
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	order, err := sortKeysToProto(op.orderBy)
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	bound := func(b plan.FrameBound) (*rpc.WindowFrameBound, error) {
+		out := &rpc.WindowFrameBound{Kind: int32(b.Kind)}
+		if b.Offset != nil {
+			l, err := expr.LiteralToProto(*b.Offset)
+			if err != nil {
+				return nil, err
+			}
+			out.Offset = l
+		}
+		return out, nil
+	}
+	funcs := make([]*rpc.WindowFuncExpr, len(op.funcs))
+	for i, f := range op.funcs {
+		args, err := exprsToProto(f.Args)
+		if err != nil {
+			return nil, fmt.Errorf("window: %s: %w", f, err)
+		}
+		t, err := expr.TypeToProto(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("window: %s: %w", f, err)
+		}
+		start, err := bound(f.Frame.Start)
+		if err != nil {
+			return nil, fmt.Errorf("window: %s: %w", f, err)
+		}
+		end, err := bound(f.Frame.End)
+		if err != nil {
+			return nil, fmt.Errorf("window: %s: %w", f, err)
+		}
+		funcs[i] = &rpc.WindowFuncExpr{Func: int32(f.Func), Agg: int32(f.Agg), Args: args, Name: f.Name, Type: t,
+			Frame: &rpc.WindowFrame{Rows: f.Frame.Rows, Start: start, End: end}}
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Window{Window: &rpc.WindowNode{
+		Input: in, PartitionBy: parts, OrderBy: order, Funcs: funcs,
+	}}}, nil
+}
+
+func (c *planCodec) decodeWindow(w *rpc.WindowNode) (Operator, error) {
+	in, order, err := c.decodeSorted(w.GetInput(), w.GetOrderBy())
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	parts, err := exprsFromProto(w.GetPartitionBy(), in.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("window: partition by: %w", err)
+	}
+	bound := func(b *rpc.WindowFrameBound) (plan.FrameBound, error) {
+		k := plan.BoundKind(b.GetKind())
+		if k < plan.BoundUnboundedPreceding || k > plan.BoundUnboundedFollowing {
+			return plan.FrameBound{}, fmt.Errorf("unknown frame bound kind %d", k)
+		}
+		out := plan.FrameBound{Kind: k}
+		if b.GetOffset() != nil {
+			l, err := expr.LiteralFromProto(b.GetOffset())
+			if err != nil {
+				return out, err
+			}
+			out.Offset = &l
+		}
+		return out, nil
+	}
+	funcs := make([]WindowExpr, len(w.GetFuncs()))
+	for i, f := range w.GetFuncs() {
+		fn := plan.WindowFunc(f.GetFunc())
+		if fn < plan.WinAggregate || fn > plan.WinNthValue {
+			return nil, fmt.Errorf("window %s: unknown function %d", f.GetName(), f.GetFunc())
+		}
+		agg := plan.AggFunc(f.GetAgg())
+		if agg < plan.AggCountStar || agg > plan.AggMax {
+			return nil, fmt.Errorf("window %s: unknown aggregate %d", f.GetName(), f.GetAgg())
+		}
+		args, err := exprsFromProto(f.GetArgs(), in.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("window %s: %w", f.GetName(), err)
+		}
+		t, err := expr.TypeFromProto(f.GetType())
+		if err != nil {
+			return nil, fmt.Errorf("window %s: %w", f.GetName(), err)
+		}
+		start, err := bound(f.GetFrame().GetStart())
+		if err != nil {
+			return nil, fmt.Errorf("window %s: %w", f.GetName(), err)
+		}
+		end, err := bound(f.GetFrame().GetEnd())
+		if err != nil {
+			return nil, fmt.Errorf("window %s: %w", f.GetName(), err)
+		}
+		funcs[i] = WindowExpr{Func: fn, Agg: agg, Args: args, Name: f.GetName(), Type: t,
+			Frame: plan.WindowFrame{Rows: f.GetFrame().GetRows(), Start: start, End: end}}
+	}
+	return NewWindow(in, parts, order, funcs)
 }

@@ -312,11 +312,36 @@ func operatorCases(t *testing.T) []struct {
 		{"generate_series timestamps", must(NewGenerateSeries(arrow.NewSchema([]arrow.Field{{Name: "t", Type: plan.Timestamp}}, nil),
 			pLit(plan.Timestamp, int64(0)), pLit(plan.Timestamp, int64(100*plan.MicrosPerDay)),
 			pLit(plan.Interval, arrow.MonthDayNanoInterval{Months: 1, Days: 2}))), true},
+		{"window", must(NewWindow(NewSort(NewRepartition(scan(3), Partitioning{Kind: PartHash, Count: 2, Keys: []expr.Expr{tQty}}), []SortKey{{Expr: tQty}, {Expr: tID}}, -1),
+			[]expr.Expr{tQty}, []SortKey{{Expr: tID}}, windowCases(sumType, avgType))), false},
 		{"coalesce partitions", NewCoalescePartitions(scan(3)), false},
 		{"repartition round-robin", NewRepartition(scan(2), Partitioning{Kind: PartRoundRobin, Count: 3}), false},
 		{"repartition hash", byID(scan(3), 4), false},
 		{"unresolved exchange", NewUnresolvedExchange(3, valuesSchema,
 			Partitioning{Kind: PartHash, Count: 5, Keys: []expr.Expr{&expr.Column{Index: 1, Name: "b", Type: plan.Utf8}}}), false},
+	}
+}
+
+// windowCases are window functions over the test table's columns, with
+// every kind of frame bound and offset.
+func windowCases(sumType, avgType arrow.DataType) []WindowExpr {
+	rows := func(s, e plan.FrameBound) plan.WindowFrame { return plan.WindowFrame{Rows: true, Start: s, End: e} }
+	off := func(k plan.BoundKind, n int64) plan.FrameBound {
+		return plan.FrameBound{Kind: k, Offset: &plan.Literal{Typ: plan.Int64, Val: n}}
+	}
+	return []WindowExpr{
+		{Func: plan.WinRowNumber, Name: "rn", Type: plan.Int64},
+		{Func: plan.WinRank, Name: "rank", Type: plan.Int64},
+		{Func: plan.WinCumeDist, Name: "cd", Type: plan.Float64},
+		{Func: plan.WinNtile, Args: []expr.Expr{pLit(plan.Int64, int64(3))}, Name: "tile", Type: plan.Int64},
+		{Func: plan.WinLag, Args: []expr.Expr{tName, pLit(plan.Int64, int64(2)), pLit(plan.Utf8, "none")}, Name: "prev", Type: plan.Utf8},
+		{Func: plan.WinAggregate, Agg: plan.AggSum, Args: []expr.Expr{tPrice}, Name: "sum",
+			Frame: rows(off(plan.BoundPreceding, 2), off(plan.BoundFollowing, 1)), Type: sumType},
+		{Func: plan.WinAggregate, Agg: plan.AggAvg, Args: []expr.Expr{tPrice}, Name: "avg",
+			Frame: plan.WindowFrame{Start: off(plan.BoundPreceding, 10), End: plan.FrameBound{Kind: plan.BoundCurrentRow}}, Type: avgType},
+		{Func: plan.WinAggregate, Agg: plan.AggCountStar, Name: "n", Frame: plan.DefaultFrame, Type: plan.Int64},
+		{Func: plan.WinNthValue, Args: []expr.Expr{tName, pLit(plan.Int64, int64(2))}, Name: "second",
+			Frame: rows(plan.FrameBound{Kind: plan.BoundUnboundedPreceding}, plan.FrameBound{Kind: plan.BoundUnboundedFollowing}), Type: plan.Utf8},
 	}
 }
 
@@ -348,7 +373,7 @@ func TestPlanProtoEveryOperator(t *testing.T) {
 	// shipped; TestPlanProtoErrors covers it).
 	for _, want := range []string{"ParquetScan", "CSVScan", "Filter", "Projection", "HashAggregate", "HashJoin",
 		"NestedLoopJoin", "Sort", "SortPreservingMerge", "Limit", "Union", "Values", "CoalescePartitions",
-		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand"} {
+		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand", "Window"} {
 		if !seen["*physical."+want] {
 			t.Errorf("no round-trip case for %s", want)
 		}
@@ -770,6 +795,10 @@ func TestPlanProtoSQL(t *testing.T) {
 		 from orders where o_orderstatus <> 'P'
 		 group by extract(year from o_orderdate), case when o_orderpriority like '1%' then 'urgent' else 'other' end
 		 order by y, urgency`,
+		`select o_custkey, o_orderkey, row_number() over (partition by o_custkey order by o_orderdate, o_orderkey) as rn,
+		   sum(o_totalprice) over (partition by o_custkey order by o_orderkey rows between 1 preceding and current row) as pair,
+		   rank() over (order by o_totalprice desc) as overall
+		 from orders order by o_custkey, o_orderkey limit 50`,
 	}
 	for i, q := range queries {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -433,6 +433,12 @@ func Exprs(n Node) []Expr {
 			out[i] = k.Expr
 		}
 		return out
+	case *Window:
+		out := make([]Expr, len(n.Calls))
+		for i, c := range n.Calls {
+			out[i] = c
+		}
+		return out
 	case *Values:
 		var out []Expr
 		for _, r := range n.Rows {

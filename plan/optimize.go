@@ -123,6 +123,13 @@ func withExprs(n Node, es []Expr) Node {
 			o.Keys[i].Expr = es[i]
 		}
 		return &o
+	case *Window:
+		o := *x
+		o.Calls = make([]*WindowCall, len(x.Calls))
+		for i := range x.Calls {
+			o.Calls[i] = es[i].(*WindowCall)
+		}
+		return &o
 	case *Values:
 		o := *x
 		o.Rows = make([][]Expr, len(x.Rows))

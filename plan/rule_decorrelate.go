@@ -227,8 +227,9 @@ func refNames(n Node, ids ColumnSet) string {
 
 // pullCorrelated removes correlated conjuncts (those referring to columns the
 // subquery does not produce) from the Filters reachable from n through
-// Filter, Project, Sort and joins (inner join conditions too; only the left
-// input of Left/Semi/Anti joins), and returns them. Projects on the way are
+// Filter, Project, Sort, joins (inner join conditions too; only the left
+// input of Left/Semi/Anti joins) and windows (conjuncts on their partition
+// keys only), and returns them. Projects on the way are
 // widened to pass through the inner columns the pulled predicates use.
 func pullCorrelated(n Node) (Node, []Expr, error) {
 	return pullFrom(n, producedCols(n))
@@ -290,6 +291,25 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 		in, pulled, err := pullFrom(x.Input, produced)
 		if err != nil {
 			return nil, nil, err
+		}
+		return x.WithChildren([]Node{in}), pulled, nil
+	case *Window:
+		// A correlated conjunct rises above a window only when the inner
+		// columns it reads are partition keys of every call: then it keeps
+		// or drops whole partitions, and the rows that different outer rows
+		// see fall in different partitions, so the window computes for each
+		// what it would have computed for it alone.
+		in, pulled, err := pullFrom(x.Input, produced)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys := partitionKeyCols(x)
+		for _, p := range pulled {
+			for id := range ColumnsOf(p) {
+				if produced.Has(id) && !keys.Has(id) {
+					return nil, nil, fmt.Errorf("correlated subquery shape is not supported: the correlated predicate %s is below a window function that does not partition by its inner columns", p)
+				}
+			}
 		}
 		return x.WithChildren([]Node{in}), pulled, nil
 	case *Project:

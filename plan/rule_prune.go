@@ -97,6 +97,27 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 			o.Input = dropUnneeded(o.Input, need)
 		}
 		return &o
+	case *Window:
+		o := *x
+		if !exact {
+			o.Calls, o.Cols = nil, nil
+			for i, c := range x.Calls {
+				if req.Has(x.Cols[i].ID) {
+					o.Calls = append(o.Calls, c)
+					o.Cols = append(o.Cols, x.Cols[i])
+				}
+			}
+		}
+		childReq := withAll(req, x.Input, exact)
+		for _, c := range o.Calls {
+			addAll(childReq, exprCols(c))
+		}
+		o.Input = prune(x.Input, childReq, exact)
+		if len(o.Calls) == 0 {
+			// No window result is needed: the window only forwards its input.
+			return o.Input
+		}
+		return &o
 	case *Join:
 		need := withAll(req, n, exact)
 		if x.Cond != nil {

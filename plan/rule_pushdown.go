@@ -74,6 +74,22 @@ func push(n Node, preds []Expr) Node {
 		o := *x
 		o.Input = push(x.Input, preds)
 		return &o
+	case *Window:
+		// A conjunct on columns every call partitions by keeps or drops
+		// whole partitions, so it may run first; any other conjunct would
+		// change the rows the window functions see.
+		keys := partitionKeyCols(x)
+		var down, stay []Expr
+		for _, p := range preds {
+			if cols := ColumnsOf(p); len(cols) > 0 && cols.SubsetOf(keys) && !hasSubquery(p) {
+				down = append(down, p)
+			} else {
+				stay = append(stay, p)
+			}
+		}
+		o := *x
+		o.Input = push(x.Input, down)
+		return filterOver(&o, stay)
 	case *Join:
 		return pushJoin(x, preds)
 	case *Scan:

@@ -39,6 +39,8 @@ func estimate(n Node) float64 {
 		return estimate(x.Input)
 	case *Sort:
 		return estimate(x.Input)
+	case *Window:
+		return estimate(x.Input)
 	case *Limit:
 		in := estimate(x.Input) - float64(x.Offset)
 		if x.Count >= 0 {

@@ -1590,6 +1590,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_PipelinedReader
 	//	*PhysicalPlan_Expand
 	//	*PhysicalPlan_GenerateSeries
+	//	*PhysicalPlan_Window
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1821,6 +1822,15 @@ func (x *PhysicalPlan) GetGenerateSeries() *GenerateSeriesNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetWindow() *WindowNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_Window); ok {
+			return x.Window
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -1909,6 +1919,10 @@ type PhysicalPlan_GenerateSeries struct {
 	GenerateSeries *GenerateSeriesNode `protobuf:"bytes,45,opt,name=generate_series,json=generateSeries,proto3,oneof"`
 }
 
+type PhysicalPlan_Window struct {
+	Window *WindowNode `protobuf:"bytes,30,opt,name=window,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -1950,6 +1964,8 @@ func (*PhysicalPlan_PipelinedReader) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_Expand) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_GenerateSeries) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_Window) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -4044,6 +4060,274 @@ func (x *ExpandNode) GetGidName() string {
 	return ""
 }
 
+// One end of a window frame: kind is a plan.BoundKind; offset is set for
+// N PRECEDING / N FOLLOWING.
+type WindowFrameBound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          int32                  `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Offset        *Literal               `protobuf:"bytes,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowFrameBound) Reset() {
+	*x = WindowFrameBound{}
+	mi := &file_plan_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowFrameBound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowFrameBound) ProtoMessage() {}
+
+func (x *WindowFrameBound) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowFrameBound.ProtoReflect.Descriptor instead.
+func (*WindowFrameBound) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *WindowFrameBound) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *WindowFrameBound) GetOffset() *Literal {
+	if x != nil {
+		return x.Offset
+	}
+	return nil
+}
+
+type WindowFrame struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          bool                   `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"` // ROWS; false: RANGE
+	Start         *WindowFrameBound      `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	End           *WindowFrameBound      `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowFrame) Reset() {
+	*x = WindowFrame{}
+	mi := &file_plan_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowFrame) ProtoMessage() {}
+
+func (x *WindowFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowFrame.ProtoReflect.Descriptor instead.
+func (*WindowFrame) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *WindowFrame) GetRows() bool {
+	if x != nil {
+		return x.Rows
+	}
+	return false
+}
+
+func (x *WindowFrame) GetStart() *WindowFrameBound {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *WindowFrame) GetEnd() *WindowFrameBound {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+type WindowFuncExpr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Func          int32                  `protobuf:"varint,1,opt,name=func,proto3" json:"func,omitempty"` // plan.WindowFunc
+	Agg           int32                  `protobuf:"varint,2,opt,name=agg,proto3" json:"agg,omitempty"`   // plan.AggFunc, for an aggregate over the window
+	Args          []*PhysicalExpr        `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	Frame         *WindowFrame           `protobuf:"bytes,4,opt,name=frame,proto3" json:"frame,omitempty"`
+	Name          string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Type          *ArrowType             `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowFuncExpr) Reset() {
+	*x = WindowFuncExpr{}
+	mi := &file_plan_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowFuncExpr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowFuncExpr) ProtoMessage() {}
+
+func (x *WindowFuncExpr) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowFuncExpr.ProtoReflect.Descriptor instead.
+func (*WindowFuncExpr) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *WindowFuncExpr) GetFunc() int32 {
+	if x != nil {
+		return x.Func
+	}
+	return 0
+}
+
+func (x *WindowFuncExpr) GetAgg() int32 {
+	if x != nil {
+		return x.Agg
+	}
+	return 0
+}
+
+func (x *WindowFuncExpr) GetArgs() []*PhysicalExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *WindowFuncExpr) GetFrame() *WindowFrame {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
+func (x *WindowFuncExpr) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WindowFuncExpr) GetType() *ArrowType {
+	if x != nil {
+		return x.Type
+	}
+	return nil
+}
+
+// Window functions sharing one window, over input sorted by the partition
+// keys then the order keys.
+type WindowNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	PartitionBy   []*PhysicalExpr        `protobuf:"bytes,2,rep,name=partition_by,json=partitionBy,proto3" json:"partition_by,omitempty"`
+	OrderBy       []*SortKey             `protobuf:"bytes,3,rep,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	Funcs         []*WindowFuncExpr      `protobuf:"bytes,4,rep,name=funcs,proto3" json:"funcs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowNode) Reset() {
+	*x = WindowNode{}
+	mi := &file_plan_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowNode) ProtoMessage() {}
+
+func (x *WindowNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowNode.ProtoReflect.Descriptor instead.
+func (*WindowNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *WindowNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *WindowNode) GetPartitionBy() []*PhysicalExpr {
+	if x != nil {
+		return x.PartitionBy
+	}
+	return nil
+}
+
+func (x *WindowNode) GetOrderBy() []*SortKey {
+	if x != nil {
+		return x.OrderBy
+	}
+	return nil
+}
+
+func (x *WindowNode) GetFuncs() []*WindowFuncExpr {
+	if x != nil {
+		return x.Funcs
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -4164,7 +4448,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xa6\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xd4\n" +
 	"\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
@@ -4190,7 +4474,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x10pipelined_writer\x18\x17 \x01(\v2\x1b.sluice.PipelinedWriterNodeH\x00R\x0fpipelinedWriter\x12H\n" +
 	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReader\x12,\n" +
 	"\x06expand\x18# \x01(\v2\x12.sluice.ExpandNodeH\x00R\x06expand\x12E\n" +
-	"\x0fgenerate_series\x18- \x01(\v2\x1a.sluice.GenerateSeriesNodeH\x00R\x0egenerateSeriesB\x06\n" +
+	"\x0fgenerate_series\x18- \x01(\v2\x1a.sluice.GenerateSeriesNodeH\x00R\x0egenerateSeries\x12,\n" +
+	"\x06window\x18\x1e \x01(\v2\x12.sluice.WindowNodeH\x00R\x06windowB\x06\n" +
 	"\x04node\"\xb4\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -4361,7 +4646,27 @@ const file_plan_proto_rawDesc = "" +
 	"\x04keys\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x04keys\x12\x1b\n" +
 	"\tkey_names\x18\x03 \x03(\tR\bkeyNames\x12'\n" +
 	"\x04sets\x18\x04 \x03(\v2\x13.sluice.GroupingSetR\x04sets\x12\x19\n" +
-	"\bgid_name\x18\x05 \x01(\tR\agidNameB\fZ\n" +
+	"\bgid_name\x18\x05 \x01(\tR\agidName\"O\n" +
+	"\x10WindowFrameBound\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\x05R\x04kind\x12'\n" +
+	"\x06offset\x18\x02 \x01(\v2\x0f.sluice.LiteralR\x06offset\"}\n" +
+	"\vWindowFrame\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\bR\x04rows\x12.\n" +
+	"\x05start\x18\x02 \x01(\v2\x18.sluice.WindowFrameBoundR\x05start\x12*\n" +
+	"\x03end\x18\x03 \x01(\v2\x18.sluice.WindowFrameBoundR\x03end\"\xc6\x01\n" +
+	"\x0eWindowFuncExpr\x12\x12\n" +
+	"\x04func\x18\x01 \x01(\x05R\x04func\x12\x10\n" +
+	"\x03agg\x18\x02 \x01(\x05R\x03agg\x12(\n" +
+	"\x04args\x18\x03 \x03(\v2\x14.sluice.PhysicalExprR\x04args\x12)\n" +
+	"\x05frame\x18\x04 \x01(\v2\x13.sluice.WindowFrameR\x05frame\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12%\n" +
+	"\x04type\x18\x06 \x01(\v2\x11.sluice.ArrowTypeR\x04type\"\xcb\x01\n" +
+	"\n" +
+	"WindowNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x127\n" +
+	"\fpartition_by\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\vpartitionBy\x12*\n" +
+	"\border_by\x18\x03 \x03(\v2\x0f.sluice.SortKeyR\aorderBy\x12,\n" +
+	"\x05funcs\x18\x04 \x03(\v2\x16.sluice.WindowFuncExprR\x05funcsB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -4377,7 +4682,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -4432,6 +4737,10 @@ var file_plan_proto_goTypes = []any{
 	(*GenerateSeriesNode)(nil),      // 50: sluice.GenerateSeriesNode
 	(*GroupingSet)(nil),             // 51: sluice.GroupingSet
 	(*ExpandNode)(nil),              // 52: sluice.ExpandNode
+	(*WindowFrameBound)(nil),        // 53: sluice.WindowFrameBound
+	(*WindowFrame)(nil),             // 54: sluice.WindowFrame
+	(*WindowFuncExpr)(nil),          // 55: sluice.WindowFuncExpr
+	(*WindowNode)(nil),              // 56: sluice.WindowNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -4498,65 +4807,76 @@ var file_plan_proto_depIdxs = []int32{
 	46,  // 61: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
 	52,  // 62: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
 	50,  // 63: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
-	20,  // 64: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 65: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 66: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 67: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 68: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 69: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 70: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 71: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	6,   // 72: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	18,  // 73: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	21,  // 74: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 75: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 76: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 77: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 78: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 79: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 80: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 81: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 82: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 83: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 84: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 85: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 86: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 87: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 88: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 89: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 90: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 91: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 92: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 93: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 94: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 95: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 96: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 97: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 98: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 99: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 100: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 101: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 102: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 103: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 104: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 105: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 106: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 107: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 108: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 109: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 110: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 111: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 112: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 113: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 114: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	21,  // 115: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 116: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	51,  // 117: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	118, // [118:118] is the sub-list for method output_type
-	118, // [118:118] is the sub-list for method input_type
-	118, // [118:118] is the sub-list for extension type_name
-	118, // [118:118] is the sub-list for extension extendee
-	0,   // [0:118] is the sub-list for field type_name
+	56,  // 64: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
+	20,  // 65: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 66: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 67: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 68: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 69: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 70: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 71: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 72: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 73: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	18,  // 74: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 75: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 76: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 77: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 78: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 79: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 80: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 81: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 82: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 83: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 84: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 85: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 86: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 87: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 88: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 89: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 90: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 91: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 92: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 93: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 94: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 95: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 96: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 97: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 98: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 99: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 100: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 101: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 102: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 103: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 104: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 105: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 106: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 107: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 108: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 109: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 110: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 111: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	3,   // 112: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	6,   // 113: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	6,   // 114: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	6,   // 115: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	21,  // 116: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 117: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	51,  // 118: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	5,   // 119: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	53,  // 120: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	53,  // 121: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	6,   // 122: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	54,  // 123: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	1,   // 124: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	21,  // 125: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 126: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	18,  // 127: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	55,  // 128: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	129, // [129:129] is the sub-list for method output_type
+	129, // [129:129] is the sub-list for method input_type
+	129, // [129:129] is the sub-list for extension type_name
+	129, // [129:129] is the sub-list for extension extendee
+	0,   // [0:129] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -4610,6 +4930,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_PipelinedReader)(nil),
 		(*PhysicalPlan_Expand)(nil),
 		(*PhysicalPlan_GenerateSeries)(nil),
+		(*PhysicalPlan_Window)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -4621,7 +4942,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   52,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

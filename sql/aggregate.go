@@ -45,7 +45,7 @@ func (a *aggState) add(ids *plan.IDGen, call *plan.AggCall, name string) *plan.C
 // With grouping sets the aggregate reads an Expand of the input: every key
 // gets a fresh column (NULL in the sets without it), and the grouping id is
 // the last group key.
-func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
+func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
 	in := input.Schema()
 	cols := make(plan.Schema, 0, len(groups)+1+len(agg.calls))
 	repl := map[string]plan.Expr{}
@@ -128,6 +128,13 @@ func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, i
 			}
 		}
 	}
+	for i, c := range win.calls {
+		e, err := fix(c, "a window function")
+		if err != nil {
+			return nil, err
+		}
+		win.calls[i] = e.(*plan.WindowCall)
+	}
 	return &plan.Aggregate{Input: input, GroupBy: groupBy, Aggs: agg.calls, Cols: cols, GrandTotals: grandTotals}, nil
 }
 
@@ -200,6 +207,11 @@ func exprKey(e plan.Expr) string {
 			fmt.Fprintf(&b, "agg:%d:%v", x.Func, x.Distinct)
 			for _, k := range x.OrderBy {
 				fmt.Fprintf(&b, ":%v/%v", k.Desc, k.NullsFirst)
+			}
+		case *plan.WindowCall:
+			fmt.Fprintf(&b, "win:%d:%d:%d:%d:%s:", x.Func, x.Agg, len(x.Args), len(x.PartitionBy), x.Frame)
+			for _, k := range x.OrderBy {
+				fmt.Fprintf(&b, "%v%v", k.Desc, k.NullsFirst)
 			}
 		case *plan.Subquery:
 			fmt.Fprintf(&b, "subq:%p", x.Plan)

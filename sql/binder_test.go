@@ -76,6 +76,11 @@ func TestBindGolden(t *testing.T) {
 		{"qualified_star", "select u.*, t.a from t, u"},
 		{"string_concat_cast", "select a || s, 'n=' || b from t"},
 		{"string_compare", "select s from t where s = 'abc' and s < s"},
+		{"window_functions", "select a, row_number() over (partition by s order by b desc), sum(b) over w, avg(m) over w, " +
+			"lag(s, 2, 'none') over w, percent_rank() over (order by d) from t window w as (order by a rows between 1 preceding and current row)"},
+		{"window_over_aggregate", "select s, sum(b), rank() over (order by sum(b) desc), sum(b) * 100 / sum(sum(b)) over () from t group by s order by 3"},
+		{"window_range_offset", "select sum(m) over (order by d range between interval '3 days' preceding and current row) from t"},
+		{"window_in_order_by", "select a from t order by rank() over (partition by s order by b), a"},
 	}
 	cat := testCatalog(t)
 	for _, tc := range tests {
@@ -158,6 +163,16 @@ func TestBindErrors(t *testing.T) {
 		{"like_type", "select a from t where a like 'x'", "type", 1, 25, "like", "LIKE needs VARCHAR", ""},
 		{"extract_field", "select extract(second from d) from t", "bind", 1, 16, "second", "EXTRACT field", ""},
 		{"unsupported_stmt", "insert into t values (1)", "bind", 1, 1, "INSERT", "unsupported statement INSERT", ""},
+		{"window_in_where", "select a from t where rank() over () > 1", "bind", 1, 23, "rank", "window functions are not allowed in WHERE", ""},
+		{"window_without_over", "select rank() from t", "bind", 1, 8, "rank", "requires an OVER clause", ""},
+		{"window_nested", "select sum(rank() over ()) over () from t", "bind", 1, 12, "rank", "window function calls cannot be nested", ""},
+		{"window_in_aggregate", "select sum(rank() over ()) from t", "bind", 1, 12, "rank", "window functions are not allowed in aggregate arguments", ""},
+		{"window_unknown", "select rank() over w from t", "bind", 1, 20, "w", `window "w" does not exist`, ""},
+		{"window_groups", "select rank() over (order by a groups current row) from t", "bind", 1, 20, "(", "GROUPS frames are not supported", ""},
+		{"window_range_two_keys", "select sum(a) over (order by a, b range 1 preceding) from t", "bind", 1, 20, "(", "requires exactly one ORDER BY column", ""},
+		{"window_range_string", "select sum(a) over (order by s range 1 preceding) from t", "type", 1, 20, "(", "not supported for ORDER BY type VARCHAR", ""},
+		{"window_rows_null", "select sum(a) over (order by a rows null preceding) from t", "bind", 1, 37, "null", "must not be null", ""},
+		{"window_ntile_type", "select ntile('x') over () from t", "type", 1, 14, "'x'", "must be an integer", ""},
 	}
 	cat := testCatalog(t)
 	for _, tc := range tests {

@@ -13,6 +13,7 @@ import (
 type ectx struct {
 	sc     *scope
 	agg    *aggState // where aggregate calls go; nil where they are not allowed
+	win    *winState // where window function calls go; nil where they are not allowed
 	clause string    // for errors: "WHERE", "GROUP BY", ...
 }
 
@@ -132,7 +133,7 @@ func (b *binder) boolOp(x *pg.BoolExpr, c ectx) (plan.Expr, error) {
 		if sl := x.Args[0].GetSubLink(); sl != nil && (sl.SubLinkType == pg.SubLinkType_EXISTS_SUBLINK || sl.SubLinkType == pg.SubLinkType_ANY_SUBLINK) {
 			return b.subLink(sl, c, true)
 		}
-		e, err := b.boolExpr(x.Args[0], ectx{sc: c.sc, agg: c.agg, clause: "NOT"})
+		e, err := b.boolExpr(x.Args[0], ectx{sc: c.sc, agg: c.agg, win: c.win, clause: "NOT"})
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +145,7 @@ func (b *binder) boolOp(x *pg.BoolExpr, c ectx) (plan.Expr, error) {
 	}
 	var out plan.Expr
 	for _, a := range x.Args {
-		e, err := b.boolExpr(a, ectx{sc: c.sc, agg: c.agg, clause: what})
+		e, err := b.boolExpr(a, ectx{sc: c.sc, agg: c.agg, win: c.win, clause: what})
 		if err != nil {
 			return nil, err
 		}
@@ -477,7 +478,7 @@ func (b *binder) caseExpr(x *pg.CaseExpr, c ectx) (plan.Expr, error) {
 			if cond, err = b.compare(plan.OpEq, arg, v, cw.Location); err != nil {
 				return nil, err
 			}
-		} else if cond, err = b.boolExpr(cw.Expr, ectx{sc: c.sc, agg: c.agg, clause: "CASE/WHEN"}); err != nil {
+		} else if cond, err = b.boolExpr(cw.Expr, ectx{sc: c.sc, agg: c.agg, win: c.win, clause: "CASE/WHEN"}); err != nil {
 			return nil, err
 		}
 		then, err := b.expr(cw.Result, c)

@@ -19,6 +19,7 @@ const (
 	KindScalar    = "scalar"
 	KindAggregate = "aggregate"
 	KindTable     = "table"
+	KindWindow    = "window"
 )
 
 // FunctionInfo is one signature of a function, as SHOW FUNCTIONS lists it.
@@ -131,6 +132,11 @@ func Functions() []FunctionInfo {
 	for name, d := range functions {
 		for _, s := range d.sigs {
 			out = append(out, FunctionInfo{Name: name, Kind: d.kind, Args: s.args, Returns: s.returns})
+		}
+	}
+	for name, sigs := range windowSigs {
+		for _, s := range sigs {
+			out = append(out, FunctionInfo{Name: name, Kind: KindWindow, Args: s.args, Returns: s.returns})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -532,9 +538,12 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	parts := stringList(f.Funcname)
 	name := strings.ToLower(parts[len(parts)-1])
 	if f.Over != nil {
-		return nil, b.errAt("bind", f.Location, "window functions are not supported")
+		return b.windowCall(f, name, c)
 	}
 	def, ok := functions[name]
+	if _, win := windowFuncs[name]; !ok && win {
+		return nil, b.errAt("bind", f.Location, "window function %s requires an OVER clause", name)
+	}
 	if !ok {
 		e := b.errAt("bind", f.Location, "function %s does not exist", strings.Join(parts, "."))
 		e.Near = strings.Join(parts, ".")
@@ -553,6 +562,9 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 		return b.aggCall(f, def.agg, name, c)
 	case KindTable:
 		return nil, b.errAt("bind", f.Location, "%s is a table function: use it in FROM", name)
+	}
+	if _, ok := windowFuncs[name]; ok {
+		return nil, b.errAt("bind", f.Location, "window function %s requires an OVER clause", name)
 	}
 	if f.AggStar || f.AggDistinct || f.AggFilter != nil || len(f.AggOrder) > 0 {
 		return nil, b.errAt("bind", f.Location, "%s is not an aggregate function", name)
@@ -579,10 +591,7 @@ func (b *binder) builtinCall(name string, args []plan.Expr, argLoc []int32, loc 
 }
 
 // aggCall binds an aggregate; its arguments are bound in the input scope
-// where further aggregates are not allowed. FILTER (WHERE p) becomes a CASE
-// on the arguments: every aggregate skips NULL arguments, so
-// agg(x) FILTER (WHERE p) is agg(CASE WHEN p THEN x END), and count(*)
-// FILTER (WHERE p) counts CASE WHEN p THEN 1 END.
+// where further aggregates are not allowed.
 func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (plan.Expr, error) {
 	if c.agg == nil {
 		if c.clause == "aggregate arguments" {
@@ -590,14 +599,26 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		}
 		return nil, b.errAt("bind", f.Location, "aggregate functions are not allowed in %s", c.clause)
 	}
+	call, err := b.typedAggCall(f, af, name, ectx{sc: c.sc, clause: "aggregate arguments"})
+	if err != nil {
+		return nil, err
+	}
+	return c.agg.add(b.ids, call, name), nil
+}
+
+// typedAggCall binds an aggregate's arguments in argCtx and types the
+// call; GROUP BY aggregates and aggregates over a window share it. FILTER
+// (WHERE p) becomes a CASE on the arguments: every aggregate skips NULL
+// arguments, so agg(x) FILTER (WHERE p) is agg(CASE WHEN p THEN x END),
+// and count(*) FILTER (WHERE p) counts CASE WHEN p THEN 1 END.
+func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argCtx ectx) (*plan.AggCall, error) {
 	if f.AggWithinGroup {
 		return nil, b.errAt("bind", f.Location, "WITHIN GROUP is not supported")
 	}
-	argCtx := ectx{sc: c.sc, clause: "aggregate arguments"}
 	var filter plan.Expr
 	if f.AggFilter != nil {
 		var err error
-		if filter, err = b.boolExpr(f.AggFilter, ectx{sc: c.sc, clause: "FILTER"}); err != nil {
+		if filter, err = b.boolExpr(f.AggFilter, ectx{sc: argCtx.sc, clause: "FILTER"}); err != nil {
 			return nil, err
 		}
 	}
@@ -616,7 +637,7 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		if filter != nil {
 			call.Func, call.Arg = plan.AggCount, filtered(&plan.Literal{Typ: plan.Int64, Val: int64(1)})
 		}
-		return c.agg.add(b.ids, call, name), nil
+		return call, nil
 	}
 	want := 1
 	if twoArgAggs[af] {
@@ -699,5 +720,5 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		call.Typ = t
 	}
 	call.Arg = filtered(arg)
-	return c.agg.add(b.ids, call, name), nil
+	return call, nil
 }

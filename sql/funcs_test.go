@@ -44,8 +44,11 @@ func TestFunctionSignatures(t *testing.T) {
 		}
 		call := fmt.Sprintf("%q(%s)", f.Name, strings.Join(args, ", "))
 		q := "SELECT " + call
-		if f.Kind == KindTable {
+		switch f.Kind {
+		case KindTable:
 			q = "SELECT * FROM " + call
+		case KindWindow:
+			q = "SELECT " + call + " OVER ()"
 		}
 		t.Run(f.Name+"("+f.Args+")", func(t *testing.T) {
 			b, err := bindOne(t, cat, q)
@@ -67,7 +70,7 @@ func TestFunctionSignatures(t *testing.T) {
 			}
 		})
 	}
-	for _, k := range []string{KindScalar, KindAggregate, KindTable} {
+	for _, k := range []string{KindScalar, KindAggregate, KindTable, KindWindow} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s functions listed", k)
 		}
@@ -82,5 +85,20 @@ func TestUnknownFunctionHint(t *testing.T) {
 	e, ok := err.(*Error)
 	if !ok || !strings.Contains(e.Hint, "concat_ws") {
 		t.Fatalf("error %v, want a hint naming concat_ws", err)
+	}
+}
+
+// TestWindowFunctionsListed: every window function the binder takes is in
+// SHOW FUNCTIONS.
+func TestWindowFunctionsListed(t *testing.T) {
+	for name := range windowFuncs {
+		if len(windowSigs[name]) == 0 {
+			t.Errorf("window function %s has no signature for SHOW FUNCTIONS", name)
+		}
+	}
+	for name := range windowSigs {
+		if _, ok := windowFuncs[name]; !ok {
+			t.Errorf("SHOW FUNCTIONS lists %s, which the binder does not take", name)
+		}
 	}
 }

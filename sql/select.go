@@ -28,8 +28,11 @@ func (b *binder) selectStmt(sel *pg.SelectStmt, outer *scope) (relation, error) 
 			b.ctes = append(slices.Clip(b.ctes), def)
 		}
 	}
-	if sel.IntoClause != nil || len(sel.LockingClause) > 0 || len(sel.WindowClause) > 0 {
-		return relation{}, &Error{Kind: "bind", Msg: "SELECT INTO, locking clauses and WINDOW are not supported"}
+	if sel.IntoClause != nil || len(sel.LockingClause) > 0 {
+		return relation{}, &Error{Kind: "bind", Msg: "SELECT INTO and locking clauses are not supported"}
+	}
+	if len(sel.WindowClause) > 0 && (sel.Op != pg.SetOperation_SETOP_NONE || len(sel.ValuesLists) > 0) {
+		return relation{}, &Error{Kind: "bind", Msg: "WINDOW is only allowed in a plain SELECT"}
 	}
 	switch sel.Op {
 	case pg.SetOperation_SETOP_UNION:
@@ -87,6 +90,10 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		return relation{}, err
 	}
 	agg := &aggState{in: node.Schema(), byKey: map[string]int{}}
+	win, err := newWinState(sel.WindowClause)
+	if err != nil {
+		return relation{}, err
+	}
 
 	// GROUP BY: input columns first, then select-list aliases and positions.
 	groups, sets, err := b.groupBy(sel.GroupClause, items, sc)
@@ -98,7 +105,7 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		agg.sets = &groupingSets{sets: sets, gid: plan.Column{ID: b.ids.Next(), Name: "grouping_id", Type: plan.Int64}}
 	}
 
-	ec := ectx{sc: sc, agg: agg, clause: "SELECT"}
+	ec := ectx{sc: sc, agg: agg, win: win, clause: "SELECT"}
 	for i := range items {
 		if items[i].expr != nil {
 			continue
@@ -114,7 +121,7 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		}
 	}
 	orderScope, aliases := b.aliasScope(sc, items)
-	sorts, err := b.sortSpecs(sel.SortClause, items, ectx{sc: orderScope, agg: agg, clause: "ORDER BY"})
+	sorts, err := b.sortSpecs(sel.SortClause, items, ectx{sc: orderScope, agg: agg, win: win, clause: "ORDER BY"})
 	if err != nil {
 		return relation{}, err
 	}
@@ -132,7 +139,7 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	}
 
 	if len(sel.GroupClause) > 0 || len(agg.calls) > 0 || having != nil {
-		node, err = b.aggregate(node, groups, agg, items, &having, sorts)
+		node, err = b.aggregate(node, groups, agg, win, items, &having, sorts)
 		if err != nil {
 			return relation{}, err
 		}
@@ -140,6 +147,9 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 			node = &plan.Filter{Input: node, Pred: having}
 		}
 	}
+	// Window functions see the rows after grouping and HAVING, and come
+	// before DISTINCT, ORDER BY and LIMIT.
+	node = b.windowNode(win, node)
 
 	distinct := false
 	if len(sel.DistinctClause) > 0 {

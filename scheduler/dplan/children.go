@@ -41,6 +41,8 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 		return physical.NewSortPreservingMerge(children[0], o.Keys(), o.Fetch()), nil
 	case *physical.Limit:
 		return physical.NewLimit(children[0], o.Offset(), o.Count()), nil
+	case *physical.Window:
+		return physical.NewWindow(children[0], o.PartitionBy(), o.OrderBy(), o.Funcs())
 	case *physical.Union:
 		return physical.NewFoldedUnion(children, o.Folded()), nil
 	case *physical.CoalescePartitions:

@@ -1,0 +1,452 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/physical/expr"
+	"sluice/plan"
+)
+
+// WindowExpr is one window function a Window operator computes.
+type WindowExpr struct {
+	Func plan.WindowFunc
+	// Agg is the aggregate of a plan.WinAggregate.
+	Agg plan.AggFunc
+	// Args are evaluated on the input rows; see plan.WindowCall.
+	Args  []expr.Expr
+	Frame plan.WindowFrame
+	// Name is the output column name; Type its type.
+	Name string
+	Type arrow.DataType
+}
+
+func (w WindowExpr) String() string {
+	args := make([]string, len(w.Args))
+	for i, a := range w.Args {
+		args[i] = a.String()
+	}
+	fn := w.Func.String()
+	if w.Func == plan.WinAggregate {
+		fn = w.Agg.String()
+		if w.Agg == plan.AggCountStar {
+			fn, args = "count", []string{"*"}
+		}
+	}
+	s := fn + "(" + strings.Join(args, ", ") + ")"
+	if w.Func.UsesFrame() {
+		s += " " + w.Frame.String()
+	}
+	return s
+}
+
+// Window computes window functions that share one window: its input must
+// arrive sorted by the partition keys and then the order keys within each
+// of its partitions (the planner puts a Sort below it), with all rows of a
+// window partition in the same operator partition (the planner hash
+// partitions by the partition keys, or coalesces when there are none).
+//
+// It buffers one window partition at a time (plus the rows of the next one
+// seen so far), charging them to the task's memory reservation, evaluates
+// every function over it and emits the input columns followed by one column
+// per function. Input order is kept.
+type Window struct {
+	input       Operator
+	partitionBy []expr.Expr
+	orderBy     []SortKey
+	funcs       []WindowExpr
+	schema      *arrow.Schema
+}
+
+var _ Operator = (*Window)(nil)
+
+// NewWindow returns a Window over input; it checks that each function's
+// arguments, frame and result type are ones the operator can compute.
+func NewWindow(input Operator, partitionBy []expr.Expr, orderBy []SortKey, funcs []WindowExpr) (*Window, error) {
+	fields := append([]arrow.Field(nil), input.Schema().Fields()...)
+	for _, f := range funcs {
+		if err := checkWindowExpr(f, orderBy); err != nil {
+			return nil, fmt.Errorf("window: %s: %w", f, err)
+		}
+		fields = append(fields, arrow.Field{Name: f.Name, Type: f.Type, Nullable: true})
+	}
+	for _, k := range partitionBy {
+		if _, err := newKeyColumn(k.DataType()); err != nil {
+			return nil, fmt.Errorf("window: partitioning by %s: %w", k, err)
+		}
+	}
+	for _, k := range orderBy {
+		if _, err := newKeyColumn(k.Expr.DataType()); err != nil {
+			return nil, fmt.Errorf("window: ordering by %s: %w", k.Expr, err)
+		}
+	}
+	return &Window{input: input, partitionBy: partitionBy, orderBy: orderBy, funcs: funcs, schema: arrow.NewSchema(fields, nil)}, nil
+}
+
+// checkWindowExpr validates one function against the window's ORDER BY.
+func checkWindowExpr(f WindowExpr, orderBy []SortKey) error {
+	want := func(n int) error {
+		if len(f.Args) != n {
+			return fmt.Errorf("takes %d arguments, got %d", n, len(f.Args))
+		}
+		return nil
+	}
+	var rt arrow.DataType
+	switch f.Func {
+	case plan.WinAggregate:
+		n := 1
+		if f.Agg == plan.AggCountStar {
+			n = 0
+		}
+		if err := want(n); err != nil {
+			return err
+		}
+		a := AggregateExpr{Func: f.Agg}
+		if n == 1 {
+			a.Arg = f.Args[0]
+		}
+		if _, err := newWindowAggregator(f.Agg, aggArgType(a), f.Type); err != nil {
+			return err
+		}
+		rt = aggResultType(a)
+	case plan.WinRowNumber, plan.WinRank, plan.WinDenseRank:
+		if err := want(0); err != nil {
+			return err
+		}
+		rt = plan.Int64
+	case plan.WinPercentRank, plan.WinCumeDist:
+		if err := want(0); err != nil {
+			return err
+		}
+		rt = plan.Float64
+	case plan.WinNtile:
+		if err := want(1); err != nil {
+			return err
+		}
+		rt = plan.Int64
+	case plan.WinLag, plan.WinLead:
+		if err := want(3); err != nil {
+			return err
+		}
+		if !arrow.TypeEqual(f.Args[0].DataType(), f.Args[2].DataType()) && f.Args[2].DataType().ID() != arrow.NULL {
+			return fmt.Errorf("default of type %s for values of type %s", f.Args[2].DataType(), f.Args[0].DataType())
+		}
+		rt = f.Args[0].DataType()
+	case plan.WinFirstValue, plan.WinLastValue:
+		if err := want(1); err != nil {
+			return err
+		}
+		rt = f.Args[0].DataType()
+	case plan.WinNthValue:
+		if err := want(2); err != nil {
+			return err
+		}
+		rt = f.Args[0].DataType()
+	default:
+		return fmt.Errorf("unknown window function %d", f.Func)
+	}
+	for i, a := range f.Args {
+		if (f.Func == plan.WinNtile && i == 0) || ((f.Func == plan.WinLag || f.Func == plan.WinLead || f.Func == plan.WinNthValue) && i == 1) {
+			if a.DataType().ID() != arrow.INT64 {
+				return fmt.Errorf("argument %d must be BIGINT, not %s", i+1, a.DataType())
+			}
+		}
+	}
+	if !arrow.TypeEqual(rt, f.Type) {
+		return fmt.Errorf("result type %s, expected %s", rt, f.Type)
+	}
+	if f.Func.UsesFrame() {
+		return checkFrame(f.Frame, orderBy)
+	}
+	return nil
+}
+
+// Input is the operator's input.
+func (w *Window) Input() Operator { return w.input }
+
+// PartitionBy are the window's partition keys.
+func (w *Window) PartitionBy() []expr.Expr { return w.partitionBy }
+
+// OrderBy are the window's order keys.
+func (w *Window) OrderBy() []SortKey { return w.orderBy }
+
+// Funcs are the window functions computed.
+func (w *Window) Funcs() []WindowExpr { return w.funcs }
+
+// Schema implements Operator.
+func (w *Window) Schema() *arrow.Schema { return w.schema }
+
+// Children implements Operator.
+func (w *Window) Children() []Operator { return []Operator{w.input} }
+
+// OutputPartitioning implements Operator: rows stay in their partition.
+func (w *Window) OutputPartitioning() Partitioning { return w.input.OutputPartitioning() }
+
+func (w *Window) String() string {
+	fs := make([]string, len(w.funcs))
+	for i, f := range w.funcs {
+		fs[i] = f.String() + " AS " + f.Name
+	}
+	ps := make([]string, len(w.partitionBy))
+	for i, p := range w.partitionBy {
+		ps[i] = p.String()
+	}
+	return fmt.Sprintf("Window: partitionBy=[%s] orderBy=[%s] [%s]", strings.Join(ps, ", "), sortKeysString(w.orderBy), strings.Join(fs, ", "))
+}
+
+// Execute implements Operator.
+func (w *Window) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	pcmp, err := newRowComparator(w.partitionSortKeys())
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	in, err := w.input.Execute(ctx, partition, tc)
+	if err != nil {
+		pcmp.release()
+		return nil, err
+	}
+	return &windowStream{op: w, in: in, tc: tc, pcmp: pcmp, res: tc.Memory.NewReservation(fmt.Sprintf("Window[%d]", partition))}, nil
+}
+
+func (w *Window) partitionSortKeys() []SortKey {
+	keys := make([]SortKey, len(w.partitionBy))
+	for i, p := range w.partitionBy {
+		keys[i] = SortKey{Expr: p}
+	}
+	return keys
+}
+
+type windowStream struct {
+	op   *Window
+	in   Stream
+	tc   *TaskContext
+	res  *Reservation
+	pcmp *rowComparator // partition keys of the pending batches, one slot each
+
+	// pending holds the rows of the window partition not yet known to be
+	// complete (the input's tail); pendingBytes is their reservation.
+	pending      []arrow.RecordBatch
+	pendingSizes []int64 // each pending batch's reservation
+	pendingBytes int64
+	// out holds computed batches not yet returned; outBytes is their
+	// reservation, released when the last one is returned.
+	out      []arrow.RecordBatch
+	outBytes int64
+	eof      bool
+	closed   bool
+	err      error // sticky: the buffered state cannot be resumed after one
+}
+
+func (s *windowStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.closed {
+		return nil, io.EOF
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	b, err := s.next(ctx)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	return b, err
+}
+
+func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
+	for len(s.out) == 0 {
+		if s.outBytes > 0 {
+			s.res.Shrink(s.outBytes)
+			s.outBytes = 0
+		}
+		if s.eof {
+			return nil, io.EOF
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := s.in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			s.eof = true
+			if len(s.pending) > 0 {
+				if err := s.flush(len(s.pending), -1); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if b.NumRows() == 0 {
+			b.Release()
+			continue
+		}
+		if err := s.add(b); err != nil {
+			return nil, err
+		}
+	}
+	b := s.out[0]
+	s.out = s.out[1:]
+	return b, nil
+}
+
+// add buffers b and, when a new window partition starts in it, evaluates
+// the complete partitions before that point.
+func (s *windowStream) add(b arrow.RecordBatch) error {
+	keys, err := s.pcmp.evalKeys(b, s.tc.Alloc)
+	if err != nil {
+		b.Release()
+		return fmt.Errorf("window: %w", err)
+	}
+	n := batchBytes(b)
+	if err := s.res.Grow(n); err != nil {
+		releaseAll(keys)
+		b.Release()
+		return fmt.Errorf("window: %w", err)
+	}
+	s.pending = append(s.pending, b)
+	s.pendingSizes = append(s.pendingSizes, n)
+	s.pendingBytes += n
+	s.pcmp.addBatch(keys)
+	slot := int32(len(s.pending) - 1)
+	// The last row of b that starts a partition, scanning backwards.
+	for r := int32(b.NumRows()) - 1; r >= 0; r-- {
+		prev := rowRef{slot, r - 1}
+		if r == 0 {
+			if slot == 0 {
+				break
+			}
+			prev = rowRef{slot - 1, int32(s.pending[slot-1].NumRows()) - 1}
+		}
+		if s.pcmp.compare(prev, rowRef{slot, r}) != 0 {
+			return s.flush(int(slot), int(r))
+		}
+	}
+	return nil
+}
+
+// flush evaluates the pending rows before row splitRow of pending batch
+// splitSlot (all pending rows when splitRow < 0) and keeps the rest
+// pending.
+func (s *windowStream) flush(splitSlot, splitRow int) error {
+	done := append([]arrow.RecordBatch(nil), s.pending[:splitSlot]...)
+	var head, rest arrow.RecordBatch
+	keep := int64(0) // the reservation the rest keeps: its batch's buffers
+	if splitRow >= 0 {
+		last := s.pending[splitSlot]
+		if splitRow > 0 {
+			head = last.NewSlice(0, int64(splitRow))
+			done = append(done, head)
+		}
+		rest = last.NewSlice(int64(splitRow), last.NumRows())
+		keep = s.pendingSizes[splitSlot]
+	}
+	var in arrow.RecordBatch
+	var err error
+	if len(done) > 0 {
+		in, err = concatBatches(s.tc.Alloc, s.op.input.Schema(), done)
+	}
+	if head != nil {
+		head.Release()
+	}
+	// The rows are in `in` (and `rest`) now: the pending batches go, and
+	// with them their reservation, before the functions are computed.
+	releaseAll(s.pending)
+	s.pending, s.pendingSizes = s.pending[:0], s.pendingSizes[:0]
+	s.pcmp.reset()
+	s.res.Shrink(s.pendingBytes - keep)
+	s.pendingBytes = keep
+	if err == nil && in != nil {
+		err = s.evaluate(in, len(done) > 1)
+	}
+	if in != nil {
+		in.Release()
+	}
+	if rest == nil {
+		return err
+	}
+	if err != nil {
+		rest.Release()
+		return err
+	}
+	keys, err := s.pcmp.evalKeys(rest, s.tc.Alloc)
+	if err != nil {
+		rest.Release()
+		return fmt.Errorf("window: %w", err)
+	}
+	s.pending = append(s.pending, rest)
+	s.pendingSizes = append(s.pendingSizes, keep)
+	s.pcmp.addBatch(keys)
+	return nil
+}
+
+// evaluate computes the window functions over in, which holds complete
+// window partitions, and queues the output. copied says whether in is a
+// new concatenation, whose memory is not reserved yet.
+func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
+	extra := int64(0)
+	if copied {
+		extra = batchBytes(in)
+		if err := s.res.Grow(extra); err != nil {
+			return fmt.Errorf("window: %w", err)
+		}
+	}
+	whole, err := s.compute(in)
+	if err != nil {
+		s.res.Shrink(extra)
+		return err
+	}
+	defer whole.Release()
+	// The output holds the input columns (reserved as extra when copied)
+	// and the results.
+	need := max(batchBytes(whole)-extra, 0)
+	if err := s.res.Grow(need); err != nil {
+		s.res.Shrink(extra)
+		return fmt.Errorf("window: %w", err)
+	}
+	s.outBytes += extra + need
+	size := int64(max(s.tc.BatchSize, 1))
+	for off := int64(0); off < whole.NumRows(); off += size {
+		s.out = append(s.out, whole.NewSlice(off, min(off+size, whole.NumRows())))
+	}
+	return nil
+}
+
+// compute appends the window functions' results to in.
+func (s *windowStream) compute(in arrow.RecordBatch) (arrow.RecordBatch, error) {
+	p, err := newWindowPartitions(s.op, in, s.tc)
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	defer p.release()
+	cols := append([]arrow.Array(nil), in.Columns()...)
+	results := make([]arrow.Array, 0, len(s.op.funcs))
+	defer func() { releaseAll(results) }()
+	for _, f := range s.op.funcs {
+		a, err := p.compute(f)
+		if err != nil {
+			return nil, fmt.Errorf("window: %s: %w", f, err)
+		}
+		results = append(results, a)
+	}
+	return array.NewRecordBatch(s.op.schema, append(cols, results...), in.NumRows()), nil
+}
+
+func (s *windowStream) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.in.Close()
+	releaseAll(s.pending)
+	s.pending = nil
+	releaseAll(s.out)
+	s.out = nil
+	s.pcmp.release()
+	s.res.Free()
+}
