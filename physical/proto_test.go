@@ -222,6 +222,13 @@ func operatorCases(t *testing.T) []struct {
 	csvIDName := NewProjection(NewCSVScan("c", csv, []int{0, 1}, 2),
 		[]expr.Expr{&expr.Column{Index: 0, Name: "id", Type: plan.Int64}, &expr.Column{Index: 1, Name: "name", Type: plan.Utf8}},
 		[]string{"id", "name"})
+	idNameSchema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: plan.Int64, Nullable: true}, {Name: "name", Type: plan.Utf8, Nullable: true},
+	}, nil)
+	byIDName := func(op Operator) Operator {
+		return NewRepartition(op, Partitioning{Kind: PartHash, Count: 3, Keys: []expr.Expr{
+			&expr.Column{Index: 0, Name: "id", Type: plan.Int64}, &expr.Column{Index: 1, Name: "name", Type: plan.Utf8}}})
+	}
 	return []struct {
 		name  string
 		op    Operator
@@ -266,6 +273,10 @@ func operatorCases(t *testing.T) []struct {
 		{"limit without count", NewLimit(scan(2), 95, -1), true},
 		{"union", NewUnion([]Operator{NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"}), csvIDName}), true},
 		{"folded union", NewFoldedUnion([]Operator{NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"}), csvIDName}, 2), false},
+		{"set op except all", must(NewSetOp(byIDName(NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"})),
+			byIDName(csvIDName), plan.SetExcept, true, idNameSchema)), false},
+		{"set op intersect", must(NewSetOp(byIDName(NewProjection(scan(3), []expr.Expr{tID, tName}, []string{"id", "name"})),
+			byIDName(NewProjection(scan(1), []expr.Expr{tID, tName}, []string{"id", "name"})), plan.SetIntersect, false, idNameSchema)), false},
 		{"values", NewValues(valuesSchema, [][]expr.Expr{
 			{pLit(plan.Int64, int64(1)), pLit(plan.Utf8, "one")},
 			{pLit(plan.Null, nil), pLit(plan.Utf8, nil)},
@@ -306,7 +317,7 @@ func TestPlanProtoEveryOperator(t *testing.T) {
 	// shipped; TestPlanProtoErrors covers it).
 	for _, want := range []string{"ParquetScan", "CSVScan", "Filter", "Projection", "HashAggregate", "HashJoin",
 		"NestedLoopJoin", "Sort", "SortPreservingMerge", "Limit", "Union", "Values", "CoalescePartitions",
-		"Repartition", "UnresolvedExchange"} {
+		"Repartition", "UnresolvedExchange", "SetOp"} {
 		if !seen["*physical."+want] {
 			t.Errorf("no round-trip case for %s", want)
 		}

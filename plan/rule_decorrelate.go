@@ -238,7 +238,10 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 	switch x := n.(type) {
 	case *Filter:
 		var keep, pulled []Expr
-		for _, c := range SplitConjunction(x.Pred) {
+		// Factoring an OR's common conjuncts out first lets a correlation
+		// equality repeated in every branch (TPC-DS q41) be pulled alone,
+		// leaving the uncorrelated rest of the OR in the subquery.
+		for _, c := range SplitConjunction(factorExpr(x.Pred)) {
 			if hasSubquery(c) {
 				keep = append(keep, c)
 				continue

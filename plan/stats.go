@@ -58,6 +58,11 @@ func estimate(n Node) float64 {
 		return s
 	case *Values:
 		return float64(len(x.Rows))
+	case *SetOp:
+		if x.Kind == SetIntersect {
+			return math.Min(estimate(x.Left), estimate(x.Right))
+		}
+		return estimate(x.Left)
 	case *Join:
 		return estimateJoin(x)
 	}

@@ -1588,6 +1588,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_UnresolvedExchange
 	//	*PhysicalPlan_PipelinedWriter
 	//	*PhysicalPlan_PipelinedReader
+	//	*PhysicalPlan_SetOp
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1801,6 +1802,15 @@ func (x *PhysicalPlan) GetPipelinedReader() *PipelinedReaderNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetSetOp() *SetOpNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_SetOp); ok {
+			return x.SetOp
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -1881,6 +1891,10 @@ type PhysicalPlan_PipelinedReader struct {
 	PipelinedReader *PipelinedReaderNode `protobuf:"bytes,24,opt,name=pipelined_reader,json=pipelinedReader,proto3,oneof"`
 }
 
+type PhysicalPlan_SetOp struct {
+	SetOp *SetOpNode `protobuf:"bytes,40,opt,name=set_op,json=setOp,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -1918,6 +1932,8 @@ func (*PhysicalPlan_UnresolvedExchange) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_PipelinedWriter) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_PipelinedReader) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_SetOp) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -3796,6 +3812,84 @@ func (x *FetchPipelinedPartition) GetPartition() int32 {
 	return 0
 }
 
+// INTERSECT (kind 0) or EXCEPT (kind 1), with ALL when all is set, of two
+// inputs hash-partitioned alike; schema gives the output names and types.
+type SetOpNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Left          *PhysicalPlan          `protobuf:"bytes,1,opt,name=left,proto3" json:"left,omitempty"`
+	Right         *PhysicalPlan          `protobuf:"bytes,2,opt,name=right,proto3" json:"right,omitempty"`
+	Kind          int32                  `protobuf:"varint,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	All           bool                   `protobuf:"varint,4,opt,name=all,proto3" json:"all,omitempty"`
+	Schema        *Schema                `protobuf:"bytes,5,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOpNode) Reset() {
+	*x = SetOpNode{}
+	mi := &file_plan_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOpNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOpNode) ProtoMessage() {}
+
+func (x *SetOpNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOpNode.ProtoReflect.Descriptor instead.
+func (*SetOpNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *SetOpNode) GetLeft() *PhysicalPlan {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *SetOpNode) GetRight() *PhysicalPlan {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+func (x *SetOpNode) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *SetOpNode) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *SetOpNode) GetSchema() *Schema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -3916,7 +4010,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xb1\t\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xdd\t\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -3939,7 +4033,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eshuffle_reader\x18\x15 \x01(\v2\x19.sluice.ShuffleReaderNodeH\x00R\rshuffleReader\x12Q\n" +
 	"\x13unresolved_exchange\x18\x16 \x01(\v2\x1e.sluice.UnresolvedExchangeNodeH\x00R\x12unresolvedExchange\x12H\n" +
 	"\x10pipelined_writer\x18\x17 \x01(\v2\x1b.sluice.PipelinedWriterNodeH\x00R\x0fpipelinedWriter\x12H\n" +
-	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReaderB\x06\n" +
+	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReader\x12*\n" +
+	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOpB\x06\n" +
 	"\x04node\"\xb4\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -4093,7 +4188,13 @@ const file_plan_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1c\n" +
-	"\tpartition\x18\x04 \x01(\x05R\tpartitionB\fZ\n" +
+	"\tpartition\x18\x04 \x01(\x05R\tpartition\"\xaf\x01\n" +
+	"\tSetOpNode\x12(\n" +
+	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x04left\x12*\n" +
+	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x05right\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\x05R\x04kind\x12\x10\n" +
+	"\x03all\x18\x04 \x01(\bR\x03all\x12&\n" +
+	"\x06schema\x18\x05 \x01(\v2\x0e.sluice.SchemaR\x06schemaB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -4109,7 +4210,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -4161,6 +4262,7 @@ var file_plan_proto_goTypes = []any{
 	(*Ticket)(nil),                  // 47: sluice.Ticket
 	(*FetchPartition)(nil),          // 48: sluice.FetchPartition
 	(*FetchPipelinedPartition)(nil), // 49: sluice.FetchPipelinedPartition
+	(*SetOpNode)(nil),               // 50: sluice.SetOpNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -4225,56 +4327,60 @@ var file_plan_proto_depIdxs = []int32{
 	42,  // 59: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
 	43,  // 60: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
 	46,  // 61: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
-	20,  // 62: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 63: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 64: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 65: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 66: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 67: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 68: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 69: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	21,  // 70: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 71: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 72: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 73: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 74: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 75: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 76: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 77: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 78: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 79: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 80: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 81: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 82: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 83: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 84: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 85: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 86: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 87: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 88: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 89: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 90: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 91: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 92: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 93: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 94: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 95: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 96: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 97: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 98: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 99: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 100: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 101: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 102: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 103: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 104: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 105: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 106: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	107, // [107:107] is the sub-list for method output_type
-	107, // [107:107] is the sub-list for method input_type
-	107, // [107:107] is the sub-list for extension type_name
-	107, // [107:107] is the sub-list for extension extendee
-	0,   // [0:107] is the sub-list for field type_name
+	50,  // 62: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
+	20,  // 63: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 64: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 65: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 66: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 67: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 68: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 69: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 70: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	21,  // 71: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 72: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 73: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 74: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 75: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 76: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 77: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 78: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 79: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 80: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 81: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 82: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 83: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 84: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 85: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 86: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 87: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 88: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 89: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 90: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 91: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 92: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 93: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 94: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 95: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 96: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 97: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 98: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 99: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 100: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 101: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 102: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 103: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 104: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 105: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 106: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 107: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	21,  // 108: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 109: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	3,   // 110: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	111, // [111:111] is the sub-list for method output_type
+	111, // [111:111] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -4326,6 +4432,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_UnresolvedExchange)(nil),
 		(*PhysicalPlan_PipelinedWriter)(nil),
 		(*PhysicalPlan_PipelinedReader)(nil),
+		(*PhysicalPlan_SetOp)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -4337,7 +4444,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
