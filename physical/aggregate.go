@@ -176,6 +176,11 @@ func aggStateSuffix(f plan.AggFunc, i int) string {
 		return "[count]"
 	case plan.AggMin:
 		return "[min]"
+	case plan.AggSingleValue:
+		if i == 0 {
+			return "[value]"
+		}
+		return "[count]"
 	}
 	return "[max]"
 }

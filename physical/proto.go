@@ -520,7 +520,7 @@ func (c *planCodec) decodeAggregate(a *rpc.HashAggregateNode) (Operator, error) 
 	aggs := make([]AggregateExpr, len(a.GetAggs()))
 	for i, p := range a.GetAggs() {
 		fn := plan.AggFunc(p.GetFunc())
-		if fn < plan.AggCountStar || fn > plan.AggMax {
+		if fn < plan.AggCountStar || fn > plan.AggSingleValue {
 			return nil, fmt.Errorf("aggregate %s: unknown function %d", p.GetName(), p.GetFunc())
 		}
 		arg, err := optionalExprFromProto(p.GetArg(), scope)

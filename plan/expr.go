@@ -153,9 +153,13 @@ const (
 	AggAvg
 	AggMin
 	AggMax
+	// AggSingleValue is a scalar subquery's value: the value of the
+	// group's one row, NULL when there is none, and an error when there
+	// is more than one (only the decorrelator introduces it).
+	AggSingleValue
 )
 
-var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max"}
+var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max", "single_value"}
 
 func (a AggFunc) String() string { return aggNames[a] }
 

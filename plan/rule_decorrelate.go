@@ -413,11 +413,11 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 		return nil, nil, fmt.Errorf("scalar subquery must return one column, got %d", len(sub.Schema()))
 	}
 	if len(outerRefs(sub)) == 0 {
-		kind := JoinLeft
-		if nullRej || oneRow(sub) {
-			kind = JoinInner
+		if !oneRow(sub) {
+			// At most one row, or the query fails: single_value checks.
+			sub = singleValue(sub, nil, ctx)
 		}
-		return &Join{Kind: kind, Left: input, Right: sub}, sub.Schema()[0].Ref(), nil
+		return &Join{Kind: JoinInner, Left: input, Right: sub}, sub.Schema()[0].Ref(), nil
 	}
 	// Correlated: [Project] over Aggregate without GROUP BY.
 	var proj *Project
@@ -427,7 +427,7 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 	}
 	agg, ok := top.(*Aggregate)
 	if !ok || len(agg.GroupBy) > 0 {
-		return nil, nil, fmt.Errorf("correlated scalar subquery is only supported as an aggregate without GROUP BY (like select min(x) from ... where inner = outer)")
+		return joinCorrelatedRow(input, sub, nullRej, ctx)
 	}
 	body, pulled, err := pullCorrelated(agg.Input)
 	if err != nil {
@@ -436,23 +436,9 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 	if refs := outerRefs(body); len(refs) > 0 {
 		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s cannot be pulled up", refNames(body, refs))
 	}
-	bodyCols := body.Schema().IDs()
-	outerAvail := input.Schema().IDs()
-	var innerKeys, outerKeys []Expr
-	for _, p := range pulled {
-		b, ok := p.(*Binary)
-		if !ok || b.Op != OpEq {
-			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
-		}
-		l, r := ColumnsOf(b.L), ColumnsOf(b.R)
-		switch {
-		case l.SubsetOf(bodyCols) && r.SubsetOf(outerAvail) && len(l) > 0:
-			innerKeys, outerKeys = append(innerKeys, b.L), append(outerKeys, b.R)
-		case r.SubsetOf(bodyCols) && l.SubsetOf(outerAvail) && len(r) > 0:
-			innerKeys, outerKeys = append(innerKeys, b.R), append(outerKeys, b.L)
-		default:
-			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
-		}
+	innerKeys, outerKeys, err := correlationKeys(pulled, body, input)
+	if err != nil {
+		return nil, nil, err
 	}
 	newAgg := &Aggregate{Input: body, GroupBy: innerKeys, Aggs: agg.Aggs}
 	var cond []Expr
@@ -503,6 +489,74 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 		valueExpr = &Func{Name: "coalesce", Args: []Expr{value.Ref(), zeroOf(c)}, Typ: value.Type}
 	}
 	return &Join{Kind: kind, Left: input, Right: right, Cond: Conjunction(cond)}, valueExpr, nil
+}
+
+// correlationKeys splits predicates pulled out of a subquery body into
+// inner = outer equality keys; any other predicate is an error.
+func correlationKeys(pulled []Expr, body, input Node) (inner, outer []Expr, err error) {
+	bodyCols := body.Schema().IDs()
+	outerAvail := input.Schema().IDs()
+	for _, p := range pulled {
+		b, ok := p.(*Binary)
+		if !ok || b.Op != OpEq {
+			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
+		}
+		l, r := ColumnsOf(b.L), ColumnsOf(b.R)
+		switch {
+		case l.SubsetOf(bodyCols) && r.SubsetOf(outerAvail) && len(l) > 0:
+			inner, outer = append(inner, b.L), append(outer, b.R)
+		case r.SubsetOf(bodyCols) && l.SubsetOf(outerAvail) && len(r) > 0:
+			inner, outer = append(inner, b.R), append(outer, b.L)
+		default:
+			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
+		}
+	}
+	return inner, outer, nil
+}
+
+// singleValue aggregates n's first column with single_value, grouped by
+// keys: one row per group holding the group's one value, NULL when the
+// group is empty (no groups: always one row), and a run-time error when a
+// group has more than one row. The output is the group keys, then the
+// value.
+func singleValue(n Node, keys []Expr, ctx *OptContext) *Aggregate {
+	v := n.Schema()[0]
+	agg := &Aggregate{Input: n, GroupBy: keys, Aggs: []*AggCall{{Func: AggSingleValue, Arg: v.Ref(), Typ: v.Type}}}
+	for _, k := range keys {
+		agg.Cols = append(agg.Cols, Column{ID: ctx.IDs.Next(), Name: k.String(), Type: k.Type(), Nullable: true})
+	}
+	agg.Cols = append(agg.Cols, Column{ID: ctx.IDs.Next(), Name: v.Name, Table: v.Table, Type: v.Type, Nullable: true})
+	return agg
+}
+
+// joinCorrelatedRow decorrelates a scalar subquery that is not an
+// aggregate (select x from t where t.k = outer.k): its correlation
+// equalities become group keys of a single_value aggregate, which yields
+// the one row per key or fails the query when a key has more, and the
+// outer rows join it on those keys (Left, so a key without rows gives
+// NULL; Inner when the use rejects NULLs anyway).
+func joinCorrelatedRow(input, sub Node, nullRej bool, ctx *OptContext) (Node, Expr, error) {
+	body, pulled, err := pullCorrelated(sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	if refs := outerRefs(body); len(refs) > 0 {
+		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins)", refNames(body, refs))
+	}
+	innerKeys, outerKeys, err := correlationKeys(pulled, body, input)
+	if err != nil {
+		return nil, nil, err
+	}
+	agg := singleValue(body, innerKeys, ctx)
+	var cond []Expr
+	for i := range innerKeys {
+		cond = append(cond, &Binary{Op: OpEq, L: outerKeys[i], R: agg.Cols[i].Ref(), Typ: Bool})
+	}
+	kind := JoinLeft
+	if nullRej {
+		kind = JoinInner
+	}
+	return &Join{Kind: kind, Left: input, Right: agg, Cond: Conjunction(cond)}, agg.Cols[len(innerKeys)].Ref(), nil
 }
 
 // zeroOf is a 0 literal of e's (count) type.

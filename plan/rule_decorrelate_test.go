@@ -58,7 +58,7 @@ func TestDecorrelateGolden(t *testing.T) {
 			sub := b.agg(u, nil, minOf(col(u, "x")))
 			return b.project(t, []string{"", "m"}, col(t, "a"), bin(OpAdd, col(t, "b"), scalar(sub)))
 		}},
-		{name: "uncorrelated_scalar_maybe_empty_is_left_join", apply: Decorrelate, build: func(b *tb) Node {
+		{name: "uncorrelated_scalar_checked_by_single_value", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
 			sub := b.project(filter(u, eq(col(u, "y"), i64(1))), nil, col(u, "x"))
 			return b.project(t, []string{"", "x"}, col(t, "a"), scalar(sub))
@@ -67,7 +67,7 @@ func TestDecorrelateGolden(t *testing.T) {
 			t, u := b.tu()
 			return b.star(filter(t, or(eq(col(t, "a"), i64(1)), exists(filter(u, eq(col(u, "x"), col(t, "a")))))))
 		}},
-		{name: "correlated_scalar_without_aggregate_rejected", apply: Decorrelate, build: func(b *tb) Node {
+		{name: "correlated_scalar_row_grouped_by_single_value", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
 			sub := b.project(filter(u, eq(col(u, "x"), col(t, "a"))), nil, col(u, "y"))
 			return b.star(filter(t, eq(col(t, "b"), scalar(sub))))
