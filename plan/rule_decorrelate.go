@@ -367,27 +367,23 @@ func nullRejectingUse(c Expr, sq *Subquery) bool {
 // whereConj says e is a WHERE conjunct (so null-rejecting uses may join Inner).
 func replaceScalars(input Node, e Expr, whereConj bool, ctx *OptContext) (Node, Expr, error) {
 	var sqs []*Subquery
-	var bad Expr
 	Walk(e, func(x Expr) bool {
 		if sq, ok := x.(*Subquery); ok {
-			if sq.Kind != SubqueryScalar {
-				bad = sq
-			} else {
-				sqs = append(sqs, sq)
-			}
+			sqs = append(sqs, sq)
 			return false
 		}
 		return true
 	})
-	if bad != nil {
-		return nil, nil, fmt.Errorf("%s is only supported as a top-level WHERE conjunct (not under OR, NOT of an expression, or in a select list): %s", bad, e)
-	}
 	repl := map[*Subquery]Expr{}
 	for _, sq := range sqs {
-		nullRej := whereConj && nullRejectingUse(e, sq)
 		var err error
 		var r Expr
-		input, r, err = joinScalar(input, sq, nullRej, ctx)
+		if sq.Kind == SubqueryScalar {
+			nullRej := whereConj && nullRejectingUse(e, sq)
+			input, r, err = joinScalar(input, sq, nullRej, ctx)
+		} else {
+			input, r, err = markSubquery(input, sq, ctx)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -438,7 +434,7 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 	}
 	innerKeys, outerKeys, err := correlationKeys(pulled, body, input)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("scalar subquery: %w", err)
 	}
 	newAgg := &Aggregate{Input: body, GroupBy: innerKeys, Aggs: agg.Aggs}
 	var cond []Expr
@@ -499,7 +495,7 @@ func correlationKeys(pulled []Expr, body, input Node) (inner, outer []Expr, err 
 	for _, p := range pulled {
 		b, ok := p.(*Binary)
 		if !ok || b.Op != OpEq {
-			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
+			return nil, nil, fmt.Errorf("correlated predicate %s is not supported here (only inner = outer equalities)", p)
 		}
 		l, r := ColumnsOf(b.L), ColumnsOf(b.R)
 		switch {
@@ -508,7 +504,7 @@ func correlationKeys(pulled []Expr, body, input Node) (inner, outer []Expr, err 
 		case r.SubsetOf(bodyCols) && l.SubsetOf(outerAvail) && len(r) > 0:
 			inner, outer = append(inner, b.R), append(outer, b.L)
 		default:
-			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
+			return nil, nil, fmt.Errorf("correlated predicate %s is not supported here (only inner = outer equalities)", p)
 		}
 	}
 	return inner, outer, nil
@@ -545,7 +541,7 @@ func joinCorrelatedRow(input, sub Node, nullRej bool, ctx *OptContext) (Node, Ex
 	}
 	innerKeys, outerKeys, err := correlationKeys(pulled, body, input)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("scalar subquery: %w", err)
 	}
 	agg := singleValue(body, innerKeys, ctx)
 	var cond []Expr
@@ -557,6 +553,99 @@ func joinCorrelatedRow(input, sub Node, nullRej bool, ctx *OptContext) (Node, Ex
 		kind = JoinInner
 	}
 	return &Join{Kind: kind, Left: input, Right: agg, Cond: Conjunction(cond)}, agg.Cols[len(innerKeys)].Ref(), nil
+}
+
+// markSubquery rewrites an EXISTS or IN subquery used inside an expression
+// (under OR, NOT of an expression, CASE, in a select list) as left joins
+// that give every input row the columns a mark is computed from, and
+// returns the mark: a boolean with SQL's three-valued semantics, negated
+// for NOT EXISTS / NOT IN. The subquery's correlation must be inner =
+// outer equalities, which become group keys, so each input row joins at
+// most one row of each aggregate and no row is duplicated or lost:
+//
+//   - EXISTS: the distinct keys (uncorrelated: count(*) in one row); the
+//     mark is whether the row found its key (count > 0).
+//   - x IN (select y): the distinct (keys, y), joined on the keys and
+//     x = y, says whether x is in the set; count(*) and count(y) per key
+//     say whether the set is empty or holds a NULL. The mark is true on a
+//     match, else false for an empty set, else NULL when x is NULL or the
+//     set holds a NULL, else false.
+func markSubquery(input Node, sq *Subquery, ctx *OptContext) (Node, Expr, error) {
+	if sq.X != nil && hasSubquery(sq.X) {
+		return nil, nil, fmt.Errorf("nested subquery in the left operand of IN is not supported")
+	}
+	sub, err := Decorrelate(sq.Plan, ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub, pulled, err := pullCorrelated(sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkUncorrelated(sub, pulled, input); err != nil {
+		return nil, nil, err
+	}
+	innerKeys, outerKeys, err := correlationKeys(pulled, sub, input)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s inside an expression: %w", sq, err)
+	}
+	// groupJoin joins input with the rows of sub grouped by keys (plus
+	// more group expressions and aggregates) on outer keys = the group
+	// columns; with no keys the aggregate is one row, joined Inner.
+	groupJoin := func(more []Expr, moreOuter []Expr, aggs []*AggCall) *Aggregate {
+		agg := &Aggregate{Input: sub, GroupBy: append(append([]Expr(nil), innerKeys...), more...), Aggs: aggs}
+		var cond []Expr
+		outer := append(append([]Expr(nil), outerKeys...), moreOuter...)
+		for i, g := range agg.GroupBy {
+			c := Column{ID: ctx.IDs.Next(), Name: g.String(), Type: g.Type(), Nullable: true}
+			agg.Cols = append(agg.Cols, c)
+			cond = append(cond, &Binary{Op: OpEq, L: outer[i], R: c.Ref(), Typ: Bool})
+		}
+		for _, a := range aggs {
+			agg.Cols = append(agg.Cols, Column{ID: ctx.IDs.Next(), Name: a.String(), Type: a.Typ, Nullable: true})
+		}
+		kind := JoinLeft
+		if len(agg.GroupBy) == 0 {
+			kind = JoinInner
+		}
+		input = &Join{Kind: kind, Left: input, Right: agg, Cond: Conjunction(cond)}
+		return agg
+	}
+	countStar := func() *AggCall { return &AggCall{Func: AggCountStar, Typ: Int64} }
+	zero := &Literal{Typ: Int64, Val: int64(0)}
+	var mark Expr
+	switch {
+	case sq.Kind == SubqueryExists && len(innerKeys) == 0:
+		agg := groupJoin(nil, nil, []*AggCall{countStar()})
+		mark = &Binary{Op: OpGt, L: agg.Cols[0].Ref(), R: zero, Typ: Bool}
+	case sq.Kind == SubqueryExists:
+		agg := groupJoin(nil, nil, nil)
+		mark = &IsNull{X: agg.Cols[0].Ref(), Negated: true}
+	default:
+		y := Expr(sub.Schema()[0].Ref())
+		x := sq.X
+		xc, yc := x, y
+		if !equalTypes(x, y) {
+			t, ok := CommonType(x.Type(), y.Type())
+			if !ok {
+				return nil, nil, fmt.Errorf("IN subquery: cannot compare %s with %s", TypeName(x.Type()), TypeName(y.Type()))
+			}
+			xc, yc = castTo(x, t), castTo(y, t)
+		}
+		found := groupJoin([]Expr{yc}, []Expr{xc}, nil)
+		counts := groupJoin(nil, nil, []*AggCall{countStar(), {Func: AggCount, Arg: y, Typ: Int64}})
+		k := len(innerKeys)
+		rows, values := counts.Cols[k].Ref(), counts.Cols[k+1].Ref()
+		mark = &Case{Typ: Bool, Whens: []When{
+			{Cond: &IsNull{X: found.Cols[k].Ref(), Negated: true}, Then: &Literal{Typ: Bool, Val: true}},
+			{Cond: &Binary{Op: OpEq, L: &Func{Name: "coalesce", Args: []Expr{rows, zero}, Typ: Int64}, R: zero, Typ: Bool}, Then: &Literal{Typ: Bool, Val: false}},
+			{Cond: &Binary{Op: OpOr, Typ: Bool, L: &IsNull{X: x}, R: &Binary{Op: OpLt, L: values, R: rows, Typ: Bool}}, Then: &Literal{Typ: Bool}},
+		}, Else: &Literal{Typ: Bool, Val: false}}
+	}
+	if sq.Negated {
+		mark = &Not{X: mark}
+	}
+	return input, mark, nil
 }
 
 // zeroOf is a 0 literal of e's (count) type.

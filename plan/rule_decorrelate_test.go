@@ -63,9 +63,23 @@ func TestDecorrelateGolden(t *testing.T) {
 			sub := b.project(filter(u, eq(col(u, "y"), i64(1))), nil, col(u, "x"))
 			return b.project(t, []string{"", "x"}, col(t, "a"), scalar(sub))
 		}},
-		{name: "exists_under_or_rejected", apply: Decorrelate, build: func(b *tb) Node {
+		{name: "exists_under_or_is_a_mark", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
 			return b.star(filter(t, or(eq(col(t, "a"), i64(1)), exists(filter(u, eq(col(u, "x"), col(t, "a")))))))
+		}},
+		{name: "uncorrelated_exists_under_or_counts", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			return b.star(filter(t, or(eq(col(t, "a"), i64(1)), exists(filter(u, eq(col(u, "y"), i64(2)))))))
+		}},
+		{name: "not_in_under_or_is_a_three_valued_mark", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			sub := b.project(filter(u, eq(col(u, "y"), col(t, "b"))), nil, col(u, "x"))
+			return b.star(filter(t, or(eq(col(t, "c"), i64(1)), &Not{X: in(col(t, "a"), sub)})))
+		}},
+		{name: "in_in_select_list_is_a_mark", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			sub := b.project(u, nil, col(u, "x"))
+			return b.project(t, []string{"", "m"}, col(t, "a"), in(col(t, "a"), sub))
 		}},
 		{name: "correlated_scalar_row_grouped_by_single_value", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
@@ -92,10 +106,10 @@ func TestDecorrelateErrorsAreClear(t *testing.T) {
 		build func(b *tb) Node
 		want  string
 	}{
-		{"exists under or", func(b *tb) Node {
+		{"exists under or with a non-equality correlation", func(b *tb) Node {
 			t, u := b.tu()
-			return filter(t, or(eq(col(t, "a"), i64(1)), exists(u)))
-		}, "only supported as a top-level WHERE conjunct"},
+			return filter(t, or(eq(col(t, "a"), i64(1)), exists(filter(u, lt(col(u, "x"), col(t, "a"))))))
+		}, "only inner = outer equalities"},
 		{"subquery in sort key", func(b *tb) Node {
 			t, u := b.tu()
 			return sortBy(t, scalar(b.agg(u, nil, countStar())))
