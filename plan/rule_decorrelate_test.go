@@ -81,6 +81,16 @@ func TestDecorrelateGolden(t *testing.T) {
 			sub := b.project(u, nil, col(u, "x"))
 			return b.project(t, []string{"", "m"}, col(t, "a"), in(col(t, "a"), sub))
 		}},
+		{name: "lateral_filter_pulled_into_join_condition", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			sub := b.project(filter(u, eq(col(u, "x"), col(t, "a")), lt(col(u, "y"), col(t, "b"))), nil, col(u, "z"))
+			return b.star(&Join{Kind: JoinLeft, Left: t, Right: sub})
+		}},
+		{name: "lateral_count_grouped_and_coalesced", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			sub := b.agg(filter(u, eq(col(u, "x"), col(t, "a"))), nil, countStar())
+			return b.star(&Join{Kind: JoinInner, Left: t, Right: sub})
+		}},
 		{name: "correlated_scalar_row_grouped_by_single_value", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
 			sub := b.project(filter(u, eq(col(u, "x"), col(t, "a"))), nil, col(u, "y"))
