@@ -14,14 +14,17 @@ import (
 //     of the Filter's input with q, whose correlated conjuncts (any
 //     comparison, e.g. TPC-H q21's l3.l_suppkey <> l1.l_suppkey) are pulled
 //     out of q's Filters into the join condition;
+//
 //   - x IN (q) becomes a Semi join on x = q's column (plus pulled-up
 //     predicates); x NOT IN (q) a null-aware Anti join;
+//
 //   - an uncorrelated scalar subquery becomes a join with no condition
 //     (Inner when q is a one-row aggregate or the use is null-rejecting, else
 //     Left so an empty q yields NULL), referenced through q's column. A q
 //     that returns more than one row is not detected here: the join then
 //     duplicates rows, where SQL requires an error — the physical plan must
 //     enforce the one-row rule if it matters;
+//
 //   - a correlated scalar subquery over an aggregate without GROUP BY
 //     (TPC-H q2, q17, q20) is grouped by its inner correlation columns and
 //     joined on the correlation equalities (Inner when the use is
@@ -31,6 +34,7 @@ import (
 //   - EXISTS / IN inside an expression (under OR, NOT, CASE, in a select
 //     list) becomes left joins with grouped subqueries and a three-valued
 //     mark expression (markSubquery);
+//
 //   - a join whose right side refers to its left side's columns (LATERAL)
 //     has the correlation pulled into its condition (decorrelateLateral).
 //
