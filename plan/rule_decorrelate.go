@@ -14,33 +14,30 @@ import (
 //     of the Filter's input with q, whose correlated conjuncts (any
 //     comparison, e.g. TPC-H q21's l3.l_suppkey <> l1.l_suppkey) are pulled
 //     out of q's Filters into the join condition;
-//
 //   - x IN (q) becomes a Semi join on x = q's column (plus pulled-up
 //     predicates); x NOT IN (q) a null-aware Anti join;
-//
+//   - EXISTS / IN inside an expression (under OR, NOT, CASE, in a select
+//     list) becomes left joins with grouped subqueries and a three-valued
+//     mark expression (markSubquery);
 //   - an uncorrelated scalar subquery becomes a join with no condition
-//     (Inner when q is a one-row aggregate or the use is null-rejecting, else
-//     Left so an empty q yields NULL), referenced through q's column. A q
-//     that returns more than one row is not detected here: the join then
-//     duplicates rows, where SQL requires an error — the physical plan must
-//     enforce the one-row rule if it matters;
-//
+//     with q, which is made one row by a single_value aggregate unless it
+//     is one already: NULL when q is empty, a run-time error when q has
+//     more than one row;
 //   - a correlated scalar subquery over an aggregate without GROUP BY
 //     (TPC-H q2, q17, q20) is grouped by its inner correlation columns and
 //     joined on the correlation equalities (Inner when the use is
 //     null-rejecting, else Left). count(...) results come back as
-//     coalesce(count, 0) over a Left join, because an empty group must count 0.
-//
-//   - EXISTS / IN inside an expression (under OR, NOT, CASE, in a select
-//     list) becomes left joins with grouped subqueries and a three-valued
-//     mark expression (markSubquery);
-//
+//     coalesce(count, 0) over a Left join, because an empty group must
+//     count 0. Any other correlated scalar subquery is grouped the same
+//     way under single_value, which fails when an outer row has more than
+//     one row;
 //   - a join whose right side refers to its left side's columns (LATERAL)
 //     has the correlation pulled into its condition (decorrelateLateral).
 //
-// Unsupported shapes (subqueries outside Filter/Project, correlation the
-// rule cannot pull up, non-equality correlation where keys are needed)
-// are errors.
+// Correlated conjuncts may sit in an OR whose branches all hold them (TPC-DS
+// q41): the common conjuncts are factored out first. Unsupported shapes
+// (subqueries outside Filter/Project, correlation the rule cannot pull up,
+// non-equality correlation where grouping keys are needed) are errors.
 func Decorrelate(n Node, ctx *OptContext) (Node, error) {
 	return transformUpErr(n, func(n Node) (Node, error) {
 		switch x := n.(type) {
