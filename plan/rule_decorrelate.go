@@ -426,7 +426,7 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 	if len(outerRefs(sub)) == 0 {
 		if !oneRow(sub) {
 			// At most one row, or the query fails: single_value checks.
-			sub = singleValue(sub, nil, ctx)
+			sub = singleValue(sub, sub.Schema()[0], nil, ctx)
 		}
 		return &Join{Kind: JoinInner, Left: input, Right: sub}, sub.Schema()[0].Ref(), nil
 	}
@@ -447,7 +447,7 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 	if refs := outerRefs(body); len(refs) > 0 {
 		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s cannot be pulled up", refNames(body, refs))
 	}
-	innerKeys, outerKeys, err := correlationKeys(pulled, body, input)
+	body, innerKeys, outerKeys, err := correlationGroups(pulled, body, input, ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scalar subquery: %w", err)
 	}
@@ -525,13 +525,95 @@ func correlationKeys(pulled []Expr, body, input Node) (inner, outer []Expr, err 
 	return inner, outer, nil
 }
 
-// singleValue aggregates n's first column with single_value, grouped by
+// correlationGroups turns the predicates pulled out of a subquery body
+// into grouping keys: the body to group, its key expressions and the outer
+// expressions they must equal. Inner = outer equalities group the body by
+// their inner sides; any other correlation goes through the domain of the
+// outer values (correlationDomain).
+func correlationGroups(pulled []Expr, body, input Node, ctx *OptContext) (Node, []Expr, []Expr, error) {
+	inner, outer, err := correlationKeys(pulled, body, input)
+	if err == nil {
+		return body, inner, outer, nil
+	}
+	return correlationDomain(pulled, body, input, ctx)
+}
+
+// correlationDomain handles correlation other than equalities (such as
+// inner.x < outer.y): the subquery is evaluated for each distinct
+// combination of the outer columns the predicates read (the domain, a
+// DISTINCT over the input), by joining the domain with the body on the
+// predicates, the domain's columns standing in for the outer ones; they are
+// the keys, equal to the outer columns. An outer row with a NULL in those
+// columns finds no group, which is what the subquery gives it only when the
+// predicates then cannot hold: each outer column must be a strict operand
+// of a comparison among them.
+func correlationDomain(pulled []Expr, body, input Node, ctx *OptContext) (Node, []Expr, []Expr, error) {
+	in := input.Schema()
+	outerIDs := ColumnSet{}
+	for _, p := range pulled {
+		for id := range ColumnsOf(p) {
+			if in.IndexOf(id) >= 0 {
+				outerIDs[id] = struct{}{}
+			}
+		}
+	}
+	dom := &Aggregate{Input: input}
+	remap := map[ColumnID]Expr{}
+	var inner, outer []Expr
+	for _, id := range sortedIDs(outerIDs) {
+		c := in[in.IndexOf(id)]
+		if !nullRejectedBy(pulled, id) {
+			return nil, nil, nil, fmt.Errorf("correlated predicates %s are not supported: %s may be NULL without making them fail", exprList(pulled), c.Ref())
+		}
+		dc := Column{ID: ctx.IDs.Next(), Name: c.Name, Table: "domain", Type: c.Type, Nullable: true}
+		dom.GroupBy = append(dom.GroupBy, c.Ref())
+		dom.Cols = append(dom.Cols, dc)
+		remap[id] = dc.Ref()
+		inner, outer = append(inner, dc.Ref()), append(outer, c.Ref())
+	}
+	cond := make([]Expr, len(pulled))
+	for i, p := range pulled {
+		cond[i] = substitute(p, remap)
+	}
+	return &Join{Kind: JoinInner, Left: dom, Right: body, Cond: Conjunction(cond)}, inner, outer, nil
+}
+
+// nullRejectedBy reports whether some conjunct in preds is a comparison
+// that is NULL whenever column id is (id inside a strict operand).
+func nullRejectedBy(preds []Expr, id ColumnID) bool {
+	for _, p := range preds {
+		if b, ok := p.(*Binary); ok && b.Op.IsComparison() && (strictCol(b.L, id) || strictCol(b.R, id)) {
+			return true
+		}
+	}
+	return false
+}
+
+// strictCol reports whether e is NULL whenever column id is: id reached
+// through arithmetic, negation and casts only.
+func strictCol(e Expr, id ColumnID) bool {
+	switch x := e.(type) {
+	case *ColRef:
+		return x.ID == id
+	case *Binary:
+		if x.Op.IsComparison() || x.Op == OpAnd || x.Op == OpOr {
+			return false
+		}
+		return strictCol(x.L, id) || strictCol(x.R, id)
+	case *Negate:
+		return strictCol(x.X, id)
+	case *Cast:
+		return strictCol(x.X, id)
+	}
+	return false
+}
+
+// singleValue aggregates n's column v with single_value, grouped by
 // keys: one row per group holding the group's one value, NULL when the
 // group is empty (no groups: always one row), and a run-time error when a
 // group has more than one row. The output is the group keys, then the
 // value.
-func singleValue(n Node, keys []Expr, ctx *OptContext) *Aggregate {
-	v := n.Schema()[0]
+func singleValue(n Node, v Column, keys []Expr, ctx *OptContext) *Aggregate {
 	agg := &Aggregate{Input: n, GroupBy: keys, Aggs: []*AggCall{{Func: AggSingleValue, Arg: v.Ref(), Typ: v.Type}}}
 	for _, k := range keys {
 		agg.Cols = append(agg.Cols, Column{ID: ctx.IDs.Next(), Name: k.String(), Type: k.Type(), Nullable: true})
@@ -554,11 +636,12 @@ func joinCorrelatedRow(input, sub Node, nullRej bool, ctx *OptContext) (Node, Ex
 	if refs := outerRefs(body); len(refs) > 0 {
 		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins)", refNames(body, refs))
 	}
-	innerKeys, outerKeys, err := correlationKeys(pulled, body, input)
+	value := body.Schema()[0]
+	body, innerKeys, outerKeys, err := correlationGroups(pulled, body, input, ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scalar subquery: %w", err)
 	}
-	agg := singleValue(body, innerKeys, ctx)
+	agg := singleValue(body, value, innerKeys, ctx)
 	var cond []Expr
 	for i := range innerKeys {
 		cond = append(cond, &Binary{Op: OpEq, L: outerKeys[i], R: agg.Cols[i].Ref(), Typ: Bool})
@@ -600,7 +683,8 @@ func markSubquery(input Node, sq *Subquery, ctx *OptContext) (Node, Expr, error)
 	if err := checkUncorrelated(sub, pulled, input); err != nil {
 		return nil, nil, err
 	}
-	innerKeys, outerKeys, err := correlationKeys(pulled, sub, input)
+	first := sub.Schema()[0]
+	sub, innerKeys, outerKeys, err := correlationGroups(pulled, sub, input, ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s inside an expression: %w", sq, err)
 	}
@@ -637,7 +721,7 @@ func markSubquery(input Node, sq *Subquery, ctx *OptContext) (Node, Expr, error)
 		agg := groupJoin(nil, nil, nil)
 		mark = &IsNull{X: agg.Cols[0].Ref(), Negated: true}
 	default:
-		y := Expr(sub.Schema()[0].Ref())
+		y := Expr(first.Ref())
 		x := sq.X
 		xc, yc := x, y
 		if !equalTypes(x, y) {
@@ -717,7 +801,7 @@ func lateralAggregate(j *Join, proj *Project, agg *Aggregate, ctx *OptContext) (
 	if refs := outerRefs(body); intersects(refs, j.Left.Schema().IDs()) {
 		return nil, fmt.Errorf("LATERAL subquery shape is not supported: the left side's columns %s cannot be pulled up out of the aggregate's input", refNames(body, refs))
 	}
-	innerKeys, outerKeys, err := correlationKeys(pulled, body, j.Left)
+	body, innerKeys, outerKeys, err := correlationGroups(pulled, body, j.Left, ctx)
 	if err != nil {
 		return nil, fmt.Errorf("LATERAL aggregate: %w", err)
 	}
