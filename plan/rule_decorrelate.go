@@ -53,10 +53,16 @@ func Decorrelate(n Node, ctx *OptContext) (Node, error) {
 			}
 		case *Join:
 			if x.Cond != nil && hasSubquery(x.Cond) {
-				return nil, fmt.Errorf("subquery in Join is not supported")
+				return decorrelateJoinCond(x, ctx)
 			}
 			if intersects(outerRefs(x.Right), x.Left.Schema().IDs()) {
 				return decorrelateLateral(x, ctx)
+			}
+		case *Aggregate:
+			for _, e := range Exprs(x) {
+				if hasSubquery(e) {
+					return decorrelateAggregate(x, ctx)
+				}
 			}
 		default:
 			for _, e := range Exprs(n) {
@@ -136,6 +142,80 @@ func decorrelateProject(p *Project, ctx *OptContext) (Node, error) {
 	}
 	out.Input = input
 	return out, nil
+}
+
+// decorrelateJoinCond handles subqueries in a join's ON condition: an inner
+// join's condition is a filter over the cross product, and a left join's
+// conjuncts that read only its right side filter that side before the
+// join. A subquery conjunct of an outer join that reads the left side is
+// an error.
+func decorrelateJoinCond(j *Join, ctx *OptContext) (Node, error) {
+	if j.Kind == JoinInner {
+		if intersects(outerRefs(j.Right), j.Left.Schema().IDs()) {
+			return nil, fmt.Errorf("subquery in the ON condition of a LATERAL join is not supported")
+		}
+		o := *j
+		o.Cond = nil
+		return decorrelateFilter(&Filter{Input: &o, Pred: j.Cond}, ctx)
+	}
+	if j.Kind != JoinLeft {
+		return nil, fmt.Errorf("subquery in the ON condition of a %s join is not supported", strings.ToLower(j.Kind.String()))
+	}
+	right := j.Right.Schema().IDs()
+	var keep, push []Expr
+	for _, c := range SplitConjunction(j.Cond) {
+		if !hasSubquery(c) {
+			keep = append(keep, c)
+			continue
+		}
+		if !exprCols(c).SubsetOf(right) {
+			return nil, fmt.Errorf("subquery in the ON condition of a left join reading the left side is not supported: %s", c)
+		}
+		push = append(push, c)
+	}
+	r, err := decorrelateFilter(&Filter{Input: j.Right, Pred: Conjunction(push)}, ctx)
+	if err != nil {
+		return nil, err
+	}
+	o := *j
+	o.Right, o.Cond = r, Conjunction(keep)
+	return &o, nil
+}
+
+// decorrelateAggregate handles subqueries in group keys and aggregate
+// arguments: a Project below the aggregate computes each such expression
+// as a column of its own (decorrelateProject rewrites its subqueries), and
+// the aggregate reads that column.
+func decorrelateAggregate(a *Aggregate, ctx *OptContext) (Node, error) {
+	p := &Project{Input: a.Input}
+	for _, c := range a.Input.Schema() {
+		p.Exprs, p.Cols = append(p.Exprs, c.Ref()), append(p.Cols, c)
+	}
+	lift := func(e Expr) Expr {
+		if e == nil || !hasSubquery(e) {
+			return e
+		}
+		c := Column{ID: ctx.IDs.Next(), Name: e.String(), Type: e.Type(), Nullable: true}
+		p.Exprs, p.Cols = append(p.Exprs, e), append(p.Cols, c)
+		return c.Ref()
+	}
+	o := *a
+	o.GroupBy = make([]Expr, len(a.GroupBy))
+	for i, g := range a.GroupBy {
+		o.GroupBy[i] = lift(g)
+	}
+	o.Aggs = make([]*AggCall, len(a.Aggs))
+	for i, c := range a.Aggs {
+		cc := *c
+		cc.Arg = lift(c.Arg)
+		o.Aggs[i] = &cc
+	}
+	in, err := decorrelateProject(p, ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.Input = in
+	return &o, nil
 }
 
 // semiJoin rewrites an EXISTS / IN subquery conjunct as a Semi or Anti join
@@ -549,11 +629,15 @@ func correlationGroups(pulled []Expr, body, input Node, ctx *OptContext) (Node, 
 // of a comparison among them.
 func correlationDomain(pulled []Expr, body, input Node, ctx *OptContext) (Node, []Expr, []Expr, error) {
 	in := input.Schema()
+	bodyCols := body.Schema().IDs()
 	outerIDs := ColumnSet{}
 	for _, p := range pulled {
 		for id := range ColumnsOf(p) {
-			if in.IndexOf(id) >= 0 {
+			switch {
+			case in.IndexOf(id) >= 0:
 				outerIDs[id] = struct{}{}
+			case !bodyCols.Has(id):
+				return nil, nil, nil, fmt.Errorf("correlated predicate %s refers to a column that is not available where the subquery is used (a query more than one level out, or a column not grouped)", p)
 			}
 		}
 	}
