@@ -95,6 +95,16 @@ func TestDecorrelateGolden(t *testing.T) {
 			t, u := b.tu()
 			return b.star(filter(t, or(eq(col(t, "c"), i64(1)), exists(filter(u, eq(col(u, "x"), col(t, "a")), lt(col(u, "y"), col(t, "b")))))))
 		}},
+		{name: "left_join_on_subquery_filters_right_side", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			u2 := b.scan("u", "u2")
+			return b.star(&Join{Kind: JoinLeft, Left: t, Right: u, Cond: and(eq(col(t, "a"), col(u, "x")), in(col(u, "y"), b.project(u2, nil, col(u2, "u2.y"))))})
+		}},
+		{name: "aggregate_argument_subquery_projected_below", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			sub := b.agg(filter(u, eq(col(u, "x"), col(t, "a"))), nil, countStar())
+			return b.agg(t, []Expr{col(t, "b")}, sum(scalar(sub)))
+		}},
 		{name: "correlated_scalar_row_grouped_by_single_value", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
 			sub := b.project(filter(u, eq(col(u, "x"), col(t, "a"))), nil, col(u, "y"))
