@@ -416,16 +416,24 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		if swap {
 			buildSide = n.Right
 		}
+		// The join is assigned to op only without an error: a nil
+		// *HashJoin in the Operator interface would not compare equal to
+		// nil and would crash whatever reads it.
+		var hj *HashJoin
 		if jt.EmitsUnmatchedBuild() || (p.cfg.BroadcastThreshold > 0 && !n.NullAware &&
 			estimatedBytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
 			// Each partition must see all rows of its keys on both sides.
 			t := p.cfg.TargetPartitions
 			bl = NewRepartition(bl, Partitioning{Kind: PartHash, Count: t, Keys: buildKeys})
 			pr = NewRepartition(pr, Partitioning{Kind: PartHash, Count: t, Keys: probeKeys})
-			op, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
+			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
 		} else {
-			op, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinCollectLeft)
+			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinCollectLeft)
 		}
+		if err != nil {
+			return nil, err
+		}
+		op = hj
 	}
 	if err != nil {
 		return nil, err

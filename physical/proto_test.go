@@ -739,6 +739,14 @@ func TestPlanProtoSQL(t *testing.T) {
 		 from orders where o_orderstatus <> 'P'
 		 group by extract(year from o_orderdate), case when o_orderpriority like '1%' then 'urgent' else 'other' end
 		 order by y, urgency`,
+		`select c_nationkey, c_mktsegment from customer where c_acctbal > 0
+		 intersect all select s_nationkey, 'BUILDING' from supplier
+		 except select n_nationkey, 'AUTOMOBILE' from nation where n_regionkey = 1`,
+		`select c_custkey,
+		   c_nationkey in (select s_nationkey from supplier where s_acctbal > 5000)
+		     or exists (select 1 from orders where o_custkey = c_custkey and o_totalprice > 300000) as m,
+		   (select n_name from nation where n_nationkey = c_nationkey) as nation
+		 from customer order by c_custkey limit 50`,
 	}
 	for i, q := range queries {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -137,3 +137,21 @@ func TestSetOpErrors(t *testing.T) {
 	one.release()
 	mem.AssertSize(t, 0)
 }
+
+// TestPlannerJoinErrorIsReturned: a join the hash join constructor refuses
+// (here a null-aware anti join on two keys) fails planning with that
+// error instead of leaving a nil operator in the plan.
+func TestPlannerJoinErrorIsReturned(t *testing.T) {
+	l, r := testScan(t), testScan(t)
+	eq := func(a, b plan.Expr) plan.Expr {
+		return &plan.Binary{Op: plan.OpEq, L: a, R: b, Typ: arrow.FixedWidthTypes.Boolean}
+	}
+	k := l.Schema()[0].Ref()
+	j := &plan.Join{Kind: plan.JoinAnti, NullAware: true, Left: l, Right: r,
+		Cond: &plan.Binary{Op: plan.OpAnd, L: eq(k, r.Schema()[0].Ref()),
+			R: eq(&plan.Binary{Op: plan.OpAdd, L: k, R: k, Typ: plan.Int64}, r.Schema()[0].Ref()), Typ: arrow.FixedWidthTypes.Boolean}}
+	op, err := Plan(j, PlannerConfig{TargetPartitions: 2})
+	if err == nil {
+		t.Fatalf("planned %s", Format(op))
+	}
+}

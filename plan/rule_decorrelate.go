@@ -103,7 +103,9 @@ func decorrelateFilter(f *Filter, ctx *OptContext) (Node, error) {
 	input := f.Input
 	var keep []Expr
 	for _, c := range SplitConjunction(f.Pred) {
-		if sq, neg, ok := topSubquery(c); ok {
+		// A correlated NOT IN is a mark: the null-aware anti join decides
+		// by NULLs anywhere in the subquery, not in each outer row's set.
+		if sq, neg, ok := topSubquery(c); ok && !(neg && sq.Kind == SubqueryIn && len(outerRefs(sq.Plan)) > 0) {
 			var err error
 			input, err = semiJoin(input, sq, neg, ctx)
 			if err != nil {
