@@ -57,6 +57,9 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 	case plan.AggMin, plan.AggMax:
 		return newAggMinMax(argType, a.Func == plan.AggMax)
 	case plan.AggSingleValue:
+		if argType.ID() == arrow.NULL {
+			return &aggSingleValue{val: aggNulls{}}, nil
+		}
 		val, err := newAggMinMax(argType, true)
 		if err != nil {
 			return nil, fmt.Errorf("scalar subquery of type %s is not supported", argType)
@@ -762,6 +765,23 @@ func (a *aggSingleValue) emitFinal(start, end int, mem memory.Allocator) (arrow.
 }
 
 func (a *aggSingleValue) memSize() int64 { return a.val.memSize() + int64(cap(a.counts))*8 }
+
+// aggNulls is the value of an untyped NULL column (SELECT NULL): always
+// NULL, with no state but the NULL column itself.
+type aggNulls struct{}
+
+func (aggNulls) resize(int)                         {}
+func (aggNulls) update([]int32, arrow.Array) error  { return nil }
+func (aggNulls) merge([]int32, []arrow.Array) error { return nil }
+func (aggNulls) stateTypes() []arrow.DataType       { return []arrow.DataType{arrow.Null} }
+func (aggNulls) memSize() int64                     { return 0 }
+func (aggNulls) emitFinal(start, end int, _ memory.Allocator) (arrow.Array, error) {
+	return array.NewNull(end - start), nil
+}
+func (a aggNulls) emitStates(start, end int, mem memory.Allocator) ([]arrow.Array, error) {
+	v, err := a.emitFinal(start, end, mem)
+	return []arrow.Array{v}, err
+}
 
 // ---- distinct ----
 
