@@ -277,7 +277,7 @@ func castTo(e Expr, t arrow.DataType) Expr {
 // subquery or of input (one level of correlation).
 func checkUncorrelated(sub Node, pulled []Expr, input Node) error {
 	if refs := outerRefs(sub); len(refs) > 0 {
-		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins)", refNames(sub, refs))
+		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort, joins, and GROUP BY for inner = outer equalities)", refNames(sub, refs))
 	}
 	avail := input.Schema().IDs()
 	for id := range sub.Schema().IDs() {
@@ -325,8 +325,10 @@ func refNames(n Node, ids ColumnSet) string {
 // pullCorrelated removes correlated conjuncts (those referring to columns the
 // subquery does not produce) from the Filters reachable from n through
 // Filter, Project, Sort and joins (inner join conditions too; only the left
-// input of Left/Semi/Anti joins), and returns them. Projects on the way are
-// widened to pass through the inner columns the pulled predicates use.
+// input of Left/Semi/Anti joins) and grouped aggregates (inner column =
+// outer equalities only, the column becoming a group key), and returns
+// them. Projects on the way are widened to pass through the inner columns
+// the pulled predicates use.
 func pullCorrelated(n Node) (Node, []Expr, error) {
 	return pullFrom(n, producedCols(n))
 }
@@ -392,6 +394,8 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 			return nil, nil, err
 		}
 		return x.WithChildren([]Node{in}), pulled, nil
+	case *Aggregate:
+		return pullThroughAggregate(x, produced)
 	case *Project:
 		in, pulled, err := pullFrom(x.Input, produced)
 		if err != nil {
@@ -414,6 +418,59 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 		return out, pulled, nil
 	}
 	return n, nil, nil
+}
+
+// pullThroughAggregate pulls correlation equalities out of a grouped
+// aggregate's input: inner column = outer value restricts each evaluation
+// to rows where that column has one value, so grouping by it as well
+// splits no group, and the equality can then be applied to the groups.
+// The aggregate's columns keep their order, the added keys follow (a
+// Project when keys were added). A global aggregate (no GROUP BY) yields a
+// row even for no input, so nothing is pulled through it; nor through an
+// aggregate when a pulled predicate is not such an equality (the outer
+// references then stay and the caller reports the shape).
+func pullThroughAggregate(x *Aggregate, produced ColumnSet) (Node, []Expr, error) {
+	if len(x.GroupBy) == 0 {
+		return x, nil, nil
+	}
+	in, pulled, err := pullFrom(x.Input, produced)
+	if err != nil || len(pulled) == 0 {
+		return x, nil, err
+	}
+	inSchema := in.Schema()
+	o := *x
+	o.Input = in
+	o.GroupBy = append([]Expr(nil), x.GroupBy...)
+	ng := len(x.GroupBy)
+	keys := append(Schema(nil), x.Cols[:ng]...)
+	have := keys.IDs()
+	for _, p := range pulled {
+		b, ok := p.(*Binary)
+		if !ok || b.Op != OpEq {
+			return x, nil, nil
+		}
+		inner, isCol := b.L.(*ColRef)
+		if !isCol || inSchema.IndexOf(inner.ID) < 0 {
+			inner, isCol = b.R.(*ColRef)
+		}
+		if !isCol || inSchema.IndexOf(inner.ID) < 0 {
+			return x, nil, nil
+		}
+		if !have.Has(inner.ID) {
+			keys = append(keys, inSchema[inSchema.IndexOf(inner.ID)])
+			o.GroupBy = append(o.GroupBy, inner)
+			have[inner.ID] = struct{}{}
+		}
+	}
+	o.Cols = append(keys, x.Cols[ng:]...)
+	if len(keys) == ng {
+		return &o, pulled, nil
+	}
+	out := &Project{Input: &o}
+	for _, c := range append(append(Schema(nil), x.Cols...), keys[ng:]...) {
+		out.Exprs, out.Cols = append(out.Exprs, c.Ref()), append(out.Cols, c)
+	}
+	return out, pulled, nil
 }
 
 // oneRow reports whether n certainly produces exactly one row.
@@ -610,7 +667,7 @@ func joinCorrelatedRow(input, sub Node, nullRej bool, ctx *OptContext) (Node, Ex
 		return nil, nil, err
 	}
 	if refs := outerRefs(body); len(refs) > 0 {
-		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins)", refNames(body, refs))
+		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort, joins, and GROUP BY for inner = outer equalities)", refNames(body, refs))
 	}
 	value := body.Schema()[0]
 	body, innerKeys, outerKeys, err := correlationGroups(pulled, body, input, ctx)

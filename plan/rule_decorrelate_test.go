@@ -115,9 +115,14 @@ func TestDecorrelateGolden(t *testing.T) {
 			sub := b.agg(filter(u, lt(col(u, "x"), col(t, "a"))), nil, sum(col(u, "y")))
 			return b.star(filter(t, eq(col(t, "b"), scalar(sub))))
 		}},
-		{name: "correlation_below_aggregate_in_exists_rejected", apply: Decorrelate, build: func(b *tb) Node {
+		{name: "correlation_below_aggregate_becomes_group_key", apply: Decorrelate, build: func(b *tb) Node {
 			t, u := b.tu()
 			sub := b.agg(filter(u, eq(col(u, "x"), col(t, "a"))), []Expr{col(u, "y")}, countStar())
+			return b.star(filter(t, exists(sub)))
+		}},
+		{name: "non_equality_below_aggregate_in_exists_rejected", apply: Decorrelate, build: func(b *tb) Node {
+			t, u := b.tu()
+			sub := b.agg(filter(u, lt(col(u, "x"), col(t, "a"))), []Expr{col(u, "y")}, countStar())
 			return b.star(filter(t, exists(sub)))
 		}},
 	}...)
