@@ -35,7 +35,7 @@ func decorrelateLateral(j *Join, ctx *OptContext) (Node, error) {
 		return nil, err
 	}
 	if refs := outerRefs(sub); intersects(refs, j.Left.Schema().IDs()) {
-		return nil, fmt.Errorf("LATERAL subquery shape is not supported: the left side's columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins; or one aggregate without GROUP BY at the top)", refNames(sub, refs))
+		return nil, fmt.Errorf("LATERAL subquery shape is not supported: the left side's columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort, joins and GROUP BY for inner = outer equalities; or one aggregate without GROUP BY at the top)", refNames(sub, refs))
 	}
 	if err := checkUncorrelated(sub, pulled, j.Left); err != nil {
 		return nil, err
