@@ -271,6 +271,11 @@ func aggStateSuffix(f plan.AggFunc, i int) string {
 		return [...]string{"[string]", "[delimiter]"}[i]
 	case plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
 		return [...]string{"[count]", "[mean_y]", "[mean_x]", "[comoment]", "[m2_y]", "[m2_x]"}[i]
+	case plan.AggSingleValue:
+		if i == 0 {
+			return "[value]"
+		}
+		return "[count]"
 	}
 	return [...]string{"[count]", "[mean]", "[m2]"}[i]
 }

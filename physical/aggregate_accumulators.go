@@ -78,6 +78,15 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 			return nil, fmt.Errorf("string_agg needs two text arguments")
 		}
 		return &aggStringAgg{}, nil
+	case plan.AggSingleValue:
+		if argType.ID() == arrow.NULL {
+			return &aggSingleValue{val: aggNulls{}}, nil
+		}
+		val, err := newAggMinMax(argType, true)
+		if err != nil {
+			return nil, fmt.Errorf("scalar subquery of type %s is not supported", argType)
+		}
+		return &aggSingleValue{val: val}, nil
 	}
 	return nil, fmt.Errorf("aggregate function %v is not supported", a.Func)
 }
@@ -713,6 +722,88 @@ func (m *aggMinMax[T]) emitFinal(start, end int, mem memory.Allocator) (arrow.Ar
 }
 
 func (m *aggMinMax[T]) memSize() int64 { return int64(cap(m.vals)) * (m.width + 1) }
+
+// ---- single value ----
+
+// ErrSubqueryRows is PostgreSQL's error for a scalar subquery that returns
+// more than one row (for one outer row, when correlated).
+var ErrSubqueryRows = expr.NewDataError("more than one row returned by a subquery used as an expression")
+
+// aggSingleValue counts each group's rows and fails at the second one; the
+// value is kept by a max accumulator, which for at most one row is that
+// row's value (NULL for none, or a NULL value). Its states are the value
+// and the row count, so partial states from several partitions merge into
+// a count that still catches two rows of one group.
+type aggSingleValue struct {
+	val    aggAccumulator
+	counts []int64
+}
+
+func (a *aggSingleValue) resize(n int) {
+	a.val.resize(n)
+	a.counts = growSlice(a.counts, n)
+}
+
+func (a *aggSingleValue) update(gids []int32, arg arrow.Array) error {
+	for _, g := range gids {
+		a.counts[g]++
+		if a.counts[g] > 1 {
+			return ErrSubqueryRows
+		}
+	}
+	return a.val.update(gids, arg)
+}
+
+func (a *aggSingleValue) merge(gids []int32, states []arrow.Array) error {
+	st := states[1].(*array.Int64)
+	for i, g := range gids {
+		if st.IsValid(i) {
+			a.counts[g] += st.Value(i)
+			if a.counts[g] > 1 {
+				return ErrSubqueryRows
+			}
+		}
+	}
+	return a.val.merge(gids, states[:1])
+}
+
+func (a *aggSingleValue) stateTypes() []arrow.DataType {
+	return append(a.val.stateTypes(), plan.Int64)
+}
+
+func (a *aggSingleValue) emitStates(start, end int, mem memory.Allocator) ([]arrow.Array, error) {
+	vals, err := a.val.emitStates(start, end, mem)
+	if err != nil {
+		return nil, err
+	}
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.AppendValues(a.counts[start:end], nil)
+	return append(vals, b.NewArray()), nil
+}
+
+func (a *aggSingleValue) emitFinal(start, end int, mem memory.Allocator) (arrow.Array, error) {
+	return a.val.emitFinal(start, end, mem)
+}
+
+func (a *aggSingleValue) memSize() int64 { return a.val.memSize() + int64(cap(a.counts))*8 }
+
+// aggNulls is the value of an untyped NULL column (SELECT NULL): always
+// NULL, with no state but the NULL column itself.
+type aggNulls struct{}
+
+func (aggNulls) resize(int)                         {}
+func (aggNulls) update([]int32, arrow.Array) error  { return nil }
+func (aggNulls) merge([]int32, []arrow.Array) error { return nil }
+func (aggNulls) stateTypes() []arrow.DataType       { return []arrow.DataType{arrow.Null} }
+func (aggNulls) memSize() int64                     { return 0 }
+func (aggNulls) emitFinal(start, end int, _ memory.Allocator) (arrow.Array, error) {
+	return array.NewNull(end - start), nil
+}
+func (a aggNulls) emitStates(start, end int, mem memory.Allocator) ([]arrow.Array, error) {
+	v, err := a.emitFinal(start, end, mem)
+	return []arrow.Array{v}, err
+}
 
 // ---- distinct ----
 

@@ -165,6 +165,8 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 			ins[i] = renameTo(op, c.Schema(), n.Cols)
 		}
 		return NewFoldedUnion(ins, p.cfg.TargetPartitions), nil
+	case *plan.SetOp:
+		return p.setOp(n)
 	case *plan.Values:
 		rows := make([][]expr.Expr, len(n.Rows))
 		for i, r := range n.Rows {
@@ -454,16 +456,24 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		if swap {
 			buildSide = n.Right
 		}
+		// The join is assigned to op only without an error: a nil
+		// *HashJoin in the Operator interface would not compare equal to
+		// nil and would crash whatever reads it.
+		var hj *HashJoin
 		if jt.EmitsUnmatchedBuild() || (p.cfg.BroadcastThreshold > 0 && !n.NullAware &&
 			estimatedBytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
 			// Each partition must see all rows of its keys on both sides.
 			t := p.cfg.TargetPartitions
 			bl = NewRepartition(bl, Partitioning{Kind: PartHash, Count: t, Keys: buildKeys})
 			pr = NewRepartition(pr, Partitioning{Kind: PartHash, Count: t, Keys: probeKeys})
-			op, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
+			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
 		} else {
-			op, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinCollectLeft)
+			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinCollectLeft)
 		}
+		if err != nil {
+			return nil, err
+		}
+		op = hj
 	}
 	if err != nil {
 		return nil, err
@@ -479,6 +489,34 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		op = NewProjection(op, exprs, names(out))
 	}
 	return op, nil
+}
+
+// setOp plans INTERSECT / EXCEPT: equal rows of both inputs must meet in
+// one partition, so both are hash-partitioned by all their columns (the
+// binder cast them to the same types, so equal rows hash alike), or
+// gathered into one partition when the target is one.
+func (p *planner) setOp(n *plan.SetOp) (Operator, error) {
+	sides := make([]Operator, 2)
+	for i, c := range []plan.Node{n.Left, n.Right} {
+		op, err := p.plan(c)
+		if err != nil {
+			return nil, err
+		}
+		t := p.cfg.TargetPartitions
+		if t <= 1 {
+			if op.OutputPartitioning().Count > 1 {
+				op = NewCoalescePartitions(op)
+			}
+		} else {
+			keys := make([]expr.Expr, len(c.Schema()))
+			for j, col := range c.Schema() {
+				keys[j] = &expr.Column{Index: j, Name: col.Name, Type: col.Type}
+			}
+			op = NewRepartition(op, Partitioning{Kind: PartHash, Count: t, Keys: keys})
+		}
+		sides[i] = op
+	}
+	return NewSetOp(sides[0], sides[1], n.Kind, n.All, ArrowSchema(n.Cols))
 }
 
 func (p *planner) sortKeys(keys []plan.SortKey, in plan.Schema) ([]SortKey, error) {

@@ -219,6 +219,18 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		}
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_GenerateSeries{GenerateSeries: &rpc.GenerateSeriesNode{
 			Schema: schema, Start: args[0], Stop: args[1], Step: args[2]}}}, nil
+	case *SetOp:
+		l, r, err := c.encode2(op.left, op.right)
+		if err != nil {
+			return nil, err
+		}
+		schema, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("set operation: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_SetOp{SetOp: &rpc.SetOpNode{
+			Left: l, Right: r, Kind: int32(op.kind), All: op.all, Schema: schema,
+		}}}, nil
 	case *CoalescePartitions:
 		in, err := c.encode(op.input)
 		if err != nil {
@@ -442,6 +454,20 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			ins[i] = in
 		}
 		return NewFoldedUnion(ins, int(m.Union.GetFolded())), nil
+	case *rpc.PhysicalPlan_SetOp:
+		left, right, err := c.decode2(m.SetOp.GetLeft(), m.SetOp.GetRight())
+		if err != nil {
+			return nil, err
+		}
+		kind := plan.SetOpKind(m.SetOp.GetKind())
+		if kind != plan.SetIntersect && kind != plan.SetExcept {
+			return nil, fmt.Errorf("unknown set operation kind %d", kind)
+		}
+		schema, err := expr.SchemaFromProto(m.SetOp.GetSchema())
+		if err != nil {
+			return nil, err
+		}
+		return NewSetOp(left, right, kind, m.SetOp.GetAll(), schema)
 	case *rpc.PhysicalPlan_Values:
 		schema, err := expr.SchemaFromProto(m.Values.GetSchema())
 		if err != nil {

@@ -255,6 +255,13 @@ func operatorCases(t *testing.T) []struct {
 			&expr.Column{Index: 1, Name: "kqty", Type: plan.Int32},
 			&expr.Column{Index: 2, Name: "gid", Type: plan.Int64},
 		}}), AggFinal, expandKeys, []string{"kname", "kqty", "gid"}, statAggs[:4])))
+	idNameSchema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: plan.Int64, Nullable: true}, {Name: "name", Type: plan.Utf8, Nullable: true},
+	}, nil)
+	byIDName := func(op Operator) Operator {
+		return NewRepartition(op, Partitioning{Kind: PartHash, Count: 3, Keys: []expr.Expr{
+			&expr.Column{Index: 0, Name: "id", Type: plan.Int64}, &expr.Column{Index: 1, Name: "name", Type: plan.Utf8}}})
+	}
 	return []struct {
 		name  string
 		op    Operator
@@ -303,6 +310,10 @@ func operatorCases(t *testing.T) []struct {
 		{"limit without count", NewLimit(scan(2), 95, -1), true},
 		{"union", NewUnion([]Operator{NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"}), csvIDName}), true},
 		{"folded union", NewFoldedUnion([]Operator{NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"}), csvIDName}, 2), false},
+		{"set op except all", must(NewSetOp(byIDName(NewProjection(scan(2), []expr.Expr{tID, tName}, []string{"id", "name"})),
+			byIDName(csvIDName), plan.SetExcept, true, idNameSchema)), false},
+		{"set op intersect", must(NewSetOp(byIDName(NewProjection(scan(3), []expr.Expr{tID, tName}, []string{"id", "name"})),
+			byIDName(NewProjection(scan(1), []expr.Expr{tID, tName}, []string{"id", "name"})), plan.SetIntersect, false, idNameSchema)), false},
 		{"values", NewValues(valuesSchema, [][]expr.Expr{
 			{pLit(plan.Int64, int64(1)), pLit(plan.Utf8, "one")},
 			{pLit(plan.Null, nil), pLit(plan.Utf8, nil)},
@@ -373,7 +384,7 @@ func TestPlanProtoEveryOperator(t *testing.T) {
 	// shipped; TestPlanProtoErrors covers it).
 	for _, want := range []string{"ParquetScan", "CSVScan", "Filter", "Projection", "HashAggregate", "HashJoin",
 		"NestedLoopJoin", "Sort", "SortPreservingMerge", "Limit", "Union", "Values", "CoalescePartitions",
-		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand", "Window"} {
+		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand", "Window", "SetOp"} {
 		if !seen["*physical."+want] {
 			t.Errorf("no round-trip case for %s", want)
 		}
@@ -799,6 +810,14 @@ func TestPlanProtoSQL(t *testing.T) {
 		   sum(o_totalprice) over (partition by o_custkey order by o_orderkey rows between 1 preceding and current row) as pair,
 		   rank() over (order by o_totalprice desc) as overall
 		 from orders order by o_custkey, o_orderkey limit 50`,
+		`select c_nationkey, c_mktsegment from customer where c_acctbal > 0
+		 intersect all select s_nationkey, 'BUILDING' from supplier
+		 except select n_nationkey, 'AUTOMOBILE' from nation where n_regionkey = 1`,
+		`select c_custkey,
+		   c_nationkey in (select s_nationkey from supplier where s_acctbal > 5000)
+		     or exists (select 1 from orders where o_custkey = c_custkey and o_totalprice > 300000) as m,
+		   (select n_name from nation where n_nationkey = c_nationkey) as nation
+		 from customer order by c_custkey limit 50`,
 	}
 	for i, q := range queries {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -172,11 +172,15 @@ const (
 	AggStringAgg
 	AggBoolAnd
 	AggBoolOr
+	// AggSingleValue is a scalar subquery's value: the value of the
+	// group's one row, NULL when there is none, and an error when there
+	// is more than one (only the decorrelator introduces it).
+	AggSingleValue
 )
 
 var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
 	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
-	"string_agg", "bool_and", "bool_or"}
+	"string_agg", "bool_and", "bool_or", "single_value"}
 
 // NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
 // NumAggFuncs-1).

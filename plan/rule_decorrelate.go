@@ -16,20 +16,28 @@ import (
 //     out of q's Filters into the join condition;
 //   - x IN (q) becomes a Semi join on x = q's column (plus pulled-up
 //     predicates); x NOT IN (q) a null-aware Anti join;
+//   - EXISTS / IN inside an expression (under OR, NOT, CASE, in a select
+//     list) becomes left joins with grouped subqueries and a three-valued
+//     mark expression (markSubquery);
 //   - an uncorrelated scalar subquery becomes a join with no condition
-//     (Inner when q is a one-row aggregate or the use is null-rejecting, else
-//     Left so an empty q yields NULL), referenced through q's column. A q
-//     that returns more than one row is not detected here: the join then
-//     duplicates rows, where SQL requires an error — the physical plan must
-//     enforce the one-row rule if it matters;
+//     with q, which is made one row by a single_value aggregate unless it
+//     is one already: NULL when q is empty, a run-time error when q has
+//     more than one row;
 //   - a correlated scalar subquery over an aggregate without GROUP BY
 //     (TPC-H q2, q17, q20) is grouped by its inner correlation columns and
 //     joined on the correlation equalities (Inner when the use is
 //     null-rejecting, else Left). count(...) results come back as
-//     coalesce(count, 0) over a Left join, because an empty group must count 0.
+//     coalesce(count, 0) over a Left join, because an empty group must
+//     count 0. Any other correlated scalar subquery is grouped the same
+//     way under single_value, which fails when an outer row has more than
+//     one row;
+//   - a join whose right side refers to its left side's columns (LATERAL)
+//     has the correlation pulled into its condition (decorrelateLateral).
 //
-// Unsupported shapes (EXISTS/IN under OR or NOT-of-expressions, subqueries
-// outside Filter/Project, correlation the rule cannot pull up) are errors.
+// Correlated conjuncts may sit in an OR whose branches all hold them (TPC-DS
+// q41): the common conjuncts are factored out first. Unsupported shapes
+// (subqueries outside Filter/Project, correlation the rule cannot pull up,
+// non-equality correlation where grouping keys are needed) are errors.
 func Decorrelate(n Node, ctx *OptContext) (Node, error) {
 	return transformUpErr(n, func(n Node) (Node, error) {
 		switch x := n.(type) {
@@ -41,6 +49,19 @@ func Decorrelate(n Node, ctx *OptContext) (Node, error) {
 			for _, e := range x.Exprs {
 				if hasSubquery(e) {
 					return decorrelateProject(x, ctx)
+				}
+			}
+		case *Join:
+			if x.Cond != nil && hasSubquery(x.Cond) {
+				return decorrelateJoinCond(x, ctx)
+			}
+			if intersects(outerRefs(x.Right), x.Left.Schema().IDs()) {
+				return decorrelateLateral(x, ctx)
+			}
+		case *Aggregate:
+			for _, e := range Exprs(x) {
+				if hasSubquery(e) {
+					return decorrelateAggregate(x, ctx)
 				}
 			}
 		default:
@@ -82,7 +103,9 @@ func decorrelateFilter(f *Filter, ctx *OptContext) (Node, error) {
 	input := f.Input
 	var keep []Expr
 	for _, c := range SplitConjunction(f.Pred) {
-		if sq, neg, ok := topSubquery(c); ok {
+		// A correlated NOT IN is a mark: the null-aware anti join decides
+		// by NULLs anywhere in the subquery, not in each outer row's set.
+		if sq, neg, ok := topSubquery(c); ok && !(neg && sq.Kind == SubqueryIn && len(outerRefs(sq.Plan)) > 0) {
 			var err error
 			input, err = semiJoin(input, sq, neg, ctx)
 			if err != nil {
@@ -121,6 +144,80 @@ func decorrelateProject(p *Project, ctx *OptContext) (Node, error) {
 	}
 	out.Input = input
 	return out, nil
+}
+
+// decorrelateJoinCond handles subqueries in a join's ON condition: an inner
+// join's condition is a filter over the cross product, and a left join's
+// conjuncts that read only its right side filter that side before the
+// join. A subquery conjunct of an outer join that reads the left side is
+// an error.
+func decorrelateJoinCond(j *Join, ctx *OptContext) (Node, error) {
+	if j.Kind == JoinInner {
+		if intersects(outerRefs(j.Right), j.Left.Schema().IDs()) {
+			return nil, fmt.Errorf("subquery in the ON condition of a LATERAL join is not supported")
+		}
+		o := *j
+		o.Cond = nil
+		return decorrelateFilter(&Filter{Input: &o, Pred: j.Cond}, ctx)
+	}
+	if j.Kind != JoinLeft {
+		return nil, fmt.Errorf("subquery in the ON condition of a %s join is not supported", strings.ToLower(j.Kind.String()))
+	}
+	right := j.Right.Schema().IDs()
+	var keep, push []Expr
+	for _, c := range SplitConjunction(j.Cond) {
+		if !hasSubquery(c) {
+			keep = append(keep, c)
+			continue
+		}
+		if !exprCols(c).SubsetOf(right) {
+			return nil, fmt.Errorf("subquery in the ON condition of a left join reading the left side is not supported: %s", c)
+		}
+		push = append(push, c)
+	}
+	r, err := decorrelateFilter(&Filter{Input: j.Right, Pred: Conjunction(push)}, ctx)
+	if err != nil {
+		return nil, err
+	}
+	o := *j
+	o.Right, o.Cond = r, Conjunction(keep)
+	return &o, nil
+}
+
+// decorrelateAggregate handles subqueries in group keys and aggregate
+// arguments: a Project below the aggregate computes each such expression
+// as a column of its own (decorrelateProject rewrites its subqueries), and
+// the aggregate reads that column.
+func decorrelateAggregate(a *Aggregate, ctx *OptContext) (Node, error) {
+	p := &Project{Input: a.Input}
+	for _, c := range a.Input.Schema() {
+		p.Exprs, p.Cols = append(p.Exprs, c.Ref()), append(p.Cols, c)
+	}
+	lift := func(e Expr) Expr {
+		if e == nil || !hasSubquery(e) {
+			return e
+		}
+		c := Column{ID: ctx.IDs.Next(), Name: e.String(), Type: e.Type(), Nullable: true}
+		p.Exprs, p.Cols = append(p.Exprs, e), append(p.Cols, c)
+		return c.Ref()
+	}
+	o := *a
+	o.GroupBy = make([]Expr, len(a.GroupBy))
+	for i, g := range a.GroupBy {
+		o.GroupBy[i] = lift(g)
+	}
+	o.Aggs = make([]*AggCall, len(a.Aggs))
+	for i, c := range a.Aggs {
+		cc := *c
+		cc.Arg = lift(c.Arg)
+		o.Aggs[i] = &cc
+	}
+	in, err := decorrelateProject(p, ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.Input = in
+	return &o, nil
 }
 
 // semiJoin rewrites an EXISTS / IN subquery conjunct as a Semi or Anti join
@@ -180,7 +277,7 @@ func castTo(e Expr, t arrow.DataType) Expr {
 // subquery or of input (one level of correlation).
 func checkUncorrelated(sub Node, pulled []Expr, input Node) error {
 	if refs := outerRefs(sub); len(refs) > 0 {
-		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort and joins)", refNames(sub, refs))
+		return fmt.Errorf("correlated subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort, joins, and GROUP BY for inner = outer equalities)", refNames(sub, refs))
 	}
 	avail := input.Schema().IDs()
 	for id := range sub.Schema().IDs() {
@@ -228,9 +325,10 @@ func refNames(n Node, ids ColumnSet) string {
 // pullCorrelated removes correlated conjuncts (those referring to columns the
 // subquery does not produce) from the Filters reachable from n through
 // Filter, Project, Sort, joins (inner join conditions too; only the left
-// input of Left/Semi/Anti joins) and windows (conjuncts on their partition
-// keys only), and returns them. Projects on the way are
-// widened to pass through the inner columns the pulled predicates use.
+// input of Left/Semi/Anti joins), windows (conjuncts on their partition
+// keys only) and grouped aggregates (inner column = outer equalities only,
+// the column becoming a group key), and returns them. Projects on the way
+// are widened to pass through the inner columns the pulled predicates use.
 func pullCorrelated(n Node) (Node, []Expr, error) {
 	return pullFrom(n, producedCols(n))
 }
@@ -239,7 +337,10 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 	switch x := n.(type) {
 	case *Filter:
 		var keep, pulled []Expr
-		for _, c := range SplitConjunction(x.Pred) {
+		// Factoring an OR's common conjuncts out first lets a correlation
+		// equality repeated in every branch (TPC-DS q41) be pulled alone,
+		// leaving the uncorrelated rest of the OR in the subquery.
+		for _, c := range SplitConjunction(factorExpr(x.Pred)) {
 			if hasSubquery(c) {
 				keep = append(keep, c)
 				continue
@@ -312,6 +413,8 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 			}
 		}
 		return x.WithChildren([]Node{in}), pulled, nil
+	case *Aggregate:
+		return pullThroughAggregate(x, produced)
 	case *Project:
 		in, pulled, err := pullFrom(x.Input, produced)
 		if err != nil {
@@ -334,6 +437,59 @@ func pullFrom(n Node, produced ColumnSet) (Node, []Expr, error) {
 		return out, pulled, nil
 	}
 	return n, nil, nil
+}
+
+// pullThroughAggregate pulls correlation equalities out of a grouped
+// aggregate's input: inner column = outer value restricts each evaluation
+// to rows where that column has one value, so grouping by it as well
+// splits no group, and the equality can then be applied to the groups.
+// The aggregate's columns keep their order, the added keys follow (a
+// Project when keys were added). A global aggregate (no GROUP BY) yields a
+// row even for no input, so nothing is pulled through it; nor through an
+// aggregate when a pulled predicate is not such an equality (the outer
+// references then stay and the caller reports the shape).
+func pullThroughAggregate(x *Aggregate, produced ColumnSet) (Node, []Expr, error) {
+	if len(x.GroupBy) == 0 {
+		return x, nil, nil
+	}
+	in, pulled, err := pullFrom(x.Input, produced)
+	if err != nil || len(pulled) == 0 {
+		return x, nil, err
+	}
+	inSchema := in.Schema()
+	o := *x
+	o.Input = in
+	o.GroupBy = append([]Expr(nil), x.GroupBy...)
+	ng := len(x.GroupBy)
+	keys := append(Schema(nil), x.Cols[:ng]...)
+	have := keys.IDs()
+	for _, p := range pulled {
+		b, ok := p.(*Binary)
+		if !ok || b.Op != OpEq {
+			return x, nil, nil
+		}
+		inner, isCol := b.L.(*ColRef)
+		if !isCol || inSchema.IndexOf(inner.ID) < 0 {
+			inner, isCol = b.R.(*ColRef)
+		}
+		if !isCol || inSchema.IndexOf(inner.ID) < 0 {
+			return x, nil, nil
+		}
+		if !have.Has(inner.ID) {
+			keys = append(keys, inSchema[inSchema.IndexOf(inner.ID)])
+			o.GroupBy = append(o.GroupBy, inner)
+			have[inner.ID] = struct{}{}
+		}
+	}
+	o.Cols = append(keys, x.Cols[ng:]...)
+	if len(keys) == ng {
+		return &o, pulled, nil
+	}
+	out := &Project{Input: &o}
+	for _, c := range append(append(Schema(nil), x.Cols...), keys[ng:]...) {
+		out.Exprs, out.Cols = append(out.Exprs, c.Ref()), append(out.Cols, c)
+	}
+	return out, pulled, nil
 }
 
 // oneRow reports whether n certainly produces exactly one row.
@@ -384,27 +540,23 @@ func nullRejectingUse(c Expr, sq *Subquery) bool {
 // whereConj says e is a WHERE conjunct (so null-rejecting uses may join Inner).
 func replaceScalars(input Node, e Expr, whereConj bool, ctx *OptContext) (Node, Expr, error) {
 	var sqs []*Subquery
-	var bad Expr
 	Walk(e, func(x Expr) bool {
 		if sq, ok := x.(*Subquery); ok {
-			if sq.Kind != SubqueryScalar {
-				bad = sq
-			} else {
-				sqs = append(sqs, sq)
-			}
+			sqs = append(sqs, sq)
 			return false
 		}
 		return true
 	})
-	if bad != nil {
-		return nil, nil, fmt.Errorf("%s is only supported as a top-level WHERE conjunct (not under OR, NOT of an expression, or in a select list): %s", bad, e)
-	}
 	repl := map[*Subquery]Expr{}
 	for _, sq := range sqs {
-		nullRej := whereConj && nullRejectingUse(e, sq)
 		var err error
 		var r Expr
-		input, r, err = joinScalar(input, sq, nullRej, ctx)
+		if sq.Kind == SubqueryScalar {
+			nullRej := whereConj && nullRejectingUse(e, sq)
+			input, r, err = joinScalar(input, sq, nullRej, ctx)
+		} else {
+			input, r, err = markSubquery(input, sq, ctx)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -430,11 +582,11 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 		return nil, nil, fmt.Errorf("scalar subquery must return one column, got %d", len(sub.Schema()))
 	}
 	if len(outerRefs(sub)) == 0 {
-		kind := JoinLeft
-		if nullRej || oneRow(sub) {
-			kind = JoinInner
+		if !oneRow(sub) {
+			// At most one row, or the query fails: single_value checks.
+			sub = singleValue(sub, sub.Schema()[0], nil, ctx)
 		}
-		return &Join{Kind: kind, Left: input, Right: sub}, sub.Schema()[0].Ref(), nil
+		return &Join{Kind: JoinInner, Left: input, Right: sub}, sub.Schema()[0].Ref(), nil
 	}
 	// Correlated: [Project] over Aggregate without GROUP BY.
 	var proj *Project
@@ -444,7 +596,7 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 	}
 	agg, ok := top.(*Aggregate)
 	if !ok || len(agg.GroupBy) > 0 {
-		return nil, nil, fmt.Errorf("correlated scalar subquery is only supported as an aggregate without GROUP BY (like select min(x) from ... where inner = outer)")
+		return joinCorrelatedRow(input, sub, nullRej, ctx)
 	}
 	body, pulled, err := pullCorrelated(agg.Input)
 	if err != nil {
@@ -453,23 +605,9 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 	if refs := outerRefs(body); len(refs) > 0 {
 		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s cannot be pulled up", refNames(body, refs))
 	}
-	bodyCols := body.Schema().IDs()
-	outerAvail := input.Schema().IDs()
-	var innerKeys, outerKeys []Expr
-	for _, p := range pulled {
-		b, ok := p.(*Binary)
-		if !ok || b.Op != OpEq {
-			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
-		}
-		l, r := ColumnsOf(b.L), ColumnsOf(b.R)
-		switch {
-		case l.SubsetOf(bodyCols) && r.SubsetOf(outerAvail) && len(l) > 0:
-			innerKeys, outerKeys = append(innerKeys, b.L), append(outerKeys, b.R)
-		case r.SubsetOf(bodyCols) && l.SubsetOf(outerAvail) && len(r) > 0:
-			innerKeys, outerKeys = append(innerKeys, b.R), append(outerKeys, b.L)
-		default:
-			return nil, nil, fmt.Errorf("correlated predicate %s in a scalar subquery is not supported (only inner = outer equalities)", p)
-		}
+	body, innerKeys, outerKeys, err := correlationGroups(pulled, body, input, ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scalar subquery: %w", err)
 	}
 	newAgg := &Aggregate{Input: body, GroupBy: innerKeys, Aggs: agg.Aggs}
 	var cond []Expr
@@ -520,6 +658,51 @@ func joinScalar(input Node, sq *Subquery, nullRej bool, ctx *OptContext) (Node, 
 		valueExpr = &Func{Name: "coalesce", Args: []Expr{value.Ref(), zeroOf(c)}, Typ: value.Type}
 	}
 	return &Join{Kind: kind, Left: input, Right: right, Cond: Conjunction(cond)}, valueExpr, nil
+}
+
+// singleValue aggregates n's column v with single_value, grouped by
+// keys: one row per group holding the group's one value, NULL when the
+// group is empty (no groups: always one row), and a run-time error when a
+// group has more than one row. The output is the group keys, then the
+// value.
+func singleValue(n Node, v Column, keys []Expr, ctx *OptContext) *Aggregate {
+	agg := &Aggregate{Input: n, GroupBy: keys, Aggs: []*AggCall{{Func: AggSingleValue, Arg: v.Ref(), Typ: v.Type}}}
+	for _, k := range keys {
+		agg.Cols = append(agg.Cols, Column{ID: ctx.IDs.Next(), Name: k.String(), Type: k.Type(), Nullable: true})
+	}
+	agg.Cols = append(agg.Cols, Column{ID: ctx.IDs.Next(), Name: v.Name, Table: v.Table, Type: v.Type, Nullable: true})
+	return agg
+}
+
+// joinCorrelatedRow decorrelates a scalar subquery that is not an
+// aggregate (select x from t where t.k = outer.k): its correlation
+// equalities become group keys of a single_value aggregate, which yields
+// the one row per key or fails the query when a key has more, and the
+// outer rows join it on those keys (Left, so a key without rows gives
+// NULL; Inner when the use rejects NULLs anyway).
+func joinCorrelatedRow(input, sub Node, nullRej bool, ctx *OptContext) (Node, Expr, error) {
+	body, pulled, err := pullCorrelated(sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	if refs := outerRefs(body); len(refs) > 0 {
+		return nil, nil, fmt.Errorf("correlated scalar subquery shape is not supported: outer columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort, joins, and GROUP BY for inner = outer equalities)", refNames(body, refs))
+	}
+	value := body.Schema()[0]
+	body, innerKeys, outerKeys, err := correlationGroups(pulled, body, input, ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scalar subquery: %w", err)
+	}
+	agg := singleValue(body, value, innerKeys, ctx)
+	var cond []Expr
+	for i := range innerKeys {
+		cond = append(cond, &Binary{Op: OpEq, L: outerKeys[i], R: agg.Cols[i].Ref(), Typ: Bool})
+	}
+	kind := JoinLeft
+	if nullRej {
+		kind = JoinInner
+	}
+	return &Join{Kind: kind, Left: input, Right: agg, Cond: Conjunction(cond)}, agg.Cols[len(innerKeys)].Ref(), nil
 }
 
 // zeroOf is a 0 literal of e's (count) type.

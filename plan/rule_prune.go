@@ -162,6 +162,13 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 			o.Inputs[i] = prune(in, in.Schema().IDs(), true)
 		}
 		return &o
+	case *SetOp:
+		// Every column takes part in the comparison, and the inputs are
+		// matched by position.
+		o := *x
+		o.Left = prune(x.Left, x.Left.Schema().IDs(), true)
+		o.Right = prune(x.Right, x.Right.Schema().IDs(), true)
+		return &o
 	}
 	return n
 }

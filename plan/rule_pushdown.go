@@ -15,6 +15,7 @@ package plan
 //
 // Below an Expand (grouping sets) nothing moves: conjuncts above its
 // aggregate name the expanded key columns, which the Expand creates.
+// Conjuncts over an INTERSECT or EXCEPT filter both of its inputs.
 //
 // Nothing moves below a Limit (that would change which rows are kept), into
 // a Union, or past a Right/Full join. Conjuncts containing subqueries stay
@@ -92,6 +93,20 @@ func push(n Node, preds []Expr) Node {
 		return filterOver(&o, stay)
 	case *Join:
 		return pushJoin(x, preds)
+	case *SetOp:
+		// Rows are compared whole, so a row and its equal on the other
+		// side pass or fail a (deterministic) predicate alike: filtering
+		// both inputs keeps the same matches and the same counts.
+		ldefs, rdefs := map[ColumnID]Expr{}, map[ColumnID]Expr{}
+		ls, rs := x.Left.Schema(), x.Right.Schema()
+		for i, c := range x.Cols {
+			ldefs[c.ID], rdefs[c.ID] = ls[i].Ref(), rs[i].Ref()
+		}
+		lp, stay := splitSubstitutable(preds, ldefs)
+		rp, _ := splitSubstitutable(preds, rdefs)
+		o := *x
+		o.Left, o.Right = push(x.Left, lp), push(x.Right, rp)
+		return filterOver(&o, stay)
 	case *Scan:
 		cols := x.Cols.IDs()
 		var in, stay []Expr

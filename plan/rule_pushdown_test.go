@@ -19,6 +19,13 @@ func TestPushDownGolden(t *testing.T) {
 			a := b.agg(t, []Expr{col(t, "a")}, countStar())
 			return filter(a, eq(a.Cols[0].Ref(), i64(3)), gt(a.Cols[1].Ref(), i64(10)))
 		}},
+		{name: "into_both_inputs_of_except", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			l, r := b.project(t, nil, col(t, "a")), b.project(u, nil, col(u, "x"))
+			s := &SetOp{Kind: SetExcept, All: true, Left: l, Right: r,
+				Cols: Schema{{ID: b.ids.Next(), Name: "a", Type: l.Cols[0].Type, Nullable: true}}}
+			return filter(s, gt(s.Cols[0].Ref(), i64(1)))
+		}},
 		{name: "not_below_limit", apply: PushDownPredicates, build: func(b *tb) Node {
 			t := b.scan("t", "")
 			return filter(&Limit{Input: filter(sortBy(t, col(t, "a")), eq(col(t, "c"), str("q"))), Count: 10}, eq(col(t, "b"), i64(2)))

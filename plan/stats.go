@@ -64,6 +64,11 @@ func estimate(n Node) float64 {
 		return float64(len(x.Rows))
 	case *GenerateSeries:
 		return x.estimateRows()
+	case *SetOp:
+		if x.Kind == SetIntersect {
+			return math.Min(estimate(x.Left), estimate(x.Right))
+		}
+		return estimate(x.Left)
 	case *Join:
 		return estimateJoin(x)
 	}

@@ -92,7 +92,7 @@ func TestDefaultRulesOrder(t *testing.T) {
 func TestOptimizeWrapsRuleErrors(t *testing.T) {
 	b := newTB()
 	tt, u := b.tu()
-	n := filter(tt, or(eq(col(tt, "a"), i64(1)), exists(u)))
+	n := filter(tt, or(eq(col(tt, "a"), i64(1)), exists(filter(u, or(lt(col(u, "x"), col(tt, "a")), &IsNull{X: col(tt, "a")})))))
 	_, err := Optimize(n, b.ids)
 	if err == nil || !strings.Contains(err.Error(), "optimizer rule decorrelate:") {
 		t.Fatalf("error = %v", err)

@@ -1591,6 +1591,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_Expand
 	//	*PhysicalPlan_GenerateSeries
 	//	*PhysicalPlan_Window
+	//	*PhysicalPlan_SetOp
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1831,6 +1832,15 @@ func (x *PhysicalPlan) GetWindow() *WindowNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetSetOp() *SetOpNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_SetOp); ok {
+			return x.SetOp
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -1923,6 +1933,10 @@ type PhysicalPlan_Window struct {
 	Window *WindowNode `protobuf:"bytes,30,opt,name=window,proto3,oneof"`
 }
 
+type PhysicalPlan_SetOp struct {
+	SetOp *SetOpNode `protobuf:"bytes,40,opt,name=set_op,json=setOp,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -1966,6 +1980,8 @@ func (*PhysicalPlan_Expand) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_GenerateSeries) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_Window) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_SetOp) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -4328,6 +4344,84 @@ func (x *WindowNode) GetFuncs() []*WindowFuncExpr {
 	return nil
 }
 
+// INTERSECT (kind 0) or EXCEPT (kind 1), with ALL when all is set, of two
+// inputs hash-partitioned alike; schema gives the output names and types.
+type SetOpNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Left          *PhysicalPlan          `protobuf:"bytes,1,opt,name=left,proto3" json:"left,omitempty"`
+	Right         *PhysicalPlan          `protobuf:"bytes,2,opt,name=right,proto3" json:"right,omitempty"`
+	Kind          int32                  `protobuf:"varint,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	All           bool                   `protobuf:"varint,4,opt,name=all,proto3" json:"all,omitempty"`
+	Schema        *Schema                `protobuf:"bytes,5,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOpNode) Reset() {
+	*x = SetOpNode{}
+	mi := &file_plan_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOpNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOpNode) ProtoMessage() {}
+
+func (x *SetOpNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOpNode.ProtoReflect.Descriptor instead.
+func (*SetOpNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *SetOpNode) GetLeft() *PhysicalPlan {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *SetOpNode) GetRight() *PhysicalPlan {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+func (x *SetOpNode) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *SetOpNode) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *SetOpNode) GetSchema() *Schema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -4448,8 +4542,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xd4\n" +
-	"\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\x80\v\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -4475,7 +4568,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x10pipelined_reader\x18\x18 \x01(\v2\x1b.sluice.PipelinedReaderNodeH\x00R\x0fpipelinedReader\x12,\n" +
 	"\x06expand\x18# \x01(\v2\x12.sluice.ExpandNodeH\x00R\x06expand\x12E\n" +
 	"\x0fgenerate_series\x18- \x01(\v2\x1a.sluice.GenerateSeriesNodeH\x00R\x0egenerateSeries\x12,\n" +
-	"\x06window\x18\x1e \x01(\v2\x12.sluice.WindowNodeH\x00R\x06windowB\x06\n" +
+	"\x06window\x18\x1e \x01(\v2\x12.sluice.WindowNodeH\x00R\x06window\x12*\n" +
+	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOpB\x06\n" +
 	"\x04node\"\xb4\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -4666,7 +4760,13 @@ const file_plan_proto_rawDesc = "" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x127\n" +
 	"\fpartition_by\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\vpartitionBy\x12*\n" +
 	"\border_by\x18\x03 \x03(\v2\x0f.sluice.SortKeyR\aorderBy\x12,\n" +
-	"\x05funcs\x18\x04 \x03(\v2\x16.sluice.WindowFuncExprR\x05funcsB\fZ\n" +
+	"\x05funcs\x18\x04 \x03(\v2\x16.sluice.WindowFuncExprR\x05funcs\"\xaf\x01\n" +
+	"\tSetOpNode\x12(\n" +
+	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x04left\x12*\n" +
+	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x05right\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\x05R\x04kind\x12\x10\n" +
+	"\x03all\x18\x04 \x01(\bR\x03all\x12&\n" +
+	"\x06schema\x18\x05 \x01(\v2\x0e.sluice.SchemaR\x06schemaB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -4682,7 +4782,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -4741,6 +4841,7 @@ var file_plan_proto_goTypes = []any{
 	(*WindowFrame)(nil),             // 54: sluice.WindowFrame
 	(*WindowFuncExpr)(nil),          // 55: sluice.WindowFuncExpr
 	(*WindowNode)(nil),              // 56: sluice.WindowNode
+	(*SetOpNode)(nil),               // 57: sluice.SetOpNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -4808,75 +4909,79 @@ var file_plan_proto_depIdxs = []int32{
 	52,  // 62: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
 	50,  // 63: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
 	56,  // 64: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
-	20,  // 65: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 66: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 67: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 68: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 69: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 70: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 71: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 72: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	6,   // 73: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	18,  // 74: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	21,  // 75: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 76: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 77: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 78: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 79: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 80: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 81: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 82: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 83: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 84: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 85: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 86: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 87: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 88: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 89: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 90: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 91: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 92: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 93: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 94: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 95: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 96: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 97: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 98: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 99: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 100: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 101: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 102: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 103: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 104: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 105: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 106: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 107: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 108: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 109: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 110: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 111: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 112: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 113: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 114: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 115: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	21,  // 116: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 117: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	51,  // 118: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	5,   // 119: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	53,  // 120: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	53,  // 121: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	6,   // 122: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	54,  // 123: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	1,   // 124: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	21,  // 125: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 126: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	18,  // 127: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	55,  // 128: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	129, // [129:129] is the sub-list for method output_type
-	129, // [129:129] is the sub-list for method input_type
-	129, // [129:129] is the sub-list for extension type_name
-	129, // [129:129] is the sub-list for extension extendee
-	0,   // [0:129] is the sub-list for field type_name
+	57,  // 65: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
+	20,  // 66: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 67: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 68: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 69: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 70: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 71: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 72: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 73: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 74: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	18,  // 75: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 76: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 77: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 78: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 79: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 80: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 81: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 82: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 83: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 84: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 85: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 86: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 87: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 88: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 89: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 90: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 91: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 92: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 93: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 94: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 95: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 96: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 97: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 98: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 99: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 100: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 101: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 102: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 103: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 104: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 105: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 106: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 107: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 108: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 109: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 110: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 111: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 112: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	3,   // 113: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	6,   // 114: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	6,   // 115: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	6,   // 116: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	21,  // 117: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 118: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	51,  // 119: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	5,   // 120: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	53,  // 121: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	53,  // 122: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	6,   // 123: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	54,  // 124: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	1,   // 125: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	21,  // 126: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 127: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	18,  // 128: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	55,  // 129: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	21,  // 130: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 131: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	3,   // 132: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	133, // [133:133] is the sub-list for method output_type
+	133, // [133:133] is the sub-list for method input_type
+	133, // [133:133] is the sub-list for extension type_name
+	133, // [133:133] is the sub-list for extension extendee
+	0,   // [0:133] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -4931,6 +5036,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_Expand)(nil),
 		(*PhysicalPlan_GenerateSeries)(nil),
 		(*PhysicalPlan_Window)(nil),
+		(*PhysicalPlan_SetOp)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -4942,7 +5048,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   56,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -19,6 +19,7 @@ func TestQueryErrorsReadClean(t *testing.T) {
 	cases := []struct{ sql, want string }{
 		{"SELECT 1/0", "division by zero in (1 / 0)"},
 		{"SELECT CAST(x AS INT) FROM (VALUES ('abc')) t(x)", `invalid input syntax for type INT: "abc" in CAST(x AS INT)`},
+		{"SELECT (SELECT n FROM (VALUES (1), (2)) t(n)) AS one", "more than one row returned by a subquery used as an expression"},
 	}
 	run := func(t *testing.T, s *session.Session) {
 		for _, c := range cases {

@@ -20,7 +20,7 @@ func (b *binder) from(items []*pg.Node, outer *scope) (plan.Node, *scope, error)
 	var node plan.Node
 	var cols []scopeCol
 	for _, it := range items {
-		n, c, err := b.fromItem(it, outer)
+		n, c, err := b.fromItem(it, outer, cols)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -34,20 +34,24 @@ func (b *binder) from(items []*pg.Node, outer *scope) (plan.Node, *scope, error)
 	return node, &scope{cols: cols, parent: outer}, nil
 }
 
-func (b *binder) fromItem(n *pg.Node, outer *scope) (plan.Node, []scopeCol, error) {
+// fromItem binds one FROM item. left are the columns of the items before
+// it, which a LATERAL derived table may refer to (as correlated columns,
+// which the optimizer's decorrelation turns into a join condition).
+func (b *binder) fromItem(n *pg.Node, outer *scope, left []scopeCol) (plan.Node, []scopeCol, error) {
 	switch n := n.Node.(type) {
 	case *pg.Node_RangeVar:
 		return b.rangeVar(n.RangeVar)
 	case *pg.Node_RangeSubselect:
 		rs := n.RangeSubselect
-		if rs.Lateral {
-			return nil, nil, &Error{Kind: "bind", Msg: "LATERAL is not supported"}
-		}
 		sel := rs.Subquery.GetSelectStmt()
 		if sel == nil {
 			return nil, nil, &Error{Kind: "bind", Msg: "unsupported derived table"}
 		}
-		r, err := b.selectStmt(sel, outer)
+		sc := outer
+		if rs.Lateral && len(left) > 0 {
+			sc = &scope{cols: left, parent: outer}
+		}
+		r, err := b.selectStmt(sel, sc)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -60,7 +64,7 @@ func (b *binder) fromItem(n *pg.Node, outer *scope) (plan.Node, []scopeCol, erro
 		}
 		return r.node, relationScope(r, qual), nil
 	case *pg.Node_JoinExpr:
-		return b.join(n.JoinExpr, outer)
+		return b.join(n.JoinExpr, outer, left)
 	case *pg.Node_RangeFunction:
 		return b.rangeFunction(n.RangeFunction)
 	}
@@ -184,12 +188,12 @@ func viewError(name string, err error) error {
 }
 
 // join binds a JOIN expression.
-func (b *binder) join(j *pg.JoinExpr, outer *scope) (plan.Node, []scopeCol, error) {
-	l, lcols, err := b.fromItem(j.Larg, outer)
+func (b *binder) join(j *pg.JoinExpr, outer *scope, left []scopeCol) (plan.Node, []scopeCol, error) {
+	l, lcols, err := b.fromItem(j.Larg, outer, left)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, rcols, err := b.fromItem(j.Rarg, outer)
+	r, rcols, err := b.fromItem(j.Rarg, outer, append(slices.Clip(left), lcols...))
 	if err != nil {
 		return nil, nil, err
 	}

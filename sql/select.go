@@ -41,10 +41,12 @@ func (b *binder) selectStmt(sel *pg.SelectStmt, outer *scope) (relation, error) 
 			return relation{}, err
 		}
 		return b.orderLimitOutput(r, sel, outer)
-	case pg.SetOperation_SETOP_INTERSECT:
-		return relation{}, &Error{Kind: "bind", Msg: "INTERSECT is not supported"}
-	case pg.SetOperation_SETOP_EXCEPT:
-		return relation{}, &Error{Kind: "bind", Msg: "EXCEPT is not supported"}
+	case pg.SetOperation_SETOP_INTERSECT, pg.SetOperation_SETOP_EXCEPT:
+		r, err := b.intersectExcept(sel, outer)
+		if err != nil {
+			return relation{}, err
+		}
+		return b.orderLimitOutput(r, sel, outer)
 	}
 	if len(sel.ValuesLists) > 0 {
 		r, err := b.values(sel.ValuesLists, outer)
@@ -490,25 +492,9 @@ func (b *binder) orderLimitOutput(r relation, sel *pg.SelectStmt, outer *scope) 
 
 // union binds UNION [ALL]: inputs are cast to common column types.
 func (b *binder) union(sel *pg.SelectStmt, outer *scope) (relation, error) {
-	l, err := b.selectStmt(sel.Larg, outer)
+	l, r, types, err := b.setOperands(sel, outer, "UNION")
 	if err != nil {
 		return relation{}, err
-	}
-	r, err := b.selectStmt(sel.Rarg, outer)
-	if err != nil {
-		return relation{}, err
-	}
-	ls, rs := l.node.Schema(), r.node.Schema()
-	if len(ls) != len(rs) {
-		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("each UNION query must have the same number of columns (%d vs %d)", len(ls), len(rs))}
-	}
-	types := make([]plan.Column, len(ls))
-	for i := range ls {
-		t, ok := plan.CommonType(ls[i].Type, rs[i].Type)
-		if !ok {
-			return relation{}, &Error{Kind: "type", Msg: fmt.Sprintf("UNION types %s and %s cannot be matched", plan.TypeName(ls[i].Type), plan.TypeName(rs[i].Type))}
-		}
-		types[i] = plan.Column{ID: b.ids.Next(), Name: l.names[i], Type: t, Nullable: ls[i].Nullable || rs[i].Nullable}
 	}
 	// A chain of UNION ALLs becomes one union of all its inputs (the parser
 	// nests them two by two): one operator, whose inputs share the
@@ -529,6 +515,49 @@ func (b *binder) union(sel *pg.SelectStmt, outer *scope) (relation, error) {
 		node = distinctOf(u)
 	}
 	return relation{node: node, names: l.names}, nil
+}
+
+// setOperands binds both sides of a set operation (op names it in errors)
+// and unifies their column types: the output columns, fresh, with the
+// common type of each position and the left side's names.
+func (b *binder) setOperands(sel *pg.SelectStmt, outer *scope, op string) (l, r relation, types []plan.Column, err error) {
+	if l, err = b.selectStmt(sel.Larg, outer); err != nil {
+		return
+	}
+	if r, err = b.selectStmt(sel.Rarg, outer); err != nil {
+		return
+	}
+	ls, rs := l.node.Schema(), r.node.Schema()
+	if len(ls) != len(rs) {
+		err = &Error{Kind: "bind", Msg: fmt.Sprintf("each %s query must have the same number of columns (%d vs %d)", op, len(ls), len(rs))}
+		return
+	}
+	types = make([]plan.Column, len(ls))
+	for i := range ls {
+		t, ok := plan.CommonType(ls[i].Type, rs[i].Type)
+		if !ok {
+			err = &Error{Kind: "type", Msg: fmt.Sprintf("%s types %s and %s cannot be matched", op, plan.TypeName(ls[i].Type), plan.TypeName(rs[i].Type))}
+			return
+		}
+		types[i] = plan.Column{ID: b.ids.Next(), Name: l.names[i], Type: t, Nullable: ls[i].Nullable || rs[i].Nullable}
+	}
+	return l, r, types, nil
+}
+
+// intersectExcept binds INTERSECT / EXCEPT [ALL]: a SetOp over both inputs
+// cast to common column types. The parser already nests them by precedence
+// (INTERSECT binds tighter than UNION and EXCEPT).
+func (b *binder) intersectExcept(sel *pg.SelectStmt, outer *scope) (relation, error) {
+	kind, op := plan.SetIntersect, "INTERSECT"
+	if sel.Op == pg.SetOperation_SETOP_EXCEPT {
+		kind, op = plan.SetExcept, "EXCEPT"
+	}
+	l, r, types, err := b.setOperands(sel, outer, op)
+	if err != nil {
+		return relation{}, err
+	}
+	n := &plan.SetOp{Kind: kind, All: sel.All, Left: b.castTo(l, types), Right: b.castTo(r, types), Cols: types}
+	return relation{node: n, names: l.names}, nil
 }
 
 // castTo wraps r in a Project casting columns whose type differs from want.

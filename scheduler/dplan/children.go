@@ -49,6 +49,8 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 		return physical.NewCoalescePartitions(children[0]), nil
 	case *physical.Repartition:
 		return physical.NewRepartition(children[0], o.OutputPartitioning()), nil
+	case *physical.SetOp:
+		return physical.NewSetOp(children[0], children[1], o.Kind(), o.All(), o.Schema())
 	}
 	return nil, fmt.Errorf("internal: cannot rebuild operator %T (%s) over new children", op, op)
 }

@@ -1,0 +1,107 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// decorrelateLateral rewrites a join whose right side refers to columns of
+// its left side (a LATERAL derived table) as a plain join:
+//
+//   - right side [Project] over an aggregate without GROUP BY: one row per
+//     left row, so the aggregate is grouped by its correlation equalities'
+//     inner sides and left-joined on them; counts of left rows without a
+//     group are 0, not NULL (coalesce), and a Project above computes the
+//     subquery's select list, which may refer to the left columns too;
+//   - otherwise the correlated conjuncts are pulled out of the right side
+//     (through Filter, Project, Sort and joins) into the join condition.
+//
+// Only inner and left joins are rewritten; a left join over an aggregate
+// only with no ON condition (ON true).
+func decorrelateLateral(j *Join, ctx *OptContext) (Node, error) {
+	if j.Kind != JoinInner && j.Kind != JoinLeft {
+		return nil, fmt.Errorf("LATERAL in a %s join is not supported", strings.ToLower(j.Kind.String()))
+	}
+	var proj *Project
+	top := j.Right
+	if p, ok := top.(*Project); ok {
+		proj, top = p, p.Input
+	}
+	if agg, ok := top.(*Aggregate); ok && len(agg.GroupBy) == 0 {
+		return lateralAggregate(j, proj, agg, ctx)
+	}
+	sub, pulled, err := pullCorrelated(j.Right)
+	if err != nil {
+		return nil, err
+	}
+	if refs := outerRefs(sub); intersects(refs, j.Left.Schema().IDs()) {
+		return nil, fmt.Errorf("LATERAL subquery shape is not supported: the left side's columns %s are referenced below a node the decorrelator cannot pull predicates through (only Filter, Project, Sort, joins and GROUP BY for inner = outer equalities; or one aggregate without GROUP BY at the top)", refNames(sub, refs))
+	}
+	if err := checkUncorrelated(sub, pulled, j.Left); err != nil {
+		return nil, err
+	}
+	cond := append(SplitConjunction(j.Cond), pulled...)
+	out := &Join{Kind: j.Kind, Left: j.Left, Right: sub, Cond: Conjunction(cond)}
+	return restoreSchema(out, j.Schema()), nil
+}
+
+// lateralAggregate is decorrelateLateral's aggregate case.
+func lateralAggregate(j *Join, proj *Project, agg *Aggregate, ctx *OptContext) (Node, error) {
+	if j.Kind == JoinLeft && j.Cond != nil {
+		if l, ok := j.Cond.(*Literal); !ok || l.Val != true {
+			return nil, fmt.Errorf("LEFT JOIN LATERAL over an aggregate is only supported with ON true")
+		}
+	}
+	body, pulled, err := pullCorrelated(agg.Input)
+	if err != nil {
+		return nil, err
+	}
+	if refs := outerRefs(body); intersects(refs, j.Left.Schema().IDs()) {
+		return nil, fmt.Errorf("LATERAL subquery shape is not supported: the left side's columns %s cannot be pulled up out of the aggregate's input", refNames(body, refs))
+	}
+	body, innerKeys, outerKeys, err := correlationGroups(pulled, body, j.Left, ctx)
+	if err != nil {
+		return nil, fmt.Errorf("LATERAL aggregate: %w", err)
+	}
+	newAgg := &Aggregate{Input: body, GroupBy: innerKeys, Aggs: agg.Aggs}
+	var cond []Expr
+	for i, k := range innerKeys {
+		c := Column{ID: ctx.IDs.Next(), Name: k.String(), Type: k.Type(), Nullable: true}
+		newAgg.Cols = append(newAgg.Cols, c)
+		cond = append(cond, &Binary{Op: OpEq, L: outerKeys[i], R: c.Ref(), Typ: Bool})
+	}
+	// Above the join, a Project restores the aggregate's columns: counts
+	// come out of the join under fresh IDs and are coalesced to 0 under
+	// their own.
+	fix := &Project{}
+	for _, c := range j.Left.Schema() {
+		fix.Exprs, fix.Cols = append(fix.Exprs, c.Ref()), append(fix.Cols, c)
+	}
+	for i, a := range agg.Aggs {
+		c := agg.Cols[i]
+		if a.Func == AggCountStar || a.Func == AggCount {
+			raw := c
+			raw.ID = ctx.IDs.Next()
+			newAgg.Cols = append(newAgg.Cols, raw)
+			fix.Exprs = append(fix.Exprs, &Func{Name: "coalesce", Args: []Expr{raw.Ref(), zeroOf(raw.Ref())}, Typ: c.Type})
+		} else {
+			newAgg.Cols = append(newAgg.Cols, c)
+			fix.Exprs = append(fix.Exprs, c.Ref())
+		}
+		fix.Cols = append(fix.Cols, c)
+	}
+	fix.Input = &Join{Kind: JoinLeft, Left: j.Left, Right: newAgg, Cond: Conjunction(cond)}
+	var out Node = fix
+	if proj != nil {
+		p := &Project{Input: fix}
+		for _, c := range j.Left.Schema() {
+			p.Exprs, p.Cols = append(p.Exprs, c.Ref()), append(p.Cols, c)
+		}
+		p.Exprs, p.Cols = append(p.Exprs, proj.Exprs...), append(p.Cols, proj.Cols...)
+		out = p
+	}
+	if j.Kind == JoinInner && j.Cond != nil {
+		out = &Filter{Input: out, Pred: j.Cond}
+	}
+	return restoreSchema(out, j.Schema()), nil
+}
