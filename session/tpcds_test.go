@@ -29,13 +29,6 @@ import (
 // skip.
 const tpcdsDir = "../../shared/tpcds"
 
-// tpcdsUnsupported lists the queries that use SQL sluice does not take yet;
-// each must still fail with an error (never a wrong answer), and one that
-// starts to pass must be taken off the list.
-var tpcdsUnsupported = map[int]bool{
-	8: true, 10: true, 14: true, 35: true, 38: true, 41: true, 45: true, 87: true,
-}
-
 func tpcdsTables(t testing.TB) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(tpcdsDir, "data", "*.parquet"))
@@ -218,12 +211,6 @@ func checkTPCDS(t *testing.T, ctx context.Context, s *session.Session, n int) {
 	start := time.Now()
 	got, err := runScriptCSV(qctx, s, string(text))
 	switch {
-	case tpcdsUnsupported[n] && err == nil && compareTPCDS(string(want), got) == "":
-		t.Errorf("q%d passes now: take it off tpcdsUnsupported", n)
-	case tpcdsUnsupported[n] && err == nil:
-		t.Errorf("q%d is listed as unsupported but returned a wrong answer: %s", n, compareTPCDS(string(want), got))
-	case tpcdsUnsupported[n]:
-		t.Logf("q%d unsupported: %v", n, err)
 	case err != nil:
 		t.Errorf("q%d: %v", n, err)
 	default:
