@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/plan"
@@ -405,7 +406,43 @@ func bindRound(c *fcall) (plan.Expr, error) {
 			return nil, err
 		}
 	}
-	return c.fn("round", c.args[0].Type()), nil
+	t := c.args[0].Type()
+	if dt, ok := t.(*arrow.Decimal128Type); ok && dt.Precision < 38 {
+		// One more integer digit for the carry: round(0.5) is 1, which
+		// DECIMAL(1,1) cannot hold.
+		t = plan.Decimal(dt.Precision+1, dt.Scale)
+		c.args[0] = coerce(c.args[0], t)
+	}
+	call := c.fn("round", t)
+	// As PostgreSQL's round(numeric, d): the result has d fractional
+	// digits (0 without d), so round(1.2345, 2) is 1.23, not 1.2300, and
+	// round(1.5, 3) is 1.500. The rounded value fits the new scale exactly,
+	// so the cast only relabels or pads it. A d that is not a constant
+	// keeps the argument's scale.
+	dt, ok := t.(*arrow.Decimal128Type)
+	if !ok {
+		return call, nil
+	}
+	d := int64(0)
+	if len(c.args) == 2 {
+		l, isLit := c.args[1].(*plan.Literal)
+		if !isLit {
+			return call, nil
+		}
+		switch v := l.Val.(type) {
+		case int64:
+			d = v
+		case int32:
+			d = int64(v)
+		default:
+			return call, nil
+		}
+	}
+	prec := int64(dt.Precision) - int64(dt.Scale) + d
+	if d < 0 || d == int64(dt.Scale) || prec > 38 {
+		return call, nil
+	}
+	return &plan.Cast{X: call, To: plan.Decimal(int32(prec), int32(d))}, nil
 }
 
 // bindGreatestLeast binds greatest and least (also reached from the
