@@ -70,22 +70,13 @@ func runBenchTPCH(args []string) int {
 	modeList := strings.Split(*modes, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-		return 1
-	}
 
-	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: *executors})
+	emb, sess, err := startBenchCluster(ctx, *out, *executors)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
 	defer emb.Close()
-	sess, err := session.Connect(emb.SchedulerAddr())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-		return 1
-	}
 	defer sess.Close()
 	if err := registerTPCH(ctx, sess, *sf); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -132,6 +123,24 @@ func runBenchTPCH(args []string) int {
 	rep.Notes = append(rep.Notes,
 		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")
 	return writeBenchOutputs(*out, rep)
+}
+
+// startBenchCluster makes the output folder and starts an embedded
+// cluster of executors with a session connected to it.
+func startBenchCluster(ctx context.Context, out string, executors int) (*cluster.Embedded, *session.Session, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, nil, err
+	}
+	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: executors})
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := session.Connect(emb.SchedulerAddr())
+	if err != nil {
+		emb.Close()
+		return nil, nil, err
+	}
+	return emb, sess, nil
 }
 
 // writeBenchOutputs writes results.json, table.md and chart.svg into dir and
@@ -358,21 +367,12 @@ func runBenchTPCDS(args []string) int {
 	modeList := strings.Split(*modes, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-		return 1
-	}
-	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: *executors})
+	emb, sess, err := startBenchCluster(ctx, *out, *executors)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
 	defer emb.Close()
-	sess, err := session.Connect(emb.SchedulerAddr())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-		return 1
-	}
 	defer sess.Close()
 	local := session.New(catalog.New())
 	defer local.Close()

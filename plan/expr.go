@@ -444,6 +444,7 @@ func sortKeyList(keys []SortKey) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
 func (e *Subquery) String() string {
 	not := ""
 	if e.Negated {

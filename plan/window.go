@@ -159,7 +159,7 @@ func (e *WindowCall) SpecString() string {
 		parts = append(parts, "PARTITION BY "+exprList(e.PartitionBy))
 	}
 	if len(e.OrderBy) > 0 {
-		parts = append(parts, "ORDER BY "+sortKeysString(e.OrderBy))
+		parts = append(parts, "ORDER BY "+sortKeyList(e.OrderBy))
 	}
 	if e.Func.UsesFrame() && e.Frame != DefaultFrame {
 		parts = append(parts, e.Frame.String())
@@ -204,25 +204,6 @@ func (n *Window) String() string {
 		parts[i] = fmt.Sprintf("%s AS %s", c, n.Cols[i].Name)
 	}
 	return "Window: " + strings.Join(parts, ", ")
-}
-
-// sortKeysString renders ORDER BY keys.
-func sortKeysString(keys []SortKey) string {
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k.Expr.String()
-		if k.Desc {
-			parts[i] += " DESC"
-		}
-		if k.NullsFirst != k.Desc {
-			if k.NullsFirst {
-				parts[i] += " NULLS FIRST"
-			} else {
-				parts[i] += " NULLS LAST"
-			}
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // partitionKeyCols returns the columns every call of w partitions by (as a

@@ -2,9 +2,7 @@ package session_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +10,6 @@ import (
 	"time"
 
 	"sluice/catalog"
-	"sluice/render"
-	"sluice/repl"
 	"sluice/session"
 	"sluice/tpch"
 )
@@ -52,54 +48,14 @@ func tpchSession(t testing.TB) *session.Session {
 	return session.New(cat)
 }
 
-// runTPCHQuery runs query n's script and returns the CSV of its last result.
+// runTPCHQuery runs query n's script and returns the CSV of its result
+// (q15's view statements return none).
 func runTPCHQuery(ctx context.Context, s *session.Session, n int) (string, error) {
 	text, err := os.ReadFile(fmt.Sprintf("../testdata/tpch/q%d.sql", n))
 	if err != nil {
 		return "", err
 	}
-	var out strings.Builder
-	sp := repl.NewSplitter()
-	pieces, err := sp.Feed(string(text))
-	if err != nil {
-		return "", err
-	}
-	if p, ok := sp.Pending(); ok {
-		pieces = append(pieces, p)
-	}
-	for _, p := range pieces {
-		res, err := s.Execute(ctx, p.SQL)
-		if err != nil {
-			return "", fmt.Errorf("line %d: %w", p.Line, err)
-		}
-		if res.Schema != nil {
-			out.Reset()
-			w, _ := render.New("csv", &out, render.Options{})
-			if err := w.Begin(res.Schema); err != nil {
-				return "", err
-			}
-			for {
-				b, err := res.Next(ctx)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					res.Close()
-					return "", err
-				}
-				err = w.Write(b)
-				b.Release()
-				if err != nil {
-					return "", err
-				}
-			}
-			if _, err := w.End(); err != nil {
-				return "", err
-			}
-		}
-		res.Close()
-	}
-	return out.String(), nil
+	return runScriptCSV(ctx, s, string(text))
 }
 
 // TestTPCH runs the 22 queries at SF 1 and compares them with the official

@@ -271,6 +271,16 @@ func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, ou
 // first query's time to first row and the total from the start to the end
 // of the last, as sluice bench tpcds times a script.
 func runScriptWhole(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
+	return runStatements(ctx, conn, text, true)
+}
+
+// runScript runs each statement of text and times the last query (a
+// statement starting with SELECT or WITH); the others run untimed.
+func runScript(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
+	return runStatements(ctx, conn, text, false)
+}
+
+func runStatements(ctx context.Context, conn *sql.Conn, text string, whole bool) (bench.Measurement, error) {
 	sp := repl.NewSplitter()
 	pieces, err := sp.Feed(text)
 	if err != nil {
@@ -293,47 +303,22 @@ func runScriptWhole(ctx context.Context, conn *sql.Conn, text string) (bench.Mea
 		if err != nil {
 			return m, fmt.Errorf("line %d: %w", p.Line, err)
 		}
-		if !timed {
+		switch {
+		case !whole:
+			m = got
+		case !timed:
 			m.TTFR = time.Since(start) - got.Total + got.TTFR
+			m.Rows = got.Rows
+		default:
+			m.Rows += got.Rows
 		}
-		m.Rows += got.Rows
 		timed = true
 	}
 	if !timed {
 		return m, errors.New("no query in the script")
 	}
-	m.Total = time.Since(start)
-	return m, nil
-}
-
-// runScript runs each statement of text and times the last query (a
-// statement starting with SELECT or WITH); the others run untimed.
-func runScript(ctx context.Context, conn *sql.Conn, text string) (bench.Measurement, error) {
-	sp := repl.NewSplitter()
-	pieces, err := sp.Feed(text)
-	if err != nil {
-		return bench.Measurement{}, err
-	}
-	if p, ok := sp.Pending(); ok {
-		pieces = append(pieces, p)
-	}
-	var m bench.Measurement
-	timed := false
-	for _, p := range pieces {
-		if !isQuery(p.SQL) {
-			if _, err := conn.ExecContext(ctx, p.SQL); err != nil {
-				return m, fmt.Errorf("line %d: %w", p.Line, err)
-			}
-			continue
-		}
-		got, err := timeQuery(ctx, conn, p.SQL)
-		if err != nil {
-			return m, fmt.Errorf("line %d: %w", p.Line, err)
-		}
-		m, timed = got, true
-	}
-	if !timed {
-		return m, errors.New("no query in the script")
+	if whole {
+		m.Total = time.Since(start)
 	}
 	return m, nil
 }
