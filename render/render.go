@@ -18,6 +18,12 @@ type Writer interface {
 	End() (int64, error)
 }
 
+// Aborter is a Writer that can end its output cleanly when the rows stop
+// coming because the query failed or was cancelled.
+type Aborter interface {
+	Abort() error
+}
+
 // Options tune a Writer.
 type Options struct {
 	// NullValue is printed for NULL in human formats (default "NULL").

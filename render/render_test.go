@@ -270,3 +270,32 @@ func TestFitColumnsRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestTableAbortClosesBorder: a table whose query fails after some rows
+// gets its bottom border and no row-count footer.
+func TestTableAbortClosesBorder(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema, batches := testBatches(t, mem)
+	var out bytes.Buffer
+	w, err := New("table", &out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Begin(schema); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(batches[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		b.Release()
+	}
+	if err := w.(Aborter).Abort(); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.Contains(got, "└") || strings.Contains(got, "rows") {
+		t.Errorf("an aborted table should end with its border and no footer:\n%s", got)
+	}
+}

@@ -218,6 +218,20 @@ func (t *tableWriter) Write(b arrow.RecordBatch) error {
 	return nil
 }
 
+// Abort ends a table whose rows stopped coming (the query failed or was
+// cancelled): the rows drawn so far get their bottom border, and no footer
+// claims a count.
+func (t *tableWriter) Abort() error {
+	switch {
+	case t.expanded != nil:
+		_, err := t.expanded.End()
+		return err
+	case t.table != nil:
+		return t.table.Close()
+	}
+	return nil
+}
+
 func (t *tableWriter) End() (int64, error) {
 	if t.table == nil && t.expanded == nil {
 		if err := t.start(nil); err != nil {

@@ -205,6 +205,9 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 			break
 		}
 		if err != nil {
+			if a, ok := w.(render.Aborter); ok {
+				_ = a.Abort()
+			}
 			if ctx.Err() != nil {
 				return session.Stats{}, fmt.Errorf("query cancelled")
 			}
