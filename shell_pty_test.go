@@ -163,7 +163,8 @@ func TestShellTabCompletion(t *testing.T) {
 	// "sala" completes to the column salary, "em" to the table emp.
 	tm.send("SELECT max(sala\t) FROM em\t;\r")
 	tm.expect(`│\s+120\.50 │`, 10*time.Second)
-	tm.send("\x04") // Ctrl-D exits
+	tm.expect(`sluice> `, 5*time.Second) // keys sent before the prompt may be read before it
+	tm.send("\x04")                      // Ctrl-D exits
 	if err := waitExit(tm, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +279,26 @@ func TestShellWideTableFits80Columns(t *testing.T) {
 	if drawn == 0 || !strings.Contains(out, "column_00") || !strings.Contains(out, "column_15") {
 		t.Errorf("want the first and last columns drawn:\n%s", out)
 	}
+	tm.expect(`sluice> `, 5*time.Second)
+	tm.send(".quit\r")
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShellBracketedPaste: pasted SQL keeps its tabs and line breaks (a
+// tab does not complete, a newline does not submit) and runs on Enter.
+func TestShellBracketedPaste(t *testing.T) {
+	tm, _ := startTerm(t, ".format csv\n", "SLUICE_HISTORY=")
+	tm.expect(`\x1b\[\?2004h`, 10*time.Second) // the shell asks for marked pastes
+	tm.expect(`sluice> `, 10*time.Second)
+	tm.send("\x1b[200~SELECT\t'a\tb' AS x,\n  count(*) AS n\nFROM\t(VALUES (1), (2)) t(v);\x1b[201~")
+	tm.send("\r")
+	out := tm.expect(`a\tb,2`, 10*time.Second)
+	if strings.Contains(out, "Error") {
+		t.Errorf("the paste failed:\n%s", out)
+	}
+	tm.expect(`sluice> `, 5*time.Second)
 	tm.send(".quit\r")
 	if err := waitExit(tm, 10*time.Second); err != nil {
 		t.Fatal(err)

@@ -44,6 +44,7 @@ const (
 // statement.
 func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 	rl, err := readline.NewEx(&readline.Config{
+		Stdin:                  newPasteFilter(readline.NewCancelableStdin(os.Stdin)),
 		Prompt:                 prompt,
 		HistoryFile:            opts.HistoryFile,
 		DisableAutoSaveHistory: true,
@@ -58,6 +59,10 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 		return err
 	}
 	defer rl.Close()
+	// Pasted text arrives marked, so that it lands on the input line whole
+	// (tabs and line breaks included) and runs only on Enter.
+	fmt.Fprint(r.Err, pasteOn)
+	defer fmt.Fprint(r.Err, pasteOff)
 	if opts.Banner != "" {
 		fmt.Fprintln(r.Err, opts.Banner)
 	}
@@ -88,39 +93,49 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 		if err != nil {
 			return err
 		}
-		if _, pending := sp.Pending(); !pending {
-			if cmd, ok := shellCommand(line); ok {
-				rl.SaveHistory(strings.TrimSpace(line))
-				if r.runInterruptible(ctx, Piece{SQL: cmd, Line: 1}) {
-					return nil
-				}
-				continue
-			}
-		}
-		if entry.Len() > 0 {
-			entry.WriteString("\n")
-		}
-		entry.WriteString(line)
-		pieces, ferr := sp.Feed(line + "\n")
-		if len(pieces) > 0 {
-			if _, pending := sp.Pending(); !pending {
-				// One history entry per statement, on one line.
-				rl.SaveHistory(strings.Join(strings.Fields(entry.String()), " "))
-				entry.Reset()
-			}
-		}
-		for _, p := range pieces {
-			if r.runInterruptible(ctx, p) {
+		// A paste may hold several lines: each goes as if typed.
+		for _, l := range strings.Split(unpaste(line), "\n") {
+			if r.interactiveLine(ctx, rl, sp, &entry, l) {
 				return nil
 			}
 		}
-		if ferr != nil {
-			// What was typed cannot be sent whole: drop it, as Ctrl-C does.
-			fmt.Fprintf(r.Err, "Error: %v\n", ferr)
-			sp.Reset()
+	}
+}
+
+// interactiveLine runs one line typed (or pasted) at the prompt: a shell
+// command outside a statement, or more of the statement being typed, whose
+// complete statements run. It reports whether the shell should exit.
+func (r *Runner) interactiveLine(ctx context.Context, rl *readline.Instance, sp *Splitter, entry *strings.Builder, line string) bool {
+	if _, pending := sp.Pending(); !pending {
+		if cmd, ok := shellCommand(line); ok {
+			rl.SaveHistory(strings.TrimSpace(line))
+			return r.runInterruptible(ctx, Piece{SQL: cmd, Line: 1})
+		}
+	}
+	if entry.Len() > 0 {
+		entry.WriteString("\n")
+	}
+	entry.WriteString(line)
+	pieces, ferr := sp.Feed(line + "\n")
+	if len(pieces) > 0 {
+		if _, pending := sp.Pending(); !pending {
+			// One history entry per statement, on one line.
+			rl.SaveHistory(strings.Join(strings.Fields(entry.String()), " "))
 			entry.Reset()
 		}
 	}
+	for _, p := range pieces {
+		if r.runInterruptible(ctx, p) {
+			return true
+		}
+	}
+	if ferr != nil {
+		// What was typed cannot be sent whole: drop it, as Ctrl-C does.
+		fmt.Fprintf(r.Err, "Error: %v\n", ferr)
+		sp.Reset()
+		entry.Reset()
+	}
+	return false
 }
 
 // runInterruptible runs one statement; Ctrl-C cancels it. It reports
