@@ -38,8 +38,9 @@ type CSVTable struct {
 
 // CSVFile is one file of a CSVTable.
 type CSVFile struct {
-	Path string
-	Size int64 // bytes on disk
+	Path    string
+	Size    int64 // bytes on disk
+	ModTime int64 // modification time, Unix nanoseconds
 }
 
 // Schema implements Table.
@@ -76,7 +77,7 @@ func OpenCSV(path string, opts CSVOptions, schema *arrow.Schema) (*CSVTable, err
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", p, err)
 		}
-		t.Files = append(t.Files, CSVFile{Path: p, Size: st.Size()})
+		t.Files = append(t.Files, CSVFile{Path: p, Size: st.Size(), ModTime: st.ModTime().UnixNano()})
 		t.bytes += st.Size()
 	}
 	sample, err := sampleCSV(paths[0], opts)

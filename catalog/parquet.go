@@ -33,6 +33,7 @@ type ParquetFile struct {
 	Path      string
 	NumRows   int64
 	Size      int64 // bytes on disk
+	ModTime   int64 // modification time, Unix nanoseconds
 	RowGroups []RowGroup
 }
 
@@ -179,7 +180,7 @@ func readParquetFooter(path string) (ParquetFile, *arrow.Schema, [][]int, error)
 	}
 	defer rdr.Close()
 	if st, err := os.Stat(path); err == nil {
-		pf.Size = st.Size()
+		pf.Size, pf.ModTime = st.Size(), st.ModTime().UnixNano()
 	}
 	manifest, err := ParquetArrowSchema(rdr)
 	if err != nil {

@@ -25,8 +25,10 @@ type ExtensionCodec interface {
 
 // TableResolver opens the tables that scans name by location, on the
 // process decoding the plan. Implementations cache: one query decodes many
-// tasks naming the same table.
+// tasks naming the same table. version is the planner's Version of the
+// table ("" for any): a table whose files have another version is opened
+// again, and one that still differs is an error, never read.
 type TableResolver interface {
-	Parquet(location string) (*catalog.ParquetTable, error)
-	CSV(location string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error)
+	Parquet(location, version string) (*catalog.ParquetTable, error)
+	CSV(location, version string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error)
 }

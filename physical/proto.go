@@ -61,7 +61,7 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 			pruning[i] = &rpc.ColumnPredicate{Column: int32(p.Column), Op: int32(p.Op), Value: v}
 		}
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_ParquetScan{ParquetScan: &rpc.ParquetScanNode{
-			Name: op.name, Location: op.table.Path(), Projection: int32s(op.projection),
+			Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
 			Pruning: pruning, Partitions: int32(len(op.parts)),
 		}}}, nil
 	case *CSVScan:
@@ -71,7 +71,7 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		}
 		opts := op.table.Options()
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CsvScan{CsvScan: &rpc.CsvScanNode{
-			Name: op.name, Location: op.table.Path(), Projection: int32s(op.projection),
+			Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
 			Partitions: int32(len(op.parts)), Header: opts.Header, Delimiter: int32(opts.Delimiter), Schema: schema,
 		}}}, nil
 	case *MemScan:
@@ -629,7 +629,7 @@ func (c *planCodec) decodeParquetScan(s *rpc.ParquetScanNode) (Operator, error) 
 	if c.tables == nil {
 		return nil, fmt.Errorf("table %s: no table resolver to open %s", s.GetName(), s.GetLocation())
 	}
-	t, err := c.tables.Parquet(s.GetLocation())
+	t, err := c.tables.Parquet(s.GetLocation(), s.GetVersion())
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
 	}
@@ -667,7 +667,7 @@ func (c *planCodec) decodeCSVScan(s *rpc.CsvScanNode) (Operator, error) {
 		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
 	}
 	opts := catalog.CSVOptions{Header: s.GetHeader(), Delimiter: rune(s.GetDelimiter())}
-	t, err := c.tables.CSV(s.GetLocation(), opts, schema)
+	t, err := c.tables.CSV(s.GetLocation(), s.GetVersion(), opts, schema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
 	}

@@ -16,18 +16,24 @@ import (
 // safe for concurrent use; concurrent first requests for one table open it
 // once, and requests for other tables do not wait for that open.
 //
-// A failed open is not cached: the next request tries again. A table whose
-// files changed stays cached until Forget.
+// A failed open is not cached: the next request tries again. Requests name
+// the version of the files the planner saw: a cached table of another
+// version is opened again (the table was dropped and created over changed
+// files), and older versions of the location are dropped then.
 type TableCache struct {
 	mu      sync.Mutex
-	parquet map[string]*tableEntry[*catalog.ParquetTable]
+	parquet map[parquetKey]*tableEntry[*catalog.ParquetTable]
 	csv     map[csvKey]*tableEntry[*catalog.CSVTable]
 }
 
-// csvKey identifies one way of reading a CSV location: the same files read
-// with other options or another schema are another table.
+// parquetKey is one version of a Parquet location.
+type parquetKey struct{ location, version string }
+
+// csvKey identifies one way of reading one version of a CSV location: the
+// same files read with other options or another schema are another table.
 type csvKey struct {
 	location string
+	version  string
 	opts     catalog.CSVOptions
 	schema   string // arrow.Schema.String(); "" for none
 }
@@ -42,15 +48,24 @@ type tableEntry[T any] struct {
 // NewTableCache returns an empty cache.
 func NewTableCache() *TableCache {
 	return &TableCache{
-		parquet: map[string]*tableEntry[*catalog.ParquetTable]{},
+		parquet: map[parquetKey]*tableEntry[*catalog.ParquetTable]{},
 		csv:     map[csvKey]*tableEntry[*catalog.CSVTable]{},
 	}
 }
 
 // Parquet implements TableResolver.
-func (c *TableCache) Parquet(location string) (*catalog.ParquetTable, error) {
-	t, err := cached(&c.mu, c.parquet, location, func() (*catalog.ParquetTable, error) {
-		return catalog.OpenParquet(location)
+func (c *TableCache) Parquet(location, version string) (*catalog.ParquetTable, error) {
+	key := parquetKey{location, version}
+	t, err := cached(&c.mu, c.parquet, key, func() (*catalog.ParquetTable, error) {
+		t, err := catalog.OpenParquet(location)
+		if err != nil {
+			return nil, err
+		}
+		if err := sameVersion(location, version, t.Version()); err != nil {
+			return nil, err
+		}
+		c.dropOthers(location, version)
+		return t, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open parquet table %s: %w", location, err)
@@ -59,18 +74,52 @@ func (c *TableCache) Parquet(location string) (*catalog.ParquetTable, error) {
 }
 
 // CSV implements TableResolver.
-func (c *TableCache) CSV(location string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error) {
-	key := csvKey{location: location, opts: opts}
+func (c *TableCache) CSV(location, version string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error) {
+	key := csvKey{location: location, version: version, opts: opts}
 	if schema != nil {
 		key.schema = schema.String()
 	}
 	t, err := cached(&c.mu, c.csv, key, func() (*catalog.CSVTable, error) {
-		return catalog.OpenCSV(location, opts, schema)
+		t, err := catalog.OpenCSV(location, opts, schema)
+		if err != nil {
+			return nil, err
+		}
+		if err := sameVersion(location, version, t.Version()); err != nil {
+			return nil, err
+		}
+		c.dropOthers(location, version)
+		return t, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open csv table %s: %w", location, err)
 	}
 	return t, nil
+}
+
+// sameVersion fails when the files found are not the ones the planner saw
+// (paths and sizes; see catalog.SameFiles).
+func sameVersion(location, want, got string) error {
+	if want != "" && !catalog.SameFiles(got, want) {
+		return fmt.Errorf("the files under %s changed after the query was planned (version %s, planned %s): run the query again", location, got, want)
+	}
+	return nil
+}
+
+// dropOthers forgets the cached tables of location's other versions: its
+// files changed, so they will not be asked for again.
+func (c *TableCache) dropOthers(location, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.parquet {
+		if k.location == location && k.version != version {
+			delete(c.parquet, k)
+		}
+	}
+	for k := range c.csv {
+		if k.location == location && k.version != version {
+			delete(c.csv, k)
+		}
+	}
 }
 
 // Forget drops every cached table opened from location, so the next
@@ -79,7 +128,11 @@ func (c *TableCache) CSV(location string, opts catalog.CSVOptions, schema *arrow
 func (c *TableCache) Forget(location string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.parquet, location)
+	for k := range c.parquet {
+		if k.location == location {
+			delete(c.parquet, k)
+		}
+	}
 	for k := range c.csv {
 		if k.location == location {
 			delete(c.csv, k)

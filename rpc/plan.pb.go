@@ -1985,12 +1985,15 @@ func (*PhysicalPlan_SetOp) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Location      string                 `protobuf:"bytes,2,opt,name=location,proto3" json:"location,omitempty"`
-	Projection    []int32                `protobuf:"varint,3,rep,packed,name=projection,proto3" json:"projection,omitempty"`
-	Pruning       []*ColumnPredicate     `protobuf:"bytes,4,rep,name=pruning,proto3" json:"pruning,omitempty"`
-	Partitions    int32                  `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Location   string                 `protobuf:"bytes,2,opt,name=location,proto3" json:"location,omitempty"`
+	Projection []int32                `protobuf:"varint,3,rep,packed,name=projection,proto3" json:"projection,omitempty"`
+	Pruning    []*ColumnPredicate     `protobuf:"bytes,4,rep,name=pruning,proto3" json:"pruning,omitempty"`
+	Partitions int32                  `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// The files the planner saw (catalog's Version): an executor whose
+	// cached table has other files opens it again.
+	Version       string `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2060,6 +2063,13 @@ func (x *ParquetScanNode) GetPartitions() int32 {
 	return 0
 }
 
+func (x *ParquetScanNode) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 type CsvScanNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2068,7 +2078,8 @@ type CsvScanNode struct {
 	Partitions    int32                  `protobuf:"varint,4,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	Header        bool                   `protobuf:"varint,5,opt,name=header,proto3" json:"header,omitempty"`
 	Delimiter     int32                  `protobuf:"varint,6,opt,name=delimiter,proto3" json:"delimiter,omitempty"`
-	Schema        *Schema                `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"` // the table's declared or inferred schema
+	Schema        *Schema                `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`   // the table's declared or inferred schema
+	Version       string                 `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"` // as ParquetScanNode's
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2150,6 +2161,13 @@ func (x *CsvScanNode) GetSchema() *Schema {
 		return x.Schema
 	}
 	return nil
+}
+
+func (x *CsvScanNode) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 type FilterNode struct {
@@ -4570,7 +4588,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fgenerate_series\x18- \x01(\v2\x1a.sluice.GenerateSeriesNodeH\x00R\x0egenerateSeries\x12,\n" +
 	"\x06window\x18\x1e \x01(\v2\x12.sluice.WindowNodeH\x00R\x06window\x12*\n" +
 	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOpB\x06\n" +
-	"\x04node\"\xb4\x01\n" +
+	"\x04node\"\xce\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\blocation\x18\x02 \x01(\tR\blocation\x12\x1e\n" +
@@ -4580,7 +4598,8 @@ const file_plan_proto_rawDesc = "" +
 	"\apruning\x18\x04 \x03(\v2\x17.sluice.ColumnPredicateR\apruning\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x05 \x01(\x05R\n" +
-	"partitions\"\xdb\x01\n" +
+	"partitions\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\"\xf5\x01\n" +
 	"\vCsvScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\blocation\x18\x02 \x01(\tR\blocation\x12\x1e\n" +
@@ -4592,7 +4611,8 @@ const file_plan_proto_rawDesc = "" +
 	"partitions\x12\x16\n" +
 	"\x06header\x18\x05 \x01(\bR\x06header\x12\x1c\n" +
 	"\tdelimiter\x18\x06 \x01(\x05R\tdelimiter\x12&\n" +
-	"\x06schema\x18\a \x01(\v2\x0e.sluice.SchemaR\x06schema\"l\n" +
+	"\x06schema\x18\a \x01(\v2\x0e.sluice.SchemaR\x06schema\x12\x18\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"l\n" +
 	"\n" +
 	"FilterNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x122\n" +
