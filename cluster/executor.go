@@ -152,6 +152,13 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// Shuffle files an earlier process left (it was killed, or stopped
+	// before its jobs were cleaned up) are no one's now.
+	if dirs, bytes, err := exchange.RemoveStaleJobs(cfg.WorkDir); err != nil {
+		log.Warn("removing stale job data failed", "work_dir", cfg.WorkDir, "err", err)
+	} else if dirs > 0 {
+		log.Info("removed stale job data", "work_dir", cfg.WorkDir, "jobs", dirs, "bytes", bytes)
+	}
 
 	grpcLis, err := net.Listen("tcp", cfg.BindAddr)
 	if err != nil {

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -242,5 +245,44 @@ func TestExecutorLearnsSchedulerPolicy(t *testing.T) {
 	}
 	if len(cs.Executors) != 1 {
 		t.Errorf("%d executors registered, want the one that follows the scheduler", len(cs.Executors))
+	}
+}
+
+// TestExecutorRemovesStaleJobData: job directories an earlier executor
+// process left in the work dir are removed at start; anything else there
+// is left alone.
+func TestExecutorRemovesStaleJobData(t *testing.T) {
+	sched, err := StartScheduler(SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	work := t.TempDir()
+	stale := filepath.Join(work, "0a1b2c3d-17", "1", "0")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "data-0.arrow"), make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keep := []string{filepath.Join(work, "notes"), filepath.Join(work, "deadbeef-x")}
+	for _, k := range keep {
+		if err := os.MkdirAll(k, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+		Vcores: 1, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, err := os.Stat(filepath.Join(work, "0a1b2c3d-17")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a stale job directory survived the executor's start: %v", err)
+	}
+	for _, k := range keep {
+		if _, err := os.Stat(k); err != nil {
+			t.Errorf("%s, which is no job's, was removed: %v", k, err)
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package exchange
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -130,4 +133,45 @@ func openShuffleFile(path string, alloc memory.Allocator) (*os.File, *ipc.FileRe
 		return nil, nil, fmt.Errorf("reading shuffle file %s: %w", path, err)
 	}
 	return f, r, nil
+}
+
+// jobDirName matches the directories shuffle files are written under: one
+// per job, named by the scheduler's job ids (an 8-hex-digit scheduler
+// prefix, a dash and a counter).
+var jobDirName = regexp.MustCompile(`^[0-9a-f]{8}-[0-9]+$`)
+
+// RemoveStaleJobs removes every job directory under workDir: at an
+// executor's start, what they hold belongs to jobs of an earlier process,
+// which no scheduler can read from this one any more (a scheduler that
+// still wants it re-runs the producers). Other entries of workDir are left
+// alone. It returns how many directories and bytes it removed.
+func RemoveStaleJobs(workDir string) (dirs int, bytes int64, err error) {
+	entries, err := os.ReadDir(workDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading work dir %s: %w", workDir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !jobDirName.MatchString(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(workDir, e.Name())
+		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if info, err := d.Info(); err == nil {
+					bytes += info.Size()
+				}
+			}
+			return nil
+		})
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dirs++
+	}
+	return dirs, bytes, errors.Join(errs...)
 }
