@@ -20,15 +20,15 @@ import (
 // not changed: operators still see their real children (a Filter still
 // hands its predicate to the Parquet scan below it, a join still finds the
 // scan its runtime filter applies to), so the plan measured is the plan
-// that runs without EXPLAIN ANALYZE. A task that is not analyzed pays one
-// nil check per Execute and nothing per batch.
+// that runs without EXPLAIN ANALYZE. A task that is not analyzed pays a
+// nil check per Execute and per reservation change, nothing else.
 //
 // Time is exclusive where the call chain is direct: an operator's calls
 // carry a context of their own, and an input's Next (or Execute) called
 // with exactly that context is subtracted from the operator's time. An
 // operator that reads its inputs on goroutines of its own (repartition,
-// coalescing of partitions, the build side of a join, folded unions, the
-// exchange writers) passes them derived contexts, so its time includes
+// coalescing of partitions, the build side of a join, folded unions,
+// sort-preserving merges) passes them derived contexts, so its time includes
 // the time it waited for them. Times are summed over partitions (and, on a
 // cluster, over tasks), so they can exceed the query's wall time.
 //
@@ -40,7 +40,6 @@ import (
 // Analyzer collects the metrics of one plan's operators while a task runs
 // it. Safe for concurrent use by the task's goroutines.
 type Analyzer struct {
-	ops   []Operator
 	index map[Operator]int
 	m     []opMetrics
 }
@@ -86,7 +85,7 @@ func (m OperatorMetrics) String() string {
 // identified by their position in PreOrder(root).
 func NewAnalyzer(root Operator) *Analyzer {
 	ops := PreOrder(root)
-	return &Analyzer{ops: ops, index: operatorIndex(ops), m: make([]opMetrics, len(ops))}
+	return &Analyzer{index: operatorIndex(ops), m: make([]opMetrics, len(ops))}
 }
 
 // Metrics returns each operator's metrics so far, by pre-order position.
