@@ -202,6 +202,38 @@ func TestExplainIsPlainText(t *testing.T) {
 	}
 }
 
+// TestExplainAnalyzeIsPlainText prints EXPLAIN ANALYZE as EXPLAIN: titled
+// plain text in the table format, every operator line with its metrics,
+// on the cluster and in process; CSV keeps the rows.
+func TestExplainAnalyzeIsPlainText(t *testing.T) {
+	q := "EXPLAIN ANALYZE SELECT a, count(*) AS n FROM (VALUES (1), (2), (1)) AS t(a) WHERE a > 0 GROUP BY a ORDER BY a;\n"
+	for _, mode := range [][]string{{"--mode", "pipelined"}, {"--mode", "blocking"}, {"--in-process"}} {
+		out, errOut, code := runCLI(t, q, append([]string{"--format", "table"}, mode...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", mode, code, errOut)
+		}
+		plan, summary, ok := strings.Cut(out, "\n\nsummary:\n")
+		if !strings.HasPrefix(plan, "analyzed plan:\n") || !ok || !strings.HasPrefix(summary, "rows=2, time=") {
+			t.Fatalf("%v: table EXPLAIN ANALYZE is not an analyzed plan and a summary:\n%s", mode, out)
+		}
+		for _, l := range strings.Split(plan, "\n")[1:] {
+			if !strings.Contains(l, " metrics=[") {
+				t.Errorf("%v: line without metrics: %q", mode, l)
+			}
+		}
+		if strings.Contains(out, `\n`) || strings.Contains(out, "…") || strings.Contains(out, "│") {
+			t.Errorf("%v: table EXPLAIN ANALYZE should be plain text lines, not a cut table:\n%s", mode, out)
+		}
+	}
+	out, errOut, code := runCLI(t, q, "--format", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, "plan_type,plan\nanalyzed_plan,\"Stage 1: ") || !strings.Contains(out, "\nsummary,\"rows=2, time=") {
+		t.Errorf("CSV EXPLAIN ANALYZE should stay rows of (plan_type, plan):\n%s", out)
+	}
+}
+
 // TestPsqlHabits takes psql's \x, \timing and \q, a bare quit, and
 // sqlite3's .mode csv, in a script as at the prompt.
 func TestPsqlHabits(t *testing.T) {

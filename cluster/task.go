@@ -128,9 +128,39 @@ func (e *Executor) runTask(ctx context.Context, rt *runningTask, n int) {
 	e.report(st)
 }
 
-// execute runs a task and returns its final status.
+// execute runs a task and returns its final status, with its operators'
+// metrics when the task is analyzed (EXPLAIN ANALYZE).
 func (e *Executor) execute(ctx context.Context, def *rpc.TaskDefinition) *rpc.TaskStatus {
-	locs, err := e.run(ctx, def)
+	var a taskAnalysis
+	st := e.outcome(ctx, def, &a)
+	if def.Analyze && a.analyzer != nil && st.State != rpc.TaskState_TASK_FAILED {
+		a.report(st)
+	}
+	return st
+}
+
+// taskAnalysis is what an analyzed task measured.
+type taskAnalysis struct {
+	analyzer *physical.Analyzer
+	memory   *physical.MemoryPool
+	start    time.Time
+}
+
+// report adds the task's metrics to its final status.
+func (a *taskAnalysis) report(st *rpc.TaskStatus) {
+	st.ElapsedNs = int64(time.Since(a.start))
+	st.MemoryPeakBytes = a.memory.Peak()
+	for i, m := range a.analyzer.Metrics() {
+		st.OperatorMetrics = append(st.OperatorMetrics, &rpc.OperatorMetrics{
+			Index: int32(i), Rows: m.Rows, Batches: m.Batches, TimeNs: int64(m.Time),
+			MemoryPeakBytes: m.MemPeak, Reserved: m.Reserved,
+		})
+	}
+}
+
+// outcome runs a task and returns its final status.
+func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis) *rpc.TaskStatus {
+	locs, err := e.run(ctx, def, a)
 	if err == nil {
 		st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_SUCCESSFUL, Outputs: locs}
 		for _, l := range locs {
@@ -169,7 +199,7 @@ func (e *Executor) interrupted(ctx context.Context, def *rpc.TaskDefinition) *rp
 // log), so one bad task fails its job instead of the executor; in test
 // binaries runtime errors (nil dereferences, index out of range) still
 // crash, so bugs are not hidden (see physical.Recovered).
-func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition) (locs []*rpc.PartitionLocation, err error) {
+func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis) (locs []*rpc.PartitionLocation, err error) {
 	k := keyOf(def.Id)
 	defer func() {
 		if r := recover(); r != nil {
@@ -196,6 +226,14 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition) (locs []*rp
 	parts := make([]int, len(def.Partitions))
 	for i, p := range def.Partitions {
 		parts[i] = int(p)
+	}
+	if def.Analyze {
+		// The metrics are keyed by the operators' positions in the stage
+		// body (the writer's input), as the scheduler numbers them.
+		if body := w.Children(); len(body) == 1 {
+			tc.Analyzer = physical.NewAnalyzer(body[0])
+			*a = taskAnalysis{analyzer: tc.Analyzer, memory: tc.Memory, start: time.Now()}
+		}
 	}
 	return w.RunTask(ctx, parts, tc)
 }

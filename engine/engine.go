@@ -38,7 +38,7 @@ type Engine struct {
 func New(cat *catalog.Catalog) *Engine { return &Engine{Catalog: cat} }
 
 // Outcome is what a statement amounts to. Exactly one of Message, Rows or
-// Query is set.
+// Query is set (Analyze qualifies Query).
 type Outcome struct {
 	// Message is the status of a statement without rows ("CREATE VIEW").
 	Message string
@@ -47,6 +47,10 @@ type Outcome struct {
 	Rows arrow.RecordBatch
 	// Query is a query to execute.
 	Query *Query
+	// Analyze: the Query is an EXPLAIN ANALYZE's, to be run to completion
+	// (its rows discarded) and answered with its plan and what each
+	// operator did.
+	Analyze bool
 }
 
 // Query is a planned query.
@@ -90,6 +94,9 @@ func (e *Engine) Prepare(text string, settings *Settings) (*Outcome, error) {
 		q, err := e.PlanQuery(st.Query, settings)
 		if err != nil {
 			return nil, err
+		}
+		if st.Analyze {
+			return &Outcome{Query: q, Analyze: true}, nil
 		}
 		return &Outcome{Rows: StringRows([]string{"plan_type", "plan"}, [][]string{
 			{"logical_plan", strings.TrimRight(plan.Format(q.Logical), "\n")},

@@ -142,7 +142,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 
 // drive routes input partition in's batches to the queues.
 func (w *PipelinedWriter) drive(ctx context.Context, in int, tc *physical.TaskContext, push emitFunc) error {
-	s, err := w.input.Execute(ctx, in, tc)
+	s, err := physical.ExecuteOp(ctx, w.input, in, tc)
 	if err != nil {
 		return fmt.Errorf("partition %d: %w", in, err)
 	}

@@ -130,7 +130,7 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 // writePartition writes input partition in. On error it returns the
 // locations it already committed, for RunTask to remove.
 func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv, tc *physical.TaskContext) (locs []*rpc.PartitionLocation, err error) {
-	s, err := w.input.Execute(ctx, in, tc)
+	s, err := physical.ExecuteOp(ctx, w.input, in, tc)
 	if err != nil {
 		return nil, fmt.Errorf("shuffle writer stage %d partition %d: %w", w.StageID, in, err)
 	}

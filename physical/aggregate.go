@@ -348,13 +348,13 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 			}
 		}
 	}
-	in, err := h.input.Execute(ctx, partition, tc)
+	in, err := ExecuteOp(ctx, h.input, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("hash aggregate: %w", err)
 	}
 	return &hashAggStream{
 		op: h, tc: tc, input: in, table: table, accs: accs, hist: hist, partition: partition,
-		res: tc.Memory.NewReservation(fmt.Sprintf("HashAggregate[%d]", partition)),
+		res: tc.NewReservation(ctx, fmt.Sprintf("HashAggregate[%d]", partition)),
 	}, nil
 }
 

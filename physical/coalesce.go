@@ -42,7 +42,7 @@ func (c *CoalescePartitions) Execute(ctx context.Context, partition int, tc *Tas
 	n := c.input.OutputPartitioning().Count
 	if n == 1 {
 		// Nothing to merge: no goroutine needed.
-		return c.input.Execute(ctx, 0, tc)
+		return ExecuteOp(ctx, c.input, 0, tc)
 	}
 	parts := make([]int, n)
 	for i := range parts {
@@ -144,7 +144,7 @@ func (g *taskGroup) goStream(input Operator, p int, tc *TaskContext, emit func(c
 	// then exists before any is drained, so state the streams share (a
 	// join's build side) cannot be dropped by a fast partition and rebuilt
 	// for a slow one.
-	s, execErr := input.Execute(g.gctx, p, tc)
+	s, execErr := ExecuteOp(g.gctx, input, p, tc)
 	g.eg.Go(func() (err error) {
 		if exit != nil {
 			defer func() { exit(err) }()

@@ -87,7 +87,7 @@ func (e *Expand) String() string {
 
 // Execute implements Operator.
 func (e *Expand) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
-	in, err := e.input.Execute(ctx, partition, tc)
+	in, err := ExecuteOp(ctx, e.input, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("expand: %w", err)
 	}

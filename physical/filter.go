@@ -49,10 +49,10 @@ func (f *Filter) Execute(ctx context.Context, partition int, tc *TaskContext) (S
 	if scan, ok := f.input.(*ParquetScan); ok {
 		// Let the scan drop rows early on what it can judge cheaply; the
 		// batches it judged on the whole predicate come marked.
-		in, err = scan.execute(ctx, partition, tc, expr.Conjuncts(f.pred))
+		in, err = executeScan(ctx, scan, partition, tc, expr.Conjuncts(f.pred))
 		marked, _ = in.(filteredMarker)
 	} else {
-		in, err = f.input.Execute(ctx, partition, tc)
+		in, err = ExecuteOp(ctx, f.input, partition, tc)
 	}
 	if err != nil {
 		return nil, err

@@ -142,7 +142,7 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 	if scan, col, ok := h.runtimeFilterTarget(); ok {
 		rf = tc.runtimeFilters().forJoin(h, scan, col)
 	}
-	probe, err := h.right.Execute(ctx, partition, tc)
+	probe, err := ExecuteOp(ctx, h.right, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("hash join probe: %w", err)
 	}

@@ -113,7 +113,7 @@ func joinArrayBytes(d arrow.ArrayData) int64 {
 // their rows and, when keys is non-empty, indexes them by key hash. Memory is
 // reserved from tc.Memory under owner.
 func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []expr.Expr, tc *TaskContext, owner string) (*joinBuildTable, error) {
-	t := &joinBuildTable{res: tc.Memory.NewReservation(owner)}
+	t := &joinBuildTable{res: tc.NewReservation(ctx, owner)}
 	var (
 		mu      sync.Mutex
 		batches []arrow.RecordBatch
@@ -128,7 +128,7 @@ func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []e
 	for _, p := range partitions {
 		g.Go(Safe(func() error {
 			checkFailpoint(FailpointHashJoinBuild)
-			s, err := op.Execute(gctx, p, tc)
+			s, err := ExecuteOp(gctx, op, p, tc)
 			if err != nil {
 				return err
 			}

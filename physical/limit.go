@@ -45,7 +45,7 @@ func (l *Limit) Execute(ctx context.Context, partition int, tc *TaskContext) (St
 		// Nothing will be read: do not even start the child.
 		return &limitStream{}, nil
 	}
-	in, err := l.input.Execute(ctx, partition, tc)
+	in, err := ExecuteOp(ctx, l.input, partition, tc)
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,9 @@ type Reservation struct {
 	pool  *MemoryPool
 	owner string
 	size  int64
+	// track is the operator the reservation counts toward in an
+	// EXPLAIN ANALYZE (TaskContext.NewReservation); nil otherwise.
+	track *opMetrics
 }
 
 // Grow reserves n more bytes or returns a wrapped ErrResourcesExhausted.
@@ -84,6 +87,9 @@ func (r *Reservation) Grow(n int64) error {
 		return err
 	}
 	r.size += n
+	if r.track != nil {
+		r.track.grow(n)
+	}
 	return nil
 }
 
@@ -93,6 +99,9 @@ func (r *Reservation) Shrink(n int64) {
 	if n > 0 {
 		r.size -= n
 		r.pool.shrink(n)
+		if r.track != nil {
+			r.track.shrink(n)
+		}
 	}
 }
 

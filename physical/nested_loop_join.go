@@ -66,7 +66,7 @@ func (j *NestedLoopJoin) String() string {
 
 // Execute implements Operator.
 func (j *NestedLoopJoin) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
-	probe, err := j.right.Execute(ctx, partition, tc)
+	probe, err := ExecuteOp(ctx, j.right, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("nested loop join probe: %w", err)
 	}

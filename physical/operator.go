@@ -120,6 +120,9 @@ type TaskContext struct {
 	// exchange) the executor's services and the task's identity; it holds
 	// an *exchange.TaskEnv on executors and is nil in a purely local run.
 	Exchange any
+	// Analyzer, when set, measures the task's operators for EXPLAIN
+	// ANALYZE (analyze.go); nil in every other run.
+	Analyzer *Analyzer
 	// filters holds the runtime join filters of the task's operators
 	// (runtime_filter.go); nil until one registers.
 	filters atomic.Pointer[runtimeFilters]

@@ -81,7 +81,7 @@ func (p *Projection) String() string {
 
 // Execute implements Operator.
 func (p *Projection) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
-	in, err := p.input.Execute(ctx, partition, tc)
+	in, err := ExecuteOp(ctx, p.input, partition, tc)
 	if err != nil {
 		return nil, err
 	}

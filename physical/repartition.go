@@ -144,7 +144,7 @@ type producer struct {
 }
 
 func (p *producer) run(ctx context.Context) error {
-	s, err := p.op.input.Execute(ctx, p.input, p.tc)
+	s, err := ExecuteOp(ctx, p.op.input, p.input, p.tc)
 	if err != nil {
 		return fmt.Errorf("repartition input partition %d: %w", p.input, err)
 	}

@@ -101,13 +101,13 @@ func (s *SetOp) Execute(ctx context.Context, partition int, tc *TaskContext) (St
 	if err != nil {
 		return nil, fmt.Errorf("set operation: %w", err)
 	}
-	left, err := s.left.Execute(ctx, partition, tc)
+	left, err := ExecuteOp(ctx, s.left, partition, tc)
 	if err != nil {
 		return nil, fmt.Errorf("set operation left input: %w", err)
 	}
 	return &setOpStream{
 		op: s, tc: tc, partition: partition, left: left, table: table,
-		res: tc.Memory.NewReservation(fmt.Sprintf("SetOp[%d]", partition)),
+		res: tc.NewReservation(ctx, fmt.Sprintf("SetOp[%d]", partition)),
 	}, nil
 }
 
@@ -164,7 +164,7 @@ func (s *setOpStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 // build counts the rows of the right input per group.
 func (s *setOpStream) build(ctx context.Context) error {
-	in, err := s.op.right.Execute(ctx, s.partition, s.tc)
+	in, err := ExecuteOp(ctx, s.op.right, s.partition, s.tc)
 	if err != nil {
 		return fmt.Errorf("set operation right input: %w", err)
 	}

@@ -78,7 +78,7 @@ func (s *SharedOutput) Execute(ctx context.Context, partition int, tc *TaskConte
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gone {
-		return s.input.Execute(ctx, partition, tc)
+		return ExecuteOp(ctx, s.input, partition, tc)
 	}
 	p.opened++
 	if !p.started {
@@ -117,7 +117,7 @@ func (p *sharedPart) produce(ctx context.Context, input Operator, part int, tc *
 			finish(Recovered(r))
 		}
 	}()
-	src, err := input.Execute(ctx, part, tc)
+	src, err := ExecuteOp(ctx, input, part, tc)
 	if err != nil {
 		finish(err)
 		return

@@ -60,7 +60,7 @@ func (s *Sort) Execute(ctx context.Context, partition int, tc *TaskContext) (Str
 	if err != nil {
 		return nil, fmt.Errorf("sort: %w", err)
 	}
-	in, err := s.input.Execute(ctx, partition, tc)
+	in, err := ExecuteOp(ctx, s.input, partition, tc)
 	if err != nil {
 		cmp.release()
 		return nil, err
@@ -70,7 +70,7 @@ func (s *Sort) Execute(ctx context.Context, partition int, tc *TaskContext) (Str
 		in:  in,
 		tc:  tc,
 		cmp: cmp,
-		res: tc.Memory.NewReservation(fmt.Sprintf("Sort[%d]", partition)),
+		res: tc.NewReservation(ctx, fmt.Sprintf("Sort[%d]", partition)),
 	}, nil
 }
 

@@ -54,7 +54,7 @@ func (m *SortPreservingMerge) Execute(ctx context.Context, partition int, tc *Ta
 	}
 	if n == 1 {
 		// One sorted partition is already the answer.
-		in, err := m.input.Execute(ctx, 0, tc)
+		in, err := ExecuteOp(ctx, m.input, 0, tc)
 		if err != nil {
 			return nil, err
 		}

@@ -93,7 +93,7 @@ func (u *Union) executeInput(ctx context.Context, j int, tc *TaskContext) (Strea
 		if err := u.checkSchema(in.Schema()); err != nil {
 			return nil, fmt.Errorf("union input %d: %w", i, err)
 		}
-		s, err := in.Execute(ctx, p, tc)
+		s, err := ExecuteOp(ctx, in, p, tc)
 		if err != nil {
 			return nil, err
 		}

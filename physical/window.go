@@ -206,12 +206,12 @@ func (w *Window) Execute(ctx context.Context, partition int, tc *TaskContext) (S
 	if err != nil {
 		return nil, fmt.Errorf("window: %w", err)
 	}
-	in, err := w.input.Execute(ctx, partition, tc)
+	in, err := ExecuteOp(ctx, w.input, partition, tc)
 	if err != nil {
 		pcmp.release()
 		return nil, err
 	}
-	return &windowStream{op: w, in: in, tc: tc, pcmp: pcmp, res: tc.Memory.NewReservation(fmt.Sprintf("Window[%d]", partition))}, nil
+	return &windowStream{op: w, in: in, tc: tc, pcmp: pcmp, res: tc.NewReservation(ctx, fmt.Sprintf("Window[%d]", partition))}, nil
 }
 
 func (w *Window) partitionSortKeys() []SortKey {

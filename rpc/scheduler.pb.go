@@ -381,7 +381,13 @@ type JobStatus struct {
 	// The stage DAG with tasks and where they ran (EXPLAIN-style text).
 	Stages string `protobuf:"bytes,11,opt,name=stages,proto3" json:"stages,omitempty"`
 	// The session settings after the statement (SET changes them).
-	Settings      map[string]string `protobuf:"bytes,12,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Settings map[string]string `protobuf:"bytes,12,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The job runs an EXPLAIN ANALYZE: the client reads and discards its
+	// rows, waits for the final status and shows analyzed_plan.
+	Analyze bool `protobuf:"varint,20,opt,name=analyze,proto3" json:"analyze,omitempty"`
+	// EXPLAIN ANALYZE, once the job ended: every stage with its tasks'
+	// summed metrics and its plan with each operator's.
+	AnalyzedPlan  string `protobuf:"bytes,21,opt,name=analyzed_plan,json=analyzedPlan,proto3" json:"analyzed_plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,6 +504,20 @@ func (x *JobStatus) GetSettings() map[string]string {
 		return x.Settings
 	}
 	return nil
+}
+
+func (x *JobStatus) GetAnalyze() bool {
+	if x != nil {
+		return x.Analyze
+	}
+	return false
+}
+
+func (x *JobStatus) GetAnalyzedPlan() string {
+	if x != nil {
+		return x.AnalyzedPlan
+	}
+	return ""
 }
 
 type CancelJobRequest struct {
@@ -1306,12 +1326,15 @@ func (x *TaskId) GetAttempt() int32 {
 }
 
 type TaskDefinition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            *TaskId                `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"` // the stage partitions this task runs
-	Plan          *PhysicalPlan          `protobuf:"bytes,3,opt,name=plan,proto3" json:"plan,omitempty"`
-	Settings      map[string]string      `protobuf:"bytes,4,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Vcores        int32                  `protobuf:"varint,5,opt,name=vcores,proto3" json:"vcores,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         *TaskId                `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Partitions []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"` // the stage partitions this task runs
+	Plan       *PhysicalPlan          `protobuf:"bytes,3,opt,name=plan,proto3" json:"plan,omitempty"`
+	Settings   map[string]string      `protobuf:"bytes,4,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Vcores     int32                  `protobuf:"varint,5,opt,name=vcores,proto3" json:"vcores,omitempty"`
+	// Collect EXPLAIN ANALYZE metrics of the stage plan's operators and
+	// report them in the task's final status.
+	Analyze       bool `protobuf:"varint,20,opt,name=analyze,proto3" json:"analyze,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1381,6 +1404,13 @@ func (x *TaskDefinition) GetVcores() int32 {
 	return 0
 }
 
+func (x *TaskDefinition) GetAnalyze() bool {
+	if x != nil {
+		return x.Analyze
+	}
+	return false
+}
+
 type TaskStatus struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         *TaskId                `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1395,9 +1425,15 @@ type TaskStatus struct {
 	// division by zero, a value that does not cast): what the user is shown.
 	// Such a failure is the same on any executor, so the job fails at once,
 	// without retries.
-	QueryError    string `protobuf:"bytes,8,opt,name=query_error,json=queryError,proto3" json:"query_error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	QueryError string `protobuf:"bytes,8,opt,name=query_error,json=queryError,proto3" json:"query_error,omitempty"`
+	// EXPLAIN ANALYZE (TaskDefinition.analyze): the metrics of the stage
+	// body's operators in pre-order (the writer's input first), the task's
+	// memory pool peak and how long the task ran.
+	OperatorMetrics []*OperatorMetrics `protobuf:"bytes,20,rep,name=operator_metrics,json=operatorMetrics,proto3" json:"operator_metrics,omitempty"`
+	MemoryPeakBytes int64              `protobuf:"varint,21,opt,name=memory_peak_bytes,json=memoryPeakBytes,proto3" json:"memory_peak_bytes,omitempty"`
+	ElapsedNs       int64              `protobuf:"varint,22,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
@@ -1484,6 +1520,27 @@ func (x *TaskStatus) GetQueryError() string {
 		return x.QueryError
 	}
 	return ""
+}
+
+func (x *TaskStatus) GetOperatorMetrics() []*OperatorMetrics {
+	if x != nil {
+		return x.OperatorMetrics
+	}
+	return nil
+}
+
+func (x *TaskStatus) GetMemoryPeakBytes() int64 {
+	if x != nil {
+		return x.MemoryPeakBytes
+	}
+	return 0
+}
+
+func (x *TaskStatus) GetElapsedNs() int64 {
+	if x != nil {
+		return x.ElapsedNs
+	}
+	return 0
 }
 
 type FetchFailure struct {
@@ -1634,6 +1691,95 @@ func (*UpdateTaskStatusResponse) Descriptor() ([]byte, []int) {
 	return file_scheduler_proto_rawDescGZIP(), []int{24}
 }
 
+// What one operator of a stage plan did in one task (EXPLAIN ANALYZE).
+type OperatorMetrics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator's position in the stage body, in pre-order.
+	Index   int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Rows    int64 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	Batches int64 `protobuf:"varint,3,opt,name=batches,proto3" json:"batches,omitempty"`
+	// Time in the operator itself, summed over its partitions.
+	TimeNs int64 `protobuf:"varint,4,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
+	// Peak bytes the operator's reservations held at once; reserved says
+	// whether it took any.
+	MemoryPeakBytes int64 `protobuf:"varint,5,opt,name=memory_peak_bytes,json=memoryPeakBytes,proto3" json:"memory_peak_bytes,omitempty"`
+	Reserved        bool  `protobuf:"varint,6,opt,name=reserved,proto3" json:"reserved,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *OperatorMetrics) Reset() {
+	*x = OperatorMetrics{}
+	mi := &file_scheduler_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorMetrics) ProtoMessage() {}
+
+func (x *OperatorMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorMetrics.ProtoReflect.Descriptor instead.
+func (*OperatorMetrics) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *OperatorMetrics) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetBatches() int64 {
+	if x != nil {
+		return x.Batches
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetTimeNs() int64 {
+	if x != nil {
+		return x.TimeNs
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetMemoryPeakBytes() int64 {
+	if x != nil {
+		return x.MemoryPeakBytes
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetReserved() bool {
+	if x != nil {
+		return x.Reserved
+	}
+	return false
+}
+
 var File_scheduler_proto protoreflect.FileDescriptor
 
 const file_scheduler_proto_rawDesc = "" +
@@ -1664,7 +1810,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rtasks_running\x18\x04 \x01(\x05R\ftasksRunning\x12\x1d\n" +
 	"\n" +
 	"tasks_done\x18\x05 \x01(\x05R\ttasksDone\x12\x19\n" +
-	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xcc\x04\n" +
+	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\x8b\x05\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x10.sluice.JobStateR\x05state\x12'\n" +
@@ -1678,7 +1824,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bprogress\x18\n" +
 	" \x01(\v2\x13.sluice.JobProgressR\bprogress\x12\x16\n" +
 	"\x06stages\x18\v \x01(\tR\x06stages\x12;\n" +
-	"\bsettings\x18\f \x03(\v2\x1f.sluice.JobStatus.SettingsEntryR\bsettings\x1a;\n" +
+	"\bsettings\x18\f \x03(\v2\x1f.sluice.JobStatus.SettingsEntryR\bsettings\x12\x18\n" +
+	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12#\n" +
+	"\ranalyzed_plan\x18\x15 \x01(\tR\fanalyzedPlan\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
@@ -1732,7 +1880,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
 	"\rstage_attempt\x18\x03 \x01(\x05R\fstageAttempt\x12\x17\n" +
 	"\atask_id\x18\x04 \x01(\x05R\x06taskId\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\x91\x02\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xab\x02\n" +
 	"\x0eTaskDefinition\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1e\n" +
 	"\n" +
@@ -1740,10 +1888,11 @@ const file_scheduler_proto_rawDesc = "" +
 	"partitions\x12(\n" +
 	"\x04plan\x18\x03 \x01(\v2\x14.sluice.PhysicalPlanR\x04plan\x12@\n" +
 	"\bsettings\x18\x04 \x03(\v2$.sluice.TaskDefinition.SettingsEntryR\bsettings\x12\x16\n" +
-	"\x06vcores\x18\x05 \x01(\x05R\x06vcores\x1a;\n" +
+	"\x06vcores\x18\x05 \x01(\x05R\x06vcores\x12\x18\n" +
+	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x03\n" +
 	"\n" +
 	"TaskStatus\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1f\n" +
@@ -1755,7 +1904,11 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aoutputs\x18\x06 \x03(\v2\x19.sluice.PartitionLocationR\aoutputs\x12\x19\n" +
 	"\brows_out\x18\a \x01(\x03R\arowsOut\x12\x1f\n" +
 	"\vquery_error\x18\b \x01(\tR\n" +
-	"queryError\"o\n" +
+	"queryError\x12B\n" +
+	"\x10operator_metrics\x18\x14 \x03(\v2\x17.sluice.OperatorMetricsR\x0foperatorMetrics\x12*\n" +
+	"\x11memory_peak_bytes\x18\x15 \x01(\x03R\x0fmemoryPeakBytes\x12\x1d\n" +
+	"\n" +
+	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\"o\n" +
 	"\fFetchFailure\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x19\n" +
@@ -1765,7 +1918,14 @@ const file_scheduler_proto_rawDesc = "" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12.\n" +
 	"\bstatuses\x18\x02 \x03(\v2\x12.sluice.TaskStatusR\bstatuses\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse*b\n" +
+	"\x18UpdateTaskStatusResponse\"\xb6\x01\n" +
+	"\x0fOperatorMetrics\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x18\n" +
+	"\abatches\x18\x03 \x01(\x03R\abatches\x12\x17\n" +
+	"\atime_ns\x18\x04 \x01(\x03R\x06timeNs\x12*\n" +
+	"\x11memory_peak_bytes\x18\x05 \x01(\x03R\x0fmemoryPeakBytes\x12\x1a\n" +
+	"\breserved\x18\x06 \x01(\bR\breserved*b\n" +
 	"\bJobState\x12\x0e\n" +
 	"\n" +
 	"JOB_QUEUED\x10\x00\x12\x0f\n" +
@@ -1805,7 +1965,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_scheduler_proto_goTypes = []any{
 	(JobState)(0),                    // 0: sluice.JobState
 	(TaskState)(0),                   // 1: sluice.TaskState
@@ -1834,59 +1994,61 @@ var file_scheduler_proto_goTypes = []any{
 	(*FetchFailure)(nil),             // 24: sluice.FetchFailure
 	(*UpdateTaskStatusRequest)(nil),  // 25: sluice.UpdateTaskStatusRequest
 	(*UpdateTaskStatusResponse)(nil), // 26: sluice.UpdateTaskStatusResponse
-	nil,                              // 27: sluice.ExecuteQueryRequest.SettingsEntry
-	nil,                              // 28: sluice.JobStatus.SettingsEntry
-	nil,                              // 29: sluice.TaskDefinition.SettingsEntry
-	(*Schema)(nil),                   // 30: sluice.Schema
-	(*PartitionLocation)(nil),        // 31: sluice.PartitionLocation
-	(*PipelinedProducers)(nil),       // 32: sluice.PipelinedProducers
-	(*PhysicalPlan)(nil),             // 33: sluice.PhysicalPlan
+	(*OperatorMetrics)(nil),          // 27: sluice.OperatorMetrics
+	nil,                              // 28: sluice.ExecuteQueryRequest.SettingsEntry
+	nil,                              // 29: sluice.JobStatus.SettingsEntry
+	nil,                              // 30: sluice.TaskDefinition.SettingsEntry
+	(*Schema)(nil),                   // 31: sluice.Schema
+	(*PartitionLocation)(nil),        // 32: sluice.PartitionLocation
+	(*PipelinedProducers)(nil),       // 33: sluice.PipelinedProducers
+	(*PhysicalPlan)(nil),             // 34: sluice.PhysicalPlan
 }
 var file_scheduler_proto_depIdxs = []int32{
-	27, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
+	28, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
 	0,  // 1: sluice.JobStatus.state:type_name -> sluice.JobState
 	3,  // 2: sluice.JobStatus.error:type_name -> sluice.UserError
-	30, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
-	31, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
-	32, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
+	31, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
+	32, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
+	33, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
 	4,  // 6: sluice.JobStatus.progress:type_name -> sluice.JobProgress
-	28, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
+	29, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
 	12, // 8: sluice.ExecutorState.meta:type_name -> sluice.ExecutorMetadata
 	13, // 9: sluice.ClusterState.executors:type_name -> sluice.ExecutorState
 	5,  // 10: sluice.ClusterState.running_jobs:type_name -> sluice.JobStatus
 	12, // 11: sluice.RegisterExecutorRequest.meta:type_name -> sluice.ExecutorMetadata
 	22, // 12: sluice.PollWorkResponse.tasks:type_name -> sluice.TaskDefinition
 	21, // 13: sluice.TaskDefinition.id:type_name -> sluice.TaskId
-	33, // 14: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
-	29, // 15: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
+	34, // 14: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
+	30, // 15: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
 	21, // 16: sluice.TaskStatus.id:type_name -> sluice.TaskId
 	1,  // 17: sluice.TaskStatus.state:type_name -> sluice.TaskState
 	24, // 18: sluice.TaskStatus.fetch_failure:type_name -> sluice.FetchFailure
-	31, // 19: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
-	23, // 20: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
-	2,  // 21: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
-	6,  // 22: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
-	8,  // 23: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
-	9,  // 24: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
-	11, // 25: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
-	15, // 26: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
-	17, // 27: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
-	19, // 28: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
-	25, // 29: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
-	5,  // 30: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
-	7,  // 31: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
-	5,  // 32: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
-	10, // 33: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
-	14, // 34: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
-	16, // 35: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
-	18, // 36: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
-	20, // 37: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
-	26, // 38: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
-	30, // [30:39] is the sub-list for method output_type
-	21, // [21:30] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	32, // 19: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
+	27, // 20: sluice.TaskStatus.operator_metrics:type_name -> sluice.OperatorMetrics
+	23, // 21: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
+	2,  // 22: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
+	6,  // 23: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
+	8,  // 24: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
+	9,  // 25: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
+	11, // 26: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
+	15, // 27: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
+	17, // 28: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
+	19, // 29: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
+	25, // 30: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
+	5,  // 31: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
+	7,  // 32: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
+	5,  // 33: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
+	10, // 34: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
+	14, // 35: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
+	16, // 36: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
+	18, // 37: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
+	20, // 38: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
+	26, // 39: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
+	31, // [31:40] is the sub-list for method output_type
+	22, // [22:31] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -1901,7 +2063,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

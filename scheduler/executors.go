@@ -121,6 +121,9 @@ func (s *Scheduler) removeExecutorLocked(id string) *executor {
 	delete(s.executors, id)
 	for _, j := range slices.Clone(s.order) {
 		j.graph.ExecutorLost(id)
+		if j.analysis != nil {
+			j.analysis.executorLost(id)
+		}
 		s.syncJobLocked(j)
 	}
 	s.totalVcores.Add(-int64(e.meta.Vcores))
@@ -213,6 +216,9 @@ func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskSta
 		j := s.jobs[st.GetId().GetJobId()]
 		if j == nil {
 			continue
+		}
+		if j.analysis != nil {
+			j.analysis.report(st)
 		}
 		if j.finished() {
 			// Only the report of a task that finished just as its job

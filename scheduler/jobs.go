@@ -24,6 +24,8 @@ type job struct {
 	changed chan struct{}
 	created time.Time
 	ended   time.Time
+	// analysis follows an EXPLAIN ANALYZE job's metrics; nil otherwise.
+	analysis *analysis
 }
 
 func (j *job) finished() bool {
@@ -48,6 +50,12 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
 		st.FinalLocations = j.graph.FinalLocations()
+	}
+	if j.analysis != nil {
+		st.Analyze = true
+		if j.state == rpc.JobState_JOB_SUCCESSFUL {
+			st.AnalyzedPlan = j.analysis.format()
+		}
 	}
 	// A pipelined job is read while it runs; a status stream may skip
 	// Running when the job ends quickly, so Successful carries them too.
@@ -83,6 +91,22 @@ func (s *Scheduler) syncJobLocked(j *job) {
 	state, err := j.graph.State()
 	switch state {
 	case GraphSuccessful:
+		if a := j.analysis; a != nil {
+			first := !a.waiting()
+			if !a.complete(time.Now()) {
+				// EXPLAIN ANALYZE: the result is complete, but the job
+				// ends only when its tasks have reported their metrics.
+				// Tasks no longer needed (a LIMIT was satisfied) are
+				// cancelled now and report what they did until then.
+				if first {
+					if running := j.graph.Cancel(); len(running) > 0 {
+						s.goLocked(func() { s.cleanup(j.id, running, nil) })
+					}
+				}
+				j.notify()
+				return
+			}
+		}
 		s.endLocked(j, rpc.JobState_JOB_SUCCESSFUL)
 		// Early finish (pipelined): the final stage is complete, so tasks
 		// still feeding it (a LIMIT was satisfied) are no longer needed.

@@ -11,7 +11,7 @@ import (
 // submitPipelined registers a pipelined job. The graph is built under the
 // lock because it checks the job against the executors registered now: a
 // job that can never fit fails here, at submission.
-func (s *Scheduler) submitPipelined(jobID string, dg *dplan.Graph, schema *rpc.Schema, settings *engine.Settings) (*job, error) {
+func (s *Scheduler) submitPipelined(jobID string, dg *dplan.Graph, schema *rpc.Schema, settings *engine.Settings, analyze bool) (*job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, err := NewPipelinedGraph(PipelinedConfig{
@@ -24,6 +24,9 @@ func (s *Scheduler) submitPipelined(jobID string, dg *dplan.Graph, schema *rpc.S
 		return nil, err
 	}
 	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{}), created: time.Now()}
+	if analyze {
+		j.analysis = newAnalysis(dg)
+	}
 	s.addJobLocked(j)
 	return j, nil
 }

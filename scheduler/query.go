@@ -111,12 +111,26 @@ func (s *Scheduler) prepare(jobID string, req *rpc.ExecuteQueryRequest) (*rpc.Jo
 		if err != nil {
 			return failed(err)
 		}
-		j, err := s.submit(jobID, q, settings)
+		j, err := s.submit(jobID, q, settings, false)
 		if err != nil {
 			return failed(err)
 		}
 		return nil, j
 	case *sql.Explain:
+		if st.Analyze {
+			// EXPLAIN ANALYZE runs the query as a job whose tasks report
+			// their operators' metrics; the client reads (and discards)
+			// its rows and shows the job's final analyzed_plan.
+			q, err := s.engine.PlanQuery(st.Query, settings)
+			if err != nil {
+				return failed(err)
+			}
+			j, err := s.submit(jobID, q, settings, true)
+			if err != nil {
+				return failed(err)
+			}
+			return nil, j
+		}
 		rows, err := s.explain(st, settings)
 		if err != nil {
 			return failed(err)
@@ -173,8 +187,9 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 	return rows, nil
 }
 
-// submit plans a query into stages and registers its job.
-func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Settings) (*job, error) {
+// submit plans a query into stages and registers its job; analyze makes
+// it an EXPLAIN ANALYZE's.
+func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Settings, analyze bool) (*job, error) {
 	mode, _ := settings.Get("execution.mode")
 	switch mode {
 	case ModeBlocking:
@@ -194,7 +209,7 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 		return nil, err
 	}
 	if mode == ModePipelined {
-		return s.submitPipelined(jobID, dg, schema, settings)
+		return s.submitPipelined(jobID, dg, schema, settings, analyze)
 	}
 	g, err := NewBlockingGraph(BlockingConfig{
 		JobID: jobID, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
@@ -205,6 +220,9 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 		return nil, err
 	}
 	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{}), created: time.Now()}
+	if analyze {
+		j.analysis = newAnalysis(dg)
+	}
 	s.mu.Lock()
 	s.addJobLocked(j)
 	s.mu.Unlock()

@@ -228,6 +228,7 @@ func (s *Scheduler) maintenanceLoop() {
 		}
 		s.expireExecutors(time.Now())
 		s.sweepJobs(time.Now())
+		s.endAnalyses()
 	}
 }
 
@@ -271,6 +272,9 @@ func (s *Scheduler) placeLocked(offers []*Offer) []*Assignment {
 			break
 		}
 		as := j.graph.Offer(offers)
+		if j.analysis != nil {
+			j.analysis.launch(as)
+		}
 		if len(as) > 0 && j.state == rpc.JobState_JOB_QUEUED {
 			j.state = rpc.JobState_JOB_RUNNING
 		}

@@ -85,6 +85,9 @@ func (r *remote) execute(ctx context.Context, text string, s *Session) (*Result,
 		j.cancelStream()
 		return nil, err
 	}
+	if st.Analyze {
+		return j.analyze(ctx, st, schema, s, start)
+	}
 	return j.read(ctx, st, schema, s, start)
 }
 
@@ -237,6 +240,8 @@ type jobStream struct {
 	watchers   sync.WaitGroup
 	stats      Stats
 	done       bool
+	// final is the job's last status, fetched by Close.
+	final *rpc.JobStatus
 }
 
 // watch follows the status stream of a running (pipelined) job.
@@ -358,6 +363,7 @@ func (w *jobStream) Close() {
 	if st != nil {
 		w.stats.Report = st.Stages
 	}
+	w.final = st
 	if w.job.id != "" {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		w.job.r.client.ReleaseJob(cctx, &rpc.ReleaseJobRequest{JobId: w.job.id})

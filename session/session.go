@@ -177,6 +177,8 @@ func (l *local) execute(ctx context.Context, text string, s *Session) (_ *Result
 	switch {
 	case out.Rows != nil:
 		return &Result{Schema: out.Rows.Schema(), stream: &batchStream{batches: []arrow.RecordBatch{out.Rows}}}, nil
+	case out.Query != nil && out.Analyze:
+		return l.analyze(ctx, out.Query, s, start)
 	case out.Query != nil:
 		return l.runQuery(ctx, out.Query, s, start)
 	}
@@ -184,19 +186,7 @@ func (l *local) execute(ctx context.Context, text string, s *Session) (_ *Result
 }
 
 func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start time.Time) (*Result, error) {
-	op := q.Physical
-	if op.OutputPartitioning().Count > 1 {
-		op = physical.NewCoalescePartitions(op)
-	}
-	alloc := l.alloc
-	if alloc == nil {
-		alloc = physical.Allocator
-	}
-	tc := &physical.TaskContext{
-		Alloc:     alloc,
-		Memory:    physical.NewMemoryPool("query", s.Settings.Int("execution.memory_limit"), nil),
-		BatchSize: int(s.Settings.Int("execution.batch_size")),
-	}
+	op, tc := l.task(q, s)
 	stream, err := op.Execute(ctx, 0, tc)
 	if err != nil {
 		return nil, err
@@ -205,6 +195,24 @@ func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start
 	res.stream = &timed{Stream: &renamed{Stream: stream, schema: q.Schema}, start: start, stats: &res.statsVal}
 	res.stats = &res.statsVal
 	return res, nil
+}
+
+// task returns the query's root, whose one partition is the result, and
+// the context to run it in.
+func (l *local) task(q *engine.Query, s *Session) (physical.Operator, *physical.TaskContext) {
+	op := q.Physical
+	if op.OutputPartitioning().Count > 1 {
+		op = physical.NewCoalescePartitions(op)
+	}
+	alloc := l.alloc
+	if alloc == nil {
+		alloc = physical.Allocator
+	}
+	return op, &physical.TaskContext{
+		Alloc:     alloc,
+		Memory:    physical.NewMemoryPool("query", s.Settings.Int("execution.memory_limit"), nil),
+		BatchSize: int(s.Settings.Int("execution.batch_size")),
+	}
 }
 
 // timed records time to first row, total time and rows of a stream.

@@ -43,8 +43,9 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	case *pg.Node_SelectStmt:
 		return st.query(n.SelectStmt)
 	case *pg.Node_ExplainStmt:
-		if len(n.ExplainStmt.Options) > 0 {
-			return nil, &Error{Kind: "bind", Msg: "EXPLAIN options are not supported"}
+		analyze, err := explainOptions(n.ExplainStmt.Options)
+		if err != nil {
+			return nil, err
 		}
 		sel, ok := n.ExplainStmt.Query.Node.(*pg.Node_SelectStmt)
 		if !ok {
@@ -54,7 +55,7 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Explain{Query: q}, nil
+		return &Explain{Query: q, Analyze: analyze}, nil
 	case *pg.Node_ViewStmt:
 		return st.createView(n.ViewStmt)
 	case *pg.Node_DropStmt:
@@ -261,4 +262,39 @@ func stringList(ns []*pg.Node) []string {
 		}
 	}
 	return out
+}
+
+// explainOptions reads EXPLAIN's options: ANALYZE, alone or with a
+// boolean (EXPLAIN (ANALYZE off) is a plain EXPLAIN). Others are refused.
+func explainOptions(opts []*pg.Node) (analyze bool, err error) {
+	for _, o := range opts {
+		d := o.GetDefElem()
+		if d == nil {
+			return false, &Error{Kind: "bind", Msg: "unexpected EXPLAIN option"}
+		}
+		if name := strings.ToLower(d.Defname); name != "analyze" {
+			return false, &Error{Kind: "bind", Msg: fmt.Sprintf("EXPLAIN option %s is not supported (only ANALYZE is)", strings.ToUpper(name))}
+		}
+		analyze = true
+		if d.Arg == nil {
+			continue
+		}
+		var v string
+		switch a := d.Arg.Node.(type) {
+		case *pg.Node_String_:
+			v = strings.ToLower(a.String_.Sval)
+		case *pg.Node_Integer:
+			v = fmt.Sprint(a.Integer.Ival)
+		case *pg.Node_Boolean:
+			v = fmt.Sprint(a.Boolean.Boolval)
+		}
+		switch v {
+		case "true", "on", "1":
+		case "false", "off", "0":
+			analyze = false
+		default:
+			return false, &Error{Kind: "bind", Msg: "EXPLAIN option ANALYZE takes a boolean"}
+		}
+	}
+	return analyze, nil
 }

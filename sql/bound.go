@@ -33,8 +33,13 @@ type Query struct {
 	IDs   *plan.IDGen
 }
 
-// Explain is EXPLAIN of a query.
-type Explain struct{ Query *Query }
+// Explain is EXPLAIN of a query. With Analyze (EXPLAIN ANALYZE) the query
+// runs to completion, its rows discarded, and the plan is shown with what
+// each operator did.
+type Explain struct {
+	Query   *Query
+	Analyze bool
+}
 
 // CreateExternalTable registers a Parquet or CSV file (or directory) as a table.
 type CreateExternalTable struct {

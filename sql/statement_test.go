@@ -156,6 +156,30 @@ func TestExplain(t *testing.T) {
 	}
 }
 
+func TestExplainAnalyze(t *testing.T) {
+	tests := []struct {
+		sql     string
+		analyze bool
+	}{
+		{"explain analyze select a from t", true},
+		{"EXPLAIN (ANALYZE) select a from t", true},
+		{"explain (analyze true) select a from t", true},
+		{"explain (analyze on) select a from t", true},
+		{"explain (analyze off) select a from t", false},
+		{"explain (analyze 0) select a from t", false},
+	}
+	for _, tt := range tests {
+		b, err := bindOne(t, testCatalog(t), tt.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.sql, err)
+		}
+		e, ok := b.(*Explain)
+		if !ok || e.Query == nil || e.Analyze != tt.analyze {
+			t.Errorf("%s: got %#v, want analyze=%v", tt.sql, b, tt.analyze)
+		}
+	}
+}
+
 // TestNullability checks that outer joins make the inner side nullable and
 // NOT NULL source columns stay NOT NULL.
 func TestNullability(t *testing.T) {

@@ -14,20 +14,7 @@ import (
 func Format(g *Graph) string {
 	var b strings.Builder
 	for i, s := range g.Stages {
-		ins := make([]string, len(s.Inputs))
-		for j, id := range s.Inputs {
-			ins[j] = fmt.Sprint(id)
-		}
-		fmt.Fprintf(&b, "Stage %d: partitions=%d output=%s inputs=[%s]", s.ID, s.Partitions(), outputString(s.Output), strings.Join(ins, ", "))
-		if s.Broadcast {
-			b.WriteString(" broadcast")
-		}
-		if s.Shared {
-			b.WriteString(" shared")
-		}
-		if i == len(g.Stages)-1 {
-			b.WriteString(" final")
-		}
+		b.WriteString(StageHeader(g, i))
 		b.WriteByte('\n')
 		for _, line := range strings.SplitAfter(physical.Format(s.Body), "\n") {
 			if line != "" {
@@ -36,6 +23,28 @@ func Format(g *Graph) string {
 		}
 	}
 	return b.String()
+}
+
+// StageHeader is the line Format starts stage g.Stages[i] with (no
+// newline): its ID, partitions, output split, inputs and whether it is
+// broadcast, shared or final.
+func StageHeader(g *Graph, i int) string {
+	s := g.Stages[i]
+	ins := make([]string, len(s.Inputs))
+	for j, id := range s.Inputs {
+		ins[j] = fmt.Sprint(id)
+	}
+	h := fmt.Sprintf("Stage %d: partitions=%d output=%s inputs=[%s]", s.ID, s.Partitions(), outputString(s.Output), strings.Join(ins, ", "))
+	if s.Broadcast {
+		h += " broadcast"
+	}
+	if s.Shared {
+		h += " shared"
+	}
+	if i == len(g.Stages)-1 {
+		h += " final"
+	}
+	return h
 }
 
 // outputString names a stage's output split; pass-through is the common case

@@ -1,0 +1,217 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/catalog"
+	"sluice/cluster"
+	"sluice/session"
+)
+
+// analyzeQuery joins the facts with the dimension rows of two names (a
+// filtered scan, the join's build side) and aggregates per name.
+const analyzeQuery = "SELECT d.name, count(*) AS n, sum(f.v) AS total FROM fact f JOIN dim d ON f.fk = d.dk " +
+	"WHERE d.name IN ('n1', 'n2') GROUP BY d.name ORDER BY d.name"
+
+// analyzeSessions are the modes EXPLAIN ANALYZE is checked in.
+func analyzeSessions(t *testing.T) map[string]*session.Session {
+	t.Helper()
+	out := map[string]*session.Session{}
+	for _, parts := range []string{"1", "3"} {
+		s := session.New(catalog.New())
+		if err := s.Settings.Set("execution.target_partitions", parts); err != nil {
+			t.Fatal(err)
+		}
+		out["in-process/"+parts] = s
+	}
+	for _, c := range []struct{ mode, policy string }{
+		{"blocking", cluster.PolicyPush}, {"blocking", cluster.PolicyPull}, {"pipelined", cluster.PolicyPush},
+	} {
+		s := startCluster(t, 2, c.policy)
+		// Three tasks per stage, so that metrics are summed over tasks.
+		for k, v := range map[string]string{"execution.mode": c.mode, "execution.target_partitions": "3", "scheduler.max_partitions_per_task": "1"} {
+			if err := s.Settings.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out[c.mode+"/"+c.policy] = s
+	}
+	return out
+}
+
+// explainAnalyze runs an EXPLAIN ANALYZE and returns its rows by
+// plan_type.
+func explainAnalyze(t *testing.T, s *session.Session, q string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	res, err := s.Execute(ctx, "EXPLAIN ANALYZE "+q)
+	if err != nil {
+		t.Fatalf("EXPLAIN ANALYZE %s: %v", q, err)
+	}
+	defer res.Close()
+	if res.Schema == nil || res.Schema.NumFields() != 2 || res.Schema.Field(0).Name != "plan_type" || res.Schema.Field(1).Name != "plan" {
+		t.Fatalf("EXPLAIN ANALYZE schema %v, want (plan_type, plan)", res.Schema)
+	}
+	out := map[string]string{}
+	for {
+		b, err := res.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds, plans := b.Column(0).(*array.String), b.Column(1).(*array.String)
+		for i := 0; i < kinds.Len(); i++ {
+			out[kinds.Value(i)] = plans.Value(i)
+		}
+		b.Release()
+	}
+}
+
+// scalarInt runs a query returning one integer.
+func scalarInt(t *testing.T, s *session.Session, q string) int64 {
+	t.Helper()
+	rows, err := sltRun(context.Background(), s, q)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%s: %v %v", q, rows, err)
+	}
+	n, err := strconv.ParseInt(rows[0], 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+var metricsRows = regexp.MustCompile(` metrics=\[rows=(\d+), batches=\d+, time=[0-9.]+(ns|µs|ms|s)(, mem=[0-9.]+ (B|KiB|MiB|GiB))?\]$`)
+
+// rowsOf returns the rows an operator line reports.
+func rowsOf(t *testing.T, line string) int64 {
+	t.Helper()
+	m := metricsRows.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("operator line without metrics: %q", line)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// TestExplainAnalyze runs EXPLAIN ANALYZE of a join and an aggregate in
+// process and on clusters in both modes: every operator line carries its
+// metrics, and the rows reported for the filtered scan, the join and the
+// final operator are the real counts, summed over partitions and tasks.
+func TestExplainAnalyze(t *testing.T) {
+	for name, s := range analyzeSessions(t) {
+		t.Run(name, func(t *testing.T) {
+			writeEagerTables(t, s)
+			final, err := sltRun(context.Background(), s, analyzeQuery)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dimRows := scalarInt(t, s, "SELECT count(*) FROM dim WHERE name IN ('n1', 'n2')")
+			joinRows := scalarInt(t, s, "SELECT count(*) FROM fact JOIN dim ON fk = dk WHERE name IN ('n1', 'n2')")
+			if len(final) != 2 || dimRows == 0 || joinRows == 0 {
+				t.Fatalf("test data: %d final rows, %d dimension rows, %d joined", len(final), dimRows, joinRows)
+			}
+
+			out := explainAnalyze(t, s, analyzeQuery)
+			text := out["analyzed_plan"]
+			if text == "" || len(out) != 2 {
+				t.Fatalf("EXPLAIN ANALYZE rows %v, want analyzed_plan and summary", out)
+			}
+			if !strings.HasPrefix(out["summary"], "rows=2, time=") {
+				t.Errorf("summary %q, want rows=2 and the time", out["summary"])
+			}
+			lines := strings.Split(text, "\n")
+			var root, dim, join []string
+			cluster := strings.HasPrefix(lines[0], "Stage ")
+			for i, l := range lines {
+				if strings.HasPrefix(l, "Stage ") {
+					if !strings.Contains(l, " metrics=[tasks=") || strings.Contains(l, "reported metrics") {
+						t.Errorf("stage line without its tasks' metrics: %q", l)
+					}
+					if strings.Contains(l, "partitions=3 ") && !strings.Contains(l, "tasks=3,") {
+						t.Errorf("stage of 3 partitions not run as 3 tasks: %q", l)
+					}
+					if strings.Contains(l, " final ") {
+						root = append(root, lines[i+1])
+					}
+					continue
+				}
+				rowsOf(t, l)
+				switch {
+				case strings.Contains(l, "Scan: dim") || strings.Contains(l, "Filter: ") && strings.Contains(l, "n1"):
+					dim = append(dim, l)
+				case strings.Contains(l, "HashJoin("):
+					join = append(join, l)
+				}
+			}
+			if !cluster {
+				root = lines[:1]
+			}
+			if len(root) != 1 || rowsOf(t, root[0]) != 2 {
+				t.Errorf("final operator %q, want 2 rows", root)
+			}
+			// The dimension's filter is applied by the scan, or by a
+			// Filter above it: the topmost of the two outputs the
+			// filtered rows.
+			if len(dim) == 0 || rowsOf(t, dim[0]) != dimRows {
+				t.Errorf("filtered dimension scan %q, want %d rows", dim, dimRows)
+			}
+			if len(join) != 1 || rowsOf(t, join[0]) != joinRows {
+				t.Errorf("join %q, want %d rows", join, joinRows)
+			}
+			// The build table is reserved while the join's first Next
+			// runs: it counts toward the join.
+			if len(join) == 1 && !strings.Contains(join[0], ", mem=") {
+				t.Errorf("join %q without the memory of its build table", join[0])
+			}
+			if t.Failed() {
+				t.Logf("EXPLAIN ANALYZE:\n%s\n%s", text, out["summary"])
+			}
+		})
+	}
+}
+
+// TestExplainAnalyzeEdges: a LIMIT that stops the query early (on a
+// pipelined cluster, producers still running are cancelled and report what
+// they did), an empty result, and a query failing on its data, which fails
+// the EXPLAIN ANALYZE with the query's error.
+func TestExplainAnalyzeEdges(t *testing.T) {
+	for name, s := range analyzeSessions(t) {
+		t.Run(name, func(t *testing.T) {
+			writeEagerTables(t, s)
+			for q, want := range map[string]string{
+				"SELECT fk FROM fact LIMIT 5":                          "rows=5, ",
+				"SELECT fk FROM fact WHERE v > 1000":                   "rows=0, ",
+				"SELECT name, count(*) FROM dim GROUP BY name LIMIT 1": "rows=1, ",
+			} {
+				out := explainAnalyze(t, s, q)
+				if !strings.HasPrefix(out["summary"], want) {
+					t.Errorf("%s: summary %q, want %q", q, out["summary"], want)
+				}
+				for _, l := range strings.Split(out["analyzed_plan"], "\n") {
+					if !strings.HasPrefix(l, "Stage ") {
+						rowsOf(t, l)
+					}
+				}
+			}
+			_, err := s.Execute(context.Background(), "EXPLAIN ANALYZE SELECT fk / (v - v) FROM fact")
+			if err == nil || !strings.Contains(err.Error(), "division by zero") {
+				t.Errorf("EXPLAIN ANALYZE of a failing query: %v, want division by zero", err)
+			}
+			// The session still works.
+			if n := scalarInt(t, s, "SELECT count(*) FROM dim"); n != 43 {
+				t.Errorf("after the failure: %d dimension rows, want 43", n)
+			}
+		})
+	}
+}
