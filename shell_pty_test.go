@@ -114,6 +114,11 @@ func TestShellMultiLineQueryAndHistory(t *testing.T) {
 	tm.send("2 AS answer;\r")
 	tm.expect(`│\s+42 │`, 10*time.Second)
 	tm.expect(`1 row`, 5*time.Second)
+	tm.expect(`sluice> `, 5*time.Second)
+	// Up recalls the statement, both lines, and Enter runs it again.
+	tm.send("\x1b[A\r")
+	tm.expect(`│\s+42 │`, 10*time.Second)
+	tm.expect(`sluice> `, 5*time.Second)
 	tm.send(".quit\r")
 	if err := waitExit(tm, 10*time.Second); err != nil {
 		t.Fatal(err)
@@ -122,8 +127,8 @@ func TestShellMultiLineQueryAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("history not written: %v", err)
 	}
-	if !strings.Contains(string(b), "SELECT 40 + 2 AS answer;\n") {
-		t.Errorf("history %q lacks the statement as one entry", b)
+	if !strings.Contains(string(b), "SELECT 40 +\uE00A2 AS answer;\n") {
+		t.Errorf("history %q lacks the statement as one entry with its line break", b)
 	}
 }
 

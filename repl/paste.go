@@ -104,3 +104,11 @@ func (f *pasteFilter) rewrite(data []byte) {
 // unpaste turns the pasted tabs and line breaks of a line back into
 // themselves.
 var unpaste = strings.NewReplacer(string(pasteTab), "\t", string(pasteNewline), "\n").Replace
+
+// historyEntry is a statement as the history keeps it: one entry, whose
+// line breaks and tabs are the characters a paste brings them as, so that
+// the history file keeps one line per entry and a recalled statement runs
+// with its lines as typed (unpaste restores them).
+func historyEntry(stmt string) string {
+	return strings.NewReplacer("\n", string(pasteNewline), "\t", string(pasteTab)).Replace(strings.TrimSpace(stmt))
+}

@@ -85,7 +85,7 @@ func (r *Runner) Interactive(ctx context.Context, opts ShellOptions) error {
 			// Ctrl-D on a continuation line runs the pending statement, as
 			// the end of a script does, rather than dropping it unseen.
 			if p, pending := sp.Pending(); pending {
-				rl.SaveHistory(strings.Join(strings.Fields(entry.String()), " "))
+				rl.SaveHistory(historyEntry(entry.String()))
 				r.runInterruptible(ctx, p)
 			}
 			return nil
@@ -119,8 +119,8 @@ func (r *Runner) interactiveLine(ctx context.Context, rl *readline.Instance, sp 
 	pieces, ferr := sp.Feed(line + "\n")
 	if len(pieces) > 0 {
 		if _, pending := sp.Pending(); !pending {
-			// One history entry per statement, on one line.
-			rl.SaveHistory(strings.Join(strings.Fields(entry.String()), " "))
+			// One history entry per statement, its lines kept.
+			rl.SaveHistory(historyEntry(entry.String()))
 			entry.Reset()
 		}
 	}
