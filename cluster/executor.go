@@ -172,7 +172,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	grpcAddr := advertised(grpcLis.Addr(), cfg.BindAddr, cfg.AdvertiseHost)
 	flightAddr := advertised(flightLis.Addr(), cfg.FlightAddr, cfg.AdvertiseHost)
 
-	conn, err := grpc.NewClient(cfg.SchedulerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(cfg.SchedulerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption())
 	if err != nil {
 		grpcLis.Close()
 		flightLis.Close()

@@ -21,27 +21,9 @@ func TestSeparateProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the sluice binary")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "sluice")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, sched, execs, addr := startProcessCluster(t)
 	data := filepath.Join(dir, "data")
 	cat := writeTestTables(t, data)
-
-	sched := startProcess(t, bin, "scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s")
-	addr := sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
-	var execs []*process
-	for i := 1; i <= 2; i++ {
-		execs = append(execs, startProcess(t, bin, "executor", "--scheduler", addr, "--bind", "127.0.0.1:0",
-			"--flight-bind", "127.0.0.1:0", "--vcores", "2", "--work-dir", filepath.Join(dir, fmt.Sprintf("work-%d", i)),
-			"--id", fmt.Sprintf("proc-%d", i), "--heartbeat", "400ms"))
-	}
-	for _, x := range execs {
-		x.await(t, regexp.MustCompile(`msg="executor registered"`))
-	}
 
 	c := newTestClient(t, addr)
 	ctx := testContext(t, 60*time.Second)
@@ -98,6 +80,88 @@ func TestSeparateProcesses(t *testing.T) {
 	}
 	sameRows(t, "heavy after the kill", got, want, true)
 
+	execs[0].stop(t)
+	sched.stop(t)
+}
+
+// startProcessCluster builds the sluice binary and starts a scheduler and
+// two executors (heartbeats every 400 ms, lost after 2 s) as processes.
+func startProcessCluster(t *testing.T) (dir string, sched *process, execs []*process, addr string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin := filepath.Join(dir, "sluice")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	sched = startProcess(t, bin, "scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s")
+	addr = sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
+	for i := 1; i <= 2; i++ {
+		execs = append(execs, startProcess(t, bin, "executor", "--scheduler", addr, "--bind", "127.0.0.1:0",
+			"--flight-bind", "127.0.0.1:0", "--vcores", "2", "--work-dir", filepath.Join(dir, fmt.Sprintf("work-%d", i)),
+			"--id", fmt.Sprintf("proc-%d", i), "--heartbeat", "400ms"))
+	}
+	for _, x := range execs {
+		x.await(t, regexp.MustCompile(`msg="executor registered"`))
+	}
+	return dir, sched, execs, addr
+}
+
+// TestFrozenExecutorBlocking freezes an executor (SIGSTOP) once the first
+// stage of a blocking query is done: consumers fetching its output must not
+// wait for good. Keepalive ends their fetches, the scheduler drops the
+// executor and re-runs its work, and the query completes with the right
+// answer.
+func TestFrozenExecutorBlocking(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the sluice binary")
+	}
+	dir, sched, execs, addr := startProcessCluster(t)
+	data := filepath.Join(dir, "data")
+	cat := writeTestTables(t, data)
+	c := newTestClient(t, addr)
+	ctx := testContext(t, 120*time.Second)
+	for _, tb := range testTables {
+		sql := fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", tb.name, filepath.Join(data, tb.name))
+		if _, _, err := c.query(ctx, sql, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settings := map[string]string{"execution.mode": "blocking"}
+	for k, v := range heavySettings {
+		settings[k] = v
+	}
+	j, err := c.submit(ctx, heavyQuery, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := c.sched.GetJobStatus(ctx, &rpc.GetJobStatusRequest{JobId: j.id()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if finalState(st.State) || st.Progress.GetStagesDone() >= 1 {
+			break
+		}
+	}
+	frozen := execs[1]
+	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
+	start := time.Now()
+	st, err := j.wait()
+	if err != nil {
+		t.Fatalf("query with a frozen executor: %v\n%s", err, st.GetStages())
+	}
+	got, err := c.read(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "heavy", got, localRows(t, cat, heavyQuery), true)
+	t.Logf("completed %v after the freeze\n%s", time.Since(start), st.Stages)
+	_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
 	execs[0].stop(t)
 	sched.stop(t)
 }

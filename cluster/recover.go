@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"sluice/physical"
+	"sluice/rpc"
 )
 
 // recoverUnary and recoverStream are the outermost interceptors of every
@@ -37,8 +38,8 @@ func recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, hand
 // newServer returns a gRPC server whose handlers' panics are recovered,
 // with the given interceptors inside the recovery.
 func newServer(unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) *grpc.Server {
-	return grpc.NewServer(
+	return grpc.NewServer(append(rpc.KeepaliveServerOptions(),
 		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{recoverUnary}, unary...)...),
 		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream}, stream...)...),
-	)
+	)...)
 }

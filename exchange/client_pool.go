@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"sluice/rpc"
 )
 
 // maxFlightMessage bounds one Flight message (one record batch). gRPC's
@@ -43,7 +45,7 @@ func (p *ClientPool) Get(addr string) (flight.Client, error) {
 		return c, nil
 	}
 	c, err := flight.NewClientWithMiddleware(addr, nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxFlightMessage)))
 	if err != nil {
 		return nil, fmt.Errorf("dialing Flight service at %s: %w", addr, err)

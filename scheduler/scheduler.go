@@ -166,7 +166,7 @@ func (s *Scheduler) Close() {
 }
 
 func dialGRPC(addr string) (rpc.ExecutorServiceClient, func() error, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption())
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to executor at %s: %w", addr, err)
 	}

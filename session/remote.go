@@ -35,7 +35,7 @@ type remote struct {
 
 // Connect returns a session using the scheduler at addr.
 func Connect(addr string) (*Session, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to scheduler %s: %w", addr, err)
