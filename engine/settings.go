@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"sluice/physical"
 )
@@ -66,6 +67,21 @@ func oneOf(opts ...string) func(string) (string, error) {
 
 func constant(s string) func() string { return func() string { return s } }
 
+// duration accepts a Go duration ("30s", "5m") from 0 to max, or a bare 0.
+func duration(max time.Duration) func(string) (string, error) {
+	return func(v string) (string, error) {
+		v = strings.TrimSpace(v)
+		if v == "0" {
+			return v, nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > max {
+			return "", fmt.Errorf("expected a duration from 0 to %s such as 30s or 5m, got %q", max, v)
+		}
+		return d.String(), nil
+	}
+}
+
 var knownSettings = map[string]setting{
 	"execution.target_partitions": {
 		def:      constant("0"),
@@ -96,6 +112,11 @@ var knownSettings = map[string]setting{
 		def:      constant("33554432"),
 		validate: intRange(0, MaxBytesSetting, ""),
 		help:     "a join's build side smaller than this is broadcast (collected whole) instead of repartitioned",
+	},
+	"scheduler.queue_timeout": {
+		def:      constant("5m"),
+		validate: duration(24 * time.Hour),
+		help:     "longest a job waits for free vcores before it fails saying why (0: for ever); e.g. 30s, 5m",
 	},
 	"execution.memory_limit": {
 		def:      constant("0"),

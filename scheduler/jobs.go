@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -202,6 +203,19 @@ func (s *Scheduler) ReleaseJob(ctx context.Context, req *rpc.ReleaseJobRequest) 
 // sweepJobs forgets finished jobs older than the TTL, removing their data.
 func (s *Scheduler) sweepJobs(now time.Time) {
 	s.mu.Lock()
+	for _, j := range slices.Clone(s.order) {
+		// A job still queued past its session's scheduler.queue_timeout
+		// fails, saying why, rather than waiting for good.
+		if j.state != rpc.JobState_JOB_QUEUED {
+			continue
+		}
+		limit, err := time.ParseDuration(j.settings["scheduler.queue_timeout"])
+		if err != nil || limit <= 0 || now.Sub(j.created) <= limit {
+			continue
+		}
+		s.failJobLocked(j, fmt.Errorf("the job waited %s for free vcores (scheduler.queue_timeout) and was not placed: the cluster's %d vcores are held by %d other jobs; run it again later, or SET scheduler.queue_timeout higher",
+			limit, s.totalVcores.Load(), len(s.order)-1))
+	}
 	old := map[string][]string{}
 	for id, j := range s.jobs {
 		if j.finished() && now.Sub(j.ended) > s.cfg.JobDataTTL {

@@ -335,3 +335,25 @@ func TestPipelinedCancel(t *testing.T) {
 		}
 	}
 }
+
+// A job that waits for vcores longer than its scheduler.queue_timeout
+// fails, saying why, instead of waiting for good.
+func TestQueuedJobTimesOut(t *testing.T) {
+	h := newPipelinedHarness(t, Config{ExecutorTimeout: 200 * time.Millisecond})
+	a := h.addExecutor("a", 4, false, hang)
+	first := h.follow(groupBySQL, pipelined())
+	st1 := first.until("the first job running", running)
+	launchedAll(t, st1.JobId, st1.Progress.TasksTotal, a)
+
+	second := h.follow("select count(*) from orders", pipelined("scheduler.queue_timeout", "100ms"))
+	final := second.rest()
+	if final.State != rpc.JobState_JOB_FAILED || !strings.Contains(final.Error.GetMessage(), "scheduler.queue_timeout") {
+		t.Fatalf("second job %v: %v, want failed for waiting past its queue timeout", final.State, final.Error)
+	}
+	for _, task := range tasksOf(a, st1.JobId) {
+		h.report("a", pipelinedSuccess(task, "a"))
+	}
+	if final := first.rest(); final.State != rpc.JobState_JOB_SUCCESSFUL {
+		t.Fatalf("first job %v: %v", final.State, final.Error)
+	}
+}
