@@ -309,3 +309,20 @@ func TestShellBracketedPaste(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShellCountsRowsPastMaxRows: once the table has drawn .maxrows rows,
+// a line on stderr keeps counting the rows that still arrive, and Ctrl-C
+// stops the query and closes the table.
+func TestShellCountsRowsPastMaxRows(t *testing.T) {
+	tm, _ := startTerm(t, "", "SLUICE_HISTORY=")
+	tm.expect(`sluice> `, 10*time.Second)
+	tm.send("SELECT x FROM generate_series(1, 2000000000) AS g(x);\r")
+	tm.expect(`\d+ rows so far \(40 shown\); Ctrl-C stops`, 15*time.Second)
+	tm.send("\x03")
+	tm.expect(`query cancelled`, 10*time.Second)
+	tm.expect(`sluice> `, 5*time.Second)
+	tm.send(".quit\r")
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sluice/session"
@@ -128,4 +129,57 @@ func (p *progressLine) stop() {
 	close(p.done)
 	<-p.exited
 	p.r.Session.OnProgress = nil
+}
+
+// rowCounter redraws, on a terminal's stderr, how many rows a table has
+// counted past the ones it draws, while they still arrive; stop clears it.
+// Its methods are no-ops on a nil counter.
+type rowCounter struct {
+	r      *Runner
+	start  time.Time
+	shown  int
+	rows   atomic.Int64
+	done   chan struct{}
+	exited chan struct{}
+	once   sync.Once
+}
+
+func (r *Runner) startRowCounter(start time.Time, shown int) *rowCounter {
+	c := &rowCounter{r: r, start: start, shown: shown, done: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(c.exited)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		drawn := false
+		for {
+			select {
+			case <-c.done:
+				if drawn {
+					fmt.Fprint(r.Err, "\r\x1b[K")
+				}
+				return
+			case <-tick.C:
+				fmt.Fprintf(r.Err, "\r\x1b[K[%.1fs] %d rows so far (%d shown); Ctrl-C stops",
+					time.Since(c.start).Seconds(), c.rows.Load(), c.shown)
+				drawn = true
+			}
+		}
+	}()
+	return c
+}
+
+func (c *rowCounter) set(rows int64) {
+	if c != nil {
+		c.rows.Store(rows)
+	}
+}
+
+// stop clears the line and waits for the drawing goroutine; safe to call
+// more than once.
+func (c *rowCounter) stop() {
+	if c == nil {
+		return
+	}
+	c.once.Do(func() { close(c.done) })
+	<-c.exited
 }

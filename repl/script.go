@@ -199,12 +199,16 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 		return session.Stats{}, err
 	}
 	var firstRow time.Time
+	var rows int64
+	var counter *rowCounter
+	defer func() { counter.stop() }()
 	for {
 		b, err := res.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
+			counter.stop()
 			if a, ok := w.(render.Aborter); ok {
 				_ = a.Abort()
 			}
@@ -220,12 +224,20 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 		if observe != nil {
 			observe(b)
 		}
+		rows += b.NumRows()
 		err = w.Write(b)
 		b.Release()
 		if err != nil {
 			return session.Stats{}, err
 		}
+		// Past .maxrows the table draws nothing more: say on stderr that
+		// rows still arrive, so a long result is not mistaken for a hang.
+		if counter == nil && r.Progress && r.Format == "table" && r.MaxRows > 0 && rows > int64(r.MaxRows) {
+			counter = r.startRowCounter(start, r.MaxRows)
+		}
+		counter.set(rows)
 	}
+	counter.stop()
 	if _, err = w.End(); err != nil {
 		return session.Stats{}, err
 	}
