@@ -326,3 +326,44 @@ func TestShellCountsRowsPastMaxRows(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShellNewUserHabits drives the shell through what a new user tries:
+// a bare NULL in CSV and JSON, a division by zero in both modes (only the
+// clean message, no cluster detail), EXPLAIN as plain text, .mode csv as a
+// format, and .timer alone showing its state.
+func TestShellNewUserHabits(t *testing.T) {
+	tm, _ := startTerm(t, "", "SLUICE_HISTORY=")
+	tm.expect(`sluice> `, 10*time.Second)
+	step := func(input, want string) string {
+		t.Helper()
+		tm.send(input + "\r")
+		out := ""
+		if want != "" {
+			out = tm.expect(want, 10*time.Second)
+		}
+		return out + tm.expect(`sluice> `, 5*time.Second)
+	}
+	step(".mode csv", `output format csv`)
+	step("SELECT NULL AS a, 1 AS b;", `a,b\r?\n,1`)
+	step(".format json", "")
+	step("SELECT NULL AS a;", `\{"a":null\}`)
+	step(".format table", "")
+	for _, mode := range []string{"blocking", "pipelined"} {
+		step(".mode "+mode, "")
+		out := step("SELECT 1/0;", `Error: division by zero in \(1 / 0\)`)
+		for _, internal := range []string{"stage", "task", "executor", "retried", "rpc error"} {
+			if strings.Contains(out, internal) {
+				t.Errorf("%s: the error shows %q:\n%s", mode, internal, out)
+			}
+		}
+	}
+	out := step("EXPLAIN SELECT 1;", `physical plan:`)
+	if strings.Contains(out, `\n`) {
+		t.Errorf("EXPLAIN shows literal \\n:\n%s", out)
+	}
+	step(".timer", `off`)
+	tm.send(".quit\r")
+	if err := waitExit(tm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
