@@ -316,3 +316,21 @@ func TestMaxWidthZeroAndTimerState(t *testing.T) {
 		t.Errorf("stderr %q: want .maxwidth, .timer and .fit to show their state", errOut)
 	}
 }
+
+// TestErrorDetailOnDemand: an error of the query itself shows only what
+// went wrong; --verbose adds where (stage, task, executor), and so does
+// .explain after the failure.
+func TestErrorDetailOnDemand(t *testing.T) {
+	_, errOut, _ := runCLI(t, "", "--mode", "blocking", "-c", "SELECT 1/0")
+	if !strings.Contains(errOut, "Error: division by zero in (1 / 0)") || strings.Contains(errOut, "stage") {
+		t.Errorf("plain: %q", errOut)
+	}
+	_, errOut, _ = runCLI(t, "", "--verbose", "--mode", "blocking", "-c", "SELECT 1/0")
+	if !strings.Contains(errOut, "Detail: stage 1 task") {
+		t.Errorf("--verbose: %q, want the stage and task", errOut)
+	}
+	out, _, _ := runCLI(t, "SELECT 1/0;\n.explain\n", "--continue-on-error")
+	if !strings.Contains(out, "the last query failed: stage 1 task") {
+		t.Errorf(".explain after the failure: %q", out)
+	}
+}

@@ -109,6 +109,7 @@ func run(args []string) int {
 	cont := fs.Bool("continue-on-error", false, "keep running a script after a failed statement")
 	noRC := fs.Bool("no-rc", false, "do not run ~/.sluicerc at start")
 	quiet := fs.BoolP("quiet", "q", false, "no banner, no footers")
+	verbose := fs.Bool("verbose", false, "under an error of the query itself, print where it happened (stage, task, executor, operators)")
 	schedulerAddr := fs.String("scheduler", "", "use the scheduler at HOST:PORT (default: start an embedded cluster in this process)")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
 	mode := fs.String("mode", "", "initial execution mode: blocking or pipelined (default pipelined)")
@@ -201,7 +202,7 @@ Flags:
 	}
 	r := &repl.Runner{
 		Session: sess, Out: os.Stdout, Err: os.Stderr, Format: *format,
-		Echo: *echo, ContinueOnError: *cont, Quiet: *quiet, NullValue: "NULL",
+		Echo: *echo, ContinueOnError: *cont, Quiet: *quiet, Verbose: *verbose, NullValue: "NULL",
 		Progress: interactive && isatty.IsTerminal(os.Stderr.Fd()),
 		Fit:      true,
 	}

@@ -33,6 +33,10 @@ func (r *Runner) dotCluster(ctx context.Context, _ []string) error {
 }
 
 func (r *Runner) dotExplain(ctx context.Context, args []string) error {
+	if len(args) == 0 && r.lastErrDetail != "" {
+		fmt.Fprintf(r.Out, "the last query failed: %s\n", r.lastErrDetail)
+		return nil
+	}
 	if len(args) == 0 {
 		if r.lastReport == "" {
 			return fmt.Errorf("usage: .explain QUERY (or .explain alone, after a query on the cluster, for its stages and tasks)")

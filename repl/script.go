@@ -43,6 +43,9 @@ type Runner struct {
 	Progress bool
 	// ContinueOnError keeps running a script after a failed statement.
 	ContinueOnError bool
+	// Verbose prints, under an error of the query itself, where it
+	// happened (stage, task, executor, operators).
+	Verbose bool
 
 	outFile *os.File // set by .output FILE
 	stdout  io.Writer
@@ -52,6 +55,9 @@ type Runner struct {
 	// pending is the statement typed so far at the prompt, before the
 	// current line (for completing aliases it defines).
 	pending string
+	// lastErrDetail is where the last failed statement's error happened,
+	// if it says (.explain alone shows it).
+	lastErrDetail string
 	// lastReport is the stage report of the last cluster query (.explain).
 	lastReport string
 }
@@ -171,6 +177,7 @@ func (r *Runner) RunStatement(ctx context.Context, p Piece) error {
 // (zero for statements without a query).
 func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordBatch)) (session.Stats, error) {
 	start := time.Now()
+	r.lastErrDetail = ""
 	prog := r.startProgress()
 	defer prog.stop()
 	res, err := r.Session.Execute(ctx, p.SQL)
@@ -272,6 +279,15 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (r *Runner) PrintError(source string, p Piece, err error) {
 	if errors.As(err, new(*reportedError)) {
 		return
+	}
+	var d interface{ ErrorDetail() string }
+	if errors.As(err, &d) {
+		r.lastErrDetail = d.ErrorDetail()
+		defer func() {
+			if r.Verbose {
+				fmt.Fprintf(r.Err, "Detail: %s\n", r.lastErrDetail)
+			}
+		}()
 	}
 	var se *sql.Error
 	if errors.As(err, &se) && se.Line > 0 {

@@ -193,13 +193,17 @@ func (x *ExecuteQueryRequest) GetSessionId() string {
 
 // A user-facing error with the parser's position when there is one.
 type UserError struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "syntax", "bind", "type", "execution", "internal"
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	Line          int32                  `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
-	Column        int32                  `protobuf:"varint,4,opt,name=column,proto3" json:"column,omitempty"`
-	Near          string                 `protobuf:"bytes,5,opt,name=near,proto3" json:"near,omitempty"`
-	Hint          string                 `protobuf:"bytes,6,opt,name=hint,proto3" json:"hint,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Kind    string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "syntax", "bind", "type", "execution", "internal"
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Line    int32                  `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
+	Column  int32                  `protobuf:"varint,4,opt,name=column,proto3" json:"column,omitempty"`
+	Near    string                 `protobuf:"bytes,5,opt,name=near,proto3" json:"near,omitempty"`
+	Hint    string                 `protobuf:"bytes,6,opt,name=hint,proto3" json:"hint,omitempty"`
+	// Where a query's own error happened (stage, task, executor, operators),
+	// when message leaves it out: for .explain and --verbose, not shown
+	// otherwise.
+	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -272,6 +276,13 @@ func (x *UserError) GetNear() string {
 func (x *UserError) GetHint() string {
 	if x != nil {
 		return x.Hint
+	}
+	return ""
+}
+
+func (x *UserError) GetDetail() string {
+	if x != nil {
+		return x.Detail
 	}
 	return ""
 }
@@ -1793,14 +1804,15 @@ const file_scheduler_proto_rawDesc = "" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa5\x01\n" +
 	"\tUserError\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
 	"\x04line\x18\x03 \x01(\x05R\x04line\x12\x16\n" +
 	"\x06column\x18\x04 \x01(\x05R\x06column\x12\x12\n" +
 	"\x04near\x18\x05 \x01(\tR\x04near\x12\x12\n" +
-	"\x04hint\x18\x06 \x01(\tR\x04hint\"\xd1\x01\n" +
+	"\x04hint\x18\x06 \x01(\tR\x04hint\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"\xd1\x01\n" +
 	"\vJobProgress\x12!\n" +
 	"\fstages_total\x18\x01 \x01(\x05R\vstagesTotal\x12\x1f\n" +
 	"\vstages_done\x18\x02 \x01(\x05R\n" +

@@ -141,7 +141,7 @@ func (s *Scheduler) failJobLocked(j *job, err error) {
 	var qe *QueryError
 	if errors.As(err, &qe) {
 		// The user sees what went wrong; where it went wrong is the log's.
-		j.err.Message = qe.Msg
+		j.err.Message, j.err.Detail = qe.Msg, qe.Detail
 	}
 	s.cfg.Logger.Info("job ended", "job", j.id, "state", rpc.JobState_JOB_FAILED.String(), "took", j.ended.Sub(j.created).Round(time.Millisecond), "err", err.Error())
 	running := j.graph.Cancel()

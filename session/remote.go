@@ -380,8 +380,23 @@ func userError(e *rpc.UserError) error {
 	case "syntax", "bind", "type":
 		return &sql.Error{Kind: e.Kind, Msg: e.Message, Line: int(e.Line), Column: int(e.Column), Near: e.Near, Hint: e.Hint}
 	}
+	if e.Detail != "" {
+		return &DetailedError{Msg: e.Message, Detail: e.Detail}
+	}
 	return errors.New(e.Message)
 }
+
+// DetailedError is an error of the query itself whose message is what the
+// user needs; Detail says where it happened (stage, task, executor,
+// operators), for .explain and --verbose.
+type DetailedError struct {
+	Msg, Detail string
+}
+
+func (e *DetailedError) Error() string { return e.Msg }
+
+// ErrorDetail is where the error happened.
+func (e *DetailedError) ErrorDetail() string { return e.Detail }
 
 // inlineResult decodes a small result sent as an Arrow IPC stream.
 func inlineResult(b []byte) (*Result, error) {

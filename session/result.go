@@ -69,6 +69,9 @@ type dataError struct {
 }
 
 func (e *dataError) Error() string { return e.msg }
+
+// ErrorDetail is the whole error chain: the operators it went through.
+func (e *dataError) ErrorDetail() string { return e.err.Error() }
 func (e *dataError) Unwrap() error { return e.err }
 
 // Close releases the result's resources; safe to call twice.
