@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/render"
 	"sluice/session"
@@ -189,7 +190,7 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 		r.timing(start, time.Time{})
 		return session.Stats{}, nil
 	}
-	if planFormats[r.Format] && isExplain(p.SQL) && isPlanSchema(res.Schema) {
+	if isExplain(p.SQL) && isPlanSchema(res.Schema) {
 		err := r.renderPlans(ctx, res)
 		r.timing(start, time.Time{})
 		return session.Stats{}, err
@@ -349,21 +350,55 @@ func isPlanSchema(s *arrow.Schema) bool {
 }
 
 // renderPlans prints EXPLAIN's rows as titled blocks of plain text.
+// In the other formats, as psql prints EXPLAIN, each line of that text is
+// a row of one column, "plan", so the plans stay plain text lines and
+// still parse as the format.
 func (r *Runner) renderPlans(ctx context.Context, res *session.Result) error {
+	var text strings.Builder
 	for {
 		b, err := res.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
 			return err
 		}
 		kinds, plans := b.Column(0).(*array.String), b.Column(1).(*array.String)
 		for i := 0; i < int(b.NumRows()); i++ {
-			writePlan(r.Out, kinds.Value(i), plans.Value(i))
+			writePlan(&text, kinds.Value(i), plans.Value(i))
 		}
 		b.Release()
 	}
+	if planFormats[r.Format] {
+		_, err := io.WriteString(r.Out, text.String())
+		return err
+	}
+	var lines []string
+	for _, l := range strings.Split(text.String(), "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	sb.AppendValues(lines, nil)
+	col := sb.NewArray()
+	sb.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBatch(schema, []arrow.Array{col}, int64(len(lines)))
+	col.Release()
+	defer b.Release()
+	w, err := render.New(r.Format, r.Out, render.Options{NullValue: r.NullValue, NoFooter: true})
+	if err != nil {
+		return err
+	}
+	if err := w.Begin(schema); err != nil {
+		return err
+	}
+	if err := w.Write(b); err != nil {
+		return err
+	}
+	_, err = w.End()
+	return err
 }
 
 // writePlan writes one plan under its kind as a title ("physical plan:").
