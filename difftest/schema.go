@@ -165,7 +165,7 @@ var Tables = []Table{
 		{Name: "s_store_name", Kind: Str, Group: true, Lits: []string{"'ought'", "'able'", "'ese'", "'bar'"}},
 		{Name: "s_state", Kind: Str, Group: true, Lits: []string{"'TN'"}},
 		{Name: "s_number_employees", Kind: Int, Lits: ints(200, 300)},
-		{Name: "s_tax_percentage", Kind: Dec, Lits: []string{"0.00", "0.03", "0.07", "0.11"}},
+		{Name: "s_tax_precentage", Kind: Dec, Lits: []string{"0.00", "0.03", "0.07", "0.11"}},
 	}},
 	{Name: "promotion", Key: []string{"p_promo_sk"}, Cols: []Column{
 		{Name: "p_promo_sk", Kind: Int, Lits: ints(1, 300)},
