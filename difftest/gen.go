@@ -28,7 +28,8 @@ func New(seed uint64) *Generator {
 }
 
 // Shapes are the query templates, by name, in the order Query draws them.
-var Shapes = []string{"aggregate", "grouping", "window", "setop", "subquery", "select_subquery", "lateral", "join"}
+var Shapes = []string{"aggregate", "grouping", "window", "setop", "subquery", "select_subquery", "lateral", "join",
+	"window_over_aggregate", "top_per_group", "cte", "three_way_join"}
 
 // Query returns the next query.
 func (g *Generator) Query() Query {
@@ -55,6 +56,14 @@ func (g *Generator) Shape(name string) Query {
 		q = g.lateral()
 	case "join":
 		q = g.join()
+	case "window_over_aggregate":
+		q = g.windowOverAggregate()
+	case "top_per_group":
+		q = g.topPerGroup()
+	case "cte":
+		q = g.cte()
+	case "three_way_join":
+		q = g.threeWayJoin()
 	default:
 		panic("difftest: unknown shape " + name)
 	}
@@ -790,6 +799,123 @@ func (g *Generator) aggregateOver(r rel) Query {
 		exprs = append(exprs, g.agg(r.cols))
 	}
 	q := Query{SQL: fmt.Sprintf("SELECT %s FROM %s%s GROUP BY %s", aliased(exprs), r.from, g.where(r.cols), positions(len(groups)))}
+	g.orderLimit(&q, len(exprs))
+	return q
+}
+
+// windowOverAggregate: window functions over a GROUP BY's result, ordered
+// by an aggregate and the group keys (unique per group).
+func (g *Generator) windowOverAggregate() Query {
+	r := g.anyRel()
+	groups := g.groupCols(r.cols, 2)
+	var keys []string
+	for _, c := range groups {
+		keys = append(keys, c.String())
+	}
+	a := g.simpleAgg(r.cols)
+	exprs := append(append([]string{}, keys...), a)
+	order := a + pickOf(g, []string{"", " DESC"}) + ", " + strings.Join(keys, ", ")
+	part := ""
+	if len(keys) > 1 {
+		part = "PARTITION BY " + keys[0] + " "
+	}
+	switch g.pick(4) {
+	case 0:
+		exprs = append(exprs, fmt.Sprintf("rank() OVER (%sORDER BY %s)", part, a))
+	case 1:
+		exprs = append(exprs, fmt.Sprintf("row_number() OVER (%sORDER BY %s)", part, order))
+	case 2:
+		exprs = append(exprs, fmt.Sprintf("sum(%s) OVER (%sORDER BY %s ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)", a, part, order))
+	default:
+		exprs = append(exprs, fmt.Sprintf("lag(%s) OVER (%sORDER BY %s)", a, part, order))
+	}
+	q := Query{SQL: fmt.Sprintf("SELECT %s FROM %s%s GROUP BY %s", aliased(exprs), r.from, g.where(r.cols), positions(len(keys)))}
+	g.orderLimit(&q, len(exprs))
+	return q
+}
+
+// simpleAgg is an aggregate whose value is exact (no doubles), fit to
+// order by.
+func (g *Generator) simpleAgg(cols []qcol) string {
+	nums := colsOf(cols, numeric)
+	switch g.pick(4) {
+	case 0:
+		return "count(*)"
+	case 1:
+		return fmt.Sprintf("count(%s)", pickOf(g, cols))
+	case 2:
+		return fmt.Sprintf("max(%s)", pickOf(g, nums))
+	default:
+		return fmt.Sprintf("sum(%s)", pickOf(g, nums))
+	}
+}
+
+// topPerGroup: filter on a window function's result in a derived table.
+func (g *Generator) topPerGroup() Query {
+	t := &Tables[g.pick(3)]
+	r := base(t, "t1")
+	p := g.groupCols(r.cols, 1)[0]
+	o := pickOf(g, colsOf(r.cols, numeric))
+	fn := pickOf(g, []string{"row_number()", "rank()", "dense_rank()"})
+	order := o.String() + pickOf(g, []string{"", " DESC", " DESC NULLS LAST"})
+	if fn == "row_number()" {
+		order += ", " + strings.Join(r.key, ", ")
+	}
+	inner := fmt.Sprintf("SELECT %s, %s AS p, %s AS o, %s OVER (PARTITION BY %s ORDER BY %s) AS rn FROM %s%s",
+		strings.Join(r.key, ", "), p, o, fn, p, order, r.from, g.where(r.cols))
+	q := Query{SQL: fmt.Sprintf("SELECT * FROM (%s) s WHERE rn <= %d", inner, 1+g.pick(3))}
+	if g.chance(0.4) {
+		q.SQL = fmt.Sprintf("SELECT p, count(*) AS n, sum(o) AS so FROM (%s) s WHERE rn %s %d GROUP BY p", inner, pickOf(g, []string{"<=", "=", ">"}), 1+g.pick(3))
+	}
+	return q
+}
+
+// cte: a WITH query referenced twice (a shared subplan), self-joined or
+// compared with its own aggregate.
+func (g *Generator) cte() Query {
+	r := g.anyRel()
+	groups := g.groupCols(r.cols, 1)
+	k := groups[0].String()
+	a := g.simpleAgg(r.cols)
+	with := fmt.Sprintf("WITH w AS (SELECT %s AS k, %s AS v FROM %s%s GROUP BY 1)", k, a, r.from, g.where(r.cols))
+	var q Query
+	switch g.pick(3) {
+	case 0:
+		q.SQL = with + " SELECT a.k, a.v, b.v AS v2 FROM w a LEFT JOIN w b ON a.k = b.k AND a.v >= b.v"
+	case 1:
+		q.SQL = with + " SELECT k, v FROM w WHERE v > (SELECT avg(v) FROM w)"
+	default:
+		q.SQL = with + " SELECT k, v FROM w WHERE k IN (SELECT k FROM w WHERE v " + g.cmp() + " " + fmt.Sprint(g.pick(50)) + ") OR v IS NULL"
+	}
+	return q
+}
+
+// threeWayJoin: a fact table with two of its dimensions, inner and outer.
+func (g *Generator) threeWayJoin() Query {
+	facts := []string{"store_sales", "store_returns", "web_sales"}
+	f := TableNamed(pickOf(g, facts))
+	var es []Edge
+	for _, e := range Edges {
+		if e.From == f.Name && !TableNamed(e.To).Fact {
+			es = append(es, e)
+		}
+	}
+	e1 := pickOf(g, es)
+	e2 := pickOf(g, es)
+	for e2 == e1 && len(es) > 1 {
+		e2 = pickOf(g, es)
+	}
+	a, b, c := base(f, "t1"), base(TableNamed(e1.To), "t2"), base(TableNamed(e2.To), "t3")
+	j := func() string { return pickOf(g, []string{"JOIN", "LEFT JOIN", "LEFT JOIN", "FULL JOIN"}) }
+	r := rel{from: fmt.Sprintf("%s %s %s ON t1.%s = t2.%s %s %s ON t1.%s = t3.%s", a.from, j(), b.from, e1.FromCol, e1.ToCol, j(), c.from, e2.FromCol, e2.ToCol)}
+	r.cols = append(append(append(r.cols, a.cols...), b.cols...), c.cols...)
+	r.key = append(append(append(r.key, a.key...), b.key...), c.key...)
+	if g.chance(0.7) {
+		return g.aggregateOver(r)
+	}
+	exprs := append([]string{}, r.key...)
+	exprs = append(exprs, g.scalar(r.cols), g.scalar(r.cols))
+	q := Query{SQL: fmt.Sprintf("SELECT %s FROM %s%s", aliased(exprs), r.from, g.where(r.cols))}
 	g.orderLimit(&q, len(exprs))
 	return q
 }
