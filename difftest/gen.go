@@ -29,7 +29,7 @@ func New(seed uint64) *Generator {
 
 // Shapes are the query templates, by name, in the order Query draws them.
 var Shapes = []string{"aggregate", "grouping", "window", "setop", "subquery", "select_subquery", "lateral", "join",
-	"window_over_aggregate", "top_per_group", "cte", "three_way_join"}
+	"window_over_aggregate", "top_per_group", "cte", "three_way_join", "nested_subquery", "subquery_in_aggregate"}
 
 // Query returns the next query.
 func (g *Generator) Query() Query {
@@ -64,6 +64,10 @@ func (g *Generator) Shape(name string) Query {
 		q = g.cte()
 	case "three_way_join":
 		q = g.threeWayJoin()
+	case "nested_subquery":
+		q = g.nestedSubquery()
+	case "subquery_in_aggregate":
+		q = g.subqueryInAggregate()
 	default:
 		panic("difftest: unknown shape " + name)
 	}
@@ -218,6 +222,10 @@ func (g *Generator) where(cols []qcol) string {
 	if g.chance(0.2) {
 		return ""
 	}
+	if g.chance(0.02) {
+		// Empty input: aggregates without groups still make one row.
+		return " WHERE 1 = 0"
+	}
 	return " WHERE " + g.pred(cols, 2)
 }
 
@@ -226,13 +234,42 @@ func (g *Generator) scalar(cols []qcol) string {
 	c := pickOf(g, cols)
 	switch {
 	case c.col.Kind == Int && g.chance(0.3):
-		return fmt.Sprintf("%s / %d", c, 2+g.pick(9))
+		return fmt.Sprintf("%s / %d", c, pickOf(g, []int{2, 3, 7, -4}))
 	case c.col.Kind == Int && g.chance(0.2):
-		return fmt.Sprintf("%s %% %d", c, 2+g.pick(9))
+		return fmt.Sprintf("%s %% %d", c, pickOf(g, []int{2, 3, 7, -4}))
+	case c.col.Kind == Int && g.chance(0.2):
+		return fmt.Sprintf("(%s - %s) * %d", c, g.lit(c.col), 1+g.pick(3))
 	case c.col.Kind == Dec && g.chance(0.3):
-		return fmt.Sprintf("%s * %d", c, 1+g.pick(3))
-	case c.col.Kind == Str && g.chance(0.3):
-		return fmt.Sprintf("upper(substr(%s, 1, %d))", c, 1+g.pick(4))
+		return fmt.Sprintf("%s * %s", c, pickOf(g, []string{"2", "-1", "0.5", "1.25"}))
+	case c.col.Kind == Dec && g.chance(0.2):
+		return fmt.Sprintf("round(%s / 3, 2)", c)
+	case c.col.Kind == Str && g.chance(0.4):
+		switch g.pick(6) {
+		case 0:
+			return fmt.Sprintf("upper(substr(%s, 1, %d))", c, 1+g.pick(4))
+		case 1:
+			return fmt.Sprintf("length(%s)", c)
+		case 2:
+			return fmt.Sprintf("%s || '-' || coalesce(%s, '?')", c, c)
+		case 3:
+			return fmt.Sprintf("lower(trim(%s))", c)
+		case 4:
+			return fmt.Sprintf("concat(%s, 'x', NULL)", c)
+		default:
+			return fmt.Sprintf("nullif(%s, %s)", c, g.lit(c.col))
+		}
+	case c.col.Kind == Date && g.chance(0.6):
+		switch g.pick(3) {
+		case 0:
+			return fmt.Sprintf("extract(%s FROM %s)", pickOf(g, []string{"year", "month", "day", "quarter", "dow"}), c)
+		case 1:
+			return fmt.Sprintf("%s + %d", c, g.pick(60)-30)
+		default:
+			return fmt.Sprintf("%s - DATE '2000-01-01'", c)
+		}
+	case numeric(c.col) && g.chance(0.15):
+		o := pickOf(g, colsOf(cols, func(o Column) bool { return o.Kind == c.col.Kind }))
+		return fmt.Sprintf("%s(%s, %s)", pickOf(g, []string{"greatest", "least"}), c, o)
 	case g.chance(0.2):
 		return fmt.Sprintf("coalesce(%s, %s)", c, g.lit(c.col))
 	case g.chance(0.15):
@@ -654,9 +691,21 @@ func (g *Generator) correlation() corr {
 }
 
 func (g *Generator) innerWhere(c corr, correlated bool) string {
+	return g.innerWhereExtra(c, correlated, true)
+}
+
+// innerWhereExtra is innerWhere; beyond says whether a correlation other
+// than the equality may be added (sluice decorrelates one ANDed to the
+// equality, except below a GROUP BY in LATERAL, and none ORed to it).
+func (g *Generator) innerWhereExtra(c corr, correlated, beyond bool) string {
 	var conds []string
 	if correlated {
 		conds = append(conds, c.on)
+		if beyond && g.chance(0.25) {
+			o := pickOf(g, colsOf(c.outer.cols, numeric))
+			i := pickOf(g, colsOf(c.inner.cols, numeric))
+			conds = append(conds, fmt.Sprintf("%s %s %s", i, pickOf(g, []string{"<", ">", "<>", ">="}), o))
+		}
 	}
 	if g.chance(0.6) {
 		conds = append(conds, g.pred(c.inner.cols, 1))
@@ -765,7 +814,7 @@ func (g *Generator) lateral() Query {
 		cols = "l.lc, l.ls, l.lm"
 	default:
 		gc := g.groupCols(c.inner.cols, 1)[0]
-		body = fmt.Sprintf("SELECT %s AS lg, count(*) AS lc, %s AS la FROM %s%s GROUP BY %s", gc, g.agg(c.inner.cols), c.inner.from, g.innerWhere(c, true), gc)
+		body = fmt.Sprintf("SELECT %s AS lg, count(*) AS lc, %s AS la FROM %s%s GROUP BY %s", gc, g.agg(c.inner.cols), c.inner.from, g.innerWhereExtra(c, true, false), gc)
 		cols = "l.lg, l.lc, l.la"
 	}
 	exprs := append(append([]string{}, c.outer.key...), cols)
@@ -916,6 +965,54 @@ func (g *Generator) threeWayJoin() Query {
 	exprs := append([]string{}, r.key...)
 	exprs = append(exprs, g.scalar(r.cols), g.scalar(r.cols))
 	q := Query{SQL: fmt.Sprintf("SELECT %s FROM %s%s", aliased(exprs), r.from, g.where(r.cols))}
+	g.orderLimit(&q, len(exprs))
+	return q
+}
+
+// nestedSubquery: a subquery inside a subquery, each correlated with the
+// query around it.
+func (g *Generator) nestedSubquery() Query {
+	c := g.correlation()
+	// The innermost reads item (alias t3), joined on the middle table's
+	// or the outer table's item key when it has one.
+	itemKey := func(r rel) (string, bool) {
+		for _, q := range r.cols {
+			if strings.HasSuffix(q.col.Name, "item_sk") {
+				return q.String(), true
+			}
+		}
+		return "", false
+	}
+	// Sluice decorrelates one level at a time: the innermost refers to
+	// the middle query only.
+	var ref string
+	if k, ok := itemKey(c.inner); ok {
+		ref = k
+	} else {
+		ref = pickOf(g, colsOf(c.inner.cols, numeric)).String()
+	}
+	innermost := fmt.Sprintf("SELECT 1 FROM item t3 WHERE t3.i_item_sk = %s AND %s", ref, g.atom(base(TableNamed("item"), "t3").cols))
+	mid := fmt.Sprintf("SELECT 1 FROM %s WHERE %s AND %sEXISTS (%s)", c.inner.from, c.on, pickOf(g, []string{"", "NOT "}), innermost)
+	cond := pickOf(g, []string{"EXISTS (@)", "NOT EXISTS (@)", "(EXISTS (@) OR " + g.atom(c.outer.cols) + ")"})
+	exprs := append([]string{}, c.outer.key...)
+	exprs = append(exprs, g.scalar(c.outer.cols))
+	return Query{SQL: fmt.Sprintf("SELECT %s FROM %s WHERE %s", aliased(exprs), c.outer.from, strings.Replace(cond, "@", mid, 1))}
+}
+
+// subqueryInAggregate: subqueries inside aggregate arguments, CASE and
+// HAVING.
+func (g *Generator) subqueryInAggregate() Query {
+	c := g.correlation()
+	k := g.groupCols(c.outer.cols, 1)[0]
+	exprs := []string{k.String(),
+		fmt.Sprintf("sum(CASE WHEN %s THEN 1 ELSE 0 END)", g.subPred(c)),
+		"count(*)"}
+	q := Query{SQL: fmt.Sprintf("SELECT %s FROM %s%s GROUP BY 1", aliased(exprs), c.outer.from, g.where(c.outer.cols))}
+	if g.chance(0.4) {
+		inums := colsOf(c.inner.cols, numeric)
+		q.SQL += fmt.Sprintf(" HAVING count(*) > (SELECT count(*) FROM %s WHERE %s) / 1000", c.inner.from, g.atom(c.inner.cols))
+		_ = inums
+	}
 	g.orderLimit(&q, len(exprs))
 	return q
 }
