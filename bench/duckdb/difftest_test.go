@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,6 +42,7 @@ import (
 //	SLUICE_DIFF_SEED      the first seed (default 1); query i uses seed+i,
 //	                      so SLUICE_DIFF_SEED=s SLUICE_DIFF_QUERIES=1 replays one
 //	SLUICE_TPCDS          the TPC-DS folder (default ../shared/tpcds from the repository root)
+//	SLUICE_DIFF_ABS_TOL   absolute tolerance for numbers (default 0.011)
 //	SLUICE_DIFF_SAMPLES   keep the sampled tables (Parquet) in this folder, to replay
 //	                      a query by hand (default: a temporary folder)
 //
@@ -96,9 +99,6 @@ func TestDifferential(t *testing.T) {
 	ctx := context.Background()
 	local := session.New(catalog.New())
 	defer local.Close()
-	if err := local.Settings.Set("execution.target_partitions", "3"); err != nil {
-		t.Fatal(err)
-	}
 	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +135,15 @@ func TestDifferential(t *testing.T) {
 		ran++
 		shapes[q.Shape]++
 		want, duckErr := runDuck(ctx, db, q.SQL)
+		settings := settingsFor(seed)
 		for _, e := range engines {
 			if e.mode != "" {
-				if err := e.s.Settings.Set("execution.mode", e.mode); err != nil {
+				settings["execution.mode"] = e.mode
+			} else {
+				delete(settings, "execution.mode")
+			}
+			for _, k := range slices.Sorted(maps.Keys(settings)) {
+				if err := e.s.Settings.Set(k, settings[k]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -146,13 +152,34 @@ func TestDifferential(t *testing.T) {
 			cancel()
 			if msg := judge(q, want, duckErr, got, err); msg != "" {
 				failed++
-				t.Errorf("seed %d (%s, %s): %s\n%s\nreplay: cd bench/duckdb && SLUICE_DIFF_SEED=%d SLUICE_DIFF_QUERIES=1 go test -tags duckdb_arrow -run TestDifferential .",
-					seed, q.Shape, e.name, msg, q.SQL, seed)
+				t.Errorf("seed %d (%s, %s, %s): %s\n%s\nreplay: cd bench/duckdb && SLUICE_DIFF_SEED=%d SLUICE_DIFF_QUERIES=1 go test -tags duckdb_arrow -run TestDifferential .",
+					seed, q.Shape, e.name, settingsString(settings), msg, q.SQL, seed)
 				break
 			}
 		}
 	}
 	t.Logf("%d queries (seeds %d..%d) in %v, %d failed; by shape %v", ran, first, first+uint64(ran)-1, time.Since(start).Round(time.Millisecond), failed, shapes)
+}
+
+// settingsFor picks sluice's settings for the query of seed: small
+// batches put batch boundaries inside windows, groups and string_agg;
+// partition counts and a zero broadcast threshold change how rows are
+// spread over tasks and which join strategy runs.
+func settingsFor(seed uint64) map[string]string {
+	r := rand.New(rand.NewPCG(seed, 0xba7c))
+	return map[string]string{
+		"execution.batch_size":                     []string{"8192", "8192", "1000", "97", "7"}[r.IntN(5)],
+		"execution.target_partitions":              []string{"1", "2", "3", "4"}[r.IntN(4)],
+		"optimizer.broadcast_join_threshold_bytes": []string{"33554432", "0"}[r.IntN(2)],
+	}
+}
+
+func settingsString(m map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 // diffBudget reads how many queries to run (or until when) and the first
@@ -369,6 +396,16 @@ func judge(q difftest.Query, want [][]value, duckErr error, got [][]value, err e
 	return compareRows(want, got, q.Ordered)
 }
 
+// absTolerance is the absolute difference numbers may have (the TPC-DS
+// checker's, for answers rounded to cents); SLUICE_DIFF_ABS_TOL overrides
+// it, e.g. 1e-9 to see small differences in doubles such as percent_rank.
+var absTolerance = func() float64 {
+	if v, err := strconv.ParseFloat(os.Getenv("SLUICE_DIFF_ABS_TOL"), 64); err == nil {
+		return v
+	}
+	return 0.011
+}()
+
 // cellEqual compares DuckDB's value a with sluice's b.
 func cellEqual(a, b value) bool {
 	if a.num && math.IsNaN(a.f) && b.null {
@@ -389,7 +426,7 @@ func cellEqual(a, b value) bool {
 		return math.IsNaN(a.f) && math.IsNaN(b.f)
 	}
 	d := math.Abs(a.f - b.f)
-	return d <= 0.011 || d <= 1e-6*math.Max(math.Abs(a.f), math.Abs(b.f))
+	return d <= absTolerance || d <= 1e-6*math.Max(math.Abs(a.f), math.Abs(b.f))
 }
 
 func rowEqual(a, b []value) bool {
