@@ -701,10 +701,13 @@ func (g *Generator) innerWhereExtra(c corr, correlated, beyond bool) string {
 	var conds []string
 	if correlated {
 		conds = append(conds, c.on)
+		// Not <>: DuckDB 1.5 answers NOT EXISTS (... AND inner <> outer)
+		// wrongly when the outer value is NULL (false where no inner row
+		// can match, so PostgreSQL and sluice say true).
 		if beyond && g.chance(0.25) {
 			o := pickOf(g, colsOf(c.outer.cols, numeric))
 			i := pickOf(g, colsOf(c.inner.cols, numeric))
-			conds = append(conds, fmt.Sprintf("%s %s %s", i, pickOf(g, []string{"<", ">", "<>", ">="}), o))
+			conds = append(conds, fmt.Sprintf("%s %s %s", i, pickOf(g, []string{"<", ">", ">="}), o))
 		}
 	}
 	if g.chance(0.6) {

@@ -42,6 +42,7 @@ import (
 //	SLUICE_DIFF_SEED      the first seed (default 1); query i uses seed+i,
 //	                      so SLUICE_DIFF_SEED=s SLUICE_DIFF_QUERIES=1 replays one
 //	SLUICE_TPCDS          the TPC-DS folder (default ../shared/tpcds from the repository root)
+//	SLUICE_DIFF_SQL       run this one query instead and show the answers
 //	SLUICE_DIFF_ABS_TOL   absolute tolerance for numbers (default 0.011)
 //	SLUICE_DIFF_SAMPLES   keep the sampled tables (Parquet) in this folder, to replay
 //	                      a query by hand (default: a temporary folder)
@@ -132,6 +133,14 @@ func TestDifferential(t *testing.T) {
 		}
 		seed := first + uint64(i)
 		q := difftest.New(seed).Query()
+		if text := os.Getenv("SLUICE_DIFF_SQL"); text != "" {
+			// One query by hand: show every engine's answer.
+			q = difftest.Query{SQL: text, Shape: "by hand"}
+			if i == 1 {
+				break
+			}
+			showAnswers(ctx, t, db, engines[0].s, text)
+		}
 		ran++
 		shapes[q.Shape]++
 		want, duckErr := runDuck(ctx, db, q.SQL)
@@ -180,6 +189,25 @@ func settingsString(m map[string]string) string {
 		parts = append(parts, k+"="+m[k])
 	}
 	return strings.Join(parts, " ")
+}
+
+// showAnswers logs DuckDB's and in-process sluice's answers to text.
+func showAnswers(ctx context.Context, t *testing.T, db *gosql.DB, s *session.Session, text string) {
+	show := func(name string, rows [][]value, err error) {
+		if err != nil {
+			t.Logf("%s: error: %v", name, err)
+			return
+		}
+		var b strings.Builder
+		for _, r := range sortedRows(rows) {
+			fmt.Fprintf(&b, "\n  %s", rowString(r))
+		}
+		t.Logf("%s: %d rows%s", name, len(rows), b.String())
+	}
+	rows, err := runDuck(ctx, db, text)
+	show("DuckDB", rows, err)
+	rows, err = runSluice(ctx, s, text)
+	show("sluice in process", rows, err)
 }
 
 // diffBudget reads how many queries to run (or until when) and the first
