@@ -725,3 +725,32 @@ func TestBuildJoinTableOpensEveryPartitionFirst(t *testing.T) {
 		t.Fatalf("the inner join's build side partitions executed %d times, want 3 (one shared build)", n)
 	}
 }
+
+// TestRepartitionOpensEveryInputFirst: a repartition's producers read its
+// input partitions at once in goroutines; each opened its own partition,
+// so one that finished before another had opened freed the input's shared
+// build, built again for the next.
+func TestRepartitionOpensEveryInputFirst(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	left := jaPartitioned(t, mem, jaLeftSchema, jaJoinRows(30, 1), 3, 4)
+	defer left.release()
+	right := jaPartitioned(t, mem, jaRightSchema, jaJoinRows(30, 2), 4, 4)
+	defer right.release()
+	counting := &jaCountingOp{Operator: left}
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	inner, err := NewHashJoin(counting, right, JoinInner, k, k, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &gateOp{Operator: inner, first: make(chan struct{})}
+	rep := NewRepartition(gate, Partitioning{Kind: PartHash, Count: 2, Keys: k})
+	got := jaCollect(t, rep, jaTC(mem, 8192, 0))
+	want := jaRefJoin(JoinInner, jaJoinRows(30, 1), jaJoinRows(30, 2), jaKeyMatch(false, false))
+	if len(got) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(got), len(want))
+	}
+	if n := counting.executions.Load(); n != 3 {
+		t.Fatalf("the join's build side partitions executed %d times, want 3 (one shared build)", n)
+	}
+}
