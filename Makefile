@@ -30,10 +30,10 @@ vet:
 # official answers (SF 1 is generated once into .cache/). Freed column
 # buffers are poisoned, so a use after release shows as a wrong answer.
 #
-# Then the differential test (bench/duckdb, its own module): 300 generated
+# Then the differential test (bench/duckdb, its own module): 1000 generated
 # queries on sluice in process, blocking and pipelined against DuckDB on a
 # sample of the TPC-DS tables in $(TPCDS) (skipped without them).
-DIFF_QUERIES ?= 300
+DIFF_QUERIES ?= 1000
 test: vet
 	SLUICE_ALLOC_POISON=1 $(GO) test -timeout 60m -p 1 ./...
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \

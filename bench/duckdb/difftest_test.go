@@ -37,7 +37,7 @@ import (
 // NULL order, over a sample of the TPC-DS tables, and compares the
 // answers.
 //
-//	SLUICE_DIFF_QUERIES   how many queries (default 300)
+//	SLUICE_DIFF_QUERIES   how many queries (default 300; make test runs 1000)
 //	SLUICE_DIFF_DURATION  run until this much time has passed instead (e.g. 10m)
 //	SLUICE_DIFF_SEED      the first seed (default 1); query i uses seed+i,
 //	                      so SLUICE_DIFF_SEED=s SLUICE_DIFF_QUERIES=1 replays one
