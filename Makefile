@@ -5,7 +5,7 @@ SF      ?= 1
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run test vet bench bench-engine clean install
+.PHONY: build run test vet bench bench-engine clean install fuzz
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
@@ -29,8 +29,28 @@ vet:
 # Everything: vet, unit tests, sqllogictest files and TPC-H SF 1 against the
 # official answers (SF 1 is generated once into .cache/). Freed column
 # buffers are poisoned, so a use after release shows as a wrong answer.
+#
+# Then the differential test (bench/duckdb, its own module): 1000 generated
+# queries on sluice in process, blocking and pipelined against DuckDB on a
+# sample of the TPC-DS tables in $(TPCDS) (skipped without them).
+DIFF_QUERIES ?= 1000
 test: vet
 	SLUICE_ALLOC_POISON=1 $(GO) test -timeout 60m -p 1 ./...
+	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \
+		$(GO) test -tags duckdb_arrow -timeout 20m -run "TestDifferential|TestCompareRows" ./...
+
+# Long randomized testing: the differential test for FUZZ_DURATION from a
+# random first seed (SLUICE_DIFF_SEED=N to choose it; a failure prints each
+# query's seed to replay it), then each Go fuzz target of the SQL front end
+# for FUZZTIME.
+FUZZ_DURATION ?= 10m
+FUZZTIME      ?= 60s
+fuzz:
+	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_DURATION=$(FUZZ_DURATION) \
+		SLUICE_DIFF_SEED=$${SLUICE_DIFF_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
+		$(GO) test -tags duckdb_arrow -timeout 0 -v -run TestDifferential ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitter$$' -fuzztime $(FUZZTIME) ./repl/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBind$$' -fuzztime $(FUZZTIME) ./sql/
 
 # TPC-H at SF: blocking vs pipelined on an embedded cluster, then the DuckDB
 # peer (its own module, bench/duckdb) on the same Parquet files, merged into

@@ -125,7 +125,18 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 
 	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range partitions {
-		g.Go(physical.Safe(func() error { return w.drive(gctx, p, tc, push) }))
+		g.Go(physical.Safe(func() error {
+			err := w.drive(gctx, p, tc, push)
+			if err == nil && w.Part.Kind != physical.PartHash {
+				// Without hash partitioning partition p writes only its
+				// own queue: end it now, not when the task's other
+				// partitions end. A consumer that merges partitions
+				// (SortPreservingMerge) waits for this one's end while
+				// it leaves a longer partition's full queue unread.
+				reg.Finish(key(p), nil)
+			}
+			return err
+		}))
 	}
 	err = g.Wait()
 	if err != nil && ctx.Err() != nil {

@@ -125,14 +125,26 @@ func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []e
 		batches = nil
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	// Open every partition before reading any: an input that shares work
+	// among the streams of one task (a CollectLeft join's table, a
+	// SharedOutput) frees it when its last open stream closes, so a
+	// partition opened after another one had finished would compute it
+	// all again, or fail as a repartition executed twice.
+	streams := make([]Stream, 0, len(partitions))
 	for _, p := range partitions {
-		g.Go(Safe(func() error {
-			checkFailpoint(FailpointHashJoinBuild)
-			s, err := ExecuteOp(gctx, op, p, tc)
-			if err != nil {
-				return err
+		s, err := ExecuteOp(gctx, op, p, tc)
+		if err != nil {
+			for _, s := range streams {
+				s.Close()
 			}
+			return nil, fmt.Errorf("reading build side: %w", err)
+		}
+		streams = append(streams, s)
+	}
+	for _, s := range streams {
+		g.Go(Safe(func() error {
 			defer s.Close()
+			checkFailpoint(FailpointHashJoinBuild)
 			for {
 				b, err := s.Next(gctx)
 				if err == io.EOF {

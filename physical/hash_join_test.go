@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -655,5 +657,100 @@ func checkEveryJoinType(t *testing.T, mem memory.Allocator, left, right Operator
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: got %d rows, want %d\n%s", jt, len(got), len(want), strings.Join(got[:min(len(got), 10)], "\n"))
 		}
+	}
+}
+
+// gateOp holds Execute of every partition but 0 until partition 0's
+// stream has closed, or for at most a while: the order in which a consumer
+// that opens partitions one by one after reading each would open them.
+type gateOp struct {
+	Operator
+	first chan struct{} // closed when partition 0's stream closes
+}
+
+type gateStream struct {
+	Stream
+	once  sync.Once
+	first chan struct{}
+}
+
+func (s *gateStream) Close() {
+	s.Stream.Close()
+	s.once.Do(func() { close(s.first) })
+}
+
+func (g *gateOp) Execute(ctx context.Context, p int, tc *TaskContext) (Stream, error) {
+	if p != 0 {
+		select {
+		case <-g.first:
+		case <-time.After(200 * time.Millisecond):
+		}
+		return g.Operator.Execute(ctx, p, tc)
+	}
+	s, err := g.Operator.Execute(ctx, p, tc)
+	if err != nil {
+		return nil, err
+	}
+	return &gateStream{Stream: s, first: g.first}, nil
+}
+
+// TestBuildJoinTableOpensEveryPartitionFirst: a join's build side that is
+// itself a CollectLeft join shares one table among its partitions only
+// while one of them is open. The build opened each partition in its own
+// goroutine and read it at once, so a partition that finished before
+// another was opened freed the table and the next one built it again (in
+// process, below a repartition, "partition executed twice in one task";
+// found by the differential test).
+func TestBuildJoinTableOpensEveryPartitionFirst(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	left := jaPartitioned(t, mem, jaLeftSchema, jaJoinRows(30, 1), 3, 4)
+	defer left.release()
+	right := jaPartitioned(t, mem, jaRightSchema, jaJoinRows(30, 2), 4, 4)
+	defer right.release()
+	counting := &jaCountingOp{Operator: left}
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	inner, err := NewHashJoin(counting, right, JoinInner, k, k, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := jaTC(mem, 8192, 0)
+	gate := &gateOp{Operator: inner, first: make(chan struct{})}
+	table, err := buildJoinTable(context.Background(), gate, []int{0, 1, 2, 3}, nil, tc, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table.release()
+	if n := counting.executions.Load(); n != 3 {
+		t.Fatalf("the inner join's build side partitions executed %d times, want 3 (one shared build)", n)
+	}
+}
+
+// TestRepartitionOpensEveryInputFirst: a repartition's producers read its
+// input partitions at once in goroutines; each opened its own partition,
+// so one that finished before another had opened freed the input's shared
+// build, built again for the next.
+func TestRepartitionOpensEveryInputFirst(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	left := jaPartitioned(t, mem, jaLeftSchema, jaJoinRows(30, 1), 3, 4)
+	defer left.release()
+	right := jaPartitioned(t, mem, jaRightSchema, jaJoinRows(30, 2), 4, 4)
+	defer right.release()
+	counting := &jaCountingOp{Operator: left}
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	inner, err := NewHashJoin(counting, right, JoinInner, k, k, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &gateOp{Operator: inner, first: make(chan struct{})}
+	rep := NewRepartition(gate, Partitioning{Kind: PartHash, Count: 2, Keys: k})
+	got := jaCollect(t, rep, jaTC(mem, 8192, 0))
+	want := jaRefJoin(JoinInner, jaJoinRows(30, 1), jaJoinRows(30, 2), jaKeyMatch(false, false))
+	if len(got) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(got), len(want))
+	}
+	if n := counting.executions.Load(); n != 3 {
+		t.Fatalf("the join's build side partitions executed %d times, want 3 (one shared build)", n)
 	}
 }

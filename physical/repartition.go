@@ -118,11 +118,25 @@ func (r *Repartition) start(ctx context.Context, tc *TaskContext) *exchange {
 	for i := range ex.outs {
 		ex.outs[i] = &exchangeOut{ch: make(chan arrow.RecordBatch, exchangeBuffer), gone: make(chan struct{})}
 	}
-	for i := 0; i < r.input.OutputPartitioning().Count; i++ {
+	// Open every input partition before any producer reads: streams of
+	// one task that share work (a CollectLeft join's table) free it when
+	// the last open one closes, so a fast partition must not close before
+	// a slow one has opened.
+	n := r.input.OutputPartitioning().Count
+	streams, errs := make([]Stream, n), make([]error, n)
+	for i := range n {
+		streams[i], errs[i] = ExecuteOp(ex.g.gctx, r.input, i, tc)
+	}
+	for i := range n {
 		p := &producer{op: r, ex: ex, tc: tc, input: i}
+		s, err := streams[i], errs[i]
 		ex.g.eg.Go(Safe(func() error {
+			if err != nil {
+				return fmt.Errorf("repartition input partition %d: %w", i, err)
+			}
+			defer s.Close()
 			checkFailpoint(FailpointRepartition)
-			return p.run(ex.g.gctx)
+			return p.run(ex.g.gctx, s)
 		}))
 	}
 	ex.g.finish()
@@ -143,12 +157,7 @@ type producer struct {
 	idx      [][]int32
 }
 
-func (p *producer) run(ctx context.Context) error {
-	s, err := ExecuteOp(ctx, p.op.input, p.input, p.tc)
-	if err != nil {
-		return fmt.Errorf("repartition input partition %d: %w", p.input, err)
-	}
-	defer s.Close()
+func (p *producer) run(ctx context.Context, s Stream) error {
 	n := p.op.part.Count
 	p.pending = make([][]arrow.RecordBatch, n)
 	p.pendRows = make([]int, n)

@@ -230,15 +230,17 @@ func connectedBy(leaves []Node, conds []Expr) bool {
 // innerJoinOf joins leaves with inner joins, every condition on the top
 // one (join ordering places them); a single leaf gets them as a Filter.
 func innerJoinOf(leaves []Node, conds []Expr) Node {
-	n := leaves[0]
-	for _, l := range leaves[1:] {
-		n = &Join{Kind: JoinInner, Left: n, Right: l}
+	if len(leaves) == 1 {
+		// The one leaf may itself be a join (an outer join is a leaf of
+		// the inner joins above it): its own condition stays.
+		return filterOver(leaves[0], conds)
 	}
-	if j, ok := n.(*Join); ok {
-		j.Cond = Conjunction(conds)
-		return j
+	j := &Join{Kind: JoinInner, Left: leaves[0], Right: leaves[1]}
+	for _, l := range leaves[2:] {
+		j = &Join{Kind: JoinInner, Left: j, Right: l}
 	}
-	return filterOver(n, conds)
+	j.Cond = Conjunction(conds)
+	return j
 }
 
 // estimateGroups estimates the distinct combinations of cols among rows

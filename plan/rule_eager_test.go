@@ -73,6 +73,16 @@ func TestEagerAggregateGolden(t *testing.T) {
 				Cond: and(eq(col(f, "f_key"), col(d, "d_key")), eq(col(d, "d_region"), col(u, "u_key")))}
 			return b.agg(j, []Expr{col(d, "d_name"), col(u, "u_amount")}, sum(col(f, "f_amount")))
 		}},
+		{name: "outer_join_in_s_keeps_its_condition", apply: EagerAggregate, build: func(b *tb) Node {
+			// S is a LEFT JOIN, one leaf of the inner join with dim: its
+			// ON condition must stay (it was replaced by S's empty list
+			// of conditions, making it a cross join; found by the
+			// differential test).
+			f, d, u := b.scanStats("fact"), b.scanStats("dim"), b.scanStats("unique")
+			s := &Join{Kind: JoinLeft, Left: f, Right: u, Cond: eq(col(f, "f_cat"), col(u, "u_key"))}
+			j := &Join{Kind: JoinInner, Left: s, Right: d, Cond: eq(col(f, "f_key"), col(d, "d_key"))}
+			return b.agg(j, []Expr{col(d, "d_name")}, sum(col(f, "f_amount")))
+		}},
 		{name: "filtered_dimension_untouched", apply: EagerAggregate, build: func(b *tb) Node {
 			// A filtered dim may drop most facts: it is joined first.
 			j, f, d := factDim(b)

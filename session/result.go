@@ -70,9 +70,10 @@ type dataError struct {
 
 func (e *dataError) Error() string { return e.msg }
 
+func (e *dataError) Unwrap() error { return e.err }
+
 // ErrorDetail is the whole error chain: the operators it went through.
 func (e *dataError) ErrorDetail() string { return e.err.Error() }
-func (e *dataError) Unwrap() error { return e.err }
 
 // Close releases the result's resources; safe to call twice.
 func (r *Result) Close() {

@@ -58,7 +58,7 @@ func table(rows int64, cols ...string) *fakeTable {
 // testCatalog holds the TPC-H schema (keys BIGINT, money DECIMAL(15,2),
 // dates DATE, the rest VARCHAR; a few INT columns) plus small tables t and u
 // with nullable columns.
-func testCatalog(t *testing.T) *catalog.Catalog {
+func testCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()
 	c := catalog.New()
 	tables := map[string]*fakeTable{
