@@ -223,6 +223,11 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnal
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
 	}
+	defer func() {
+		if n := tc.Memory.Release(); n > 0 {
+			e.log.Debug("task ended holding reserved memory", "task", k.String(), "bytes", n)
+		}
+	}()
 	parts := make([]int, len(def.Partitions))
 	for i, p := range def.Partitions {
 		parts[i] = int(p)

@@ -21,6 +21,9 @@ type MemoryPool struct {
 	mu   sync.Mutex
 	used int64
 	peak int64
+	// released is set by Release: what the pool reserves from then on is
+	// not passed on to the parent, which already got it all back.
+	released bool
 }
 
 // NewMemoryPool returns a pool with the given limit in bytes (<= 0: none).
@@ -38,8 +41,9 @@ func (p *MemoryPool) grow(n int64, owner string) error {
 	}
 	p.used += n
 	p.peak = max(p.peak, p.used)
+	released := p.released
 	p.mu.Unlock()
-	if p.parent != nil {
+	if p.parent != nil && !released {
 		if err := p.parent.grow(n, owner); err != nil {
 			p.shrink(n)
 			return err
@@ -51,10 +55,32 @@ func (p *MemoryPool) grow(n int64, owner string) error {
 func (p *MemoryPool) shrink(n int64) {
 	p.mu.Lock()
 	p.used -= n
+	released := p.released
 	p.mu.Unlock()
-	if p.parent != nil {
+	if p.parent != nil && !released {
 		p.parent.shrink(n)
 	}
+}
+
+// Release gives everything the pool still holds back to its parent and
+// returns how much that was; the pool's later reservations no longer count
+// against the parent. A task's pool is released when the task ends, so
+// reservations an operator failed to free (or buffers that outlive the
+// task, such as a pipelined queue's) do not pile up in the executor's pool
+// from task to task.
+func (p *MemoryPool) Release() int64 {
+	p.mu.Lock()
+	if p.released {
+		p.mu.Unlock()
+		return 0
+	}
+	n := p.used
+	p.released = true
+	p.mu.Unlock()
+	if n != 0 && p.parent != nil {
+		p.parent.shrink(n)
+	}
+	return n
 }
 
 // Used returns the bytes currently reserved.

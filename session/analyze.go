@@ -26,6 +26,7 @@ import (
 // analyzed directly.
 func (l *local) analyze(ctx context.Context, q *engine.Query, s *Session, start time.Time) (*Result, error) {
 	op, tc := l.task(q, s)
+	defer tc.Memory.Release()
 	tc.Analyzer = physical.NewAnalyzer(op)
 	stream, err := physical.ExecuteOp(ctx, op, 0, tc)
 	if err != nil {

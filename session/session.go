@@ -190,9 +190,12 @@ func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start
 	op, tc := l.task(q, s)
 	stream, err := op.Execute(ctx, 0, tc)
 	if err != nil {
+		tc.Memory.Release()
 		return nil, err
 	}
-	res := &Result{Schema: q.Schema}
+	// What the query's operators still hold when it is closed goes back to
+	// the process's pool.
+	res := &Result{Schema: q.Schema, onDone: func() { tc.Memory.Release() }}
 	res.stream = &timed{Stream: &renamed{Stream: stream, schema: q.Schema}, start: start, stats: &res.statsVal}
 	res.stats = &res.statsVal
 	return res, nil
