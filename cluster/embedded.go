@@ -14,7 +14,6 @@ import (
 
 	"sluice/catalog"
 	"sluice/exchange"
-	"sluice/physical"
 	"sluice/rpc"
 )
 
@@ -139,9 +138,6 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
 		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
 		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger,
-		// The executors share this process's memory: each gets its share
-		// of the default limit.
-		MemoryLimit: max(physical.DefaultMemoryLimit()/int64(e.cfg.Executors), 0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)

@@ -136,6 +136,3 @@ func (r *Reservation) Size() int64 { return r.size }
 
 // Free returns everything held.
 func (r *Reservation) Free() { r.Shrink(r.size) }
-
-// Limit is the most the pool lets its reservations hold (0: no limit).
-func (p *MemoryPool) Limit() int64 { return p.limit }

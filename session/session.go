@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -214,18 +213,10 @@ func (l *local) task(q *engine.Query, s *Session) (physical.Operator, *physical.
 	}
 	return op, &physical.TaskContext{
 		Alloc:     alloc,
-		Memory:    physical.NewMemoryPool("query", s.Settings.Int("execution.memory_limit"), processPool()),
+		Memory:    physical.NewMemoryPool("query", s.Settings.Int("execution.memory_limit"), nil),
 		BatchSize: int(s.Settings.Int("execution.batch_size")),
 	}
 }
-
-// processPool is what the in-process queries of this process reserve
-// together: physical.DefaultMemoryLimit, so that a query that needs more
-// fails with "resources exhausted" instead of the shell running out of
-// memory (execution.memory_limit caps each query further).
-var processPool = sync.OnceValue(func() *physical.MemoryPool {
-	return physical.NewMemoryPool("process", physical.DefaultMemoryLimit(), nil)
-})
 
 // timed records time to first row, total time and rows of a stream.
 type timed struct {
