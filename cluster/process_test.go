@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"sluice/catalog"
 	"sluice/rpc"
 )
 
@@ -21,18 +23,8 @@ func TestSeparateProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the sluice binary")
 	}
-	dir, sched, execs, addr := startProcessCluster(t)
-	data := filepath.Join(dir, "data")
-	cat := writeTestTables(t, data)
-
-	c := newTestClient(t, addr)
 	ctx := testContext(t, 60*time.Second)
-	for _, tb := range testTables {
-		sql := fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", tb.name, filepath.Join(data, tb.name))
-		if _, _, err := c.query(ctx, sql, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sched, execs, c, cat := startProcessCluster(t, ctx)
 	q := testQueries[0]
 	got, _, err := c.query(ctx, q.sql, q.settings)
 	if err != nil {
@@ -84,11 +76,13 @@ func TestSeparateProcesses(t *testing.T) {
 	sched.stop(t)
 }
 
-// startProcessCluster builds the sluice binary and starts a scheduler and
-// two executors (heartbeats every 400 ms, lost after 2 s) as processes.
-func startProcessCluster(t *testing.T) (dir string, sched *process, execs []*process, addr string) {
+// startProcessCluster builds the sluice binary, starts a scheduler and
+// two executors (heartbeats every 400 ms, lost after 2 s) as processes, and
+// registers the test tables through a client of that scheduler; cat holds
+// the same tables for the local engine that checks answers.
+func startProcessCluster(t *testing.T, ctx context.Context) (sched *process, execs []*process, c *testClient, cat *catalog.Catalog) {
 	t.Helper()
-	dir = t.TempDir()
+	dir := t.TempDir()
 	bin := filepath.Join(dir, "sluice")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = ".."
@@ -96,7 +90,7 @@ func startProcessCluster(t *testing.T) (dir string, sched *process, execs []*pro
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	sched = startProcess(t, bin, "scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s")
-	addr = sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
+	addr := sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
 	for i := 1; i <= 2; i++ {
 		execs = append(execs, startProcess(t, bin, "executor", "--scheduler", addr, "--bind", "127.0.0.1:0",
 			"--flight-bind", "127.0.0.1:0", "--vcores", "2", "--work-dir", filepath.Join(dir, fmt.Sprintf("work-%d", i)),
@@ -105,7 +99,16 @@ func startProcessCluster(t *testing.T) (dir string, sched *process, execs []*pro
 	for _, x := range execs {
 		x.await(t, regexp.MustCompile(`msg="executor registered"`))
 	}
-	return dir, sched, execs, addr
+	data := filepath.Join(dir, "data")
+	cat = writeTestTables(t, data)
+	c = newTestClient(t, addr)
+	for _, tb := range testTables {
+		sql := fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", tb.name, filepath.Join(data, tb.name))
+		if _, _, err := c.query(ctx, sql, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sched, execs, c, cat
 }
 
 // TestFrozenExecutorBlocking freezes an executor (SIGSTOP) once the first
@@ -117,17 +120,8 @@ func TestFrozenExecutorBlocking(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the sluice binary")
 	}
-	dir, sched, execs, addr := startProcessCluster(t)
-	data := filepath.Join(dir, "data")
-	cat := writeTestTables(t, data)
-	c := newTestClient(t, addr)
 	ctx := testContext(t, 120*time.Second)
-	for _, tb := range testTables {
-		sql := fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", tb.name, filepath.Join(data, tb.name))
-		if _, _, err := c.query(ctx, sql, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sched, execs, c, cat := startProcessCluster(t, ctx)
 	settings := map[string]string{"execution.mode": "blocking"}
 	for k, v := range heavySettings {
 		settings[k] = v
