@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,45 +57,78 @@ func (r *Runner) dotExplain(ctx context.Context, args []string) error {
 	return nil
 }
 
+// statusLine redraws one line on a terminal's stderr every quarter second,
+// from after until stop, which clears it. Its methods are no-ops on a nil
+// line.
+type statusLine struct {
+	w      io.Writer
+	text   func(elapsed time.Duration) string
+	start  time.Time
+	after  time.Duration
+	done   chan struct{}
+	exited chan struct{}
+	once   sync.Once
+}
+
+func startStatusLine(w io.Writer, start time.Time, after time.Duration, text func(time.Duration) string) *statusLine {
+	l := &statusLine{w: w, text: text, start: start, after: after, done: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(l.exited)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		shown := false
+		for {
+			select {
+			case <-l.done:
+				if shown {
+					fmt.Fprint(l.w, "\r\x1b[K")
+				}
+				return
+			case <-tick.C:
+				if elapsed := time.Since(l.start); elapsed >= l.after {
+					fmt.Fprint(l.w, "\r\x1b[K"+l.text(elapsed))
+					shown = true
+				}
+			}
+		}
+	}()
+	return l
+}
+
+// stop clears the line and waits for the drawing goroutine; safe to call
+// more than once.
+func (l *statusLine) stop() {
+	if l == nil {
+		return
+	}
+	l.once.Do(func() { close(l.done) })
+	<-l.exited
+}
+
 // progressLine draws a one-line progress report on a terminal's stderr for
-// statements running longer than a second, redrawn every quarter second
-// from the job's latest progress, and clears it when output starts or the
-// statement ends.
+// statements running longer than a second, from the job's latest progress,
+// and clears it when output starts or the statement ends.
 type progressLine struct {
-	mu      sync.Mutex
-	r       *Runner
-	start   time.Time
-	last    session.Progress
-	shown   bool
-	stopped bool
-	done    chan struct{}
-	exited  chan struct{}
+	r    *Runner
+	line *statusLine
+	mu   sync.Mutex
+	last session.Progress
 }
 
 func (r *Runner) startProgress() *progressLine {
-	p := &progressLine{r: r, start: time.Now(), done: make(chan struct{}), exited: make(chan struct{})}
+	p := &progressLine{r: r}
 	if !r.Progress {
-		p.stopped = true
-		close(p.exited)
 		return p
 	}
 	r.Session.OnProgress = p.update
-	go p.loop()
+	p.line = startStatusLine(r.Err, time.Now(), time.Second, func(elapsed time.Duration) string {
+		p.mu.Lock()
+		pr := p.last
+		p.mu.Unlock()
+		return fmt.Sprintf("[%.1fs] stages %d/%d, tasks running %d, done %d/%d, rows %d",
+			elapsed.Seconds(), pr.StagesDone, pr.StagesTotal, pr.TasksRunning, pr.TasksDone, pr.TasksTotal, pr.Rows)
+	})
 	return p
-}
-
-func (p *progressLine) loop() {
-	defer close(p.exited)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-tick.C:
-			p.draw()
-		}
-	}
 }
 
 func (p *progressLine) update(pr session.Progress) {
@@ -103,72 +137,28 @@ func (p *progressLine) update(pr session.Progress) {
 	p.mu.Unlock()
 }
 
-func (p *progressLine) draw() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopped || time.Since(p.start) < time.Second {
-		return
-	}
-	pr := p.last
-	fmt.Fprintf(p.r.Err, "\r\x1b[K[%.1fs] stages %d/%d, tasks running %d, done %d/%d, rows %d",
-		time.Since(p.start).Seconds(), pr.StagesDone, pr.StagesTotal, pr.TasksRunning, pr.TasksDone, pr.TasksTotal, pr.Rows)
-	p.shown = true
-}
-
-// stop clears the line and waits for the drawing goroutine; safe to call
-// more than once.
+// stop clears the line; safe to call more than once.
 func (p *progressLine) stop() {
-	p.mu.Lock()
-	if p.stopped {
-		p.mu.Unlock()
-		<-p.exited
+	if p.line == nil {
 		return
 	}
-	p.stopped = true
-	if p.shown {
-		fmt.Fprint(p.r.Err, "\r\x1b[K")
-		p.shown = false
-	}
-	p.mu.Unlock()
-	close(p.done)
-	<-p.exited
+	p.line.stop()
 	p.r.Session.OnProgress = nil
 }
 
-// rowCounter redraws, on a terminal's stderr, how many rows a table has
-// counted past the ones it draws, while they still arrive; stop clears it.
-// Its methods are no-ops on a nil counter.
+// rowCounter counts, on a terminal's stderr, the rows a table receives past
+// the ones it draws, while they still arrive. Its methods are no-ops on a
+// nil counter.
 type rowCounter struct {
-	r      *Runner
-	start  time.Time
-	shown  int
-	rows   atomic.Int64
-	done   chan struct{}
-	exited chan struct{}
-	once   sync.Once
+	rows atomic.Int64
+	line *statusLine
 }
 
 func (r *Runner) startRowCounter(start time.Time, shown int) *rowCounter {
-	c := &rowCounter{r: r, start: start, shown: shown, done: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		defer close(c.exited)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		drawn := false
-		for {
-			select {
-			case <-c.done:
-				if drawn {
-					fmt.Fprint(r.Err, "\r\x1b[K")
-				}
-				return
-			case <-tick.C:
-				fmt.Fprintf(r.Err, "\r\x1b[K[%.1fs] %d rows so far (%d shown); Ctrl-C stops",
-					time.Since(c.start).Seconds(), c.rows.Load(), c.shown)
-				drawn = true
-			}
-		}
-	}()
+	c := &rowCounter{}
+	c.line = startStatusLine(r.Err, start, 0, func(elapsed time.Duration) string {
+		return fmt.Sprintf("[%.1fs] %d rows so far (%d shown); Ctrl-C stops", elapsed.Seconds(), c.rows.Load(), shown)
+	})
 	return c
 }
 
@@ -178,12 +168,9 @@ func (c *rowCounter) set(rows int64) {
 	}
 }
 
-// stop clears the line and waits for the drawing goroutine; safe to call
-// more than once.
+// stop clears the line; safe to call more than once.
 func (c *rowCounter) stop() {
-	if c == nil {
-		return
+	if c != nil {
+		c.line.stop()
 	}
-	c.once.Do(func() { close(c.done) })
-	<-c.exited
 }
