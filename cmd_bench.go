@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -354,7 +353,7 @@ func runBenchTPCDS(args []string) int {
 		fmt.Fprintln(os.Stderr, "Error: --runs and --executors must be positive")
 		return 2
 	}
-	qs, err := tpcdsQueries(*queriesDir, *only)
+	qs, err := bench.QueryFiles(*queriesDir, *only, bench.SetTPCDS)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 2
@@ -413,42 +412,4 @@ func registerParquetTables(ctx context.Context, s *session.Session, paths []stri
 		res.Close()
 	}
 	return nil
-}
-
-// tpcdsQueries reads qN.sql from dir for the numbers in only, or every
-// qN.sql there, ascending.
-func tpcdsQueries(dir, only string) ([]bench.Query, error) {
-	var ns []int
-	if only == "" {
-		files, err := filepath.Glob(filepath.Join(dir, "q*.sql"))
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "q"), ".sql")); err == nil && n > 0 {
-				ns = append(ns, n)
-			}
-		}
-		slices.Sort(ns)
-	} else {
-		for _, f := range strings.Split(only, ",") {
-			n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "q"))
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("--only: %q is not a query number", f)
-			}
-			ns = append(ns, n)
-		}
-	}
-	if len(ns) == 0 {
-		return nil, fmt.Errorf("no qN.sql in %s", dir)
-	}
-	qs := make([]bench.Query, 0, len(ns))
-	for _, n := range ns {
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("q%d.sql", n)))
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, bench.Query{Set: bench.SetTPCDS, N: n, Text: string(b)})
-	}
-	return qs, nil
 }

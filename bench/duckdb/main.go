@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,29 +174,9 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 // (<table>.parquet each), with PostgreSQL's semantics switched on where
 // DuckDB differs by default, as sluice answers; each script is timed whole.
 func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, out string) error {
-	var ns []int
-	if list == "" {
-		files, err := filepath.Glob(filepath.Join(queriesDir, "q*.sql"))
-		if err != nil {
-			return err
-		}
-		for _, f := range files {
-			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "q"), ".sql")); err == nil && n > 0 {
-				ns = append(ns, n)
-			}
-		}
-		slices.Sort(ns)
-	} else {
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f), "q"))
-			if err != nil || n < 1 {
-				return fmt.Errorf("--only: %q is not a query number", f)
-			}
-			ns = append(ns, n)
-		}
-	}
-	if len(ns) == 0 {
-		return fmt.Errorf("no qN.sql in %s", queriesDir)
+	qs, err := bench.QueryFiles(queriesDir, list, bench.SetTPCDS)
+	if err != nil {
+		return err
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -239,20 +218,17 @@ func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, ou
 	}
 	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
 		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, integer division and NULL order as PostgreSQL, Parquet read through views over read_parquet, results read as Arrow record batches", version)}}
-	for _, n := range ns {
-		b, err := os.ReadFile(filepath.Join(queriesDir, fmt.Sprintf("q%d.sql", n)))
-		if err != nil {
-			return err
-		}
+	for _, q := range qs {
+		n := q.N
 		label := bench.Label(bench.SetTPCDS, n)
-		if _, err := runScriptWhole(ctx, conn, string(b)); err != nil {
+		if _, err := runScriptWhole(ctx, conn, q.Text); err != nil {
 			rep.Skipped = append(rep.Skipped, bench.Skip{Set: bench.SetTPCDS, Query: n, Mode: "duckdb", Error: err.Error()})
 			fmt.Fprintf(os.Stderr, "%-3s duckdb     skipped: %v\n", label, err)
 			continue
 		}
 		var totals []float64
 		for i := 1; i <= runs; i++ {
-			m, err := runScriptWhole(ctx, conn, string(b))
+			m, err := runScriptWhole(ctx, conn, q.Text)
 			if err != nil {
 				return fmt.Errorf("%s (run %d): %w", label, i, err)
 			}
