@@ -31,9 +31,10 @@ type CSVTable struct {
 	schema *arrow.Schema
 	opts   CSVOptions
 	// Files are the table's files, sorted by path.
-	Files []CSVFile
-	rows  int64
-	bytes int64
+	Files   []CSVFile
+	rows    int64
+	bytes   int64
+	version string // Version, computed once when the table is opened
 }
 
 // CSVFile is one file of a CSVTable.
@@ -101,6 +102,7 @@ func OpenCSV(path string, opts CSVOptions, schema *arrow.Schema) (*CSVTable, err
 			t.rows = int64(float64(t.bytes) * float64(len(sample.rows)) / float64(sample.bytes))
 		}
 	}
+	t.version = filesVersion(t.Files, func(f CSVFile) fileID { return fileID{f.Path, f.Size, f.ModTime} })
 	return t, nil
 }
 

@@ -26,6 +26,7 @@ type ParquetTable struct {
 	leaves    [][]int
 	rows      int64
 	dataBytes int64
+	version   string // Version, computed once when the table is opened
 }
 
 // ParquetFile is one file of a ParquetTable.
@@ -112,6 +113,7 @@ func OpenParquet(path string) (*ParquetTable, error) {
 			t.dataBytes += rg.Bytes
 		}
 	}
+	t.version = filesVersion(t.Files, func(f ParquetFile) fileID { return fileID{f.Path, f.Size, f.ModTime} })
 	return t, nil
 }
 

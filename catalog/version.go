@@ -13,36 +13,29 @@ import (
 // a table dropped and created again over changed files has another
 // version. SameFiles compares only the first part, since copies of the
 // same files on several hosts have their own modification times.
-func (t *ParquetTable) Version() string {
-	ids := make([]fileID, len(t.Files))
-	for i, f := range t.Files {
-		ids[i] = fileID{f.Path, f.Size, f.ModTime}
-	}
-	return versionOf(ids)
-}
+//
+// It is computed once, when the table is opened: plans encode it for every
+// task.
+func (t *ParquetTable) Version() string { return t.version }
 
 // Version identifies the files the table was opened from (see
 // ParquetTable.Version).
-func (t *CSVTable) Version() string {
-	ids := make([]fileID, len(t.Files))
-	for i, f := range t.Files {
-		ids[i] = fileID{f.Path, f.Size, f.ModTime}
-	}
-	return versionOf(ids)
-}
+func (t *CSVTable) Version() string { return t.version }
 
 type fileID struct {
 	path        string
 	size, mtime int64
 }
 
-func versionOf(ids []fileID) string {
-	files, times := fnv.New64a(), fnv.New64a()
-	for _, id := range ids {
-		fmt.Fprintf(files, "%s\x00%d\n", id.path, id.size)
+// filesVersion is the Version of files, each identified by id.
+func filesVersion[F any](files []F, idOf func(F) fileID) string {
+	h, times := fnv.New64a(), fnv.New64a()
+	for _, f := range files {
+		id := idOf(f)
+		fmt.Fprintf(h, "%s\x00%d\n", id.path, id.size)
 		fmt.Fprintf(times, "%d\n", id.mtime)
 	}
-	return fmt.Sprintf("%016x-%016x", files.Sum64(), times.Sum64())
+	return fmt.Sprintf("%016x-%016x", h.Sum64(), times.Sum64())
 }
 
 // SameFiles reports whether two versions name the same paths with the same
