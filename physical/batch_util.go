@@ -250,6 +250,9 @@ func takeArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array,
 
 // takeGeneric gathers through Arrow's compute kernel, for rare types.
 func takeGeneric(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array, error) {
+	if l, ok := arr.(*array.List); ok {
+		return expr.TakeList(mem, l, idx)
+	}
 	ib := array.NewInt32Builder(mem)
 	ib.AppendValues(idx, nil)
 	ia := ib.NewArray()

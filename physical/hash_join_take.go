@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical/expr"
 )
 
 // joinTakeArray gathers arr[idx[i]] for every i; a negative index yields
@@ -32,6 +34,8 @@ func joinTakeArray(arr arrow.Array, idx []int32, mem memory.Allocator) (arrow.Ar
 		return takeString(mem, a, idx), nil
 	case *array.Null:
 		return array.NewNull(n), nil
+	case *array.List:
+		return expr.TakeList(mem, a, idx)
 	}
 	b := array.NewBuilder(mem, arr.DataType())
 	defer b.Release()

@@ -24,7 +24,14 @@ var (
 	Timestamp arrow.DataType = &arrow.TimestampType{Unit: arrow.Microsecond}
 	Interval  arrow.DataType = arrow.FixedWidthTypes.MonthDayNanoInterval
 	Null      arrow.DataType = arrow.Null
+	// TextArray is VARCHAR[], the result of regexp_match. Arrays are values
+	// to look at, index and cast to text; they are not compared, grouped or
+	// sorted (see IsArray).
+	TextArray arrow.DataType = arrow.ListOf(arrow.BinaryTypes.String)
 )
+
+// IsArray reports whether t is an array (list) type.
+func IsArray(t arrow.DataType) bool { return t.ID() == arrow.LIST }
 
 // MaxDecimalPrecision is the largest precision a decimal128 holds.
 const MaxDecimalPrecision = 38
@@ -215,6 +222,8 @@ func TypeName(t arrow.DataType) string {
 		return "INTERVAL"
 	case arrow.NULL:
 		return "NULL"
+	case arrow.LIST:
+		return TypeName(t.(*arrow.ListType).Elem()) + "[]"
 	}
 	return t.String()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // delimWriter prints tab-separated values with a header row. Tabs and
@@ -92,6 +93,10 @@ func (j *jsonWriter) Write(b arrow.RecordBatch) error {
 			}
 			j.w.WriteString(name)
 			j.w.WriteByte(':')
+			if l, isList := b.Column(i).(*array.List); isList && l.IsValid(r) {
+				j.writeList(l, r)
+				continue
+			}
 			s, ok := FormatValue(b.Column(i), r)
 			switch {
 			case !ok:
@@ -110,6 +115,26 @@ func (j *jsonWriter) Write(b arrow.RecordBatch) error {
 		j.rows++
 	}
 	return j.w.Flush()
+}
+
+// writeList writes row r of an array column as a JSON array of its
+// elements' text (null for NULL elements).
+func (j *jsonWriter) writeList(l *array.List, r int) {
+	lo, hi := l.ValueOffsets(r)
+	elems := l.ListValues()
+	j.w.WriteByte('[')
+	for k := int(lo); k < int(hi); k++ {
+		if k > int(lo) {
+			j.w.WriteByte(',')
+		}
+		if s, ok := FormatValue(elems, k); ok {
+			q, _ := json.Marshal(s)
+			j.w.Write(q)
+		} else {
+			j.w.WriteString("null")
+		}
+	}
+	j.w.WriteByte(']')
 }
 
 func (j *jsonWriter) End() (int64, error) {

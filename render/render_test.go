@@ -144,21 +144,7 @@ func TestNullLiteralIsNull(t *testing.T) {
 			b := array.NewRecordBatch(schema, []arrow.Array{nulls, ints}, 1)
 			nulls.Release()
 			ints.Release()
-			var out bytes.Buffer
-			w, err := New(c.format, &out, Options{NullValue: "∅"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Begin(schema); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Write(b); err != nil {
-				t.Fatal(err)
-			}
-			b.Release()
-			if _, err := w.End(); err != nil {
-				t.Fatal(err)
-			}
+			out := renderBatch(t, c.format, b)
 			mem.AssertSize(t, 0)
 			if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), "(null)") {
 				t.Errorf("%s output:\n%s\nwant it to hold %q and no (null)", c.format, out.String(), c.want)
@@ -298,4 +284,58 @@ func TestTableAbortClosesBorder(t *testing.T) {
 	if !strings.Contains(got, "└") || strings.Contains(got, "rows") {
 		t.Errorf("an aborted table should end with its border and no footer:\n%s", got)
 	}
+}
+
+// TestArrayValues renders a VARCHAR[] column: PostgreSQL's text form in
+// tables and CSV, a JSON array in JSON; a NULL array is NULL everywhere.
+func TestArrayValues(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "m", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true}}, nil)
+	for _, c := range []struct{ format, want string }{
+		{"csv", "m\n\"{a,\"\"b c\"\",NULL}\"\n\n"},
+		{"json", `{"m":["a","b c",null]},` + "\n" + `  {"m":null}`},
+		{"ndjson", `{"m":["a","b c",null]}` + "\n" + `{"m":null}`},
+		{"table", `│ {a,"b c",NULL} │`},
+	} {
+		t.Run(c.format, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+			vb := lb.ValueBuilder().(*array.StringBuilder)
+			lb.Append(true)
+			vb.Append("a")
+			vb.Append("b c")
+			vb.AppendNull()
+			lb.AppendNull()
+			col := lb.NewArray()
+			lb.Release()
+			b := array.NewRecordBatch(schema, []arrow.Array{col}, 2)
+			col.Release()
+			out := renderBatch(t, c.format, b)
+			if !strings.Contains(out.String(), c.want) {
+				t.Errorf("want %q in:\n%s", c.want, out.String())
+			}
+		})
+	}
+}
+
+// renderBatch writes b in format (NULL shown as ∅ in tables) and releases
+// it.
+func renderBatch(t *testing.T, format string, b arrow.RecordBatch) *bytes.Buffer {
+	t.Helper()
+	defer b.Release()
+	var out bytes.Buffer
+	w, err := New(format, &out, Options{NullValue: "∅"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Begin(b.Schema()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"sluice/plan"
 )
 
 // FormatValue renders row i of a; ok is false for NULL. Every value of a
@@ -39,6 +41,12 @@ func FormatValue(a arrow.Array, i int) (s string, ok bool) {
 		return t.Format("2006-01-02 15:04:05.999999"), true
 	case *array.Boolean:
 		return strconv.FormatBool(a.Value(i)), true
+	case *array.List:
+		lo, hi := a.ValueOffsets(i)
+		elems := a.ListValues()
+		return string(plan.AppendArrayText(nil, int(hi-lo), func(k int) (string, bool) {
+			return FormatValue(elems, int(lo)+k)
+		})), true
 	}
 	return a.ValueStr(i), true
 }

@@ -39,21 +39,23 @@ const (
 	ArrowType_TIMESTAMP_US            ArrowType_Id = 7
 	ArrowType_DECIMAL128              ArrowType_Id = 8
 	ArrowType_INTERVAL_MONTH_DAY_NANO ArrowType_Id = 9
+	ArrowType_LIST                    ArrowType_Id = 10
 )
 
 // Enum value maps for ArrowType_Id.
 var (
 	ArrowType_Id_name = map[int32]string{
-		0: "NULL",
-		1: "BOOL",
-		2: "INT32",
-		3: "INT64",
-		4: "FLOAT64",
-		5: "UTF8",
-		6: "DATE32",
-		7: "TIMESTAMP_US",
-		8: "DECIMAL128",
-		9: "INTERVAL_MONTH_DAY_NANO",
+		0:  "NULL",
+		1:  "BOOL",
+		2:  "INT32",
+		3:  "INT64",
+		4:  "FLOAT64",
+		5:  "UTF8",
+		6:  "DATE32",
+		7:  "TIMESTAMP_US",
+		8:  "DECIMAL128",
+		9:  "INTERVAL_MONTH_DAY_NANO",
+		10: "LIST",
 	}
 	ArrowType_Id_value = map[string]int32{
 		"NULL":                    0,
@@ -66,6 +68,7 @@ var (
 		"TIMESTAMP_US":            7,
 		"DECIMAL128":              8,
 		"INTERVAL_MONTH_DAY_NANO": 9,
+		"LIST":                    10,
 	}
 )
 
@@ -101,6 +104,7 @@ type ArrowType struct {
 	Id            ArrowType_Id           `protobuf:"varint,1,opt,name=id,proto3,enum=sluice.ArrowType_Id" json:"id,omitempty"`
 	Precision     int32                  `protobuf:"varint,2,opt,name=precision,proto3" json:"precision,omitempty"` // DECIMAL128 only
 	Scale         int32                  `protobuf:"varint,3,opt,name=scale,proto3" json:"scale,omitempty"`         // DECIMAL128 only
+	Elem          *ArrowType             `protobuf:"bytes,10,opt,name=elem,proto3" json:"elem,omitempty"`           // LIST only: the element type
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -154,6 +158,13 @@ func (x *ArrowType) GetScale() int32 {
 		return x.Scale
 	}
 	return 0
+}
+
+func (x *ArrowType) GetElem() *ArrowType {
+	if x != nil {
+		return x.Elem
+	}
+	return nil
 }
 
 type Field struct {
@@ -4445,11 +4456,13 @@ var File_plan_proto protoreflect.FileDescriptor
 const file_plan_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"plan.proto\x12\x06sluice\"\xf8\x01\n" +
+	"plan.proto\x12\x06sluice\"\xa9\x02\n" +
 	"\tArrowType\x12$\n" +
 	"\x02id\x18\x01 \x01(\x0e2\x14.sluice.ArrowType.IdR\x02id\x12\x1c\n" +
 	"\tprecision\x18\x02 \x01(\x05R\tprecision\x12\x14\n" +
-	"\x05scale\x18\x03 \x01(\x05R\x05scale\"\x90\x01\n" +
+	"\x05scale\x18\x03 \x01(\x05R\x05scale\x12%\n" +
+	"\x04elem\x18\n" +
+	" \x01(\v2\x11.sluice.ArrowTypeR\x04elem\"\x9a\x01\n" +
 	"\x02Id\x12\b\n" +
 	"\x04NULL\x10\x00\x12\b\n" +
 	"\x04BOOL\x10\x01\x12\t\n" +
@@ -4462,7 +4475,9 @@ const file_plan_proto_rawDesc = "" +
 	"\fTIMESTAMP_US\x10\a\x12\x0e\n" +
 	"\n" +
 	"DECIMAL128\x10\b\x12\x1b\n" +
-	"\x17INTERVAL_MONTH_DAY_NANO\x10\t\"^\n" +
+	"\x17INTERVAL_MONTH_DAY_NANO\x10\t\x12\b\n" +
+	"\x04LIST\x10\n" +
+	"\"^\n" +
 	"\x05Field\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x04type\x18\x02 \x01(\v2\x11.sluice.ArrowTypeR\x04type\x12\x1a\n" +
@@ -4865,143 +4880,144 @@ var file_plan_proto_goTypes = []any{
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
-	1,   // 1: sluice.Field.type:type_name -> sluice.ArrowType
-	2,   // 2: sluice.Schema.fields:type_name -> sluice.Field
-	1,   // 3: sluice.Literal.type:type_name -> sluice.ArrowType
-	4,   // 4: sluice.Literal.interval_value:type_name -> sluice.Interval
-	7,   // 5: sluice.PhysicalExpr.column:type_name -> sluice.ColumnExpr
-	5,   // 6: sluice.PhysicalExpr.literal:type_name -> sluice.Literal
-	8,   // 7: sluice.PhysicalExpr.binary:type_name -> sluice.BinaryExpr
-	9,   // 8: sluice.PhysicalExpr.not:type_name -> sluice.UnaryExpr
-	9,   // 9: sluice.PhysicalExpr.negate:type_name -> sluice.UnaryExpr
-	10,  // 10: sluice.PhysicalExpr.is_null:type_name -> sluice.IsNullExpr
-	11,  // 11: sluice.PhysicalExpr.cast:type_name -> sluice.CastExpr
-	13,  // 12: sluice.PhysicalExpr.case:type_name -> sluice.CaseExpr
-	17,  // 13: sluice.PhysicalExpr.coalesce:type_name -> sluice.FuncExpr
-	14,  // 14: sluice.PhysicalExpr.nullif:type_name -> sluice.NullIfExpr
-	15,  // 15: sluice.PhysicalExpr.in_list:type_name -> sluice.InListExpr
-	16,  // 16: sluice.PhysicalExpr.like:type_name -> sluice.LikeExpr
-	17,  // 17: sluice.PhysicalExpr.func:type_name -> sluice.FuncExpr
-	1,   // 18: sluice.ColumnExpr.type:type_name -> sluice.ArrowType
-	6,   // 19: sluice.BinaryExpr.left:type_name -> sluice.PhysicalExpr
-	6,   // 20: sluice.BinaryExpr.right:type_name -> sluice.PhysicalExpr
-	1,   // 21: sluice.BinaryExpr.type:type_name -> sluice.ArrowType
-	6,   // 22: sluice.UnaryExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 23: sluice.IsNullExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 24: sluice.CastExpr.x:type_name -> sluice.PhysicalExpr
-	1,   // 25: sluice.CastExpr.to:type_name -> sluice.ArrowType
-	6,   // 26: sluice.WhenThen.when:type_name -> sluice.PhysicalExpr
-	6,   // 27: sluice.WhenThen.then:type_name -> sluice.PhysicalExpr
-	12,  // 28: sluice.CaseExpr.whens:type_name -> sluice.WhenThen
-	6,   // 29: sluice.CaseExpr.else:type_name -> sluice.PhysicalExpr
-	1,   // 30: sluice.CaseExpr.type:type_name -> sluice.ArrowType
-	6,   // 31: sluice.NullIfExpr.a:type_name -> sluice.PhysicalExpr
-	6,   // 32: sluice.NullIfExpr.b:type_name -> sluice.PhysicalExpr
-	1,   // 33: sluice.NullIfExpr.type:type_name -> sluice.ArrowType
-	6,   // 34: sluice.InListExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 35: sluice.InListExpr.list:type_name -> sluice.PhysicalExpr
-	6,   // 36: sluice.LikeExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 37: sluice.LikeExpr.pattern:type_name -> sluice.PhysicalExpr
-	6,   // 38: sluice.FuncExpr.args:type_name -> sluice.PhysicalExpr
-	1,   // 39: sluice.FuncExpr.type:type_name -> sluice.ArrowType
-	6,   // 40: sluice.SortKey.expr:type_name -> sluice.PhysicalExpr
-	6,   // 41: sluice.Partitioning.keys:type_name -> sluice.PhysicalExpr
-	5,   // 42: sluice.ColumnPredicate.value:type_name -> sluice.Literal
-	22,  // 43: sluice.PhysicalPlan.parquet_scan:type_name -> sluice.ParquetScanNode
-	23,  // 44: sluice.PhysicalPlan.csv_scan:type_name -> sluice.CsvScanNode
-	24,  // 45: sluice.PhysicalPlan.filter:type_name -> sluice.FilterNode
-	25,  // 46: sluice.PhysicalPlan.projection:type_name -> sluice.ProjectionNode
-	27,  // 47: sluice.PhysicalPlan.hash_aggregate:type_name -> sluice.HashAggregateNode
-	28,  // 48: sluice.PhysicalPlan.hash_join:type_name -> sluice.HashJoinNode
-	29,  // 49: sluice.PhysicalPlan.nested_loop_join:type_name -> sluice.NestedLoopJoinNode
-	30,  // 50: sluice.PhysicalPlan.sort:type_name -> sluice.SortNode
-	31,  // 51: sluice.PhysicalPlan.sort_preserving_merge:type_name -> sluice.SortPreservingMergeNode
-	32,  // 52: sluice.PhysicalPlan.limit:type_name -> sluice.LimitNode
-	33,  // 53: sluice.PhysicalPlan.union:type_name -> sluice.UnionNode
-	35,  // 54: sluice.PhysicalPlan.values:type_name -> sluice.ValuesNode
-	36,  // 55: sluice.PhysicalPlan.coalesce_partitions:type_name -> sluice.CoalescePartitionsNode
-	37,  // 56: sluice.PhysicalPlan.repartition:type_name -> sluice.RepartitionNode
-	38,  // 57: sluice.PhysicalPlan.shuffle_writer:type_name -> sluice.ShuffleWriterNode
-	41,  // 58: sluice.PhysicalPlan.shuffle_reader:type_name -> sluice.ShuffleReaderNode
-	42,  // 59: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
-	43,  // 60: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
-	46,  // 61: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
-	52,  // 62: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
-	50,  // 63: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
-	56,  // 64: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
-	57,  // 65: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
-	20,  // 66: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 67: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 68: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 69: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 70: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 71: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 72: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 73: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	6,   // 74: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	18,  // 75: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	21,  // 76: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 77: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 78: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 79: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 80: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 81: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 82: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 83: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 84: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 85: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 86: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 87: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 88: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 89: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 90: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 91: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 92: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 93: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 94: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 95: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 96: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 97: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 98: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 99: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 100: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 101: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 102: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 103: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 104: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 105: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 106: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 107: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 108: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 109: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 110: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 111: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 112: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 113: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 114: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 115: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 116: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	21,  // 117: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 118: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	51,  // 119: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	5,   // 120: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	53,  // 121: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	53,  // 122: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	6,   // 123: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	54,  // 124: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	1,   // 125: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	21,  // 126: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 127: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	18,  // 128: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	55,  // 129: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	21,  // 130: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 131: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	3,   // 132: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	133, // [133:133] is the sub-list for method output_type
-	133, // [133:133] is the sub-list for method input_type
-	133, // [133:133] is the sub-list for extension type_name
-	133, // [133:133] is the sub-list for extension extendee
-	0,   // [0:133] is the sub-list for field type_name
+	1,   // 1: sluice.ArrowType.elem:type_name -> sluice.ArrowType
+	1,   // 2: sluice.Field.type:type_name -> sluice.ArrowType
+	2,   // 3: sluice.Schema.fields:type_name -> sluice.Field
+	1,   // 4: sluice.Literal.type:type_name -> sluice.ArrowType
+	4,   // 5: sluice.Literal.interval_value:type_name -> sluice.Interval
+	7,   // 6: sluice.PhysicalExpr.column:type_name -> sluice.ColumnExpr
+	5,   // 7: sluice.PhysicalExpr.literal:type_name -> sluice.Literal
+	8,   // 8: sluice.PhysicalExpr.binary:type_name -> sluice.BinaryExpr
+	9,   // 9: sluice.PhysicalExpr.not:type_name -> sluice.UnaryExpr
+	9,   // 10: sluice.PhysicalExpr.negate:type_name -> sluice.UnaryExpr
+	10,  // 11: sluice.PhysicalExpr.is_null:type_name -> sluice.IsNullExpr
+	11,  // 12: sluice.PhysicalExpr.cast:type_name -> sluice.CastExpr
+	13,  // 13: sluice.PhysicalExpr.case:type_name -> sluice.CaseExpr
+	17,  // 14: sluice.PhysicalExpr.coalesce:type_name -> sluice.FuncExpr
+	14,  // 15: sluice.PhysicalExpr.nullif:type_name -> sluice.NullIfExpr
+	15,  // 16: sluice.PhysicalExpr.in_list:type_name -> sluice.InListExpr
+	16,  // 17: sluice.PhysicalExpr.like:type_name -> sluice.LikeExpr
+	17,  // 18: sluice.PhysicalExpr.func:type_name -> sluice.FuncExpr
+	1,   // 19: sluice.ColumnExpr.type:type_name -> sluice.ArrowType
+	6,   // 20: sluice.BinaryExpr.left:type_name -> sluice.PhysicalExpr
+	6,   // 21: sluice.BinaryExpr.right:type_name -> sluice.PhysicalExpr
+	1,   // 22: sluice.BinaryExpr.type:type_name -> sluice.ArrowType
+	6,   // 23: sluice.UnaryExpr.x:type_name -> sluice.PhysicalExpr
+	6,   // 24: sluice.IsNullExpr.x:type_name -> sluice.PhysicalExpr
+	6,   // 25: sluice.CastExpr.x:type_name -> sluice.PhysicalExpr
+	1,   // 26: sluice.CastExpr.to:type_name -> sluice.ArrowType
+	6,   // 27: sluice.WhenThen.when:type_name -> sluice.PhysicalExpr
+	6,   // 28: sluice.WhenThen.then:type_name -> sluice.PhysicalExpr
+	12,  // 29: sluice.CaseExpr.whens:type_name -> sluice.WhenThen
+	6,   // 30: sluice.CaseExpr.else:type_name -> sluice.PhysicalExpr
+	1,   // 31: sluice.CaseExpr.type:type_name -> sluice.ArrowType
+	6,   // 32: sluice.NullIfExpr.a:type_name -> sluice.PhysicalExpr
+	6,   // 33: sluice.NullIfExpr.b:type_name -> sluice.PhysicalExpr
+	1,   // 34: sluice.NullIfExpr.type:type_name -> sluice.ArrowType
+	6,   // 35: sluice.InListExpr.x:type_name -> sluice.PhysicalExpr
+	6,   // 36: sluice.InListExpr.list:type_name -> sluice.PhysicalExpr
+	6,   // 37: sluice.LikeExpr.x:type_name -> sluice.PhysicalExpr
+	6,   // 38: sluice.LikeExpr.pattern:type_name -> sluice.PhysicalExpr
+	6,   // 39: sluice.FuncExpr.args:type_name -> sluice.PhysicalExpr
+	1,   // 40: sluice.FuncExpr.type:type_name -> sluice.ArrowType
+	6,   // 41: sluice.SortKey.expr:type_name -> sluice.PhysicalExpr
+	6,   // 42: sluice.Partitioning.keys:type_name -> sluice.PhysicalExpr
+	5,   // 43: sluice.ColumnPredicate.value:type_name -> sluice.Literal
+	22,  // 44: sluice.PhysicalPlan.parquet_scan:type_name -> sluice.ParquetScanNode
+	23,  // 45: sluice.PhysicalPlan.csv_scan:type_name -> sluice.CsvScanNode
+	24,  // 46: sluice.PhysicalPlan.filter:type_name -> sluice.FilterNode
+	25,  // 47: sluice.PhysicalPlan.projection:type_name -> sluice.ProjectionNode
+	27,  // 48: sluice.PhysicalPlan.hash_aggregate:type_name -> sluice.HashAggregateNode
+	28,  // 49: sluice.PhysicalPlan.hash_join:type_name -> sluice.HashJoinNode
+	29,  // 50: sluice.PhysicalPlan.nested_loop_join:type_name -> sluice.NestedLoopJoinNode
+	30,  // 51: sluice.PhysicalPlan.sort:type_name -> sluice.SortNode
+	31,  // 52: sluice.PhysicalPlan.sort_preserving_merge:type_name -> sluice.SortPreservingMergeNode
+	32,  // 53: sluice.PhysicalPlan.limit:type_name -> sluice.LimitNode
+	33,  // 54: sluice.PhysicalPlan.union:type_name -> sluice.UnionNode
+	35,  // 55: sluice.PhysicalPlan.values:type_name -> sluice.ValuesNode
+	36,  // 56: sluice.PhysicalPlan.coalesce_partitions:type_name -> sluice.CoalescePartitionsNode
+	37,  // 57: sluice.PhysicalPlan.repartition:type_name -> sluice.RepartitionNode
+	38,  // 58: sluice.PhysicalPlan.shuffle_writer:type_name -> sluice.ShuffleWriterNode
+	41,  // 59: sluice.PhysicalPlan.shuffle_reader:type_name -> sluice.ShuffleReaderNode
+	42,  // 60: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
+	43,  // 61: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
+	46,  // 62: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
+	52,  // 63: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
+	50,  // 64: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
+	56,  // 65: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
+	57,  // 66: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
+	20,  // 67: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 68: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 69: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 70: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 71: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 72: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 73: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 74: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 75: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	18,  // 76: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 77: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 78: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 79: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 80: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 81: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 82: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 83: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 84: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 85: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 86: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 87: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 88: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 89: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 90: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 91: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 92: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 93: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 94: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 95: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 96: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 97: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 98: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 99: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 100: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 101: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 102: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 103: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 104: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 105: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 106: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 107: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 108: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 109: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 110: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 111: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 112: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 113: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	3,   // 114: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	6,   // 115: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	6,   // 116: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	6,   // 117: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	21,  // 118: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 119: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	51,  // 120: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	5,   // 121: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	53,  // 122: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	53,  // 123: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	6,   // 124: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	54,  // 125: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	1,   // 126: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	21,  // 127: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 128: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	18,  // 129: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	55,  // 130: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	21,  // 131: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 132: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	3,   // 133: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	134, // [134:134] is the sub-list for method output_type
+	134, // [134:134] is the sub-list for method input_type
+	134, // [134:134] is the sub-list for extension type_name
+	134, // [134:134] is the sub-list for extension extendee
+	0,   // [0:134] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }

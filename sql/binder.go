@@ -153,6 +153,9 @@ func (b *binder) query(sel *pg.SelectStmt) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkArrayUse(r.node); err != nil {
+		return nil, err
+	}
 	return &Query{Plan: r.node, Names: r.names, IDs: b.ids}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/plan"
@@ -101,6 +102,8 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 			name = "least"
 		}
 		return b.builtinCall(name, args, locs, x.MinMaxExpr.Location)
+	case *pg.Node_AIndirection:
+		return b.subscript(x.AIndirection, c)
 	case *pg.Node_SqlvalueFunction:
 		v := x.SqlvalueFunction
 		switch v.Op {
@@ -112,6 +115,42 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 		return nil, b.errAt("bind", v.Location, "%s is not supported", strings.TrimPrefix(v.Op.String(), "SVFOP_"))
 	}
 	return nil, b.errAt("bind", nodeLoc(n), "unsupported expression (%s)", strings.TrimPrefix(fmt.Sprintf("%T", n.Node), "*pg_query.Node_"))
+}
+
+// subscript binds a[i] (and a[i][j]... fails: arrays have one dimension).
+// As in PostgreSQL, indexes start at 1 and an index out of range is NULL.
+func (b *binder) subscript(x *pg.A_Indirection, c ectx) (plan.Expr, error) {
+	arr, err := b.expr(x.Arg, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, ind := range x.Indirection {
+		ai := ind.GetAIndices()
+		if ai == nil {
+			return nil, b.errAt("bind", nodeLoc(x.Arg), "field selection is not supported (sluice has no composite types)")
+		}
+		if ai.IsSlice {
+			return nil, b.errAt("bind", nodeLoc(x.Arg), "array slices are not supported")
+		}
+		if !plan.IsArray(arr.Type()) {
+			if arr.Type().ID() == plan.Null.ID() {
+				arr = coerce(arr, plan.TextArray)
+			} else {
+				e := b.errAt("type", nodeLoc(x.Arg), "cannot subscript type %s because it is not an array", plan.TypeName(arr.Type()))
+				return nil, e
+			}
+		}
+		idx, err := b.expr(ai.Uidx, c)
+		if err != nil {
+			return nil, err
+		}
+		if !plan.IsInteger(idx.Type()) && idx.Type().ID() != plan.Null.ID() {
+			return nil, b.errAt("type", nodeLoc(ai.Uidx), "array subscript must have type integer, not %s", plan.TypeName(idx.Type()))
+		}
+		elem := arr.Type().(*arrow.ListType).Elem()
+		arr = &plan.Func{Name: "array_element", Args: []plan.Expr{arr, coerce(idx, plan.Int64)}, Typ: elem}
+	}
+	return arr, nil
 }
 
 func (b *binder) exprs(ns []*pg.Node, c ectx) ([]plan.Expr, error) {
@@ -205,6 +244,13 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			return b.arith(op, l, r, x.Location)
 		}
 		if opName == "||" {
+			if plan.IsArray(l.Type()) || plan.IsArray(r.Type()) {
+				// PostgreSQL's array || appends elements; sluice has no
+				// array building, so refuse rather than concatenate text.
+				e := b.errAt("type", x.Location, "operator || on arrays is not supported")
+				e.Hint = "cast the array to text first (a::text || ...), or use concat()"
+				return nil, e
+			}
 			return &plan.Binary{Op: plan.OpConcat, L: coerce(l, plan.Utf8), R: coerce(r, plan.Utf8), Typ: plan.Utf8}, nil
 		}
 		return nil, b.errAt("bind", x.Location, "unsupported operator %s", opName)
@@ -255,6 +301,11 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		t, err := b.commonTypeAt(append([]plan.Expr{l}, list...), "IN", x.Location)
 		if err != nil {
 			return nil, err
+		}
+		if plan.IsArray(t) {
+			e := b.errAt("type", x.Location, "comparing %s values is not supported", plan.TypeName(t))
+			e.Hint = "compare elements (a[n]) or the arrays' text (a::text)"
+			return nil, e
 		}
 		for i := range list {
 			list[i] = coerce(list[i], t)
@@ -347,6 +398,11 @@ func (b *binder) compare(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr
 	t, ok := plan.CommonType(l.Type(), r.Type())
 	if !ok {
 		return nil, b.errAt("type", loc, "cannot compare %s with %s", plan.TypeName(l.Type()), plan.TypeName(r.Type()))
+	}
+	if plan.IsArray(t) {
+		e := b.errAt("type", loc, "comparing %s values is not supported", plan.TypeName(t))
+		e.Hint = "compare elements (a[n]) or the arrays' text (a::text)"
+		return nil, e
 	}
 	return &plan.Binary{Op: op, L: coerce(l, t), R: coerce(r, t), Typ: plan.Bool}, nil
 }
@@ -576,6 +632,9 @@ func figureName(n *pg.Node) string {
 		if parts := stringList(x.TypeCast.TypeName.GetNames()); len(parts) > 0 {
 			return parts[len(parts)-1]
 		}
+	case *pg.Node_AIndirection:
+		// a[1] is named after a, as in PostgreSQL.
+		return figureName(x.AIndirection.Arg)
 	case *pg.Node_CaseExpr:
 		return "case"
 	case *pg.Node_GroupingFunc:

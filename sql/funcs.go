@@ -111,6 +111,11 @@ func init() {
 		"starts_with":      scalar(textTo("starts_with", plan.Bool, 2, 2), sig("VARCHAR, VARCHAR prefix", "BOOLEAN")),
 		"regexp_replace": scalar(bindRegexpReplace, sig("VARCHAR, VARCHAR pattern, VARCHAR replacement", "VARCHAR"),
 			sig("VARCHAR, VARCHAR pattern, VARCHAR replacement, VARCHAR flags", "VARCHAR")),
+		"regexp_match": scalar(bindRegexpMatch, sig("VARCHAR, VARCHAR pattern", "VARCHAR[]"),
+			sig("VARCHAR, VARCHAR pattern, VARCHAR flags", "VARCHAR[]")),
+		"array_length":      scalar(bindArrayLength, sig("VARCHAR[], BIGINT dimension", "INT")),
+		"cardinality":       scalar(bindCardinality, sig("VARCHAR[]", "INT")),
+		"array_to_string":   scalar(bindArrayToString, sig("VARCHAR[], VARCHAR separator", "VARCHAR"), sig("VARCHAR[], VARCHAR separator, VARCHAR null_string", "VARCHAR")),
 		"abs":               scalar(bindAbs, sig(num, "same as argument")),
 		"round":             scalar(bindRound, sig(num, "same as argument"), sig(num+", BIGINT digits", "same as argument")),
 		"greatest":          scalar(bindGreatestLeast, sig("any, ...", "common type of the arguments")),
@@ -370,6 +375,90 @@ func bindRegexpReplace(c *fcall) (plan.Expr, error) {
 	return c.fn("regexp_replace", plan.Utf8), nil
 }
 
+// bindRegexpMatch binds regexp_match(s, pattern [, flags]): the first
+// match's parenthesized groups as VARCHAR[] (the whole match when the
+// pattern has no groups), NULL when nothing matches.
+func bindRegexpMatch(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 3); err != nil {
+		return nil, err
+	}
+	if err := c.kinds("s"); err != nil {
+		return nil, err
+	}
+	pat, ok1 := stringConst(c.args[1])
+	flags, ok2 := "", true
+	if len(c.args) == 3 {
+		flags, ok2 = stringConst(c.args[2])
+		if ok2 && strings.ContainsRune(flags, 'g') {
+			e := c.b.errAt("bind", c.at(2), "regexp_match() does not support the \"global\" option")
+			e.Hint = "use regexp_replace, or leave out the g flag for the first match"
+			return nil, e
+		}
+	}
+	if ok1 && ok2 {
+		if err := checkRegex(pat, flags); err != nil {
+			return nil, c.b.errAt("bind", c.at(1), "%v", err)
+		}
+	}
+	return c.fn("regexp_match", plan.TextArray), nil
+}
+
+// array checks that argument i is an array.
+func (c *fcall) array(i int) error {
+	if c.args[i].Type().ID() == plan.Null.ID() {
+		c.args[i] = coerce(c.args[i], plan.TextArray)
+	}
+	if !plan.IsArray(c.args[i].Type()) {
+		return c.b.errAt("type", c.at(i), "function %s needs an array, not %s", c.name, plan.TypeName(c.args[i].Type()))
+	}
+	return nil
+}
+
+// bindArrayLength binds array_length(a, dim). Arrays have one dimension:
+// dimension 1 is the element count, NULL for an empty array (as in
+// PostgreSQL); any other dimension is NULL.
+func bindArrayLength(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 2); err != nil {
+		return nil, err
+	}
+	if err := c.array(0); err != nil {
+		return nil, err
+	}
+	if err := c.integer(1); err != nil {
+		return nil, err
+	}
+	return c.fn("array_length", plan.Int32), nil
+}
+
+// bindCardinality binds cardinality(a): the element count, 0 for an empty
+// array.
+func bindCardinality(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(1, 1); err != nil {
+		return nil, err
+	}
+	if err := c.array(0); err != nil {
+		return nil, err
+	}
+	return c.fn("cardinality", plan.Int32), nil
+}
+
+// bindArrayToString binds array_to_string(a, sep [, null_string]): NULL
+// elements are skipped unless null_string is given.
+func bindArrayToString(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 3); err != nil {
+		return nil, err
+	}
+	if err := c.array(0); err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(c.args); i++ {
+		if err := c.str(i); err != nil {
+			return nil, err
+		}
+	}
+	return c.fn("array_to_string", plan.Utf8), nil
+}
+
 func checkRegex(pat, flags string) error {
 	_, _, err := plan.CompileRegex(pat, flags)
 	return err
@@ -455,7 +544,7 @@ func bindGreatestLeast(c *fcall) (plan.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.ID() == plan.Interval.ID() || t.ID() == plan.Null.ID() {
+	if t.ID() == plan.Interval.ID() || t.ID() == plan.Null.ID() || plan.IsArray(t) {
 		return nil, c.b.errAt("type", c.loc, "function %s cannot compare %s", c.name, plan.TypeName(t))
 	}
 	for i := range c.args {

@@ -17,7 +17,7 @@ import (
 func TestFunctionSignatures(t *testing.T) {
 	cat := testCatalog(t)
 	// Arguments whose value matters (a field, a unit) get a valid constant.
-	named := map[string]string{"field": "'year'", "unit": "'month'", "flags": "'g'", "pattern": "'a'"}
+	named := map[string]string{"field": "'year'", "unit": "'month'", "flags": "'i'", "pattern": "'a'"}
 	kinds := map[string]int{}
 	for _, f := range Functions() {
 		kinds[f.Kind]++
@@ -77,7 +77,7 @@ func TestFunctionSignatures(t *testing.T) {
 	}
 }
 
-var typeNames = map[string]bool{"INT": true, "BIGINT": true, "DOUBLE": true, "VARCHAR": true, "BOOLEAN": true, "DATE": true, "TIMESTAMP": true}
+var typeNames = map[string]bool{"INT": true, "BIGINT": true, "DOUBLE": true, "VARCHAR": true, "BOOLEAN": true, "DATE": true, "TIMESTAMP": true, "VARCHAR[]": true}
 
 // TestUnknownFunctionHint suggests a registered name.
 func TestUnknownFunctionHint(t *testing.T) {

@@ -114,6 +114,11 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 	if typeEq(x.Type(), to) {
 		return x, nil
 	}
+	if plan.IsArray(to) && x.Type().ID() != arrow.NULL {
+		e := b.errAt("type", tc.Location, "cannot cast %s to %s", plan.TypeName(x.Type()), plan.TypeName(to))
+		e.Hint = "arrays come from regexp_match; array literals are not supported"
+		return nil, e
+	}
 	if lit, ok := x.(*plan.Literal); ok {
 		if v, ok := convertLiteral(lit, to); ok {
 			return v, nil
@@ -161,15 +166,19 @@ func (b *binder) typeName(t *pg.TypeName) (arrowType, bool, []int, error) {
 		}
 		mods = append(mods, int(v))
 	}
-	if len(t.ArrayBounds) > 0 {
-		return nil, false, nil, b.errAt("bind", t.Location, "array types are not supported")
-	}
-	if name == "interval" {
+	if name == "interval" && len(t.ArrayBounds) == 0 {
 		return plan.Interval, true, mods, nil
 	}
 	typ, err := typeFromName(name, mods)
 	if err != nil {
 		return nil, false, nil, b.errAt("type", t.Location, "%v", err)
+	}
+	if len(t.ArrayBounds) > 0 {
+		// VARCHAR[] is the one array type (regexp_match's).
+		if len(t.ArrayBounds) > 1 || typ.ID() != arrow.STRING {
+			return nil, false, nil, b.errAt("bind", t.Location, "array types other than VARCHAR[] are not supported")
+		}
+		return plan.TextArray, false, mods, nil
 	}
 	return typ, false, mods, nil
 }

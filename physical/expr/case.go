@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -133,10 +134,36 @@ func evalOnRows(e Expr, batch arrow.RecordBatch, sel []byte, mem memory.Allocato
 	mask := makeArray(plan.Bool, n, nil, 0, buf)
 	defer mask.Release()
 	ctx := compute.WithAllocator(context.Background(), mem)
-	sub, err := compute.FilterRecordBatch(ctx, batch, mask, compute.DefaultFilterOptions())
-	if err != nil {
-		return nil, fmt.Errorf("filtering rows for %s: %w", e, err)
+	var idx []int32
+	cols := make([]arrow.Array, batch.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for c, col := range batch.Columns() {
+		var err error
+		if l, ok := col.(*array.List); ok {
+			if idx == nil {
+				idx = make([]int32, 0, n)
+				for i := range n {
+					if bitutil.BitIsSet(sel, i) {
+						idx = append(idx, int32(i))
+					}
+				}
+			}
+			cols[c], err = TakeList(mem, l, idx)
+		} else {
+			cols[c], err = compute.FilterArray(ctx, col, mask, *compute.DefaultFilterOptions())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("filtering rows for %s: %w", e, err)
+		}
 	}
+	rows := int64(bitutil.CountSetBits(sel, 0, n))
+	sub := array.NewRecordBatch(batch.Schema(), cols, rows)
 	defer sub.Release()
 	return e.Eval(sub, mem)
 }

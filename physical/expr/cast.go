@@ -76,6 +76,9 @@ func castArray(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arrow.Ar
 	if !castSupported(from, to) {
 		return nil, fmt.Errorf("cannot cast %s to %s", plan.TypeName(from), plan.TypeName(to))
 	}
+	if to.ID() == arrow.STRING && from.ID() == arrow.LIST {
+		return castListToString(a, mem)
+	}
 	if to.ID() == arrow.STRING {
 		return castToString(a, mem)
 	}

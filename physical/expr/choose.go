@@ -97,6 +97,25 @@ func choose(dt arrow.DataType, choice []int32, srcs []arrow.Array, compact []boo
 			b.b.BinaryBuilder.Append(views[k].at(j))
 		}
 		return b.finish(), nil
+	case arrow.LIST:
+		validBuf.Release()
+		b := array.NewListBuilder(mem, dt.(*arrow.ListType).Elem())
+		defer b.Release()
+		for i := 0; i < n; i++ {
+			k, j, ok := rowOf(i)
+			if !ok {
+				b.AppendNull()
+				continue
+			}
+			l, isList := srcs[k].(*array.List)
+			if !isList {
+				return nil, fmt.Errorf("internal: cannot select %s values as %s", srcs[k].DataType(), dt)
+			}
+			if err := AppendListRow(b, l, j); err != nil {
+				return nil, err
+			}
+		}
+		return b.NewArray(), nil
 	}
 	validBuf.Release()
 	return nil, fmt.Errorf("internal: cannot select values of type %s", dt)

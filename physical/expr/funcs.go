@@ -61,6 +61,11 @@ var funcArity = map[string][2]int{
 	"split_part":      {3, 3},
 	"starts_with":     {2, 2},
 	"regexp_replace":  {3, 4},
+	"regexp_match":    {2, 3},
+	"array_element":   {2, 2},
+	"cardinality":     {1, 1},
+	"array_length":    {2, 2},
+	"array_to_string": {2, 3},
 	"substring_regex": {2, 2},
 	"date_trunc":      {2, 2},
 }
@@ -97,11 +102,12 @@ var rowFuncs = map[string]rowKernel{
 	"split_part":      splitPart,
 	"starts_with":     startsWith,
 	"regexp_replace":  regexpReplace,
+	"regexp_match":    regexpMatch,
 	"substring_regex": substringRegex,
 }
 
 // nonStrict functions give a value even when some arguments are NULL.
-var nonStrict = map[string]bool{"concat": true, "concat_ws": true, "greatest": true, "least": true}
+var nonStrict = map[string]bool{"concat": true, "concat_ws": true, "greatest": true, "least": true, "array_to_string": true}
 
 // Eval implements Expr.
 func (e *Func) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
@@ -144,6 +150,9 @@ func (e *Func) evalOps(ops []operand, n int, mem memory.Allocator) (arrow.Array,
 		return out, true, err
 	case "date_trunc":
 		out, err := e.dateTrunc(ops, n, mem)
+		return out, true, err
+	case "array_element", "cardinality", "array_length", "array_to_string":
+		out, err := e.evalArrayFunc(ops, n, mem)
 		return out, true, err
 	}
 	f, ok := rowFuncs[e.Name]

@@ -20,7 +20,7 @@ import (
 
 // TypeToProto converts one of sluice's data types (null, bool, int32,
 // int64, float64, utf8, date32, timestamp[us], decimal128(p,s),
-// month_day_nano interval).
+// month_day_nano interval, list<utf8>).
 func TypeToProto(t arrow.DataType) (*rpc.ArrowType, error) {
 	if t == nil {
 		return nil, fmt.Errorf("encode type: missing type")
@@ -54,6 +54,10 @@ func TypeToProto(t arrow.DataType) (*rpc.ArrowType, error) {
 		return &rpc.ArrowType{Id: rpc.ArrowType_DECIMAL128, Precision: d.Precision, Scale: d.Scale}, nil
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return &rpc.ArrowType{Id: rpc.ArrowType_INTERVAL_MONTH_DAY_NANO}, nil
+	case arrow.LIST:
+		if arrow.TypeEqual(t, plan.TextArray) {
+			return &rpc.ArrowType{Id: rpc.ArrowType_LIST, Elem: &rpc.ArrowType{Id: rpc.ArrowType_UTF8}}, nil
+		}
 	}
 	return nil, fmt.Errorf("encode type: %s is not one of sluice's types", t)
 }
@@ -89,6 +93,11 @@ func TypeFromProto(t *rpc.ArrowType) (arrow.DataType, error) {
 		return &arrow.Decimal128Type{Precision: t.Precision, Scale: t.Scale}, nil
 	case rpc.ArrowType_INTERVAL_MONTH_DAY_NANO:
 		return plan.Interval, nil
+	case rpc.ArrowType_LIST:
+		if t.Elem.GetId() == rpc.ArrowType_UTF8 {
+			return plan.TextArray, nil
+		}
+		return nil, fmt.Errorf("decode type: arrays of %s are not supported", t.Elem.GetId())
 	}
 	return nil, fmt.Errorf("decode type: unknown type id %d", t.Id)
 }

@@ -102,6 +102,8 @@ func TestExprProtoRoundTrip(t *testing.T) {
 		{"greatest", fn("greatest", plan.Int64, col("i64"), i64(15))},
 		{"date_trunc", fn("date_trunc", plan.Timestamp, str("month"), col("ts"))},
 		{"regexp_replace", fn("regexp_replace", plan.Utf8, col("s"), str("l+"), str("L"), str("g"))},
+		{"regexp_match", fn("array_element", plan.Utf8, fn("regexp_match", plan.TextArray, col("s"), str("(l+)"), str("i")), i64(1))},
+		{"array cast", cast(fn("regexp_match", plan.TextArray, col("s"), str("l+")), plan.Utf8)},
 		{"lpad", fn("lpad", plan.Utf8, col("s"), i64(6), str("*"))},
 		{"extract week", fn("extract_week", plan.Int32, col("dt"))},
 		{"nullif", fn("nullif", plan.Int32, col("i32"), i32(2))},

@@ -1,0 +1,230 @@
+package expr
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/plan"
+)
+
+// Arrays (VARCHAR[], plan.TextArray) are Arrow lists of utf8. They come
+// from regexp_match and are read with a[i], cardinality, array_length,
+// array_to_string and a cast to text.
+
+// regexpMatch is regexp_match(s, pattern[, flags]): the first match's
+// capture groups (a group that took no part in the match is a NULL
+// element), or the whole match when the pattern has no groups; NULL when
+// nothing matches.
+func regexpMatch(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	defer lb.Release()
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	cache := regexCache{}
+	for i := range n {
+		if !allValid(args, i) {
+			lb.AppendNull()
+			continue
+		}
+		flags := ""
+		if len(args) > 2 {
+			flags = string(args[2].str(i))
+		}
+		re, global, err := cache.compile(string(args[1].str(i)), flags)
+		if err != nil {
+			return nil, err
+		}
+		if global {
+			return nil, fmt.Errorf(`regexp_match() does not support the "global" option`)
+		}
+		s := args[0].str(i)
+		m := re.FindSubmatchIndex(s)
+		if m == nil {
+			lb.AppendNull()
+			continue
+		}
+		lb.Append(true)
+		if len(m) == 2 {
+			vb.BinaryBuilder.Append(s[m[0]:m[1]])
+			continue
+		}
+		for g := 2; g < len(m); g += 2 {
+			if m[g] < 0 {
+				vb.AppendNull()
+			} else {
+				vb.BinaryBuilder.Append(s[m[g]:m[g+1]])
+			}
+		}
+	}
+	return lb.NewArray(), nil
+}
+
+// listOperand materializes an array operand.
+func listOperand(o operand, n int, mem memory.Allocator) (*array.List, error) {
+	a, err := o.materialize(n, mem)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := a.(*array.List)
+	if !ok {
+		a.Release()
+		return nil, fmt.Errorf("internal: expected an array, got %s", a.DataType())
+	}
+	return l, nil
+}
+
+// evalArrayFunc computes the functions whose first argument is an array.
+func (e *Func) evalArrayFunc(ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	l, err := listOperand(ops[0], n, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Release()
+	rest, err := rowArgsOf(ops[1:], n)
+	if err != nil {
+		return nil, err
+	}
+	elems, ok := l.ListValues().(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("internal: arrays of %s are not supported", l.ListValues().DataType())
+	}
+	valid := func(i int) bool { return l.IsValid(i) && allValid(rest, i) }
+	switch e.Name {
+	case "array_element":
+		b := newStringBuilder(mem, n, 0)
+		for i := range n {
+			if !valid(i) {
+				b.b.AppendNull()
+				continue
+			}
+			lo, hi := l.ValueOffsets(i)
+			k := rest[0].int(i)
+			if k < 1 || k > hi-lo || elems.IsNull(int(lo+k-1)) {
+				b.b.AppendNull()
+				continue
+			}
+			b.b.Append(elems.Value(int(lo + k - 1)))
+		}
+		return b.finish(), nil
+	case "cardinality", "array_length":
+		b := array.NewInt32Builder(mem)
+		defer b.Release()
+		b.Reserve(n)
+		for i := range n {
+			lo, hi := l.ValueOffsets(i)
+			// array_length of an empty array, or of a dimension it
+			// does not have, is NULL.
+			if !valid(i) || e.Name == "array_length" && (hi == lo || rest[0].int(i) != 1) {
+				b.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			b.UnsafeAppend(int32(hi - lo))
+		}
+		return b.NewArray(), nil
+	case "array_to_string":
+		// NULL elements are left out, or written as the third argument
+		// when it is given and not NULL.
+		b := newStringBuilder(mem, n, 0)
+		var tmp []byte
+		for i := range n {
+			if !l.IsValid(i) || !rest[0].valid(i) {
+				b.b.AppendNull()
+				continue
+			}
+			lo, hi := l.ValueOffsets(i)
+			sep := rest[0].str(i)
+			tmp = tmp[:0]
+			first := true
+			for k := int(lo); k < int(hi); k++ {
+				var v string
+				switch {
+				case elems.IsValid(k):
+					v = elems.Value(k)
+				case len(rest) > 1 && rest[1].valid(i):
+					v = string(rest[1].str(i))
+				default:
+					continue
+				}
+				if !first {
+					tmp = append(tmp, sep...)
+				}
+				first = false
+				tmp = append(tmp, v...)
+			}
+			b.b.BinaryBuilder.Append(tmp)
+		}
+		return b.finish(), nil
+	}
+	return nil, fmt.Errorf("unknown function %s", e.Name)
+}
+
+// castListToString is an array's text form, {a,b,NULL}.
+func castListToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	l, ok := a.(*array.List)
+	if !ok {
+		return nil, fmt.Errorf("cannot cast %s to VARCHAR", plan.TypeName(a.DataType()))
+	}
+	elems, ok := l.ListValues().(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("cannot cast %s to VARCHAR", plan.TypeName(a.DataType()))
+	}
+	b := newStringBuilder(mem, l.Len(), 0)
+	var tmp []byte
+	for i := range l.Len() {
+		if l.IsNull(i) {
+			b.b.AppendNull()
+			continue
+		}
+		lo, hi := l.ValueOffsets(i)
+		tmp = plan.AppendArrayText(tmp[:0], int(hi-lo), func(k int) (string, bool) {
+			j := int(lo) + k
+			return elems.Value(j), elems.IsValid(j)
+		})
+		b.b.BinaryBuilder.Append(tmp)
+	}
+	return b.finish(), nil
+}
+
+// AppendListRow appends row j of l, an array of text, to b, whose value
+// builder is a StringBuilder. Operators that gather rows value by value
+// use it for arrays.
+func AppendListRow(b *array.ListBuilder, l *array.List, j int) error {
+	if l.IsNull(j) {
+		b.AppendNull()
+		return nil
+	}
+	el, ok := l.ListValues().(*array.String)
+	if !ok {
+		return fmt.Errorf("arrays of %s are not supported", l.ListValues().DataType())
+	}
+	vb := b.ValueBuilder().(*array.StringBuilder)
+	lo, hi := l.ValueOffsets(j)
+	b.Append(true)
+	for k := int(lo); k < int(hi); k++ {
+		if el.IsNull(k) {
+			vb.AppendNull()
+		} else {
+			vb.Append(el.Value(k))
+		}
+	}
+	return nil
+}
+
+// TakeList gathers rows idx of an array of text (a negative index gives
+// NULL). Arrow's own take kernel is not used for lists: it fails on some
+// inputs, and in a goroutine of its own where a panic cannot be caught.
+func TakeList(mem memory.Allocator, l *array.List, idx []int32) (arrow.Array, error) {
+	b := array.NewListBuilder(mem, l.DataType().(*arrow.ListType).Elem())
+	defer b.Release()
+	b.Reserve(len(idx))
+	for _, j := range idx {
+		if j < 0 {
+			b.AppendNull()
+		} else if err := AppendListRow(b, l, int(j)); err != nil {
+			return nil, err
+		}
+	}
+	return b.NewArray(), nil
+}
