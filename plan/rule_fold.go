@@ -60,8 +60,47 @@ func foldPlanNode(n Node) Node {
 				return &Values{Cols: x.Schema()}
 			}
 		}
+		switch {
+		case isEmpty(x.Left) && x.Kind != JoinRight && x.Kind != JoinFull,
+			isEmpty(x.Right) && (x.Kind == JoinInner || x.Kind == JoinSemi || x.Kind == JoinRight):
+			return &Values{Cols: x.Schema()}
+		}
+	case *Project, *Sort, *Limit, *Window, *Expand:
+		if isEmpty(n.Children()[0]) {
+			return &Values{Cols: n.Schema()}
+		}
+	case *Aggregate:
+		// A global aggregate (or one with an empty grouping set) has a
+		// row even for empty input.
+		if len(x.GroupBy) > 0 && len(x.GrandTotals) == 0 && isEmpty(x.Input) {
+			return &Values{Cols: x.Schema()}
+		}
+	case *Union:
+		var keep []Node
+		for _, in := range x.Inputs {
+			if !isEmpty(in) {
+				keep = append(keep, in)
+			}
+		}
+		switch {
+		case len(keep) == 0:
+			return &Values{Cols: x.Schema()}
+		case len(keep) < len(x.Inputs):
+			o := *x
+			o.Inputs = keep
+			return &o
+		}
 	}
 	return n
+}
+
+// isEmpty reports whether n is known to produce no rows: an empty Values,
+// which is what a false filter folds to. Operators over it that would
+// produce nothing from nothing fold away too, so a UNION ALL branch ruled
+// out by a pushed-down constant conjunct disappears whole.
+func isEmpty(n Node) bool {
+	v, ok := n.(*Values)
+	return ok && len(v.Rows) == 0
 }
 
 // FoldExpr folds e bottom-up.

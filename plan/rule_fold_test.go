@@ -94,6 +94,15 @@ func TestFoldConstantsGolden(t *testing.T) {
 			t := b.scan("t", "")
 			return b.star(filter(t, eq(col(t, "a"), &Literal{Typ: Int64})))
 		}},
+		{name: "empty_input_empties_inner_join_not_left_join", apply: FoldConstants, build: func(b *tb) Node {
+			// Inner join with an empty side is empty; a Left join keeps
+			// its left rows when the right side is empty.
+			t, u := b.tu()
+			v := b.scan("t", "t2")
+			inner := &Join{Kind: JoinInner, Left: t, Right: filter(u, &Literal{Typ: Bool, Val: false}), Cond: eq(col(t, "a"), col(u, "x"))}
+			left := &Join{Kind: JoinLeft, Left: v, Right: filter(b.scan("u", "u2"), &Literal{Typ: Bool, Val: false})}
+			return &Join{Kind: JoinLeft, Left: left, Right: inner}
+		}},
 		{name: "tpch_q4_dates", apply: FoldConstants, build: tpchQ4},
 		{name: "join_condition_true_dropped", apply: FoldConstants, build: func(b *tb) Node {
 			t, u := b.tu()

@@ -17,9 +17,9 @@ package plan
 // aggregate name the expanded key columns, which the Expand creates.
 // Conjuncts over an INTERSECT or EXCEPT filter both of its inputs.
 //
-// Nothing moves below a Limit (that would change which rows are kept), into
-// a Union, or past a Right/Full join. Conjuncts containing subqueries stay
-// where they are.
+// Conjuncts over a UNION ALL go into each input. Nothing moves below a
+// Limit (that would change which rows are kept) or past a Right/Full join.
+// Conjuncts containing subqueries stay where they are.
 func PushDownPredicates(n Node, _ *OptContext) (Node, error) {
 	return push(n, nil), nil
 }
@@ -107,6 +107,27 @@ func push(n Node, preds []Expr) Node {
 		o := *x
 		o.Left, o.Right = push(x.Left, lp), push(x.Right, rp)
 		return filterOver(&o, stay)
+	case *Union:
+		// Each input gets the conjuncts, rewritten to its own columns. A
+		// conjunct on a column an input fills with a constant (the sale
+		// type of a CTE's branch) folds to true or false there, and a
+		// false input is dropped by the folding that follows.
+		o := *x
+		o.Inputs = make([]Node, len(x.Inputs))
+		var stay []Expr
+		for i, in := range x.Inputs {
+			defs := map[ColumnID]Expr{}
+			s := in.Schema()
+			for j, c := range x.Cols {
+				defs[c.ID] = s[j].Ref()
+			}
+			down, st := splitSubstitutable(preds, defs)
+			if i == 0 {
+				stay = st
+			}
+			o.Inputs[i] = push(in, down)
+		}
+		return filterOver(&o, stay)
 	case *Scan:
 		cols := x.Cols.IDs()
 		var in, stay []Expr
@@ -124,7 +145,7 @@ func push(n Node, preds []Expr) Node {
 		o.Filters = append(append([]Expr(nil), x.Filters...), in...)
 		return filterOver(&o, stay)
 	}
-	// Limit, Union, Values and anything else: a barrier. Recurse with no
+	// Limit, Values and anything else: a barrier. Recurse with no
 	// predicates so pushdown still happens inside.
 	kids := n.Children()
 	if len(kids) > 0 {

@@ -50,10 +50,23 @@ func TestPushDownGolden(t *testing.T) {
 			j := &Join{Kind: JoinAnti, Left: t, Right: u, Cond: and(eq(col(t, "a"), col(u, "x")), eq(col(t, "b"), i64(6)))}
 			return filter(j, eq(col(t, "c"), str("m")))
 		}},
-		{name: "union_is_a_barrier", apply: PushDownPredicates, build: func(b *tb) Node {
+		{name: "filter_goes_into_each_union_input", apply: PushDownPredicates, build: func(b *tb) Node {
 			t, u := b.tu()
 			un := &Union{Inputs: []Node{b.project(t, nil, col(t, "a")), b.project(u, nil, col(u, "x"))}, Cols: Schema{{ID: b.ids.Next(), Name: "a", Type: Int64}}}
 			return filter(un, eq(un.Cols[0].Ref(), i64(1)))
+		}},
+		{name: "union_input_ruled_out_by_a_constant", apply: pushThenFold, build: func(b *tb) Node {
+			// TPC-DS q4's year_total: each branch tags its rows with a
+			// constant, and a reference that wants one tag reads one
+			// branch. The grouped aggregate over the empty branch folds
+			// away with it.
+			t, u := b.tu()
+			ta := b.agg(t, []Expr{col(t, "a")}, sum(col(t, "b")))
+			st := b.project(ta, []string{"", "kind"}, ta.Cols[0].Ref(), str("s"))
+			ua := b.agg(u, []Expr{col(u, "x")}, sum(col(u, "y")))
+			cu := b.project(ua, []string{"", "kind"}, ua.Cols[0].Ref(), str("c"))
+			un := &Union{Inputs: []Node{st, cu}, Cols: Schema{{ID: b.ids.Next(), Name: "a", Type: Int64}, {ID: b.ids.Next(), Name: "kind", Type: Utf8}}}
+			return filter(un, eq(un.Cols[1].Ref(), str("s")), eq(un.Cols[0].Ref(), i64(1)))
 		}},
 		{name: "grouping_sets_aggregate_keeps_filters_above", apply: PushDownPredicates, build: func(b *tb) Node {
 			// The grand total of ROLLUP(a) over empty input must still
@@ -96,4 +109,13 @@ func TestRejectsNulls(t *testing.T) {
 			t.Errorf("rejectsNulls(%s) = %v, want %v", tc.pred, got, tc.want)
 		}
 	}
+}
+
+// pushThenFold is the optimizer's pushdown followed by its second folding.
+func pushThenFold(n Node, ctx *OptContext) (Node, error) {
+	n, err := PushDownPredicates(n, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return FoldConstants(n, ctx)
 }
