@@ -1,5 +1,7 @@
 package plan
 
+import "math"
+
 // ReorderJoins rebuilds each tree of three or more inner joins as a
 // left-deep tree chosen greedily: from a starting input, repeatedly join the
 // input that (a) is connected to what has been joined so far by an equality
@@ -122,9 +124,15 @@ func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, co
 	cur := leaves[start]
 	done[start] = true
 	curCols := cur.Schema().IDs()
+	// Unclamped estimates, as estimateJoin passes them on.
+	curRows := estimate(cur)
+	leafRows := make([]float64, len(leaves))
+	for i, leaf := range leaves {
+		leafRows[i] = estimate(leaf)
+	}
 	cost := 0.0
 	for step := 1; step < len(leaves); step++ {
-		best, bestConnected, bestRows := -1, false, 0.0
+		best, bestConnected, bestRows, bestRaw := -1, false, 0.0, 0.0
 		var bestJoin Node
 		var bestUsed []int
 		for i, leaf := range leaves {
@@ -146,12 +154,14 @@ func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, co
 				}
 			}
 			cand := &Join{Kind: JoinInner, Left: cur, Right: leaf, Cond: Conjunction(apply)}
-			rows := EstimateRows(cand)
+			// EstimateRows(cand), from the estimates already known.
+			raw := innerJoinRowsCols(cand, curRows, leafRows[i], curCols, leafCols[i])
+			rows := math.Max(1, raw)
 			better := best < 0 ||
 				(connected && !bestConnected) ||
 				(connected == bestConnected && rows < bestRows)
 			if better {
-				best, bestConnected, bestRows, bestJoin, bestUsed = i, connected, rows, cand, idx
+				best, bestConnected, bestRows, bestRaw, bestJoin, bestUsed = i, connected, rows, raw, cand, idx
 			}
 		}
 		done[best] = true
@@ -160,6 +170,7 @@ func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, co
 		}
 		cur = bestJoin
 		curCols = union(curCols, leafCols[best])
+		curRows = bestRaw
 		cost += bestRows
 	}
 	return cur, used, cost

@@ -109,7 +109,16 @@ func innerJoinRows(j *Join, l, r float64) float64 {
 	if j.Cond == nil {
 		return l * r
 	}
-	L, R := j.Left.Schema().IDs(), j.Right.Schema().IDs()
+	return innerJoinRowsCols(j, l, r, j.Left.Schema().IDs(), j.Right.Schema().IDs())
+}
+
+// innerJoinRowsCols is innerJoinRows for a caller that already holds the
+// sides' column sets L and R (the join reordering, which tries every
+// candidate join at every step).
+func innerJoinRowsCols(j *Join, l, r float64, L, R ColumnSet) float64 {
+	if j.Cond == nil {
+		return l * r
+	}
 	equi := false
 	other := 1.0
 	for _, c := range SplitConjunction(j.Cond) {
@@ -129,7 +138,7 @@ func innerJoinRows(j *Join, l, r float64) float64 {
 	fk := math.Max(l, r) * red
 	// Where distinct counts are known, |L|·|R| / max(ndv) catches joins on
 	// low-cardinality columns (many-to-many) that the key guess misses.
-	if ndv := equiNDV(j, l, r); ndv > 0 {
+	if ndv := equiNDV(j, l, r, L, R); ndv > 0 {
 		fk = math.Max(fk, l*r/ndv)
 	}
 	return fk * other
@@ -162,8 +171,7 @@ func semiSelectivity(j *Join, l, r float64) float64 {
 
 // equiNDV returns the largest max(ndv(left key), ndv(right key)) over the
 // join's column equalities, or 0 when no equality has both counts known.
-func equiNDV(j *Join, l, r float64) float64 {
-	L, R := j.Left.Schema().IDs(), j.Right.Schema().IDs()
+func equiNDV(j *Join, l, r float64, L, R ColumnSet) float64 {
 	best := 0.0
 	for _, c := range SplitConjunction(j.Cond) {
 		b, ok := c.(*Binary)
@@ -206,16 +214,32 @@ func columnNDV(n Node, id ColumnID) float64 {
 
 // columnScan returns the scan producing column id below n and the
 // column's position in it; nil when no scan does.
+//
+// Column IDs are unique in a plan, and a node passes a column up under the
+// ID it had below, so the search needs no schemas (building them at every
+// level made planning quadratic in the join count; TPC-DS q64 spent seconds
+// here). The one place an ID appears twice is the copy ReduceAggregates
+// reads on the right of a semi join, whose columns a semi or anti join
+// does not output: that side is not searched.
 func columnScan(n Node, id ColumnID) (*Scan, int) {
-	if s, ok := n.(*Scan); ok {
-		if i := s.Cols.IndexOf(id); i >= 0 {
-			return s, i
+	switch x := n.(type) {
+	case *Scan:
+		if i := x.Cols.IndexOf(id); i >= 0 {
+			return x, i
 		}
 		return nil, -1
+	case *Join:
+		if s, i := columnScan(x.Left, id); s != nil {
+			return s, i
+		}
+		if x.Kind == JoinSemi || x.Kind == JoinAnti {
+			return nil, -1
+		}
+		return columnScan(x.Right, id)
 	}
 	for _, c := range n.Children() {
-		if c.Schema().IDs().Has(id) {
-			return columnScan(c, id)
+		if s, i := columnScan(c, id); s != nil {
+			return s, i
 		}
 	}
 	return nil, -1
