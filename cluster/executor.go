@@ -222,6 +222,11 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		"vcores", cfg.Vcores, "policy", cfg.Policy, "work_dir", cfg.WorkDir)
 	e.loops.Add(1)
 	go e.heartbeatLoop()
+	e.loops.Add(1)
+	go func() {
+		defer e.loops.Done()
+		idleMemory{busy: func() bool { return e.RunningTasks() > 0 }, free: freeOSMemory, delay: idleMemoryDelay, tick: time.Second}.run(e.ctx)
+	}()
 	if cfg.Policy == PolicyPull {
 		e.loops.Add(1)
 		go e.pollLoop()
