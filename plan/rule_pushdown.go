@@ -266,11 +266,43 @@ func pushJoin(j *Join, preds []Expr) Node {
 		o.Left, o.Right = push(j.Left, nil), push(j.Right, nil)
 		return filterOver(&o, preds)
 	}
+	// Conjuncts on a join key hold for the matching rows of the other
+	// side too (rule_pushdown_derive.go): both ways for inner and semi
+	// joins; only into the right side of left and anti joins, whose
+	// unmatched left rows are output (and not at all for NOT IN, where a
+	// NULL on the right matters).
+	switch j.Kind {
+	case JoinInner:
+		toR := deriveAcross(lp, cond, L, R)
+		lp = append(lp, deriveAcross(rp, cond, R, L)...)
+		rp = append(rp, toR...)
+	case JoinLeft:
+		rp = append(rp, deriveAcross(append(leftOnly(cond, L), lp...), cond, L, R)...)
+	case JoinSemi:
+		toR := deriveAcross(lp, cond, L, R)
+		lp = append(lp, deriveAcross(rp, cond, R, L)...)
+		rp = append(rp, toR...)
+	case JoinAnti:
+		if !j.NullAware {
+			rp = append(rp, deriveAcross(lp, cond, L, R)...)
+		}
+	}
 	o := *j
 	o.Left = push(j.Left, lp)
 	o.Right = push(j.Right, rp)
 	o.Cond = Conjunction(cond)
 	return filterOver(&o, stay)
+}
+
+// leftOnly returns the conjuncts of conds over columns of L only.
+func leftOnly(conds []Expr, L ColumnSet) []Expr {
+	var out []Expr
+	for _, c := range conds {
+		if cols := ColumnsOf(c); len(cols) > 0 && cols.SubsetOf(L) && !hasSubquery(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // rejectsNulls reports whether p is certainly false or NULL when every

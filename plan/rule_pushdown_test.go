@@ -50,6 +50,22 @@ func TestPushDownGolden(t *testing.T) {
 			j := &Join{Kind: JoinAnti, Left: t, Right: u, Cond: and(eq(col(t, "a"), col(u, "x")), eq(col(t, "b"), i64(6)))}
 			return filter(j, eq(col(t, "c"), str("m")))
 		}},
+		{name: "key_conjunct_derived_for_other_side", apply: PushDownPredicates, build: func(b *tb) Node {
+			// Inner: both ways. Left: only into the right side, from the
+			// WHERE and from a left-only ON conjunct. The non-constant
+			// conjunct (t.b = t.c) is not carried.
+			t, u := b.tu()
+			inner := filter(&Join{Kind: JoinInner, Left: t, Right: u, Cond: eq(col(t, "a"), col(u, "x"))},
+				eq(col(t, "a"), i64(1)), &InList{X: col(u, "x"), List: []Expr{i64(1), i64(2)}}, eq(col(t, "b"), col(t, "c")))
+			t2, u2 := b.scan("t", "t2"), b.scan("u", "u2")
+			left := filter(&Join{Kind: JoinLeft, Left: t2, Right: u2, Cond: and(eq(col(t2, "a"), col(u2, "x")), gt(col(t2, "b"), i64(5)), eq(col(t2, "b"), col(u2, "y")))},
+				lt(col(t2, "a"), i64(9)), &IsNull{X: col(u2, "z")})
+			return &Join{Kind: JoinInner, Left: inner, Right: left}
+		}},
+		{name: "null_aware_anti_join_derives_nothing", apply: PushDownPredicates, build: func(b *tb) Node {
+			t, u := b.tu()
+			return filter(&Join{Kind: JoinAnti, Left: t, Right: u, Cond: eq(col(t, "a"), col(u, "x")), NullAware: true}, eq(col(t, "a"), i64(1)))
+		}},
 		{name: "filter_goes_into_each_union_input", apply: PushDownPredicates, build: func(b *tb) Node {
 			t, u := b.tu()
 			un := &Union{Inputs: []Node{b.project(t, nil, col(t, "a")), b.project(u, nil, col(u, "x"))}, Cols: Schema{{ID: b.ids.Next(), Name: "a", Type: Int64}}}
