@@ -280,12 +280,16 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	facts := readFacts{rawDecimals: readDecimalsRaw(fr.Manifest, rdr, fields)}
 	rawDates := readDatesRaw(fr.Manifest, rdr, fields)
 	// Delta-encoded integer columns (parquet_delta.go), the codes of
-	// dictionary-encoded strings (parquet_dict.go) and dictionary-encoded
-	// integers (parquet_dictnum.go) are decoded here; arrow's record
-	// reader reads the rest.
+	// dictionary-encoded strings (parquet_dict.go), dictionary-encoded
+	// integers (parquet_dictnum.go), and flat columns of numbers, decimals
+	// and strings in the encodings common writers use (parquet_flat.go,
+	// parquet_flat_strings.go) are decoded here; arrow's record reader
+	// reads the rest.
 	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
 	dict := dictColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
 	dictNum := dictNumColumns(fr.Manifest, rdr, fields, rowGroups)
+	flat := flatColumns(fr.Manifest, rdr, fields, rowGroups)
+	flatStr := flatStringColumns(fr.Manifest, rdr, fields, rowGroups)
 	facts.checkedCodes = dict
 	own := make([]ownColumn, len(fields))
 	var arrowLeaves []int
@@ -297,6 +301,10 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 			own[j] = newDictColumn(rdr, leaf, rowGroups)
 		case dictNum[j]:
 			own[j] = newDictNumColumn(rdr, leaf, rowGroups)
+		case flat[j]:
+			own[j] = newFlatColumn(rdr, leaf, rowGroups, fr.Manifest.Fields[c].Field.Type)
+		case flatStr[j]:
+			own[j] = newFlatStrings(rdr, leaf, rowGroups)
 		default:
 			arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
 			continue
@@ -835,8 +843,27 @@ const (
 )
 
 // allDataPages reports whether the column chunk's metadata records data
-// pages, every one of them in one of encs.
+// pages, every one of them in one of encs. Without page encoding
+// statistics (DuckDB writes none), the chunk's list of encodings decides:
+// it must hold one of encs and otherwise only RLE (definition levels) and,
+// with a dictionary page, the dictionary page's encoding as the writer
+// lists it (PLAIN_DICTIONARY, as PLAIN would be indistinguishable from
+// PLAIN data pages).
 func allDataPages(cc *metadata.ColumnChunkMetaData, encs ...parquet.Encoding) bool {
+	if len(cc.EncodingStats()) == 0 {
+		found := false
+		for _, e := range cc.Encodings() {
+			switch {
+			case slices.Contains(encs, e):
+				found = true
+			case e == parquet.Encodings.RLE:
+			case e == parquet.Encodings.PlainDict && cc.HasDictionaryPage():
+			default:
+				return false
+			}
+		}
+		return found
+	}
 	data := 0
 	for _, st := range cc.EncodingStats() {
 		if st.PageType != pageData && st.PageType != pageDataV2 {
