@@ -42,6 +42,7 @@ test: vet
 # Long randomized testing: the differential test for FUZZ_DURATION from a
 # random first seed (SLUICE_DIFF_SEED=N to choose it; a failure prints each
 # query's seed to replay it), then each Go fuzz target of the SQL front end
+# and of the scan's Parquet decoders (checked against arrow-go's reader)
 # for FUZZTIME.
 FUZZ_DURATION ?= 10m
 FUZZTIME      ?= 60s
@@ -51,6 +52,9 @@ fuzz:
 		$(GO) test -tags duckdb_arrow -timeout 0 -v -run TestDifferential ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitter$$' -fuzztime $(FUZZTIME) ./repl/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBind$$' -fuzztime $(FUZZTIME) ./sql/
+	for t in FuzzDeltaColumn FuzzDictColumn FuzzDictNumColumn FuzzFlatColumn FuzzFlatStrings; do \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./physical/ || exit 1; \
+	done
 
 # TPC-H at SF: blocking vs pipelined on an embedded cluster, then the DuckDB
 # peer (its own module, bench/duckdb) on the same Parquet files, merged into
