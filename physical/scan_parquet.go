@@ -239,6 +239,9 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	if err := catalog.CheckRegularFile(path); err != nil {
 		return err
 	}
+	if err := catalog.CheckParquetMagic(path); err != nil {
+		return err
+	}
 	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
