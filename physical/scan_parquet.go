@@ -81,6 +81,25 @@ func NewParquetScan(name string, t *catalog.ParquetTable, projection []int, prun
 	return s
 }
 
+// checkParquetProjection refuses a scan of a column whose type is not one
+// of sluice's (lists, structs, maps, binary, times, UUIDs): the engine has
+// no operators or wire encoding for them, so rather than answer in
+// process and fail to ship the plan to a cluster, every mode refuses the
+// query the same way, naming the column. The table's other columns stay
+// readable.
+func checkParquetProjection(name string, t *catalog.ParquetTable, projection []int) error {
+	for _, c := range projection {
+		if c < 0 || c >= t.Schema().NumFields() {
+			continue
+		}
+		f := t.Schema().Field(c)
+		if _, err := expr.TypeToProto(f.Type); err != nil {
+			return fmt.Errorf("table %s: column %q has type %s, which sluice does not support (select the table's other columns)", name, f.Name, f.Type)
+		}
+	}
+	return nil
+}
+
 // balanceUnits deals units to n partitions, largest first, each to the
 // partition with the least weight so far (lowest index on ties), so the split
 // is deterministic.
