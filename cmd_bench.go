@@ -126,6 +126,9 @@ func runBenchTPCH(args []string) int {
 			}
 		}
 	}
+	if *data != "" {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("tables read from %s, not the files sluice generates", dataDir))
+	}
 	rep.Notes = append(rep.Notes,
 		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")
 	return writeBenchOutputs(*out, rep)
