@@ -354,25 +354,37 @@ func (c *flatColumn) convertPlain(dst, src []byte, n int) {
 // (a decimal's FIXED_LEN_BYTE_ARRAY values) into little-endian decimal128
 // values in dst.
 func flbaToDecimal128(dst, src []byte, n, w int) {
-	for i := range n {
-		v := src[i*w : (i+1)*w]
-		var hi, lo uint64
-		if w == 16 {
-			hi, lo = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
-		} else {
-			// Sign-extend into 16 bytes.
-			var full [16]byte
-			if v[0]&0x80 != 0 {
-				for k := range 16 - w {
-					full[k] = 0xff
-				}
+	out := unsafe.Slice((*[2]uint64)(unsafe.Pointer(unsafe.SliceData(dst))), n)
+	if w <= 8 {
+		// Up to 18 digits (the common money decimals): one 64-bit load
+		// of the value shifted to the top, then an arithmetic shift down
+		// sign-extends it.
+		shift := uint(64 - 8*w)
+		var buf [8]byte
+		for i := range out {
+			v := src[i*w : (i+1)*w]
+			var x uint64
+			if i*w+8 <= len(src) {
+				x = binary.BigEndian.Uint64(src[i*w:])
+			} else {
+				copy(buf[:], v)
+				x = binary.BigEndian.Uint64(buf[:])
 			}
-			copy(full[16-w:], v)
-			hi, lo = binary.BigEndian.Uint64(full[:8]), binary.BigEndian.Uint64(full[8:])
+			lo := int64(x) >> shift
+			out[i] = [2]uint64{uint64(lo), uint64(lo >> 63)}
 		}
-		d := dst[i*16 : (i+1)*16]
-		binary.LittleEndian.PutUint64(d, lo)
-		binary.LittleEndian.PutUint64(d[8:], hi)
+		return
+	}
+	for i := range out {
+		v := src[i*w : (i+1)*w]
+		var full [16]byte
+		if v[0]&0x80 != 0 {
+			for k := range 16 - w {
+				full[k] = 0xff
+			}
+		}
+		copy(full[16-w:], v)
+		out[i] = [2]uint64{binary.BigEndian.Uint64(full[8:]), binary.BigEndian.Uint64(full[:8])}
 	}
 }
 
@@ -386,9 +398,11 @@ func gatherBytes(out, dict []byte, codes []int32, width int) {
 	case 8:
 		gatherDict(unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(out))), len(codes)),
 			unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(dict))), len(dict)/8), codes)
-	default:
+	default: // 16: decimal128
+		o := unsafe.Slice((*[2]uint64)(unsafe.Pointer(unsafe.SliceData(out))), len(codes))
+		d := unsafe.Slice((*[2]uint64)(unsafe.Pointer(unsafe.SliceData(dict))), len(dict)/16)
 		for i, k := range codes {
-			copy(out[i*width:(i+1)*width], dict[int(k)*width:])
+			o[i] = d[k]
 		}
 	}
 }
