@@ -17,8 +17,9 @@ import (
 )
 
 // The scan's readers for what other writers produce: flat columns, REQUIRED
-// or OPTIONAL (parquet_levels.go), of INT32, INT64, FLOAT, DOUBLE and
-// decimals stored as FIXED_LEN_BYTE_ARRAY, whose pages may mix PLAIN,
+// or OPTIONAL (parquet_levels.go), of INT32, INT64 (integers and
+// timestamps, in the unit stored), FLOAT, DOUBLE and decimals stored as
+// FIXED_LEN_BYTE_ARRAY, whose pages may mix PLAIN,
 // dictionary codes (a writer falls back to PLAIN inside a chunk when its
 // dictionary grows too large), DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT,
 // in data pages v1 or v2. arrow's record reader reads such columns through
@@ -87,6 +88,7 @@ func flatWidth(t arrow.DataType, phys parquet.Type, typeLen int) int {
 		t.ID() == arrow.FLOAT32 && phys == parquet.Types.Float:
 		return 4
 	case t.ID() == arrow.INT64 && phys == parquet.Types.Int64,
+		t.ID() == arrow.TIMESTAMP && phys == parquet.Types.Int64,
 		t.ID() == arrow.FLOAT64 && phys == parquet.Types.Double:
 		return 8
 	case t.ID() == arrow.DECIMAL128 && phys == parquet.Types.FixedLenByteArray && typeLen >= 1 && typeLen <= 16:

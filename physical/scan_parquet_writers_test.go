@@ -34,6 +34,8 @@ var writerTestSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "text", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 	{Name: "mostlynull", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+	{Name: "atms", Type: &arrow.TimestampType{Unit: arrow.Millisecond}, Nullable: true},
 }, nil)
 
 // randomWriterTable builds n rows of writerTestSchema from seed: values in
@@ -108,6 +110,13 @@ func randomWriterTable(seed uint64, n int) arrow.RecordBatch {
 			b.Field(11).AppendNull()
 		} else {
 			b.Field(11).(*array.Int64Builder).Append(r.Int64())
+		}
+		for f := 12; f <= 13; f++ {
+			if null(6) {
+				b.Field(f).AppendNull()
+			} else {
+				b.Field(f).(*array.TimestampBuilder).Append(arrow.Timestamp(1_600_000_000_000 + r.Int64N(1e9)))
+			}
 		}
 	}
 	return b.NewRecordBatch()
@@ -237,6 +246,10 @@ func cellValue(a arrow.Array, r int) any {
 		return a.Value(r)
 	case *array.Boolean:
 		return a.Value(r)
+	case *array.Timestamp:
+		// Read at microseconds, whatever unit the file stores.
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return int64(a.Value(r)) * map[arrow.TimeUnit]int64{arrow.Millisecond: 1000, arrow.Microsecond: 1}[unit]
 	}
 	return a.ValueStr(r)
 }
