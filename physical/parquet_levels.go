@@ -17,7 +17,8 @@ import (
 // own readers decode those levels straight into the batch's validity bitmap
 // (a bit-packed run of width 1 is the bitmap already; a repeated run sets a
 // range), decode the page's values densely and spread them over the valid
-// rows. A page whose levels say no NULL costs one run header.
+// rows. A page whose levels say no NULL costs one run header, so a chunk
+// whose statistics count no NULL needs no path of its own.
 
 var errLevelsCorrupt = errors.New("corrupt definition levels")
 
@@ -58,9 +59,11 @@ func splitDataPage(p file.Page, maxDef int16, lv *levelDecoder) (flatPage, error
 			return flatPage{}, fmt.Errorf("%w: %d bytes of levels in a page of %d", errLevelsCorrupt, rl+dl, len(data))
 		}
 		fp := flatPage{values: data[rl+dl:], rows: rows}
-		if maxDef == 0 || p.NumNulls() == 0 {
-			// A v2 page counts its NULLs in its header: with none, every
-			// level is the maximum and need not be read.
+		if maxDef == 0 || (dl == 0 && p.NumNulls() == 0) {
+			// A v2 page counts its NULLs in its header: a writer that
+			// left out the levels of a page without any is taken at its
+			// word. Levels that are there are read (a page without NULLs
+			// costs one run header), not trusted to match the count.
 			return fp, nil
 		}
 		lv.reset(data[rl:rl+dl], rows)
