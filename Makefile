@@ -42,6 +42,7 @@ test: vet
 # Long randomized testing: the differential test for FUZZ_DURATION from a
 # random first seed (SLUICE_DIFF_SEED=N to choose it; a failure prints each
 # query's seed to replay it), then each Go fuzz target of the SQL front end
+# and of the scan's Parquet decoders (checked against arrow-go's reader)
 # for FUZZTIME.
 FUZZ_DURATION ?= 10m
 FUZZTIME      ?= 60s
@@ -51,22 +52,35 @@ fuzz:
 		$(GO) test -tags duckdb_arrow -timeout 0 -v -run TestDifferential ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitter$$' -fuzztime $(FUZZTIME) ./repl/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBind$$' -fuzztime $(FUZZTIME) ./sql/
+	for t in FuzzDeltaColumn FuzzDictColumn FuzzDictNumColumn FuzzFlatColumn FuzzFlatStrings; do \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./physical/ || exit 1; \
+	done
 
 # TPC-H at SF: blocking vs pipelined on an embedded cluster, then the DuckDB
 # peer (its own module, bench/duckdb) on the same Parquet files, merged into
 # $(BENCH_OUT)/results.json, table.md and chart.svg.
+#
+# Then the same tables as DuckDB's Parquet writer writes them at its
+# defaults (every column OPTIONAL, its own encodings and row groups;
+# rewritten once by the peer into $(FOREIGN_TPCH)), the 22 queries in the
+# same modes and on DuckDB, into $(BENCH_OUT)/duckdb-files.
 #
 # Then, when $(TPCDS) holds the TPC-DS tables (data/<table>.parquet) and
 # queries (queries/qN.sql), TPC-DS in blocking, pipelined and in process,
 # and DuckDB on the same files, into $(BENCH_OUT)/tpcds.
 RUNS      ?= 3
 BENCH_OUT ?= bench-results
+FOREIGN_TPCH ?= $(HOME)/.cache/sluice/tpch-sf$(SF)-duckdb
 TPCDS     ?= ../shared/tpcds
 bench: build
 	./$(BIN) bench tpch --sf $(SF) --runs $(RUNS) --out $(BENCH_OUT)
 	@if (cd bench/duckdb && $(GO) build -tags duckdb_arrow -o ../../bin/sluice-bench-duckdb .); then \
 		./bin/sluice-bench-duckdb --sf $(SF) --runs $(RUNS) --queries testdata/tpch --streaming testdata/streaming --out $(BENCH_OUT)/duckdb.json && \
-		./$(BIN) bench merge $(BENCH_OUT)/results.json $(BENCH_OUT)/duckdb.json; \
+		./$(BIN) bench merge $(BENCH_OUT)/results.json $(BENCH_OUT)/duckdb.json && \
+		{ [ -f "$(FOREIGN_TPCH)/.complete" ] || ./bin/sluice-bench-duckdb --sf $(SF) --rewrite "$(FOREIGN_TPCH)"; } && \
+		./$(BIN) bench tpch --sf $(SF) --data "$(FOREIGN_TPCH)" --runs $(RUNS) --streaming=false --latency 0 --out $(BENCH_OUT)/duckdb-files && \
+		./bin/sluice-bench-duckdb --sf $(SF) --data "$(FOREIGN_TPCH)" --runs $(RUNS) --queries testdata/tpch --out $(BENCH_OUT)/duckdb-files/duckdb.json && \
+		./$(BIN) bench merge $(BENCH_OUT)/duckdb-files/results.json $(BENCH_OUT)/duckdb-files/duckdb.json; \
 	else \
 		echo "make bench: the DuckDB peer (bench/duckdb) did not build; $(BENCH_OUT) has sluice's modes only" >&2; \
 	fi

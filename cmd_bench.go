@@ -17,7 +17,7 @@ import (
 	"sluice/session"
 )
 
-const benchUsage = `usage: sluice bench tpch [--sf N] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,s2,...] [--streaming=false] [--latency N] [--out DIR]
+const benchUsage = `usage: sluice bench tpch [--sf N] [--data DIR] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,s2,...] [--streaming=false] [--latency N] [--out DIR]
        sluice bench tpcds --data DIR --queries DIR [--modes blocking,pipelined,in-process] [--only 1,3,...] [--runs R] [--executors K] [--out DIR]
        sluice bench merge RESULTS.json PEER.json... [--out DIR]`
 
@@ -53,6 +53,7 @@ func runBenchTPCH(args []string) int {
 	streaming := fs.Bool("streaming", true, "with the default queries, also run the streaming ones (s1 ...: scans, joins and a LIMIT whose rows reach the client while they run)")
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
 	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
+	data := fs.String("data", "", "read the TPC-H tables from this folder (one sub-folder of Parquet files per table, as another writer left them) instead of the generated files; --sf is then only recorded")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, benchUsage)
 		return 2
@@ -77,11 +78,17 @@ func runBenchTPCH(args []string) int {
 	}
 	defer emb.Close()
 	defer sess.Close()
-	if err := registerTPCH(ctx, sess, *sf); err != nil {
+	dataDir := *data
+	if dataDir == "" {
+		err = registerTPCH(ctx, sess, *sf)
+		dataDir, _ = tpchDir(*sf)
+	} else {
+		err = registerTPCHFrom(ctx, sess, dataDir)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
-	dataDir, _ := tpchDir(*sf)
 	fmt.Fprintf(os.Stderr, "TPC-H SF %d from %s; %d executors; modes %s; %d runs each after a warm-up\n", *sf, dataDir, *executors, *modes, *runs)
 
 	rep := &bench.Report{Suite: "tpch", ScaleFact: *sf, Executors: *executors, Machine: bench.ThisMachine(), ModesOrder: modeList}
@@ -118,6 +125,9 @@ func runBenchTPCH(args []string) int {
 				rep.Latency = append(rep.Latency, m)
 			}
 		}
+	}
+	if *data != "" {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("tables read from %s, not the files sluice generates", dataDir))
 	}
 	rep.Notes = append(rep.Notes,
 		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")

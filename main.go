@@ -341,8 +341,14 @@ func registerTPCH(ctx context.Context, sess *session.Session, sf int) error {
 	if _, err := tpch.EnsureCached(ctx, sf, dir, notice, progress); err != nil {
 		return fmt.Errorf("generating TPC-H data: %w", err)
 	}
+	return registerTPCHFrom(ctx, sess, dir)
+}
+
+// registerTPCHFrom registers the TPC-H tables of dir, one sub-folder of
+// Parquet files per table.
+func registerTPCHFrom(ctx context.Context, sess *session.Session, dir string) error {
 	for _, t := range tpch.TableNames {
-		stmt := fmt.Sprintf("CREATE OR REPLACE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", t, filepath.Join(dir, t))
+		stmt := fmt.Sprintf("CREATE OR REPLACE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", t, strings.ReplaceAll(filepath.Join(dir, t), "'", "''"))
 		res, err := sess.Execute(ctx, stmt)
 		if err != nil {
 			return fmt.Errorf("registering TPC-H table %s: %w", t, err)

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -174,8 +175,45 @@ func ParquetArrowSchema(rdr *file.Reader, props ...*pqarrow.ArrowReadProperties)
 	return pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, p)
 }
 
+// ErrNotParquet is the error for a file that does not start and end with
+// Parquet's magic bytes.
+var ErrNotParquet = errors.New("not a Parquet file: missing PAR1 magic")
+
+// CheckParquetMagic checks that the file at path starts with Parquet's
+// magic "PAR1" and ends with it (or with "PARE", an encrypted footer), so a
+// file of something else is named for what it is rather than for whatever
+// its last bytes make of a footer length.
+func CheckParquetMagic(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var head, tail [4]byte
+	if st.Size() < 12 {
+		return fmt.Errorf("%s: %w (%d bytes)", path, ErrNotParquet, st.Size())
+	}
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := f.ReadAt(tail[:], st.Size()-4); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if string(head[:]) != "PAR1" || (string(tail[:]) != "PAR1" && string(tail[:]) != "PARE") {
+		return fmt.Errorf("%s: %w", path, ErrNotParquet)
+	}
+	return nil
+}
+
 func readParquetFooter(path string) (ParquetFile, *arrow.Schema, [][]int, error) {
 	pf := ParquetFile{Path: path}
+	if err := CheckParquetMagic(path); err != nil {
+		return pf, nil, nil, err
+	}
 	rdr, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return pf, nil, nil, fmt.Errorf("open parquet file %s: %w", path, err)

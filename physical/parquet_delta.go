@@ -184,7 +184,17 @@ type deltaDecoder struct {
 	scratch    []int64
 }
 
-// reset starts a page of count values.
+// resetUpTo starts a page of count values, or (count < 0) of as many as
+// its header says, at most rows.
+func (d *deltaDecoder) resetUpTo(data []byte, count, rows int) error {
+	if count < 0 {
+		count = -rows
+	}
+	return d.reset(data, count)
+}
+
+// reset starts a page of count values; a negative count -m takes the
+// header's count if it is at most m.
 func (d *deltaDecoder) reset(data []byte, count int) error {
 	d.left, d.pend = 0, nil
 	var header [3]uint64 // block size, miniblocks per block, value count
@@ -201,6 +211,9 @@ func (d *deltaDecoder) reset(data []byte, count int) error {
 		return errDeltaCorrupt
 	}
 	data = data[k:]
+	if count < 0 && total <= uint64(-count) {
+		count = int(total)
+	}
 	if total != uint64(count) {
 		return fmt.Errorf("%w: %d values where the page holds %d", errDeltaCorrupt, total, count)
 	}

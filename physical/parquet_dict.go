@@ -14,7 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// The scan reads the dictionary codes of required string columns that are
+// The scan reads the dictionary codes of flat string columns (required, or
+// optional with their definition levels, parquet_levels.go) that are
 // dictionary-encoded throughout (flags, modes, priorities, brands) itself.
 // arrow's reader decodes each page's codes into a slice of uint64, copies
 // them into a slice of int and appends those to an int32 builder one by
@@ -24,7 +25,7 @@ import (
 // the scan's dictionary filters and decoding take them unchanged.
 
 // dictColumns returns, for each read field, whether the scan reads it with
-// a dictColumn: a flat required column among dictLeaves (the string leaves
+// a dictColumn: a flat (required or optional) column among dictLeaves (the string leaves
 // whose chunks hold a dictionary page and dictionary-encoded data pages
 // only, see dictionaryOnlyStrings), unencrypted in every row group read.
 func dictColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups, dictLeaves []int) []bool {
@@ -36,7 +37,7 @@ func dictColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups,
 			continue
 		}
 		col := md.Schema.Column(sf.ColIndex)
-		if col.MaxDefinitionLevel() != 0 || col.MaxRepetitionLevel() != 0 {
+		if col.MaxDefinitionLevel() > 1 || col.MaxRepetitionLevel() != 0 {
 			continue
 		}
 		ok := true
@@ -58,13 +59,17 @@ func dictColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups,
 // once); a batch that spans row groups gets their dictionaries
 // concatenated, the later codes shifted past the earlier entries.
 type dictColumn struct {
-	pages columnPages
-	dict  *array.String // the open row group's dictionary
-	codes codeDecoder   // over the current data page
+	pages  columnPages
+	maxDef int16
+	dict   *array.String // the open row group's dictionary
+	levels levelDecoder
+	page   flatPage    // the current data page
+	codes  codeDecoder // over the current data page
 }
 
 func newDictColumn(rdr *file.Reader, leaf int, rowGroups []int) *dictColumn {
-	return &dictColumn{pages: columnPages{rdr: rdr, leaf: leaf, rowGroups: rowGroups}}
+	return &dictColumn{pages: columnPages{rdr: rdr, leaf: leaf, rowGroups: rowGroups},
+		maxDef: rdr.MetaData().Schema.Column(leaf).MaxDefinitionLevel()}
 }
 
 var dictStringType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
@@ -73,6 +78,9 @@ var dictStringType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32
 func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	buf := newOutputBuffer(mem, n*4)
 	out := arrow.Int32Traits.CastFromBytes(buf.Bytes())[:n]
+	var valid *memory.Buffer
+	var bitmap []byte
+	nulls := 0
 	var dicts []arrow.Array // the dictionaries the batch's codes index, in order
 	base := 0               // entries of dicts before the last one
 	defer func() {
@@ -80,11 +88,17 @@ func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 			d.Release()
 		}
 	}()
+	fail := func(err error) (arrow.Array, error) {
+		buf.Release()
+		if valid != nil {
+			valid.Release()
+		}
+		return nil, err
+	}
 	for done := 0; done < n; {
-		if c.codes.left == 0 {
+		if c.page.rows == 0 {
 			if err := c.nextPage(mem); err != nil {
-				buf.Release()
-				return nil, err
+				return fail(err)
 			}
 			continue
 		}
@@ -95,16 +109,39 @@ func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 			c.dict.Retain()
 			dicts = append(dicts, c.dict)
 		}
-		k, err := c.codes.decode(out[done:n], c.dict.Len())
+		k := min(c.page.rows, n-done)
+		nn := k
+		if c.page.levels != nil {
+			if valid == nil {
+				valid = newOutputBuffer(mem, (n+7)/8)
+				bitmap = valid.Bytes()
+				clear(bitmap)
+				setBitRange(bitmap, 0, done)
+			}
+			var err error
+			if nn, err = c.page.levels.take(k, bitmap, done); err != nil {
+				return fail(err)
+			}
+		} else if valid != nil {
+			setBitRange(bitmap, done, k)
+		}
+		got, err := c.codes.decode(out[done:done+nn], c.dict.Len())
+		if err == nil && got < nn {
+			err = fmt.Errorf("%w: the page's codes ended early", errCodesCorrupt)
+		}
 		if err != nil {
-			buf.Release()
-			return nil, err
+			return fail(err)
 		}
 		if base > 0 {
-			for i := done; i < done+k; i++ {
+			for i := done; i < done+nn; i++ {
 				out[i] += int32(base)
 			}
 		}
+		if nn < k {
+			spreadFixed(buf.Bytes()[done*4:(done+k)*4], 4, k, bitmap, done, nn)
+			nulls += k - nn
+		}
+		c.page.rows -= k
 		done += k
 	}
 	dict := arrow.Array(nil)
@@ -117,13 +154,22 @@ func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	default:
 		var err error
 		if dict, err = array.Concatenate(dicts, mem); err != nil {
-			buf.Release()
-			return nil, err
+			return fail(err)
 		}
 	}
 	defer dict.Release()
-	data := array.NewData(dictStringType, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	bufs := []*memory.Buffer{nil, buf}
+	if nulls > 0 {
+		bufs[0] = valid
+	} else if valid != nil {
+		valid.Release()
+		valid = nil
+	}
+	data := array.NewData(dictStringType, n, bufs, nil, nulls, 0)
 	buf.Release()
+	if valid != nil {
+		valid.Release()
+	}
 	data.SetDictionary(dict.Data())
 	defer data.Release()
 	return array.NewDictionaryData(data), nil
@@ -150,7 +196,10 @@ func (c *dictColumn) nextPage(mem memory.Allocator) error {
 		c.dict = d
 		return nil
 	}
-	return c.codes.startPage(p, c.dict != nil)
+	if c.page, err = splitDataPage(p, c.maxDef, &c.levels); err != nil {
+		return err
+	}
+	return c.codes.startCodes(p, c.page, c.dict != nil)
 }
 
 // plainDictionaryPage checks that a dictionary page holds PLAIN values.
@@ -159,6 +208,26 @@ func plainDictionaryPage(dp *file.DictionaryPage) error {
 		return fmt.Errorf("dictionary page encoded %s, want PLAIN", enc)
 	}
 	return nil
+}
+
+// startCodes starts d on the values of data page p (fp, taken apart from
+// its levels) of a column whose data pages are all dictionary codes;
+// haveDict says its dictionary page was read. A page of NULLs only may
+// hold no codes at all.
+func (d *codeDecoder) startCodes(p file.Page, fp flatPage, haveDict bool) error {
+	if enc := parquet.Encoding(p.Encoding()); enc != parquet.Encodings.RLEDict && enc != parquet.Encodings.PlainDict {
+		return fmt.Errorf("data page encoded %s where only dictionary codes were recorded", enc)
+	}
+	if !haveDict {
+		return errors.New("data page before the dictionary page")
+	}
+	if len(fp.values) == 0 {
+		*d = codeDecoder{}
+		return nil
+	}
+	// The page's count of values is known only once its levels are read:
+	// bound it by its rows; codes past its values are never asked for.
+	return d.reset(fp.values, fp.rows)
 }
 
 // startPage starts d on data page p of a column whose data pages are all

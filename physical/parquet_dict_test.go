@@ -140,7 +140,7 @@ func TestDictColumnSharesTheRowGroupsDictionary(t *testing.T) {
 	}
 }
 
-func TestDictColumnsChosenOnlyForRequiredDictionaryStrings(t *testing.T) {
+func TestDictColumnsChosenOnlyForFlatDictionaryStrings(t *testing.T) {
 	keepDict := []parquet.WriterProperty{parquet.WithDictionaryCostFallbackFor("s", false)}
 	for _, c := range []struct {
 		what     string
@@ -149,8 +149,8 @@ func TestDictColumnsChosenOnlyForRequiredDictionaryStrings(t *testing.T) {
 		want     bool
 	}{
 		{"a dictionary-encoded required string", false, keepDict, true},
-		// Its pages carry definition levels.
-		{"a nullable dictionary-encoded string", true, keepDict, false},
+		// Its pages carry definition levels, which the reader decodes.
+		{"a nullable dictionary-encoded string", true, keepDict, true},
 		{"a plain-encoded string", false, []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}, false},
 	} {
 		sc := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: c.nullable}}, nil)

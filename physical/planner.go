@@ -239,6 +239,9 @@ func (p *planner) scan(n *plan.Scan) (Operator, error) {
 	var op Operator
 	switch t := n.Table.(type) {
 	case *catalog.ParquetTable:
+		if err := checkParquetProjection(n.TableName, t, n.Projection); err != nil {
+			return nil, err
+		}
 		op = NewParquetScan(n.TableName, t, n.Projection, pruningPredicates(n), p.cfg.TargetPartitions)
 	case *catalog.CSVTable:
 		op = NewCSVScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)

@@ -81,6 +81,25 @@ func NewParquetScan(name string, t *catalog.ParquetTable, projection []int, prun
 	return s
 }
 
+// checkParquetProjection refuses a scan of a column whose type is not one
+// of sluice's (lists, structs, maps, binary, times, UUIDs): the engine has
+// no operators or wire encoding for them, so rather than answer in
+// process and fail to ship the plan to a cluster, every mode refuses the
+// query the same way, naming the column. The table's other columns stay
+// readable.
+func checkParquetProjection(name string, t *catalog.ParquetTable, projection []int) error {
+	for _, c := range projection {
+		if c < 0 || c >= t.Schema().NumFields() {
+			continue
+		}
+		f := t.Schema().Field(c)
+		if _, err := expr.TypeToProto(f.Type); err != nil {
+			return fmt.Errorf("table %s: column %q has type %s, which sluice does not support (select the table's other columns)", name, f.Name, f.Type)
+		}
+	}
+	return nil
+}
+
 // balanceUnits deals units to n partitions, largest first, each to the
 // partition with the least weight so far (lowest index on ties), so the split
 // is deterministic.
@@ -239,6 +258,9 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	if err := catalog.CheckRegularFile(path); err != nil {
 		return err
 	}
+	if err := catalog.CheckParquetMagic(path); err != nil {
+		return err
+	}
 	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
@@ -280,12 +302,16 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	facts := readFacts{rawDecimals: readDecimalsRaw(fr.Manifest, rdr, fields)}
 	rawDates := readDatesRaw(fr.Manifest, rdr, fields)
 	// Delta-encoded integer columns (parquet_delta.go), the codes of
-	// dictionary-encoded strings (parquet_dict.go) and dictionary-encoded
-	// integers (parquet_dictnum.go) are decoded here; arrow's record
-	// reader reads the rest.
+	// dictionary-encoded strings (parquet_dict.go), dictionary-encoded
+	// integers (parquet_dictnum.go), and flat columns of numbers, decimals
+	// and strings in the encodings common writers use (parquet_flat.go,
+	// parquet_flat_strings.go) are decoded here; arrow's record reader
+	// reads the rest.
 	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
 	dict := dictColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
 	dictNum := dictNumColumns(fr.Manifest, rdr, fields, rowGroups)
+	flat := flatColumns(fr.Manifest, rdr, fields, rowGroups)
+	flatStr := flatStringColumns(fr.Manifest, rdr, fields, rowGroups)
 	facts.checkedCodes = dict
 	own := make([]ownColumn, len(fields))
 	var arrowLeaves []int
@@ -297,6 +323,10 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 			own[j] = newDictColumn(rdr, leaf, rowGroups)
 		case dictNum[j]:
 			own[j] = newDictNumColumn(rdr, leaf, rowGroups)
+		case flat[j]:
+			own[j] = newFlatColumn(rdr, leaf, rowGroups, fr.Manifest.Fields[c].Field.Type)
+		case flatStr[j]:
+			own[j] = newFlatStrings(rdr, leaf, rowGroups)
 		default:
 			arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
 			continue
@@ -835,8 +865,27 @@ const (
 )
 
 // allDataPages reports whether the column chunk's metadata records data
-// pages, every one of them in one of encs.
+// pages, every one of them in one of encs. Without page encoding
+// statistics (DuckDB writes none), the chunk's list of encodings decides:
+// it must hold one of encs and otherwise only RLE (definition levels) and,
+// with a dictionary page, the dictionary page's encoding as the writer
+// lists it (PLAIN_DICTIONARY, as PLAIN would be indistinguishable from
+// PLAIN data pages).
 func allDataPages(cc *metadata.ColumnChunkMetaData, encs ...parquet.Encoding) bool {
+	if len(cc.EncodingStats()) == 0 {
+		found := false
+		for _, e := range cc.Encodings() {
+			switch {
+			case slices.Contains(encs, e):
+				found = true
+			case e == parquet.Encodings.RLE:
+			case e == parquet.Encodings.PlainDict && cc.HasDictionaryPage():
+			default:
+				return false
+			}
+		}
+		return found
+	}
 	data := 0
 	for _, st := range cc.EncodingStats() {
 		if st.PageType != pageData && st.PageType != pageDataV2 {

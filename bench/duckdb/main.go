@@ -47,6 +47,7 @@ func run(args []string) int {
 	runs := fs.Int("runs", 3, "timed runs per query, after one warm-up run")
 	sf := fs.Int("sf", 1, "scale factor of the data (recorded in the report)")
 	out := fs.String("out", "duckdb.json", "report to write")
+	rewrite := fs.String("rewrite", "", "instead of timing queries, rewrite the TPC-H tables of --data with DuckDB's Parquet writer at its defaults into this directory (<table>/<table>.parquet each), for measuring sluice on a foreign writer's files")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -87,6 +88,13 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *rewrite != "" {
+		if err := rewriteTPCH(ctx, *data, *rewrite); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if err := bench1(ctx, *data, *queriesDir, *streamingDir, *list, *runs, *sf, *out); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
@@ -168,6 +176,50 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
 	}
 	return bench.WriteJSON(out, rep)
+}
+
+// rewriteTPCH copies each TPC-H table of data into out/<table>/<table>.parquet
+// through DuckDB's own Parquet writer at its defaults, so that sluice can be
+// measured on files it did not write (every column OPTIONAL, DuckDB's row
+// groups, encodings and codec). The copy is written under a temporary name
+// and renamed, and out gets sluice's completion marker only when every table
+// is there, so an interrupted rewrite is never taken for a finished one.
+func rewriteTPCH(ctx context.Context, data, out string) error {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return fmt.Errorf("opening DuckDB: %w", err)
+	}
+	defer db.Close()
+	src, err := filepath.Abs(data)
+	if err != nil {
+		return err
+	}
+	dst, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	for _, t := range tpch.TableNames {
+		dir := filepath.Join(dst, t)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		tmp := filepath.Join(dir, t+".parquet.tmp")
+		stmt := fmt.Sprintf("COPY (SELECT * FROM read_parquet('%s')) TO '%s' (FORMAT parquet)",
+			strings.ReplaceAll(filepath.Join(src, t, "*.parquet"), "'", "''"), strings.ReplaceAll(tmp, "'", "''"))
+		start := time.Now()
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("rewriting %s: %w", t, err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, t+".parquet")); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%-8s rewritten in %v\n", t, time.Since(start).Round(time.Millisecond))
+	}
+	marker, err := os.ReadFile(filepath.Join(src, tpch.CompleteMarker))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dst, tpch.CompleteMarker), marker, 0o644)
 }
 
 // benchTPCDS times the TPC-DS scripts of queriesDir on the tables of data
