@@ -70,6 +70,10 @@ func (e *Executor) launch(defs []*rpc.TaskDefinition) error {
 			e.log.Warn("task launched twice; second launch ignored", "task", k.String())
 			continue
 		}
+		// Known from the launch on, so that the job's tasks queued for a
+		// slot cannot be cancelled by a caller without the secret. A
+		// mismatch fails the task when it starts (taskContext).
+		_ = e.env.Secrets.Bind(k.job, def.JobSecret)
 		ctx, cancel := context.WithCancelCause(e.ctx)
 		rt := &runningTask{key: k, def: def, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 		e.running[k] = rt
@@ -258,12 +262,18 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 		return nil, err
 	}
 	id := def.Id
+	// The executor serves the job's data only to tickets with this
+	// secret, and the task's readers put it in theirs.
+	if err := e.env.Secrets.Bind(id.JobId, def.JobSecret); err != nil {
+		return nil, err
+	}
 	return &physical.TaskContext{
 		Alloc:     physical.Allocator,
 		Memory:    physical.NewMemoryPool(keyOf(id).String(), int64(limit), e.memory),
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{
 			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),
+			JobSecret: def.JobSecret,
 		},
 	}, nil
 }
