@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"sluice/catalog"
 	"sluice/cluster"
 	"sluice/exchange"
 	"sluice/rpc"
@@ -26,6 +27,7 @@ func runScheduler(args []string) int {
 	policy := fs.String("policy", cluster.PolicyPush, "task placement: push (the scheduler launches tasks) or pull (executors poll)")
 	timeout := fs.Duration("executor-timeout", 10*time.Second, "how long an executor may miss heartbeats before it is considered lost")
 	secFlags := addSecurityFlags(fs, true)
+	allowed := addLocationsFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stdout, "Usage: sluice scheduler --bind ADDR --policy push|pull\n\nFlags:\n%s", fs.FlagUsages())
 	}
@@ -39,6 +41,10 @@ func runScheduler(args []string) int {
 	sec, err := secFlags.load("")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 2
+	}
+	if err := restrictLocations(*allowed); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: --allowed-locations: %v\n", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -69,6 +75,7 @@ func runExecutor(args []string) int {
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
 	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
 	secFlags := addSecurityFlags(fs, false)
+	allowed := addLocationsFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stdout, "Usage: sluice executor --scheduler ADDR --bind ADDR --flight-bind ADDR --vcores N --work-dir DIR\n\nFlags:\n%s", fs.FlagUsages())
 	}
@@ -91,6 +98,10 @@ func runExecutor(args []string) int {
 	sec, err := secFlags.load("")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 2
+	}
+	if err := restrictLocations(*allowed); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: --allowed-locations: %v\n", err)
 		return 2
 	}
 	if err := os.MkdirAll(*workDir, 0o755); err != nil {
@@ -168,4 +179,21 @@ func (f *securityFlags) load(envToken string) (*rpc.Security, error) {
 		return nil, nil
 	}
 	return sec, nil
+}
+
+// addLocationsFlag declares --allowed-locations on a server command.
+func addLocationsFlag(fs *pflag.FlagSet) *[]string {
+	return fs.StringSlice("allowed-locations", nil, "directories (comma-separated) whose files tables may be read from; none by default, so CREATE EXTERNAL TABLE fails until it is set")
+}
+
+// restrictLocations makes this server process read table files only under
+// dirs (none when empty): a scheduler or executor must not open whatever
+// file a client names.
+func restrictLocations(dirs []string) error {
+	l, err := catalog.NewLocations(dirs)
+	if err != nil {
+		return err
+	}
+	catalog.RestrictLocations(l)
+	return nil
 }

@@ -114,7 +114,9 @@ func buildSluice(t *testing.T, dir string) string {
 	return bin
 }
 
-// startProcessClusterWith is startProcessCluster with extra flags.
+// startProcessClusterWith is startProcessCluster with extra flags. The
+// scheduler and the executors may read the test tables' directory
+// (--allowed-locations).
 func startProcessClusterWith(t *testing.T, ctx context.Context, o processClusterOptions) *processCluster {
 	t.Helper()
 	pc := &processCluster{dir: t.TempDir()}
@@ -123,13 +125,14 @@ func startProcessClusterWith(t *testing.T, ctx context.Context, o processCluster
 	pc.bin = bin
 	data := filepath.Join(dir, "data")
 	cat := writeTestTables(t, data)
-	sched := startProcess(t, bin, append([]string{"scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s"}, o.schedulerArgs...)...)
+	sched := startProcess(t, bin, append([]string{"scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s",
+		"--allowed-locations", data}, o.schedulerArgs...)...)
 	addr := sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
 	var execs []*process
 	for i := 1; i <= 2; i++ {
 		execs = append(execs, startProcess(t, bin, append([]string{"executor", "--scheduler", addr, "--bind", "127.0.0.1:0",
 			"--flight-bind", "127.0.0.1:0", "--vcores", "2", "--work-dir", filepath.Join(dir, fmt.Sprintf("work-%d", i)),
-			"--id", fmt.Sprintf("proc-%d", i), "--heartbeat", "400ms"}, o.executorArgs...)...))
+			"--id", fmt.Sprintf("proc-%d", i), "--heartbeat", "400ms", "--allowed-locations", data}, o.executorArgs...)...))
 	}
 	for _, x := range execs {
 		x.await(t, regexp.MustCompile(`msg="executor registered"`))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +35,9 @@ func writeToken(t *testing.T, dir, name, token string) string {
 // TestSecuredProcessCluster runs `sluice scheduler` and two `sluice
 // executor` processes with --auth-token-file and shows the holes of an
 // open cluster closed: callers without the token are refused by every
-// server, a rogue executor cannot register, and a second session cannot
-// see, fetch, take, cancel or release the first session's jobs.
+// server, a rogue executor cannot register, a second session cannot see,
+// fetch, take, cancel or release the first session's jobs, and table
+// files outside --allowed-locations cannot be read.
 func TestSecuredProcessCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the sluice binary")
@@ -180,6 +182,30 @@ func TestSecuredProcessCluster(t *testing.T) {
 		sameRows(t, "owner's pipelined result", got, want, true)
 	})
 
+	t.Run("locations", func(t *testing.T) {
+		if err := os.Symlink("/etc/passwd", filepath.Join(pc.data, "passwd.csv")); err != nil {
+			t.Fatal(err)
+		}
+		for _, loc := range []string{"/etc/passwd", "/proc/self/cmdline", filepath.Join(pc.data, "passwd.csv"), filepath.Join(pc.data, "..", "token")} {
+			_, _, err := owner.query(ctx, "CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV DELIMITER '|' LOCATION '"+loc+"'", nil)
+			if err == nil || !strings.Contains(err.Error(), "location not allowed") {
+				t.Errorf("%s: got %v, want location not allowed", loc, err)
+			}
+		}
+	})
+
+	t.Run("default scheduler reads nothing", func(t *testing.T) {
+		sched := startProcess(t, pc.bin, "scheduler", "--bind", "127.0.0.1:0")
+		addr := sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
+		c := newTestClient(t, addr, nil)
+		for _, loc := range []string{"/etc/passwd", "/proc/self/cmdline", filepath.Join(pc.data, "orders")} {
+			_, _, err := c.query(ctx, "CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV DELIMITER '|' LOCATION '"+loc+"'", nil)
+			if err == nil || !strings.Contains(err.Error(), "--allowed-locations") {
+				t.Errorf("%s: got %v, want a refusal naming --allowed-locations", loc, err)
+			}
+		}
+		sched.stop(t)
+	})
 }
 
 // readPipelined reads a running pipelined job's results as the shell
