@@ -175,9 +175,11 @@ func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *task
 	if ctx.Err() != nil {
 		return e.interrupted(ctx, def)
 	}
-	st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_FAILED, Error: err.Error()}
+	// The scheduler shows the error to the job's user: it names no path
+	// under this executor's work dir.
+	st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_FAILED, Error: exchange.ScrubWorkDir(err.Error(), e.cfg.WorkDir)}
 	if msg, ok := expr.UserMessage(err); ok {
-		st.QueryError = msg
+		st.QueryError = exchange.ScrubWorkDir(msg, e.cfg.WorkDir)
 	}
 	var fe *exchange.FetchError
 	if errors.As(err, &fe) {

@@ -53,8 +53,13 @@ func (s *FlightService) alloc() memory.Allocator {
 	return memory.DefaultAllocator
 }
 
-// DoGet implements flight.FlightServiceServer.
+// DoGet implements flight.FlightServiceServer. Its errors do not name the
+// executor's work dir.
 func (s *FlightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	return scrubStatus(s.doGet(tkt, stream), s.env.WorkDir)
+}
+
+func (s *FlightService) doGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	var t rpc.Ticket
 	if err := proto.Unmarshal(tkt.GetTicket(), &t); err != nil {
 		return status.Errorf(codes.InvalidArgument, "malformed ticket: %v", err)
