@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -191,6 +192,32 @@ func TestSecuredProcessCluster(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "location not allowed") {
 				t.Errorf("%s: got %v, want location not allowed", loc, err)
 			}
+		}
+	})
+
+	t.Run("terminal escapes", func(t *testing.T) {
+		// ESC and BEL in a CSV file reach the shell's table escaped.
+		if err := os.WriteFile(filepath.Join(pc.data, "ctl.csv"), []byte("v\n\x1b[2J\x1b]0;owned\acleared\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := owner.query(ctx, "CREATE EXTERNAL TABLE ctl STORED AS CSV WITH HEADER ROW LOCATION '"+filepath.Join(pc.data, "ctl.csv")+"'", nil); err != nil {
+			t.Fatal(err)
+		}
+		shell := exec.CommandContext(ctx, pc.bin, "--scheduler", pc.addr, "--format", "table", "--no-rc", "-c", "SELECT v FROM ctl")
+		shell.Env = append(os.Environ(), "SLUICE_AUTH_TOKEN="+token)
+		out, err := shell.CombinedOutput()
+		if err != nil {
+			t.Fatalf("shell: %v\n%s", err, out)
+		}
+		if strings.ContainsAny(string(out), "\x1b\a") || !strings.Contains(string(out), `\x1b[2J\x1b]0;owned\x07cleared`) {
+			t.Errorf("shell output:\n%q", out)
+		}
+		// Without the token the shell is refused.
+		shell = exec.CommandContext(ctx, pc.bin, "--scheduler", pc.addr, "--no-rc", "-c", "SELECT 1")
+		shell.Env = append(os.Environ(), "SLUICE_AUTH_TOKEN=")
+		out, err = shell.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Unauthenticated") {
+			t.Errorf("shell without the token: %v\n%s", err, out)
 		}
 	})
 
