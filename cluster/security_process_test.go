@@ -265,3 +265,57 @@ func readPipelined(t *testing.T, ctx context.Context, c *testClient, st *rpc.Job
 	}
 	return rows
 }
+
+// TestTLSProcessCluster runs the scheduler and executors as processes with
+// --tls-cert, --tls-key and --tls-ca (mutual TLS) and a token: the shell
+// with the cluster's CA and a certificate runs a query; a client trusting
+// another CA, or presenting no certificate, is refused.
+func TestTLSProcessCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the sluice binary")
+	}
+	ctx := testContext(t, 90*time.Second)
+	dir := t.TempDir()
+	good := newTestPKI(t, dir, "good")
+	bad := newTestPKI(t, dir, "bad")
+	token := rpc.NewToken()
+	tokFile := writeToken(t, dir, "token", token)
+	tlsArgs := []string{"--auth-token-file", tokFile, "--tls-cert", good.cert, "--tls-key", good.key, "--tls-ca", good.ca}
+	pc := startProcessClusterWith(t, ctx, processClusterOptions{
+		schedulerArgs: tlsArgs, executorArgs: tlsArgs, client: good.security(t, token, true),
+	})
+	got, _, err := pc.client.query(ctx, heavyQuery, heavySettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "over mutual TLS", got, localRows(t, pc.cat, heavyQuery), true)
+
+	shell := exec.CommandContext(ctx, pc.bin, append([]string{"--scheduler", pc.addr, "--no-rc", "--format", "csv",
+		"-c", "SET execution.mode = 'pipelined'", "-c", "SELECT count(*) FROM orders JOIN lineitem ON o_orderkey = l_orderkey"}, tlsArgs...)...)
+	out, err := shell.CombinedOutput()
+	if err != nil {
+		t.Fatalf("shell over TLS: %v\n%s", err, out)
+	}
+	want := localRows(t, pc.cat, "SELECT count(*) FROM orders JOIN lineitem ON o_orderkey = l_orderkey")
+	if !strings.Contains(string(out), want[0]) {
+		t.Errorf("shell over TLS printed %q, want the count %s", out, want[0])
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"another CA", []string{"--auth-token-file", tokFile, "--tls-cert", bad.cert, "--tls-key", bad.key, "--tls-ca", bad.ca}},
+		{"trusting another CA", []string{"--auth-token-file", tokFile, "--tls-cert", good.cert, "--tls-key", good.key, "--tls-ca", bad.ca}},
+		{"no client certificate", []string{"--auth-token-file", tokFile, "--tls-ca", good.ca}},
+		{"plaintext", []string{"--auth-token-file", tokFile}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shell := exec.CommandContext(ctx, pc.bin, append([]string{"--scheduler", pc.addr, "--no-rc", "-c", "SELECT 1"}, tc.args...)...)
+			out, err := shell.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "Unavailable") {
+				t.Errorf("got %v, want the connection refused:\n%s", err, out)
+			}
+		})
+	}
+}
