@@ -283,7 +283,7 @@ func (s *Security) ExposedWarning(what, addr string) string {
 	if s.Authenticated() || s.Encrypted() || IsLoopback(addr) {
 		return ""
 	}
-	return fmt.Sprintf("warning: %s listens on %s, beyond loopback, without --auth-token-file or TLS: anyone who can reach it can run queries and read the files this process can read (see docs/operations.md, Security)", what, addr)
+	return fmt.Sprintf("%s listens on %s, beyond loopback, without --auth-token-file or TLS: anyone who can reach it can run queries, read the tables its --allowed-locations allow, and register executors (see docs/operations.md, Security)", what, addr)
 }
 
 // IsLoopback says whether a listen address (host:port) accepts only local
