@@ -113,7 +113,7 @@ func (s *Security) DialOptions() []grpc.DialOption {
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
 	if s != nil && (s.Token != "" || s.AdminToken != "") {
-		opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds{token: s.Token, admin: s.AdminToken, tls: s.ClientTLS != nil}))
+		opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds{token: s.Token, admin: s.AdminToken}))
 	}
 	return opts
 }
@@ -121,7 +121,6 @@ func (s *Security) DialOptions() []grpc.DialOption {
 // tokenCreds sends the tokens with every call.
 type tokenCreds struct {
 	token, admin string
-	tls          bool
 }
 
 func (c tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
