@@ -109,6 +109,11 @@ func TestSessionsAreIsolated(t *testing.T) {
 	if len(st.JobId) != 32 || st.JobSecret == "" {
 		t.Fatalf("job id %q (want 128 random bits in hex), secret %q", st.JobId, st.JobSecret)
 	}
+	for _, x := range emb.Executors() {
+		if strings.Contains(st.String(), x.WorkDir()) {
+			t.Errorf("the job's status names the work dir of %s: %v", x.ID(), st)
+		}
+	}
 	if _, err := other.sched.GetJobStatus(ctx, &rpc.GetJobStatusRequest{JobId: st.JobId}); status.Code(err) != codes.NotFound {
 		t.Errorf("another session's GetJobStatus: got %v, want NotFound", err)
 	}

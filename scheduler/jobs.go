@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"sluice/rpc"
 )
@@ -89,7 +90,13 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 		Stages: j.graph.Describe(), Settings: j.settings, JobSecret: j.secret,
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
-		st.FinalLocations = j.graph.FinalLocations()
+		// Clients fetch by job, stage and partitions, which name the file
+		// on its executor: the executor's paths are not theirs to know.
+		for _, l := range j.graph.FinalLocations() {
+			l = proto.Clone(l).(*rpc.PartitionLocation)
+			l.Path = ""
+			st.FinalLocations = append(st.FinalLocations, l)
+		}
 	}
 	if j.analysis != nil {
 		st.Analyze = true
