@@ -144,7 +144,7 @@ func startBenchCluster(ctx context.Context, out string, executors int) (*cluster
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, err := session.Connect(emb.SchedulerAddr())
+	sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
 	if err != nil {
 		emb.Close()
 		return nil, nil, err

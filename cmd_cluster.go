@@ -12,8 +12,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"sluice/catalog"
 	"sluice/cluster"
 	"sluice/exchange"
+	"sluice/rpc"
 )
 
 // runScheduler is `sluice scheduler`: a standalone scheduler serving
@@ -24,6 +26,8 @@ func runScheduler(args []string) int {
 	bind := fs.String("bind", "127.0.0.1:50050", "gRPC listen address (host:port; port 0 picks a free one)")
 	policy := fs.String("policy", cluster.PolicyPush, "task placement: push (the scheduler launches tasks) or pull (executors poll)")
 	timeout := fs.Duration("executor-timeout", 10*time.Second, "how long an executor may miss heartbeats before it is considered lost")
+	secFlags := addSecurityFlags(fs, true)
+	allowed := addLocationsFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stdout, "Usage: sluice scheduler --bind ADDR --policy push|pull\n\nFlags:\n%s", fs.FlagUsages())
 	}
@@ -34,10 +38,19 @@ func runScheduler(args []string) int {
 		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (see sluice scheduler --help)\n", fs.Arg(0))
 		return 2
 	}
+	sec, err := secFlags.load("")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 2
+	}
+	if err := restrictLocations(*allowed); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: --allowed-locations: %v\n", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := cluster.ServeScheduler(ctx, cluster.SchedulerConfig{
-		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, Logger: stderrLogger(),
+	err = cluster.ServeScheduler(ctx, cluster.SchedulerConfig{
+		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, Logger: stderrLogger(), Security: sec,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -61,6 +74,8 @@ func runExecutor(args []string) int {
 	policy := fs.String("policy", "", "push (wait for tasks) or pull (poll for tasks); default: the scheduler's")
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
 	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
+	secFlags := addSecurityFlags(fs, false)
+	allowed := addLocationsFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stdout, "Usage: sluice executor --scheduler ADDR --bind ADDR --flight-bind ADDR --vcores N --work-dir DIR\n\nFlags:\n%s", fs.FlagUsages())
 	}
@@ -80,6 +95,15 @@ func runExecutor(args []string) int {
 		fmt.Fprintf(os.Stderr, "Error: --exchange-compression: %v\n", err)
 		return 2
 	}
+	sec, err := secFlags.load("")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 2
+	}
+	if err := restrictLocations(*allowed); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: --allowed-locations: %v\n", err)
+		return 2
+	}
 	if err := os.MkdirAll(*workDir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: creating work dir: %v\n", err)
 		return 1
@@ -89,7 +113,7 @@ func runExecutor(args []string) int {
 	x, err := cluster.StartExecutor(ctx, cluster.ExecutorConfig{
 		SchedulerAddr: *sched, BindAddr: *bind, FlightAddr: *flightBind, AdvertiseHost: *advertise,
 		Vcores: *vcores, WorkDir: *workDir, Compression: codec, ID: *id, HeartbeatInterval: *heartbeat, Policy: *policy,
-		Logger: stderrLogger(),
+		Logger: stderrLogger(), Security: sec,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -110,4 +134,66 @@ func flagExit(err error) int {
 
 func stderrLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
+
+// securityFlags are the token and TLS flags of every sluice process.
+type securityFlags struct {
+	tokenFile, adminTokenFile *string
+	tls                       rpc.TLSFiles
+}
+
+// addSecurityFlags declares the flags on fs; admin adds --admin-token-file
+// (the scheduler's and the shell's).
+func addSecurityFlags(fs *pflag.FlagSet, admin bool) *securityFlags {
+	f := &securityFlags{}
+	f.tokenFile = fs.String("auth-token-file", "", "file holding the cluster's shared token: calls without it are refused, and it is sent on every call")
+	if admin {
+		f.adminTokenFile = fs.String("admin-token-file", "", "file holding the operator's token: .cluster shows every session's jobs in full to a caller presenting it")
+	}
+	fs.StringVar(&f.tls.Cert, "tls-cert", "", "PEM certificate this process serves (and presents to servers, for mutual TLS)")
+	fs.StringVar(&f.tls.Key, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&f.tls.CA, "tls-ca", "", "PEM CA certificate(s) that peers' certificates must be signed by; a server given one requires client certificates (mutual TLS)")
+	return f
+}
+
+// load reads the files the flags name. envToken (the shell's
+// SLUICE_AUTH_TOKEN) is used when no token file is given. It returns nil
+// when no flag asks for security.
+func (f *securityFlags) load(envToken string) (*rpc.Security, error) {
+	sec := &rpc.Security{Token: envToken}
+	var err error
+	if *f.tokenFile != "" {
+		if sec.Token, err = rpc.ReadTokenFile(*f.tokenFile); err != nil {
+			return nil, fmt.Errorf("--auth-token-file: %w", err)
+		}
+	}
+	if f.adminTokenFile != nil && *f.adminTokenFile != "" {
+		if sec.AdminToken, err = rpc.ReadTokenFile(*f.adminTokenFile); err != nil {
+			return nil, fmt.Errorf("--admin-token-file: %w", err)
+		}
+	}
+	if sec.ServerTLS, sec.ClientTLS, err = f.tls.Load(); err != nil {
+		return nil, err
+	}
+	if sec.Token == "" && sec.AdminToken == "" && sec.ClientTLS == nil {
+		return nil, nil
+	}
+	return sec, nil
+}
+
+// addLocationsFlag declares --allowed-locations on a server command.
+func addLocationsFlag(fs *pflag.FlagSet) *[]string {
+	return fs.StringSlice("allowed-locations", nil, "directories (comma-separated) whose files tables may be read from; none by default, so CREATE EXTERNAL TABLE fails until it is set")
+}
+
+// restrictLocations makes this server process read table files only under
+// dirs (none when empty): a scheduler or executor must not open whatever
+// file a client names.
+func restrictLocations(dirs []string) error {
+	l, err := catalog.NewLocations(dirs)
+	if err != nil {
+		return err
+	}
+	catalog.RestrictLocations(l)
+	return nil
 }

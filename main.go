@@ -22,6 +22,7 @@ import (
 	"sluice/cluster"
 	"sluice/render"
 	"sluice/repl"
+	"sluice/rpc"
 	"sluice/session"
 	"sluice/tpch"
 )
@@ -115,6 +116,7 @@ func run(args []string) int {
 	mode := fs.String("mode", "", "initial execution mode: blocking or pipelined (default pipelined)")
 	inProcess := fs.Bool("in-process", false, "run queries on the engine in this process, without a cluster")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	secFlags := addSecurityFlags(fs, true)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole session to this file (for go tool pprof)")
 	fs.Usage = func() {
 		// Asked for, help goes to stdout (sluice --help | less).
@@ -182,7 +184,12 @@ Flags:
 		defer stop()
 	}
 
-	sess, shutdown, err := connect(ctx, *schedulerAddr, *executors, *inProcess)
+	sec, err := secFlags.load(os.Getenv("SLUICE_AUTH_TOKEN"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 2
+	}
+	sess, shutdown, err := connect(ctx, *schedulerAddr, *executors, *inProcess, sec)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
@@ -294,8 +301,9 @@ func tpchDir(sf int) (string, error) {
 
 // connect returns the session queries run in: on the scheduler at addr, on
 // an embedded cluster of n executors started here, or (inProcess) on the
-// engine in this process. shutdown closes whatever was started.
-func connect(ctx context.Context, addr string, n int, inProcess bool) (*session.Session, func(), error) {
+// engine in this process. sec is the token and TLS for a scheduler at addr;
+// an embedded cluster makes its own. shutdown closes whatever was started.
+func connect(ctx context.Context, addr string, n int, inProcess bool, sec *rpc.Security) (*session.Session, func(), error) {
 	if inProcess {
 		return session.New(catalog.New()), func() {}, nil
 	}
@@ -309,9 +317,9 @@ func connect(ctx context.Context, addr string, n int, inProcess bool) (*session.
 		if err != nil {
 			return nil, nil, err
 		}
-		addr = emb.SchedulerAddr()
+		addr, sec = emb.SchedulerAddr(), emb.Security()
 	}
-	sess, err := session.Connect(addr)
+	sess, err := session.ConnectWith(addr, sec)
 	if err != nil {
 		if emb != nil {
 			emb.Close()

@@ -36,7 +36,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emb.Close()
-	sess, err := session.Connect(emb.SchedulerAddr())
+	sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,13 @@ import (
 // device such as /dev/zero never ends, and opening a FIFO blocks until
 // some other process writes to it, which would hang the scheduler or an
 // executor for every user of the cluster.
+//
+// It also refuses a file outside the process's allowed locations
+// (RestrictLocations): every table file is checked here.
 func checkRegular(path string, st os.FileInfo) error {
+	if err := checkAllowed(path); err != nil {
+		return err
+	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file (it is a %s); a table's LOCATION must name a regular file or a directory of them", path, fileKind(st.Mode()))
 	}
@@ -36,6 +42,9 @@ func fileKind(m os.FileMode) string {
 
 // CheckRegularFile checks that path is a regular file (see checkRegular).
 func CheckRegularFile(path string) error {
+	if err := checkAllowed(path); err != nil {
+		return err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)

@@ -121,6 +121,9 @@ func OpenParquet(path string) (*ParquetTable, error) {
 // listFiles returns path itself if it is a file, or every file under the
 // directory path whose name ends in ext (case-insensitive), sorted.
 func listFiles(path, ext string) ([]string, error) {
+	if err := checkAllowed(path); err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

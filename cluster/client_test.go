@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"sluice/catalog"
 	"sluice/exchange"
@@ -43,13 +42,13 @@ var clusterSettings = map[string]string{
 	"execution.target_partitions": "4",
 }
 
-func newTestClient(t testing.TB, addr string) *testClient {
+func newTestClient(t testing.TB, addr string, sec *rpc.Security) *testClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, append(sec.DialOptions(), rpc.SessionCredentials(rpc.RandomHex(16)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &exchange.Env{Clients: exchange.NewClientPool()}
+	env := &exchange.Env{Clients: exchange.NewClientPool(sec)}
 	t.Cleanup(func() {
 		env.Clients.Close()
 		conn.Close()
@@ -153,7 +152,8 @@ func (c *testClient) read(ctx context.Context, st *rpc.JobStatus) ([]string, err
 		parts[l.Partition] = append(parts[l.Partition], l)
 	}
 	reader := exchange.NewShuffleReader(int(st.FinalStageId), schema, parts)
-	tc := &physical.TaskContext{Alloc: mem, Memory: physical.NewMemoryPool("client", 0, nil), BatchSize: physical.DefaultBatchSize, Exchange: c.env}
+	tc := &physical.TaskContext{Alloc: mem, Memory: physical.NewMemoryPool("client", 0, nil), BatchSize: physical.DefaultBatchSize,
+		Exchange: &exchange.TaskEnv{Env: c.env, JobID: st.JobId, JobSecret: st.JobSecret}}
 	var rows []string
 	for p := range parts {
 		s, err := reader.Execute(ctx, p, tc)

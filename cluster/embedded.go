@@ -47,6 +47,10 @@ type EmbeddedConfig struct {
 	// Logger receives the scheduler's and executors' events (nil:
 	// discarded).
 	Logger *slog.Logger
+	// Security is the cluster's token and TLS (default: a random token of
+	// its own, so the loopback ports are not open to every local user;
+	// clients in this process get it from Security()).
+	Security *rpc.Security
 }
 
 // Embedded is a scheduler and its executors in one process, talking over
@@ -81,6 +85,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.Compression == "" {
 		cfg.Compression = exchange.CompressNone
 	}
+	if cfg.Security == nil {
+		cfg.Security = &rpc.Security{Token: rpc.NewToken()}
+	}
 	e := &Embedded{cfg: cfg, workDir: cfg.WorkDir}
 	if e.workDir == "" {
 		dir, err := os.MkdirTemp("", "sluice-cluster-")
@@ -91,6 +98,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	sched, err := StartScheduler(SchedulerConfig{
 		Policy: cfg.Policy, Catalog: cfg.Catalog, ExecutorTimeout: cfg.ExecutorTimeout, Logger: cfg.Logger,
+		Security: cfg.Security,
 	})
 	if err != nil {
 		e.removeWorkDir()
@@ -108,6 +116,10 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 
 // SchedulerAddr is the scheduler's gRPC address.
 func (e *Embedded) SchedulerAddr() string { return e.sched.Addr() }
+
+// Security is the cluster's token and TLS: what a client needs to connect
+// (session.ConnectWith).
+func (e *Embedded) Security() *rpc.Security { return e.cfg.Security }
 
 // Scheduler is the scheduler server.
 func (e *Embedded) Scheduler() *SchedulerServer { return e.sched }
@@ -137,7 +149,7 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 	x, err := StartExecutor(ctx, ExecutorConfig{
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
 		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
-		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger,
+		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger, Security: e.cfg.Security,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)

@@ -71,7 +71,7 @@ func TestEmbeddedQueriesMatchLocalEngine(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d executors", policy, n), func(t *testing.T) {
 				checkGoroutines(t)
 				emb, cat := startCluster(t, EmbeddedConfig{Executors: n, Policy: policy})
-				c := newTestClient(t, emb.SchedulerAddr())
+				c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 				ctx := testContext(t, 60*time.Second)
 				for _, q := range testQueries {
 					got, st, err := c.query(ctx, q.sql, q.settings)

@@ -20,7 +20,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"sluice/exchange"
@@ -76,6 +75,10 @@ type ExecutorConfig struct {
 	TaskFailureHook func(task *rpc.TaskDefinition) error
 	// Logger receives one line per important event (nil: discarded).
 	Logger *slog.Logger
+	// Security is the cluster's token and TLS (nil: none): the executor
+	// presents the token to the scheduler and to other executors, and its
+	// own servers refuse calls without it.
+	Security *rpc.Security
 }
 
 // Executor runs tasks for a scheduler. Start it with StartExecutor; stop it
@@ -169,10 +172,15 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		grpcLis.Close()
 		return nil, fmt.Errorf("executor: listening for Flight on %s: %w", cfg.FlightAddr, err)
 	}
+	for _, b := range []struct{ what, addr string }{{"the executor's control service", cfg.BindAddr}, {"the executor's Flight service", cfg.FlightAddr}} {
+		if w := cfg.Security.ExposedWarning(b.what, b.addr); w != "" {
+			log.Warn(w)
+		}
+	}
 	grpcAddr := advertised(grpcLis.Addr(), cfg.BindAddr, cfg.AdvertiseHost)
 	flightAddr := advertised(flightLis.Addr(), cfg.FlightAddr, cfg.AdvertiseHost)
 
-	conn, err := grpc.NewClient(cfg.SchedulerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption())
+	conn, err := grpc.NewClient(cfg.SchedulerAddr, append(cfg.Security.DialOptions(), rpc.KeepaliveDialOption())...)
 	if err != nil {
 		grpcLis.Close()
 		flightLis.Close()
@@ -185,14 +193,15 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		WorkDir:       cfg.WorkDir,
 		Compression:   cfg.Compression,
 		Registry:      exchange.NewRegistry(),
-		Clients:       exchange.NewClientPool(),
+		Clients:       exchange.NewClientPool(cfg.Security),
+		Secrets:       exchange.NewJobSecrets(),
 	}
 	bg, stop := context.WithCancel(context.Background())
 	e := &Executor{
 		cfg: cfg, id: cfg.ID, log: log.With("executor", cfg.ID),
 		env: env, flightSvc: exchange.NewFlightService(env),
 		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, 0, nil),
-		grpcSrv: newServer(nil, nil), flightSrv: newServer(nil, nil), grpcAddr: grpcAddr,
+		grpcSrv: newServer(cfg.Security, nil, nil), flightSrv: newServer(cfg.Security, nil, nil), grpcAddr: grpcAddr,
 		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
 		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
 		running: map[taskKey]*runningTask{}, removed: map[string]time.Time{},

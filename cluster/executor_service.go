@@ -40,6 +40,9 @@ func (s *executorService) CancelTasks(ctx context.Context, req *rpc.CancelTasksR
 		if req.JobId == "" {
 			return nil, status.Error(codes.InvalidArgument, "cancel tasks: name the tasks or a job")
 		}
+		if err := s.e.checkJobSecret(req.JobId, req.JobSecret); err != nil {
+			return nil, err
+		}
 		n := len(s.e.cancelTasks(func(rt *runningTask) bool { return rt.key.job == req.JobId }, errTaskCancelled))
 		if n > 0 {
 			s.e.log.Info("job's tasks cancelled", "job", req.JobId, "tasks", n)
@@ -61,10 +64,24 @@ func (s *executorService) RemoveJobData(ctx context.Context, req *rpc.RemoveJobD
 	if req.JobId == "" {
 		return nil, status.Error(codes.InvalidArgument, "remove job data: no job id given")
 	}
+	if err := s.e.checkJobSecret(req.JobId, req.JobSecret); err != nil {
+		return nil, err
+	}
 	if err := s.e.removeJob(ctx, req.JobId); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &rpc.RemoveJobDataResponse{}, nil
+}
+
+// checkJobSecret refuses a request about a job this executor knows
+// without the job's secret: only the scheduler, which made the secret,
+// may cancel a job's tasks or remove its data. A job the executor does
+// not know has nothing here to protect.
+func (e *Executor) checkJobSecret(job, secret string) error {
+	if known, ok := e.env.Secrets.Check(context.Background(), job, secret, 0); known && !ok {
+		return status.Errorf(codes.PermissionDenied, "the request does not carry the secret of job %s", job)
+	}
+	return nil
 }
 
 func (e *Executor) removeJob(ctx context.Context, job string) error {

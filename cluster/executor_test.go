@@ -95,7 +95,7 @@ func startWithFake(t *testing.T, hook func(*rpc.TaskDefinition) error) (*Executo
 }
 
 func task(job string, id int32, vcores int32) *rpc.TaskDefinition {
-	return &rpc.TaskDefinition{Id: &rpc.TaskId{JobId: job, StageId: 1, TaskId: id}, Partitions: []int32{0}, Vcores: vcores}
+	return &rpc.TaskDefinition{Id: &rpc.TaskId{JobId: job, StageId: 1, TaskId: id}, Partitions: []int32{0}, Vcores: vcores, JobSecret: "secret of " + job}
 }
 
 func nextStatus(t *testing.T, f *fakeScheduler) *rpc.TaskStatus {
@@ -152,7 +152,7 @@ func TestExecutorQueuesCancelsAndReportsTasks(t *testing.T) {
 	waitFor(t, "no tasks", func() bool { return x.RunningTasks() == 0 })
 
 	// Tasks of a job whose data was removed are refused.
-	if _, err := c.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: "j"}); err != nil {
+	if _, err := c.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: "j", JobSecret: "secret of j"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.LaunchTasks(ctx, &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task("j", 2, 1)}}); err != nil {

@@ -79,7 +79,7 @@ func TestKilledExecutorWorkIsRerun(t *testing.T) {
 			}
 			emb, cat := startCluster(t, faultConfig(policy, hook))
 			slot.emb.Store(emb)
-			c := newTestClient(t, emb.SchedulerAddr())
+			c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 			got, st, err := c.query(testContext(t, 60*time.Second), heavyQuery, heavySettings)
 			<-dead
 			if err != nil {
@@ -129,7 +129,7 @@ func TestAllExecutorsKilledFailsQuery(t *testing.T) {
 	}
 	emb, _ := startCluster(t, faultConfig(PolicyPush, hook))
 	slot.emb.Store(emb)
-	c := newTestClient(t, emb.SchedulerAddr())
+	c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 	start := time.Now()
 	_, st, err := c.query(testContext(t, 40*time.Second), heavyQuery, heavySettings)
 	killed.Wait()
@@ -164,7 +164,7 @@ func TestInjectedTaskFailuresAreRetried(t *testing.T) {
 		return nil
 	}
 	emb, cat := startCluster(t, EmbeddedConfig{Executors: 2, TaskFailureHook: hook})
-	c := newTestClient(t, emb.SchedulerAddr())
+	c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 	got, st, err := c.query(testContext(t, 60*time.Second), heavyQuery, heavySettings)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestTaskPanicFailsJobWithStack(t *testing.T) {
 		return nil
 	}
 	emb, _ := startCluster(t, EmbeddedConfig{Executors: 2, TaskFailureHook: hook})
-	c := newTestClient(t, emb.SchedulerAddr())
+	c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 	_, st, err := c.query(testContext(t, 60*time.Second), heavyQuery, heavySettings)
 	if err == nil {
 		t.Fatal("query succeeded although every task of stage 1 panics")
@@ -231,7 +231,7 @@ func TestCancelMidQueryStopsTasksAndRemovesFiles(t *testing.T) {
 			var releaseOnce sync.Once
 			unblock := func() { releaseOnce.Do(func() { close(release) }) }
 			t.Cleanup(unblock) // before the cluster's Close, which waits for the hung tasks
-			c := newTestClient(t, emb.SchedulerAddr())
+			c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 			ctx := testContext(t, 60*time.Second)
 			j, err := c.submit(ctx, heavyQuery, heavySettings)
 			if err != nil {
@@ -321,7 +321,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestTicketsForUnknownJobsAreRejected(t *testing.T) {
 	emb, _ := startCluster(t, EmbeddedConfig{Executors: 2})
-	c := newTestClient(t, emb.SchedulerAddr())
+	c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 	ctx := testContext(t, 30*time.Second)
 	j, err := c.submit(ctx, heavyQuery, heavySettings)
 	if err != nil {

@@ -82,33 +82,70 @@ func TestSeparateProcesses(t *testing.T) {
 // the same tables for the local engine that checks answers.
 func startProcessCluster(t *testing.T, ctx context.Context) (sched *process, execs []*process, c *testClient, cat *catalog.Catalog) {
 	t.Helper()
-	dir := t.TempDir()
+	pc := startProcessClusterWith(t, ctx, processClusterOptions{})
+	return pc.sched, pc.execs, pc.client, pc.cat
+}
+
+// processClusterOptions are the extra flags of a process cluster's
+// members and what its test client presents.
+type processClusterOptions struct {
+	schedulerArgs, executorArgs []string
+	client                      *rpc.Security
+}
+
+// processCluster is a started process cluster.
+type processCluster struct {
+	bin, dir, addr, data string
+	sched                *process
+	execs                []*process
+	client               *testClient
+	cat                  *catalog.Catalog
+}
+
+// buildSluice builds the sluice binary into dir.
+func buildSluice(t *testing.T, dir string) string {
+	t.Helper()
 	bin := filepath.Join(dir, "sluice")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	sched = startProcess(t, bin, "scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s")
+	return bin
+}
+
+// startProcessClusterWith is startProcessCluster with extra flags. The
+// scheduler and the executors may read the test tables' directory
+// (--allowed-locations).
+func startProcessClusterWith(t *testing.T, ctx context.Context, o processClusterOptions) *processCluster {
+	t.Helper()
+	pc := &processCluster{dir: t.TempDir()}
+	dir := pc.dir
+	bin := buildSluice(t, dir)
+	pc.bin = bin
+	data := filepath.Join(dir, "data")
+	cat := writeTestTables(t, data)
+	sched := startProcess(t, bin, append([]string{"scheduler", "--bind", "127.0.0.1:0", "--policy", "push", "--executor-timeout", "2s",
+		"--allowed-locations", data}, o.schedulerArgs...)...)
 	addr := sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
+	var execs []*process
 	for i := 1; i <= 2; i++ {
-		execs = append(execs, startProcess(t, bin, "executor", "--scheduler", addr, "--bind", "127.0.0.1:0",
+		execs = append(execs, startProcess(t, bin, append([]string{"executor", "--scheduler", addr, "--bind", "127.0.0.1:0",
 			"--flight-bind", "127.0.0.1:0", "--vcores", "2", "--work-dir", filepath.Join(dir, fmt.Sprintf("work-%d", i)),
-			"--id", fmt.Sprintf("proc-%d", i), "--heartbeat", "400ms"))
+			"--id", fmt.Sprintf("proc-%d", i), "--heartbeat", "400ms", "--allowed-locations", data}, o.executorArgs...)...))
 	}
 	for _, x := range execs {
 		x.await(t, regexp.MustCompile(`msg="executor registered"`))
 	}
-	data := filepath.Join(dir, "data")
-	cat = writeTestTables(t, data)
-	c = newTestClient(t, addr)
+	c := newTestClient(t, addr, o.client)
 	for _, tb := range testTables {
 		sql := fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", tb.name, filepath.Join(data, tb.name))
 		if _, _, err := c.query(ctx, sql, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return sched, execs, c, cat
+	pc.addr, pc.data, pc.sched, pc.execs, pc.client, pc.cat = addr, data, sched, execs, c, cat
+	return pc
 }
 
 // TestFrozenExecutorBlocking freezes an executor (SIGSTOP) once the first

@@ -36,10 +36,12 @@ func recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, hand
 }
 
 // newServer returns a gRPC server whose handlers' panics are recovered,
-// with the given interceptors inside the recovery.
-func newServer(unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) *grpc.Server {
-	return grpc.NewServer(append(rpc.KeepaliveServerOptions(),
-		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{recoverUnary}, unary...)...),
-		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream}, stream...)...),
+// which refuses calls without sec's token (and speaks TLS when sec says
+// so), with the given interceptors inside both.
+func newServer(sec *rpc.Security, unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) *grpc.Server {
+	opts := append(rpc.KeepaliveServerOptions(), sec.ServerOptions()...)
+	return grpc.NewServer(append(opts,
+		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{recoverUnary, sec.UnaryInterceptor()}, unary...)...),
+		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream, sec.StreamInterceptor()}, stream...)...),
 	)...)
 }

@@ -36,6 +36,9 @@ type SchedulerConfig struct {
 	TaskRetries int
 	// Logger receives one line per important event (nil: discarded).
 	Logger *slog.Logger
+	// Security is the cluster's token and TLS (nil: none): callers without
+	// the token are refused, executors are dialled with it.
+	Security *rpc.Security
 }
 
 // SchedulerServer is a scheduler served over gRPC.
@@ -72,11 +75,12 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 		sched: scheduler.New(scheduler.Config{
 			Policy: cfg.Policy, Encode: EncodePlan, Exchanges: Exchanges{}, Catalog: cfg.Catalog,
 			ExecutorTimeout: cfg.ExecutorTimeout, TaskRetries: cfg.TaskRetries, Logger: log,
+			Security: cfg.Security,
 		}),
 		addr: lis.Addr().String(),
 		log:  log,
 	}
-	s.srv = newServer([]grpc.UnaryServerInterceptor{s.logUnary}, []grpc.StreamServerInterceptor{s.logStream})
+	s.srv = newServer(cfg.Security, []grpc.UnaryServerInterceptor{s.logUnary}, []grpc.StreamServerInterceptor{s.logStream})
 	rpc.RegisterSchedulerServiceServer(s.srv, s.sched)
 	s.wg.Add(1)
 	go func() {
@@ -85,7 +89,11 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 			log.Error("scheduler server stopped", "err", err)
 		}
 	}()
-	log.Info("scheduler listening", "addr", s.addr, "policy", cfg.Policy)
+	log.Info("scheduler listening", "addr", s.addr, "policy", cfg.Policy,
+		"auth", cfg.Security.Authenticated(), "tls", cfg.Security.Encrypted())
+	if w := cfg.Security.ExposedWarning("the scheduler", cfg.Bind); w != "" {
+		log.Warn(w)
+	}
 	return s, nil
 }
 

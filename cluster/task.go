@@ -70,6 +70,10 @@ func (e *Executor) launch(defs []*rpc.TaskDefinition) error {
 			e.log.Warn("task launched twice; second launch ignored", "task", k.String())
 			continue
 		}
+		// Known from the launch on, so that the job's tasks queued for a
+		// slot cannot be cancelled by a caller without the secret. A
+		// mismatch fails the task when it starts (taskContext).
+		_ = e.env.Secrets.Bind(k.job, def.JobSecret)
 		ctx, cancel := context.WithCancelCause(e.ctx)
 		rt := &runningTask{key: k, def: def, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 		e.running[k] = rt
@@ -171,9 +175,11 @@ func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *task
 	if ctx.Err() != nil {
 		return e.interrupted(ctx, def)
 	}
-	st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_FAILED, Error: err.Error()}
+	// The scheduler shows the error to the job's user: it names no path
+	// under this executor's work dir.
+	st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_FAILED, Error: exchange.ScrubWorkDir(err.Error(), e.cfg.WorkDir)}
 	if msg, ok := expr.UserMessage(err); ok {
-		st.QueryError = msg
+		st.QueryError = exchange.ScrubWorkDir(msg, e.cfg.WorkDir)
 	}
 	var fe *exchange.FetchError
 	if errors.As(err, &fe) {
@@ -258,12 +264,18 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 		return nil, err
 	}
 	id := def.Id
+	// The executor serves the job's data only to tickets with this
+	// secret, and the task's readers put it in theirs.
+	if err := e.env.Secrets.Bind(id.JobId, def.JobSecret); err != nil {
+		return nil, err
+	}
 	return &physical.TaskContext{
 		Alloc:     physical.Allocator,
 		Memory:    physical.NewMemoryPool(keyOf(id).String(), int64(limit), e.memory),
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{
 			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),
+			JobSecret: def.JobSecret,
 		},
 	}, nil
 }

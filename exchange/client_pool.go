@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"sluice/rpc"
 )
@@ -20,14 +19,16 @@ const maxFlightMessage = 256 << 20
 // multiplexes concurrent streams over each connection and reconnects by
 // itself after a failure. It is safe for concurrent use.
 type ClientPool struct {
+	dial    []grpc.DialOption
 	mu      sync.Mutex
 	clients map[string]flight.Client
 	closed  bool
 }
 
-// NewClientPool returns an empty pool.
-func NewClientPool() *ClientPool {
-	return &ClientPool{clients: make(map[string]flight.Client)}
+// NewClientPool returns an empty pool whose connections use sec's
+// transport and tokens (nil: plaintext, no token).
+func NewClientPool(sec *rpc.Security) *ClientPool {
+	return &ClientPool{dial: sec.DialOptions(), clients: make(map[string]flight.Client)}
 }
 
 // Get returns the client for addr ("host:port"), dialing it on first use.
@@ -44,9 +45,9 @@ func (p *ClientPool) Get(addr string) (flight.Client, error) {
 	if c, ok := p.clients[addr]; ok {
 		return c, nil
 	}
-	c, err := flight.NewClientWithMiddleware(addr, nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption(),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxFlightMessage)))
+	opts := append([]grpc.DialOption{rpc.KeepaliveDialOption(),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxFlightMessage))}, p.dial...)
+	c, err := flight.NewClientWithMiddleware(addr, nil, nil, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dialing Flight service at %s: %w", addr, err)
 	}

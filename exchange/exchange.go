@@ -52,6 +52,11 @@ type Env struct {
 	// files it writes and of the Flight streams it serves ("": LZ4).
 	// Readers accept either: Arrow IPC marks compression per message.
 	Compression Compression
+	// Secrets holds the secrets of the jobs this executor runs tasks of;
+	// the Flight service refuses tickets without the job's (nil on
+	// clients; nil on an executor serves every ticket, for tests of the
+	// exchange alone).
+	Secrets *JobSecrets
 }
 
 // Compression is the codec of shuffle files and Flight streams.
@@ -108,13 +113,16 @@ func (e *Env) producerWait() time.Duration {
 }
 
 // TaskEnv is the value of physical.TaskContext.Exchange on executors: the
-// executor's Env and the identity of the task being run.
+// executor's Env and the identity of the task being run. A client reading
+// a job's results passes one too, with JobID and JobSecret set.
 type TaskEnv struct {
 	*Env
 	JobID   string
 	StageID int
 	TaskID  int
 	Attempt int
+	// JobSecret goes into every Flight ticket the task's readers send.
+	JobSecret string
 }
 
 // StageWriter is the root operator of a stage. The executor runs a task by

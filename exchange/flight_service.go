@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -20,7 +21,8 @@ import (
 )
 
 // FlightService is an executor's Arrow Flight service. DoGet serves two
-// tickets (an rpc.Ticket, protobuf-encoded):
+// tickets (an rpc.Ticket, protobuf-encoded), each only with its job's
+// secret (Env.Secrets):
 //
 //   - FetchPartition: one shuffle file of a job this executor holds. The
 //     job's directory must exist and the file must lie under
@@ -51,19 +53,50 @@ func (s *FlightService) alloc() memory.Allocator {
 	return memory.DefaultAllocator
 }
 
-// DoGet implements flight.FlightServiceServer.
+// DoGet implements flight.FlightServiceServer. Its errors do not name the
+// executor's work dir.
 func (s *FlightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	return scrubStatus(s.doGet(tkt, stream), s.env.WorkDir)
+}
+
+func (s *FlightService) doGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	var t rpc.Ticket
 	if err := proto.Unmarshal(tkt.GetTicket(), &t); err != nil {
 		return status.Errorf(codes.InvalidArgument, "malformed ticket: %v", err)
 	}
 	switch k := t.Kind.(type) {
 	case *rpc.Ticket_FetchPartition:
+		if err := s.checkSecret(stream.Context(), k.FetchPartition.JobId, k.FetchPartition.JobSecret, 0); err != nil {
+			return err
+		}
 		return s.fetchPartition(stream, k.FetchPartition)
 	case *rpc.Ticket_FetchPipelinedPartition:
+		// A consumer may ask before the producer's task (which brings the
+		// secret) reached this executor.
+		if err := s.checkSecret(stream.Context(), k.FetchPipelinedPartition.JobId, k.FetchPipelinedPartition.JobSecret, s.env.producerWait()); err != nil {
+			return err
+		}
 		return s.fetchPipelined(stream, k.FetchPipelinedPartition)
 	}
 	return status.Error(codes.InvalidArgument, "ticket names no fetch (want fetch_partition or fetch_pipelined_partition)")
+}
+
+// checkSecret refuses a ticket without its job's secret. A job this
+// executor holds no secret for is unknown here: it ran none of the job's
+// tasks, the job's data was removed, or the data is an earlier scheduler
+// instance's, which nobody may read any more.
+func (s *FlightService) checkSecret(ctx context.Context, job, secret string, wait time.Duration) error {
+	if s.env.Secrets == nil {
+		return nil
+	}
+	known, ok := s.env.Secrets.Check(ctx, job, secret, wait)
+	switch {
+	case !known:
+		return status.Errorf(codes.NotFound, "unknown job %s on executor %s (its data was removed, or the executor restarted)", job, s.env.ExecutorID)
+	case !ok:
+		return status.Errorf(codes.PermissionDenied, "the ticket does not carry the secret of job %s: only the job's tasks and the session that submitted it may read its data", job)
+	}
+	return nil
 }
 
 // shufflePath checks a FetchPartition ticket against the work dir and
@@ -180,6 +213,9 @@ func (s *FlightService) RemoveJob(jobID string) error {
 	}
 	if s.env.Registry != nil {
 		s.env.Registry.DropJob(jobID)
+	}
+	if s.env.Secrets != nil {
+		s.env.Secrets.Forget(jobID)
 	}
 	if s.env.WorkDir == "" {
 		return nil

@@ -46,7 +46,7 @@ func TestFlightServiceTickets(t *testing.T) {
 	parts := writeStage(t, env, "job", 1, 300, 2)
 	loc := parts[0][0]
 	other := writeStage(t, env, "other", 1, 10, 1)[0][0]
-	pool := NewClientPool()
+	pool := NewClientPool(nil)
 	defer pool.Close()
 
 	tests := []struct {

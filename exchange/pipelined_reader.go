@@ -118,6 +118,7 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 		StageId:   int32(r.StageID),
 		TaskId:    p.TaskId,
 		Partition: int32(partition),
+		JobSecret: jobSecretOf(tc),
 	}}})
 	if err != nil {
 		return fmt.Errorf("encoding ticket: %w", err)

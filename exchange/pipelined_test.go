@@ -97,7 +97,7 @@ func TestPipelinedOverFlight(t *testing.T) {
 			if tt.consumer == "uncompressed" {
 				b.Compression = CompressNone
 			}
-			consumer := &Env{ExecutorID: "client", Clients: NewClientPool()}
+			consumer := &Env{ExecutorID: "client", Clients: NewClientPool(nil)}
 			defer consumer.Clients.Close()
 			if tt.consumer == "a" {
 				consumer = a
@@ -140,7 +140,7 @@ func TestPipelinedProducerFailure(t *testing.T) {
 	checkGoroutines(t)
 	a, _ := newExecutorEnv(t, "a")
 	b, _ := newExecutorEnv(t, "b")
-	consumer := &Env{ExecutorID: "client", Clients: NewClientPool()}
+	consumer := &Env{ExecutorID: "client", Clients: NewClientPool(nil)}
 	defer consumer.Clients.Close()
 	boom := errors.New("disk on fire")
 	src := rowsSource(2, 1000, 50)
@@ -164,7 +164,7 @@ func TestPipelinedProducerFailure(t *testing.T) {
 func TestPipelinedProducerCancelled(t *testing.T) {
 	checkGoroutines(t)
 	a, _ := newExecutorEnv(t, "a")
-	consumer := &Env{ExecutorID: "client", Clients: NewClientPool()}
+	consumer := &Env{ExecutorID: "client", Clients: NewClientPool(nil)}
 	defer consumer.Clients.Close()
 	src := rowsSource(1, 100, 50)
 	src.block = true // never ends by itself
@@ -204,7 +204,7 @@ func TestPipelinedProducerCancelled(t *testing.T) {
 func TestPipelinedPassThroughAndBroadcast(t *testing.T) {
 	checkGoroutines(t)
 	a, _ := newExecutorEnv(t, "a")
-	consumer := &Env{ExecutorID: "client", Clients: NewClientPool()}
+	consumer := &Env{ExecutorID: "client", Clients: NewClientPool(nil)}
 	defer consumer.Clients.Close()
 
 	// Pass-through: the task owns input partition 1 only, and registers

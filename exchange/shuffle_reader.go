@@ -75,7 +75,7 @@ func (r *ShuffleReader) Execute(ctx context.Context, partition int, tc *physical
 	if err != nil {
 		return nil, fmt.Errorf("shuffle reader of stage %d: %w", r.StageID, err)
 	}
-	s := &shuffleStream{env: env, alloc: tc.Alloc}
+	s := &shuffleStream{env: env, alloc: tc.Alloc, secret: jobSecretOf(tc)}
 	locs := r.Partitions[partition]
 	s.mergeStream = startMerge(ctx, r.schema, 2, func(ctx context.Context, m *mergeStream) error { return s.run(ctx, m, locs) })
 	return s, nil
@@ -83,8 +83,9 @@ func (r *ShuffleReader) Execute(ctx context.Context, partition int, tc *physical
 
 type shuffleStream struct {
 	*mergeStream
-	env   *Env
-	alloc memory.Allocator
+	env    *Env
+	alloc  memory.Allocator
+	secret string // the job's, for the tickets
 
 	inflight atomic.Int64 // bytes of files being fetched (tests observe the cap)
 	peak     atomic.Int64
@@ -167,6 +168,7 @@ func (s *shuffleStream) readRemote(ctx context.Context, m *mergeStream, loc *rpc
 		MapPartition: loc.MapPartition,
 		Partition:    loc.Partition,
 		Path:         loc.Path,
+		JobSecret:    s.secret,
 	}}})
 	if err != nil {
 		return fmt.Errorf("encoding ticket: %w", err)

@@ -47,7 +47,7 @@ func TestShuffleRoundTrip(t *testing.T) {
 			parts := writeStage(t, producer, "job", 1, 900, 4)
 			reader := producer
 			if tt.remote {
-				reader = &Env{ExecutorID: "e2", Clients: NewClientPool(), MaxFetchBytes: 1 << 20}
+				reader = &Env{ExecutorID: "e2", Clients: NewClientPool(nil), MaxFetchBytes: 1 << 20}
 				t.Cleanup(func() { reader.Clients.Close() })
 			}
 			r := NewShuffleReader(1, testSchema, parts)
@@ -88,7 +88,7 @@ func TestShuffleReaderFetchFailure(t *testing.T) {
 	checkGoroutines(t)
 	producer, svc := newExecutorEnv(t, "e1")
 	parts := writeStage(t, producer, "job", 3, 200, 2)
-	client := &Env{ExecutorID: "e2", Clients: NewClientPool()}
+	client := &Env{ExecutorID: "e2", Clients: NewClientPool(nil)}
 	t.Cleanup(func() { client.Clients.Close() })
 
 	tests := []struct {
@@ -155,7 +155,7 @@ func TestShuffleReaderCapsBytesInFlight(t *testing.T) {
 			for _, remote := range []bool{false, true} {
 				env := &Env{ExecutorID: "e1", WorkDir: producer.WorkDir, MaxFetchBytes: tt.limit}
 				if remote {
-					env = &Env{ExecutorID: "e2", Clients: NewClientPool(), MaxFetchBytes: tt.limit}
+					env = &Env{ExecutorID: "e2", Clients: NewClientPool(nil), MaxFetchBytes: tt.limit}
 					defer env.Clients.Close()
 				}
 				tc, _ := checkedTC(t, env)

@@ -167,7 +167,7 @@ func checkGoroutines(t *testing.T) {
 // and Flight service on 127.0.0.1:0; the service uses a checked allocator.
 func newExecutorEnv(t *testing.T, id string) (*Env, *FlightService) {
 	t.Helper()
-	env := &Env{ExecutorID: id, WorkDir: t.TempDir(), Registry: NewRegistry(), Clients: NewClientPool(), ProducerWait: 5 * time.Second}
+	env := &Env{ExecutorID: id, WorkDir: t.TempDir(), Registry: NewRegistry(), Clients: NewClientPool(nil), ProducerWait: 5 * time.Second}
 	t.Cleanup(func() { env.Clients.Close() })
 	svc := NewFlightService(env)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -161,7 +161,7 @@ func (m *markdownWriter) Begin(schema *arrow.Schema) error {
 	m.ncol = schema.NumFields()
 	m.w.WriteString("|")
 	for _, f := range schema.Fields() {
-		m.w.WriteString(" " + mdEscaper.Replace(f.Name) + " |")
+		m.w.WriteString(" " + Escape(mdEscaper.Replace(f.Name), "") + " |")
 	}
 	m.w.WriteString("\n|")
 	for _, f := range schema.Fields() {
@@ -184,7 +184,7 @@ func (m *markdownWriter) Write(b arrow.RecordBatch) error {
 			if !ok {
 				s = m.opts.NullValue
 			}
-			m.w.WriteString(" " + mdEscaper.Replace(s) + " |")
+			m.w.WriteString(" " + Escape(mdEscaper.Replace(s), "\t") + " |")
 		}
 		m.w.WriteString("\n")
 	}
@@ -206,11 +206,12 @@ type lineWriter struct {
 func (l *lineWriter) Begin(schema *arrow.Schema) error {
 	width := 0
 	for _, f := range schema.Fields() {
-		width = max(width, displayWidth(f.Name))
+		width = max(width, displayWidth(Escape(f.Name, "")))
 	}
 	l.names = make([]string, schema.NumFields())
 	for i, f := range schema.Fields() {
-		l.names[i] = strings.Repeat(" ", width-displayWidth(f.Name)) + f.Name
+		name := Escape(f.Name, "")
+		l.names[i] = strings.Repeat(" ", width-displayWidth(name)) + name
 	}
 	return nil
 }
@@ -226,7 +227,7 @@ func (l *lineWriter) Write(b arrow.RecordBatch) error {
 			if !ok {
 				s = l.opts.NullValue
 			}
-			fmt.Fprintf(l.w, "%s = %s\n", name, s)
+			fmt.Fprintf(l.w, "%s = %s\n", name, Escape(s, "\n\t"))
 		}
 		l.rows++
 	}

@@ -27,8 +27,12 @@ func cut(s string, width int) string {
 	return runewidth.Truncate(s, width, "…")
 }
 
-// oneLine keeps a value on one table line.
+// oneLine keeps a value on one table line; Escape then shows the other
+// control characters escaped.
 var oneLine = strings.NewReplacer("\n", "\\n", "\r", "\\r", "\t", " ")
+
+// tableText is a value or a column name as a table cell shows it.
+func tableText(s string) string { return Escape(oneLine.Replace(s), "") }
 
 // tableWriter draws a box table as batches arrive. Column widths are pinned
 // from the header and the first batch (at most MaxWidth); a later value that
@@ -58,7 +62,7 @@ func (t *tableWriter) Begin(schema *arrow.Schema) error {
 	t.names = make([]string, schema.NumFields())
 	t.types = make([]arrow.DataType, schema.NumFields())
 	for i, f := range schema.Fields() {
-		t.names[i] = f.Name
+		t.names[i] = tableText(f.Name)
 		t.types[i] = f.Type
 	}
 	return nil
@@ -69,7 +73,7 @@ func (t *tableWriter) cell(b arrow.RecordBatch, col, row int) string {
 	if !ok {
 		return t.opts.NullValue
 	}
-	return oneLine.Replace(s)
+	return tableText(s)
 }
 
 // start pins the widths from the header and first (possibly nil) batch and

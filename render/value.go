@@ -3,8 +3,11 @@
 package render
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -59,4 +62,43 @@ func IsNumeric(t arrow.DataType) bool {
 		return true
 	}
 	return false
+}
+
+// Escape shows the control characters of s that a terminal would act on
+// (ESC starting a sequence that moves the cursor, retitles the window or
+// rewrites the screen, BEL, backspace, C1 controls such as CSI) as
+// escapes, as psql does: ESC becomes \x1b, U+009B becomes \u009b, a byte
+// that is not UTF-8 becomes \xHH. keep lists the controls left as they are
+// (the formats that show multi-line values keep "\n"). Backslashes are
+// not escaped: the escapes mark control characters for a person, they are
+// not a reversible encoding (use csv or json for that).
+func Escape(s, keep string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c >= 0x80 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strings.ContainsRune(keep, r):
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

@@ -105,9 +105,12 @@ func (*LaunchTasksResponse) Descriptor() ([]byte, []int) {
 }
 
 type CancelTasksRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tasks         []*TaskId              `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"` // empty with job_id set: every task of the job
-	JobId         string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tasks []*TaskId              `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"` // empty with job_id set: every task of the job
+	JobId string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The job's secret (TaskDefinition.job_secret): required with job_id
+	// by an executor that knows the job.
+	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -156,6 +159,13 @@ func (x *CancelTasksRequest) GetJobId() string {
 	return ""
 }
 
+func (x *CancelTasksRequest) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
+	}
+	return ""
+}
+
 type CancelTasksResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -193,8 +203,10 @@ func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
 }
 
 type RemoveJobDataRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The job's secret: required by an executor that knows the job.
+	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -232,6 +244,13 @@ func (*RemoveJobDataRequest) Descriptor() ([]byte, []int) {
 func (x *RemoveJobDataRequest) GetJobId() string {
 	if x != nil {
 		return x.JobId
+	}
+	return ""
+}
+
+func (x *RemoveJobDataRequest) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
 	}
 	return ""
 }
@@ -279,13 +298,17 @@ const file_executor_proto_rawDesc = "" +
 	"\x0eexecutor.proto\x12\x06sluice\x1a\x0fscheduler.proto\"B\n" +
 	"\x12LaunchTasksRequest\x12,\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x16.sluice.TaskDefinitionR\x05tasks\"\x15\n" +
-	"\x13LaunchTasksResponse\"Q\n" +
+	"\x13LaunchTasksResponse\"p\n" +
 	"\x12CancelTasksRequest\x12$\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x0e.sluice.TaskIdR\x05tasks\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"\x15\n" +
-	"\x13CancelTasksResponse\"-\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\x15\n" +
+	"\x13CancelTasksResponse\"L\n" +
 	"\x14RemoveJobDataRequest\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x17\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\x17\n" +
 	"\x15RemoveJobDataResponse2\xef\x01\n" +
 	"\x0fExecutorService\x12F\n" +
 	"\vLaunchTasks\x12\x1a.sluice.LaunchTasksRequest\x1a\x1b.sluice.LaunchTasksResponse\x12F\n" +

@@ -3770,12 +3770,15 @@ func (*Ticket_FetchPartition) isTicket_Kind() {}
 func (*Ticket_FetchPipelinedPartition) isTicket_Kind() {}
 
 type FetchPartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	StageId       int32                  `protobuf:"varint,2,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
-	MapPartition  int32                  `protobuf:"varint,3,opt,name=map_partition,json=mapPartition,proto3" json:"map_partition,omitempty"`
-	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
-	Path          string                 `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	StageId      int32                  `protobuf:"varint,2,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
+	MapPartition int32                  `protobuf:"varint,3,opt,name=map_partition,json=mapPartition,proto3" json:"map_partition,omitempty"`
+	Partition    int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	Path         string                 `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`
+	// The job's secret (TaskDefinition.job_secret, JobStatus.job_secret):
+	// the executor refuses tickets without it.
+	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3845,12 +3848,21 @@ func (x *FetchPartition) GetPath() string {
 	return ""
 }
 
+func (x *FetchPartition) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
+	}
+	return ""
+}
+
 type FetchPipelinedPartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	StageId       int32                  `protobuf:"varint,2,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
-	TaskId        int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	StageId   int32                  `protobuf:"varint,2,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
+	TaskId    int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Partition int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The job's secret, as in FetchPartition.
+	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3911,6 +3923,13 @@ func (x *FetchPipelinedPartition) GetPartition() int32 {
 		return x.Partition
 	}
 	return 0
+}
+
+func (x *FetchPipelinedPartition) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
+	}
+	return ""
 }
 
 // generate_series(start, stop, step): one output column; the arguments are
@@ -4750,18 +4769,22 @@ const file_plan_proto_rawDesc = "" +
 	"\x06Ticket\x12A\n" +
 	"\x0ffetch_partition\x18\x01 \x01(\v2\x16.sluice.FetchPartitionH\x00R\x0efetchPartition\x12]\n" +
 	"\x19fetch_pipelined_partition\x18\x02 \x01(\v2\x1f.sluice.FetchPipelinedPartitionH\x00R\x17fetchPipelinedPartitionB\x06\n" +
-	"\x04kind\"\x99\x01\n" +
+	"\x04kind\"\xb8\x01\n" +
 	"\x0eFetchPartition\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
 	"\rmap_partition\x18\x03 \x01(\x05R\fmapPartition\x12\x1c\n" +
 	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x12\n" +
-	"\x04path\x18\x05 \x01(\tR\x04path\"\x82\x01\n" +
+	"\x04path\x18\x05 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\xa1\x01\n" +
 	"\x17FetchPipelinedPartition\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1c\n" +
-	"\tpartition\x18\x04 \x01(\x05R\tpartition\"\xbc\x01\n" +
+	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\xbc\x01\n" +
 	"\x12GenerateSeriesNode\x12&\n" +
 	"\x06schema\x18\x01 \x01(\v2\x0e.sluice.SchemaR\x06schema\x12*\n" +
 	"\x05start\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x05start\x12(\n" +

@@ -398,7 +398,10 @@ type JobStatus struct {
 	Analyze bool `protobuf:"varint,20,opt,name=analyze,proto3" json:"analyze,omitempty"`
 	// EXPLAIN ANALYZE, once the job ended: every stage with its tasks'
 	// summed metrics and its plan with each operator's.
-	AnalyzedPlan  string `protobuf:"bytes,21,opt,name=analyzed_plan,json=analyzedPlan,proto3" json:"analyzed_plan,omitempty"`
+	AnalyzedPlan string `protobuf:"bytes,21,opt,name=analyzed_plan,json=analyzedPlan,proto3" json:"analyzed_plan,omitempty"`
+	// The job's secret, sent only to the session that submitted the job:
+	// its Flight tickets for the job's results must carry it.
+	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,6 +530,13 @@ func (x *JobStatus) GetAnalyze() bool {
 func (x *JobStatus) GetAnalyzedPlan() string {
 	if x != nil {
 		return x.AnalyzedPlan
+	}
+	return ""
+}
+
+func (x *JobStatus) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
 	}
 	return ""
 }
@@ -1345,7 +1355,11 @@ type TaskDefinition struct {
 	Vcores     int32                  `protobuf:"varint,5,opt,name=vcores,proto3" json:"vcores,omitempty"`
 	// Collect EXPLAIN ANALYZE metrics of the stage plan's operators and
 	// report them in the task's final status.
-	Analyze       bool `protobuf:"varint,20,opt,name=analyze,proto3" json:"analyze,omitempty"`
+	Analyze bool `protobuf:"varint,20,opt,name=analyze,proto3" json:"analyze,omitempty"`
+	// The job's secret: the executor serves the job's shuffle files and
+	// pipelined queues only to tickets carrying it, and the task's readers
+	// put it in theirs.
+	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1420,6 +1434,13 @@ func (x *TaskDefinition) GetAnalyze() bool {
 		return x.Analyze
 	}
 	return false
+}
+
+func (x *TaskDefinition) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
+	}
+	return ""
 }
 
 type TaskStatus struct {
@@ -1822,7 +1843,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rtasks_running\x18\x04 \x01(\x05R\ftasksRunning\x12\x1d\n" +
 	"\n" +
 	"tasks_done\x18\x05 \x01(\x05R\ttasksDone\x12\x19\n" +
-	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\x8b\x05\n" +
+	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xaa\x05\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x10.sluice.JobStateR\x05state\x12'\n" +
@@ -1838,7 +1859,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x06stages\x18\v \x01(\tR\x06stages\x12;\n" +
 	"\bsettings\x18\f \x03(\v2\x1f.sluice.JobStatus.SettingsEntryR\bsettings\x12\x18\n" +
 	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12#\n" +
-	"\ranalyzed_plan\x18\x15 \x01(\tR\fanalyzedPlan\x1a;\n" +
+	"\ranalyzed_plan\x18\x15 \x01(\tR\fanalyzedPlan\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
@@ -1892,7 +1915,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
 	"\rstage_attempt\x18\x03 \x01(\x05R\fstageAttempt\x12\x17\n" +
 	"\atask_id\x18\x04 \x01(\x05R\x06taskId\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xab\x02\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xca\x02\n" +
 	"\x0eTaskDefinition\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1e\n" +
 	"\n" +
@@ -1901,7 +1924,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x04plan\x18\x03 \x01(\v2\x14.sluice.PhysicalPlanR\x04plan\x12@\n" +
 	"\bsettings\x18\x04 \x03(\v2$.sluice.TaskDefinition.SettingsEntryR\bsettings\x12\x16\n" +
 	"\x06vcores\x18\x05 \x01(\x05R\x06vcores\x12\x18\n" +
-	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x1a;\n" +
+	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x03\n" +

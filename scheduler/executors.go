@@ -146,7 +146,7 @@ func (s *Scheduler) failJobLocked(j *job, err error) {
 	s.cfg.Logger.Info("job ended", "job", j.id, "state", rpc.JobState_JOB_FAILED.String(), "took", j.ended.Sub(j.created).Round(time.Millisecond), "err", err.Error())
 	running := j.graph.Cancel()
 	executors := j.graph.Executors()
-	s.goLocked(func() { s.cleanup(j.id, running, executors) })
+	s.goLocked(func() { s.cleanup(j, running, executors) })
 	j.notify()
 }
 
@@ -261,8 +261,12 @@ func (s *Scheduler) probeExecutor(id string) {
 	}
 }
 
-// GetClusterState lists executors and unfinished jobs.
+// GetClusterState lists executors and unfinished jobs. The caller's own
+// jobs come in full; other sessions' show only their ID, state and
+// progress (no plan, locations or settings), unless the caller presents
+// the operator's token. No listing carries another job's secret.
 func (s *Scheduler) GetClusterState(ctx context.Context, req *rpc.GetClusterStateRequest) (*rpc.ClusterState, error) {
+	admin := s.cfg.Security.IsAdmin(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cs := &rpc.ClusterState{Policy: s.cfg.Policy}
@@ -276,7 +280,16 @@ func (s *Scheduler) GetClusterState(ctx context.Context, req *rpc.GetClusterStat
 		cs.Executors = append(cs.Executors, &rpc.ExecutorState{Meta: e.meta, FreeVcores: int32(s.freeLocked(id)), LastHeartbeatUnixMs: e.lastSeen.UnixMilli()})
 	}
 	for _, j := range s.order {
-		cs.RunningJobs = append(cs.RunningJobs, s.statusLocked(j))
+		switch {
+		case s.ownedLocked(ctx, j.id) != nil:
+			cs.RunningJobs = append(cs.RunningJobs, s.statusLocked(j))
+		case admin:
+			st := s.statusLocked(j)
+			st.JobSecret = ""
+			cs.RunningJobs = append(cs.RunningJobs, st)
+		default:
+			cs.RunningJobs = append(cs.RunningJobs, &rpc.JobStatus{JobId: j.id, State: j.state, Progress: j.graph.Progress()})
+		}
 	}
 	return cs, nil
 }

@@ -49,7 +49,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	}()
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+		grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.SessionCredentials("harness-session"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,22 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"sluice/rpc"
 )
 
 // job is a query being run (or recently run) on the cluster.
 type job struct {
-	id       string
+	id string
+	// owner is the secret of the session that submitted the job: only a
+	// caller presenting it may follow, cancel or release the job ("": the
+	// job was submitted without one, and nobody may).
+	owner string
+	// secret is the job's: its tasks carry it to the executors, which
+	// serve the job's data only to tickets with it; the owner gets it in
+	// the job's status.
+	secret   string
 	graph    ExecutionGraph
 	state    rpc.JobState
 	err      *rpc.UserError
@@ -42,15 +51,52 @@ func (j *job) notify() {
 	j.changed = make(chan struct{})
 }
 
-// statusLocked is the job's status as clients see it.
+// jobKey is what a new job is known by: its ID, its owner's session
+// secret and its own secret.
+type jobKey struct {
+	id, owner, secret string
+}
+
+// newJobKey returns a key with a fresh, unguessable ID (128 random bits)
+// and secret for a job of the session presenting owner.
+func newJobKey(owner string) jobKey {
+	return jobKey{id: rpc.RandomHex(16), owner: owner, secret: rpc.RandomHex(16)}
+}
+
+func newJob(key jobKey, g ExecutionGraph, schema *rpc.Schema, settings map[string]string) *job {
+	return &job{id: key.id, owner: key.owner, secret: key.secret, graph: g, state: rpc.JobState_JOB_QUEUED,
+		schema: schema, settings: settings, changed: make(chan struct{}), created: time.Now()}
+}
+
+// ownedLocked returns the job if the call comes from the session that
+// submitted it, else nil: another session is told the job does not exist.
+func (s *Scheduler) ownedLocked(ctx context.Context, id string) *job {
+	j := s.jobs[id]
+	if j == nil {
+		return nil
+	}
+	key := rpc.SessionKey(ctx)
+	if j.owner == "" || key == "" || !rpc.Equal(key, j.owner) {
+		return nil
+	}
+	return j
+}
+
+// statusLocked is the job's status as its owner sees it.
 func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 	st := &rpc.JobStatus{
 		JobId: j.id, State: j.state, Error: j.err, Schema: j.schema,
 		FinalStageId: int32(j.graph.FinalStageID()), Progress: j.graph.Progress(),
-		Stages: j.graph.Describe(), Settings: j.settings,
+		Stages: j.graph.Describe(), Settings: j.settings, JobSecret: j.secret,
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
-		st.FinalLocations = j.graph.FinalLocations()
+		// Clients fetch by job, stage and partitions, which name the file
+		// on its executor: the executor's paths are not theirs to know.
+		for _, l := range j.graph.FinalLocations() {
+			l = proto.Clone(l).(*rpc.PartitionLocation)
+			l.Path = ""
+			st.FinalLocations = append(st.FinalLocations, l)
+		}
 	}
 	if j.analysis != nil {
 		st.Analyze = true
@@ -101,7 +147,7 @@ func (s *Scheduler) syncJobLocked(j *job) {
 				// cancelled now and report what they did until then.
 				if first {
 					if running := j.graph.Cancel(); len(running) > 0 {
-						s.goLocked(func() { s.cleanup(j.id, running, nil) })
+						s.goLocked(func() { s.cleanup(j, running, nil) })
 					}
 				}
 				j.notify()
@@ -113,7 +159,7 @@ func (s *Scheduler) syncJobLocked(j *job) {
 		// still feeding it (a LIMIT was satisfied) are no longer needed.
 		// The data is removed when the client releases the job.
 		if running := j.graph.Cancel(); len(running) > 0 {
-			s.goLocked(func() { s.cleanup(j.id, running, nil) })
+			s.goLocked(func() { s.cleanup(j, running, nil) })
 		}
 	case GraphFailed:
 		s.failJobLocked(j, err)
@@ -126,7 +172,7 @@ func (s *Scheduler) syncJobLocked(j *job) {
 // job's data from every executor that ran part of it. Executors that
 // cannot be reached are skipped: whatever they held is gone with them, or
 // is swept by their own TTL.
-func (s *Scheduler) cleanup(jobID string, running []*Assignment, executors []string) {
+func (s *Scheduler) cleanup(j *job, running []*Assignment, executors []string) {
 	tasks := map[string][]*rpc.TaskId{}
 	for _, a := range running {
 		tasks[a.ExecutorID] = append(tasks[a.ExecutorID], a.Task.Id)
@@ -136,27 +182,34 @@ func (s *Scheduler) cleanup(jobID string, running []*Assignment, executors []str
 		ids = append(ids, id)
 	}
 	_ = s.callExecutors(ids, func(ctx context.Context, c rpc.ExecutorServiceClient) error {
-		_, err := c.CancelTasks(ctx, &rpc.CancelTasksRequest{JobId: jobID})
+		_, err := c.CancelTasks(ctx, &rpc.CancelTasksRequest{JobId: j.id, JobSecret: j.secret})
 		return err
 	})
 	_ = s.callExecutors(executors, func(ctx context.Context, c rpc.ExecutorServiceClient) error {
-		_, err := c.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: jobID})
+		_, err := c.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: j.id, JobSecret: j.secret})
 		return err
 	})
 }
 
-// CancelJob cancels a queued or running job: its running tasks are
-// cancelled on their executors and its data removed.
+// CancelJob cancels a queued or running job of the caller's session: its
+// running tasks are cancelled on their executors and its data removed.
 func (s *Scheduler) CancelJob(ctx context.Context, req *rpc.CancelJobRequest) (*rpc.CancelJobResponse, error) {
 	s.mu.Lock()
-	j := s.jobs[req.JobId]
+	j := s.ownedLocked(ctx, req.JobId)
+	s.mu.Unlock()
 	if j == nil {
-		s.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "cancel: unknown job %q", req.JobId)
 	}
+	return &rpc.CancelJobResponse{Cancelled: s.cancelJob(j)}, nil
+}
+
+// cancelJob ends j as cancelled unless it already ended, and says whether it
+// did.
+func (s *Scheduler) cancelJob(j *job) bool {
+	s.mu.Lock()
 	if j.finished() {
 		s.mu.Unlock()
-		return &rpc.CancelJobResponse{Cancelled: false}, nil
+		return false
 	}
 	running := j.graph.Cancel()
 	executors := j.graph.Executors()
@@ -164,16 +217,17 @@ func (s *Scheduler) CancelJob(ctx context.Context, req *rpc.CancelJobRequest) (*
 	j.err = &rpc.UserError{Kind: "execution", Message: "query cancelled"}
 	j.notify()
 	s.mu.Unlock()
-	s.cleanup(j.id, running, executors)
+	s.cleanup(j, running, executors)
 	s.poke()
-	return &rpc.CancelJobResponse{Cancelled: true}, nil
+	return true
 }
 
-// GetJobStatus returns a job's current status.
+// GetJobStatus returns the current status of a job of the caller's
+// session.
 func (s *Scheduler) GetJobStatus(ctx context.Context, req *rpc.GetJobStatusRequest) (*rpc.JobStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.jobs[req.JobId]
+	j := s.ownedLocked(ctx, req.JobId)
 	if j == nil {
 		return nil, status.Errorf(codes.NotFound, "unknown job %q (finished jobs are forgotten once released or after their TTL)", req.JobId)
 	}
@@ -181,10 +235,11 @@ func (s *Scheduler) GetJobStatus(ctx context.Context, req *rpc.GetJobStatusReque
 }
 
 // ReleaseJob: the client has read every result partition; the job's data
-// is removed and the job forgotten.
+// is removed and the job forgotten. Only the job's session may release it;
+// for any other caller it is a job that does not exist.
 func (s *Scheduler) ReleaseJob(ctx context.Context, req *rpc.ReleaseJobRequest) (*rpc.ReleaseJobResponse, error) {
 	s.mu.Lock()
-	j := s.jobs[req.JobId]
+	j := s.ownedLocked(ctx, req.JobId)
 	if j == nil {
 		s.mu.Unlock()
 		return &rpc.ReleaseJobResponse{}, nil
@@ -196,7 +251,7 @@ func (s *Scheduler) ReleaseJob(ctx context.Context, req *rpc.ReleaseJobRequest) 
 	delete(s.jobs, j.id)
 	executors := j.graph.Executors()
 	s.mu.Unlock()
-	s.cleanup(j.id, nil, executors)
+	s.cleanup(j, nil, executors)
 	return &rpc.ReleaseJobResponse{}, nil
 }
 
@@ -216,15 +271,15 @@ func (s *Scheduler) sweepJobs(now time.Time) {
 		s.failJobLocked(j, fmt.Errorf("the job waited %s for free vcores (scheduler.queue_timeout) and was not placed: the cluster's %d vcores are held by %d other jobs; run it again later, or SET scheduler.queue_timeout higher",
 			limit, s.totalVcores.Load(), len(s.order)-1))
 	}
-	old := map[string][]string{}
+	old := map[*job][]string{}
 	for id, j := range s.jobs {
 		if j.finished() && now.Sub(j.ended) > s.cfg.JobDataTTL {
-			old[id] = j.graph.Executors()
+			old[j] = j.graph.Executors()
 			delete(s.jobs, id)
 		}
 	}
 	s.mu.Unlock()
-	for id, executors := range old {
-		s.cleanup(id, nil, executors)
+	for j, executors := range old {
+		s.cleanup(j, nil, executors)
 	}
 }

@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"time"
-
 	"sluice/engine"
 	"sluice/rpc"
 	"sluice/scheduler/dplan"
@@ -11,11 +9,11 @@ import (
 // submitPipelined registers a pipelined job. The graph is built under the
 // lock because it checks the job against the executors registered now: a
 // job that can never fit fails here, at submission.
-func (s *Scheduler) submitPipelined(jobID string, dg *dplan.Graph, schema *rpc.Schema, settings *engine.Settings, analyze bool) (*job, error) {
+func (s *Scheduler) submitPipelined(key jobKey, dg *dplan.Graph, schema *rpc.Schema, settings *engine.Settings, analyze bool) (*job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, err := NewPipelinedGraph(PipelinedConfig{
-		JobID: jobID, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode, Settings: settings.Map(),
+		JobID: key.id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode, Settings: settings.Map(),
 		MaxPartitionsPerTask: int(settings.Int("scheduler.max_partitions_per_task")),
 		QueueBatches:         int(settings.Int("exchange.queue_batches")),
 		Cluster:              s.clusterLocked,
@@ -23,7 +21,7 @@ func (s *Scheduler) submitPipelined(jobID string, dg *dplan.Graph, schema *rpc.S
 	if err != nil {
 		return nil, err
 	}
-	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{}), created: time.Now()}
+	j := newJob(key, g, schema, settings.Map())
 	if analyze {
 		j.analysis = newAnalysis(dg)
 	}

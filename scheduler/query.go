@@ -2,11 +2,9 @@ package scheduler
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -32,8 +30,7 @@ const (
 // queries become jobs whose status is streamed until they end. If the
 // client goes away before its job ends, the job is cancelled.
 func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.SchedulerService_ExecuteQueryServer) error {
-	jobID := s.newJobID()
-	st, j := s.prepare(jobID, req)
+	st, j := s.prepare(newJobKey(rpc.SessionKey(stream.Context())), req)
 	if j == nil {
 		return stream.Send(st)
 	}
@@ -50,13 +47,13 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 			running := proto.Clone(cur).(*rpc.JobStatus)
 			running.State, running.FinalLocations = rpc.JobState_JOB_RUNNING, nil
 			if err := stream.Send(running); err != nil {
-				s.cancelIfRunning(j.id)
+				s.cancelIfRunning(j)
 				return err
 			}
 		}
 		if !proto.Equal(cur, last) {
 			if err := stream.Send(cur); err != nil {
-				s.cancelIfRunning(j.id)
+				s.cancelIfRunning(j)
 				return err
 			}
 			last = cur
@@ -67,7 +64,7 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 		select {
 		case <-changed:
 		case <-stream.Context().Done():
-			s.cancelIfRunning(j.id)
+			s.cancelIfRunning(j)
 			return stream.Context().Err()
 		case <-s.ctx.Done():
 			return fmt.Errorf("scheduler shutting down while job %s runs", j.id)
@@ -79,13 +76,14 @@ func isFinal(s rpc.JobState) bool {
 	return s == rpc.JobState_JOB_SUCCESSFUL || s == rpc.JobState_JOB_FAILED || s == rpc.JobState_JOB_CANCELLED
 }
 
-func (s *Scheduler) cancelIfRunning(jobID string) {
-	_, _ = s.CancelJob(context.Background(), &rpc.CancelJobRequest{JobId: jobID})
+func (s *Scheduler) cancelIfRunning(j *job) {
+	s.cancelJob(j)
 }
 
 // prepare handles the statement: it returns either a final status, or a
 // registered job whose status the caller follows.
-func (s *Scheduler) prepare(jobID string, req *rpc.ExecuteQueryRequest) (*rpc.JobStatus, *job) {
+func (s *Scheduler) prepare(key jobKey, req *rpc.ExecuteQueryRequest) (*rpc.JobStatus, *job) {
+	jobID := key.id
 	failed := func(err error) (*rpc.JobStatus, *job) {
 		return &rpc.JobStatus{JobId: jobID, State: rpc.JobState_JOB_FAILED, Error: userError(err), Settings: req.Settings}, nil
 	}
@@ -111,7 +109,7 @@ func (s *Scheduler) prepare(jobID string, req *rpc.ExecuteQueryRequest) (*rpc.Jo
 		if err != nil {
 			return failed(err)
 		}
-		j, err := s.submit(jobID, q, settings, false)
+		j, err := s.submit(key, q, settings, false)
 		if err != nil {
 			return failed(err)
 		}
@@ -125,7 +123,7 @@ func (s *Scheduler) prepare(jobID string, req *rpc.ExecuteQueryRequest) (*rpc.Jo
 			if err != nil {
 				return failed(err)
 			}
-			j, err := s.submit(jobID, q, settings, true)
+			j, err := s.submit(key, q, settings, true)
 			if err != nil {
 				return failed(err)
 			}
@@ -189,7 +187,7 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 
 // submit plans a query into stages and registers its job; analyze makes
 // it an EXPLAIN ANALYZE's.
-func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Settings, analyze bool) (*job, error) {
+func (s *Scheduler) submit(key jobKey, q *engine.Query, settings *engine.Settings, analyze bool) (*job, error) {
 	mode, _ := settings.Get("execution.mode")
 	switch mode {
 	case ModeBlocking:
@@ -209,17 +207,17 @@ func (s *Scheduler) submit(jobID string, q *engine.Query, settings *engine.Setti
 		return nil, err
 	}
 	if mode == ModePipelined {
-		return s.submitPipelined(jobID, dg, schema, settings, analyze)
+		return s.submitPipelined(key, dg, schema, settings, analyze)
 	}
 	g, err := NewBlockingGraph(BlockingConfig{
-		JobID: jobID, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
+		JobID: key.id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
 		Settings: settings.Map(), MaxPartitionsPerTask: int(settings.Int("scheduler.max_partitions_per_task")),
 		TaskRetries: s.cfg.TaskRetries,
 	})
 	if err != nil {
 		return nil, err
 	}
-	j := &job{id: jobID, graph: g, state: rpc.JobState_JOB_QUEUED, schema: schema, settings: settings.Map(), changed: make(chan struct{}), created: time.Now()}
+	j := newJob(key, g, schema, settings.Map())
 	if analyze {
 		j.analysis = newAnalysis(dg)
 	}

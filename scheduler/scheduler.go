@@ -12,8 +12,6 @@ package scheduler
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,7 +21,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"sluice/catalog"
@@ -65,8 +62,12 @@ type Config struct {
 	JobDataTTL time.Duration
 	// Catalog holds the tables and views all sessions share.
 	Catalog *catalog.Catalog
-	// Dial connects to executors (default: insecure gRPC).
+	// Dial connects to executors (default: gRPC with Security's transport
+	// and token).
 	Dial Dialer
+	// Security is the cluster's token and TLS, used to dial executors; its
+	// AdminToken lets an operator see every session's jobs (nil: none).
+	Security *rpc.Security
 	// RPCTimeout bounds each call to an executor (default 10s).
 	RPCTimeout time.Duration
 	// Logger receives a line per executor lost and job failed (nil:
@@ -81,14 +82,12 @@ type Scheduler struct {
 
 	cfg    Config
 	engine *engine.Engine
-	prefix string // job ID prefix, unique per scheduler instance
 
 	mu        sync.Mutex
 	executors map[string]*executor
 	jobs      map[string]*job
 	order     []*job // unfinished jobs, in submission order
-	nextJob   uint64
-	closed    bool // set by Close: no new background work may start
+	closed    bool   // set by Close: no new background work may start
 
 	// totalVcores is the registered executors' vcores, readable without
 	// the lock (planning reads it for the default partition count).
@@ -121,7 +120,9 @@ func New(cfg Config) *Scheduler {
 		cfg.RPCTimeout = 10 * time.Second
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = dialGRPC
+		cfg.Dial = func(addr string) (rpc.ExecutorServiceClient, func() error, error) {
+			return dialGRPC(addr, cfg.Security)
+		}
 	}
 	if cfg.Catalog == nil {
 		cfg.Catalog = catalog.New()
@@ -129,11 +130,9 @@ func New(cfg Config) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
-		cfg: cfg, engine: engine.New(cfg.Catalog), prefix: hex.EncodeToString(b[:]),
+		cfg: cfg, engine: engine.New(cfg.Catalog),
 		executors: map[string]*executor{}, jobs: map[string]*job{},
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 	}
@@ -165,8 +164,8 @@ func (s *Scheduler) Close() {
 	}
 }
 
-func dialGRPC(addr string) (rpc.ExecutorServiceClient, func() error, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption())
+func dialGRPC(addr string, sec *rpc.Security) (rpc.ExecutorServiceClient, func() error, error) {
+	conn, err := grpc.NewClient(addr, append(sec.DialOptions(), rpc.KeepaliveDialOption())...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to executor at %s: %w", addr, err)
 	}
@@ -272,6 +271,9 @@ func (s *Scheduler) placeLocked(offers []*Offer) []*Assignment {
 			break
 		}
 		as := j.graph.Offer(offers)
+		for _, a := range as {
+			a.Task.JobSecret = j.secret
+		}
 		if j.analysis != nil {
 			j.analysis.launch(as)
 		}
@@ -284,14 +286,6 @@ func (s *Scheduler) placeLocked(offers []*Offer) []*Assignment {
 		out = append(out, as...)
 	}
 	return out
-}
-
-// newJobID returns an ID unique to this scheduler instance.
-func (s *Scheduler) newJobID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextJob++
-	return fmt.Sprintf("%s-%d", s.prefix, s.nextJob)
 }
 
 // callExecutors runs f against each executor's client concurrently, with

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"sluice/engine"
 	"sluice/exchange"
@@ -33,15 +32,26 @@ type remote struct {
 	env    *exchange.Env
 }
 
-// Connect returns a session using the scheduler at addr.
+// Connect returns a session using the scheduler at addr, without a token
+// or TLS: for a cluster that asks for neither.
 func Connect(addr string) (*Session, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.KeepaliveDialOption(),
+	return ConnectWith(addr, nil)
+}
+
+// ConnectWith returns a session using the scheduler at addr, presenting
+// sec's token and TLS setup to the scheduler and to the executors it
+// reads results from (nil: neither). The session makes a secret of its
+// own, sent with every call: the scheduler binds the session's jobs to
+// it, so no other session can follow, cancel or release them.
+func ConnectWith(addr string, sec *rpc.Security) (*Session, error) {
+	opts := append(sec.DialOptions(), rpc.SessionCredentials(rpc.RandomHex(16)), rpc.KeepaliveDialOption(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to scheduler %s: %w", addr, err)
 	}
 	r := &remote{addr: addr, conn: conn, client: rpc.NewSchedulerServiceClient(conn),
-		env: &exchange.Env{Clients: exchange.NewClientPool(), MaxFetchBytes: 64 << 20}}
+		env: &exchange.Env{Clients: exchange.NewClientPool(sec), MaxFetchBytes: 64 << 20}}
 	return &Session{Settings: engine.NewSettings(), backend: r}, nil
 }
 
@@ -195,7 +205,9 @@ func (j *job) read(ctx context.Context, st *rpc.JobStatus, schema *arrow.Schema,
 		Alloc:     memory.DefaultAllocator,
 		Memory:    physical.NewMemoryPool("client", 0, nil),
 		BatchSize: int(s.Settings.Int("execution.batch_size")),
-		Exchange:  j.r.env,
+		// The job's secret goes into the tickets: executors serve the
+		// job's results to no one else.
+		Exchange: &exchange.TaskEnv{Env: j.r.env, JobID: st.JobId, JobSecret: st.JobSecret},
 	}
 	stream, err := op.Execute(rctx, 0, tc)
 	if err != nil {

@@ -76,7 +76,7 @@ func startClusterWith(t testing.TB, cfg cluster.EmbeddedConfig) (*cluster.Embedd
 		t.Fatal(err)
 	}
 	t.Cleanup(emb.Close)
-	s, err := session.Connect(emb.SchedulerAddr())
+	s, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func TestDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emb.Close()
-	remote, err := session.Connect(emb.SchedulerAddr())
+	remote, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
 	if err != nil {
 		t.Fatal(err)
 	}

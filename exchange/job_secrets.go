@@ -1,0 +1,122 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"sluice/physical"
+	"sluice/rpc"
+)
+
+// JobSecrets holds the secret of each job an executor runs tasks of, as
+// the scheduler's task definitions carry it. The Flight service serves a
+// job's shuffle files and pipelined queues only to tickets carrying the
+// secret: the job's own tasks and the client that submitted it. Another
+// user of the cluster, who has the cluster's token but not the job's
+// secret, is refused; so is a ticket for the data an earlier scheduler
+// instance left behind, whose secrets nobody has any more. Safe for
+// concurrent use.
+type JobSecrets struct {
+	mu      sync.Mutex
+	secrets map[string]string
+	// forgotten are jobs whose data was removed, and when: a fetch for one
+	// fails at once instead of waiting for its secret.
+	forgotten map[string]time.Time
+	// changed is closed (and replaced) by every Bind.
+	changed chan struct{}
+}
+
+// forgottenTTL is how long a removed job is remembered as such.
+const forgottenTTL = time.Hour
+
+// NewJobSecrets returns an empty set.
+func NewJobSecrets() *JobSecrets {
+	return &JobSecrets{secrets: map[string]string{}, forgotten: map[string]time.Time{}, changed: make(chan struct{})}
+}
+
+// ErrJobSecretMismatch is returned when a job's secret differs from the
+// one already known.
+var ErrJobSecretMismatch = errors.New("the job secret does not match the job's")
+
+// Bind records job's secret when a task of the job arrives. A task whose
+// secret differs from the one the job's earlier tasks carried is refused:
+// the scheduler gives every task of a job the same secret.
+func (s *JobSecrets) Bind(job, secret string) error {
+	if secret == "" {
+		return fmt.Errorf("task of job %s carries no job secret", job)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.secrets[job]; ok {
+		if !rpc.Equal(old, secret) {
+			return fmt.Errorf("task of job %s: %w", job, ErrJobSecretMismatch)
+		}
+		return nil
+	}
+	if _, ok := s.forgotten[job]; ok {
+		return fmt.Errorf("task of job %s: the job's data was removed", job)
+	}
+	s.secrets[job] = secret
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return nil
+}
+
+// Check says whether secret is job's. known is false when this executor
+// has no secret for the job (it ran none of its tasks, or the job's data
+// was removed). With wait > 0 a job not yet known (its first task has not
+// arrived: a pipelined consumer may ask before its producer is launched)
+// is waited for that long, or until ctx is done.
+func (s *JobSecrets) Check(ctx context.Context, job, secret string, wait time.Duration) (known, ok bool) {
+	var timeout <-chan time.Time
+	for {
+		s.mu.Lock()
+		want, known := s.secrets[job]
+		_, gone := s.forgotten[job]
+		changed := s.changed
+		s.mu.Unlock()
+		if known || gone || wait <= 0 {
+			return known, known && rpc.Equal(want, secret)
+		}
+		if timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return false, false
+		case <-ctx.Done():
+			return false, false
+		}
+	}
+}
+
+// Forget drops job's secret once its data is removed; later tasks of the
+// job are refused.
+func (s *JobSecrets) Forget(job string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.secrets, job)
+	now := time.Now()
+	for j, at := range s.forgotten {
+		if now.Sub(at) > forgottenTTL {
+			delete(s.forgotten, j)
+		}
+	}
+	s.forgotten[job] = now
+}
+
+// jobSecretOf is the secret readers put in their tickets: the running
+// task's (executors) or the job's being read (clients, which pass a
+// *TaskEnv too).
+func jobSecretOf(tc *physical.TaskContext) string {
+	if te, ok := tc.Exchange.(*TaskEnv); ok && te != nil {
+		return te.JobSecret
+	}
+	return ""
+}
