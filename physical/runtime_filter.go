@@ -23,6 +23,12 @@ import (
 // supplier and its order keys). A scan whose filter keeps nearly every row
 // stops applying it (lineitem against all of orders).
 //
+// A published filter also skips whole row groups: before it reads a row
+// group, the scan compares the filter's keys with the group's min/max
+// statistics of the key column (rulesOut). Until every filter of the scan
+// is published, row groups are read one at a time so that later ones can
+// still be skipped.
+//
 // The join and the scan meet through their TaskContext: the join registers
 // a filter for the scan before executing its probe side, the scan takes the
 // filters registered for it when it starts, and the join fills its filter
@@ -248,6 +254,7 @@ func selectBitmapKeys[T int32 | int64](vals []T, b *keyBitmap, sel []int32) []in
 // a filter that keeps nearly all the rows of its first batches is dropped.
 type runtimeFilterState struct {
 	filters []*runtimeFilter
+	skipped int     // row groups skipped (rulesOut)
 	seen    []int64 // rows each filter judged
 	kept    []int64 // rows each filter kept
 	off     []bool  // dropped: not selective enough
@@ -299,4 +306,87 @@ func (st *runtimeFilterState) apply(rec arrow.RecordBatch, readPos []int, sel []
 		return nil, true
 	}
 	return sel, true
+}
+
+// anyIn reports whether b holds a key in [mn, mx].
+func (b *keyBitmap) anyIn(mn, mx int64) bool {
+	if mx < b.lo || mn > b.lo+int64(b.span)-1 {
+		return false
+	}
+	from := uint64(max(mn, b.lo) - b.lo)
+	to := uint64(min(mx, b.lo+int64(b.span)-1) - b.lo)
+	for w := from >> 6; w <= to>>6; w++ {
+		word := b.bits[w]
+		if w == from>>6 {
+			word &= ^uint64(0) << (from & 63)
+		}
+		if w == to>>6 && to&63 != 63 {
+			word &= (uint64(1) << (to&63 + 1)) - 1
+		}
+		if word != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// settled reports whether every filter has been published: the set of
+// keys each keeps will not change any more.
+func (st *runtimeFilterState) settled() bool {
+	if st == nil {
+		return true
+	}
+	for _, f := range st.filters {
+		if !f.published.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// rulesOut reports whether a published filter proves that row group u of
+// scan s holds no key of its build side: the keys in the group's min/max
+// range are all absent, or every value of the column there is NULL. The
+// scan then skips the group without reading it. A fact table written in
+// date order (TPC-DS inventory) loses most of its row groups to a filter
+// on a few weeks of dates.
+func (st *runtimeFilterState) rulesOut(s *ParquetScan, u parquetUnit) bool {
+	if st == nil {
+		return false
+	}
+	rg := s.table.Files[u.file].RowGroups[u.rowGroup]
+	for _, f := range st.filters {
+		b := f.keys.Load()
+		if b == nil || f.col >= len(s.projection) {
+			continue
+		}
+		field := s.projection[f.col]
+		if field >= len(rg.Columns) {
+			continue
+		}
+		cs := rg.Columns[field]
+		if cs.NullCount >= 0 && cs.NullCount == rg.NumRows {
+			return true
+		}
+		if !cs.HasMinMax {
+			continue
+		}
+		mn, ok1 := statInt(cs.Min)
+		mx, ok2 := statInt(cs.Max)
+		if ok1 && ok2 && !b.anyIn(mn, mx) {
+			return true
+		}
+	}
+	return false
+}
+
+// statInt is an integer statistic as int64.
+func statInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	}
+	return 0, false
 }

@@ -1,6 +1,7 @@
 package physical
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -267,6 +268,113 @@ func TestRuntimeFilterThroughALowerJoin(t *testing.T) {
 		want := jaCollect(t, plain, jaTC(mem, 500, 0))
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: %d rows, want %d", jt, len(got), len(want))
+		}
+	}
+}
+
+// TestKeyBitmapAnyIn checks anyIn against a scan of every key, over random
+// key sets and ranges (word edges included).
+func TestKeyBitmapAnyIn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for iter := 0; iter < 2000; iter++ {
+		lo := int64(rng.IntN(300)) - 150
+		span := uint64(1 + rng.IntN(200))
+		b := &keyBitmap{lo: lo, span: span, bits: make([]uint64, (span+63)/64)}
+		keys := map[int64]bool{}
+		for range rng.IntN(4) {
+			d := uint64(rng.IntN(int(span)))
+			b.bits[d>>6] |= 1 << (d & 63)
+			keys[lo+int64(d)] = true
+		}
+		mn := lo - 70 + int64(rng.IntN(int(span)+140))
+		mx := mn + int64(rng.IntN(130))
+		want := false
+		for k := range keys {
+			want = want || (k >= mn && k <= mx)
+		}
+		if got := b.anyIn(mn, mx); got != want {
+			t.Fatalf("keys %v (lo %d span %d), range [%d, %d]: anyIn %v, want %v", keys, lo, span, mn, mx, got, want)
+		}
+	}
+}
+
+// TestRuntimeFilterSkipsRowGroups scans a file whose key is sorted, so each
+// row group holds its own range of keys (and one holds only NULLs): a
+// published filter rules out exactly the groups whose range holds none of
+// its keys, and a join whose build side has a few keys answers as the same
+// join over a probe side it cannot filter.
+func TestRuntimeFilterSkipsRowGroups(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	const n, group = 50000, 5000
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range n {
+		if i >= n-group {
+			b.Field(0).AppendNull() // the last group: only NULLs
+		} else {
+			b.Field(0).(*array.Int64Builder).Append(int64(i / 100))
+		}
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "sorted.parquet")
+	writeParquetWith(t, path, rec, parquet.WithMaxRowGroupLength(group))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := NewParquetScan("sorted", tbl, []int{1, 0}, nil, 1)
+
+	// Keys 3 and 142: groups 0 (keys 0-49) and 2 (100-149) may hold them.
+	f := &runtimeFilter{col: 1}
+	bm := &keyBitmap{lo: 3, span: 140, bits: make([]uint64, 3)}
+	for _, k := range []int64{3, 142} {
+		d := uint64(k - bm.lo)
+		bm.bits[d>>6] |= 1 << (d & 63)
+	}
+	st := newRuntimeFilterState([]*runtimeFilter{f})
+	for _, u := range scan.parts[0] {
+		if st.rulesOut(scan, u) {
+			t.Fatalf("row group %d ruled out before the filter was published", u.rowGroup)
+		}
+	}
+	if st.settled() {
+		t.Fatal("settled before the filter was published")
+	}
+	f.keys.Store(bm)
+	f.published.Store(true)
+	var kept []int
+	for _, u := range scan.parts[0] {
+		if !st.rulesOut(scan, u) {
+			kept = append(kept, u.rowGroup)
+		}
+	}
+	if !st.settled() || !slices.Equal(kept, []int{0, 2}) {
+		t.Fatalf("kept row groups %v (settled %v), want [0 2]", kept, st.settled())
+	}
+
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	keys := [][]any{{3, "s", 0}, {142, "s", 1}, {nil, "s", 2}, {7000, "s", 3}}
+	left := jaPartitioned(t, mem, jaLeftSchema, keys, 1, 2)
+	defer left.release()
+	lk, rk := jaCol(0, "lk1", plan.Int64), jaCol(1, "k", plan.Int64)
+	for _, jt := range []JoinType{JoinInner, JoinRightSemi} {
+		filtered, err := NewHashJoin(left, scan, jt, []expr.Expr{lk}, []expr.Expr{rk}, nil, false, JoinCollectLeft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := NewHashJoin(left, &passThrough{scan}, jt, []expr.Expr{lk}, []expr.Expr{rk}, nil, false, JoinCollectLeft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := jaCollect(t, filtered, jaTC(mem, 700, 0))
+		want := jaCollect(t, plain, jaTC(mem, 700, 0))
+		if len(want) != 200 || !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows, want %d (200)", jt, len(got), len(want))
 		}
 	}
 }

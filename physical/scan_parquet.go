@@ -204,9 +204,18 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	}
 	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 		for start := 0; start < len(units); {
+			if rfs.rulesOut(s, units[start]) {
+				start++
+				continue
+			}
+			// Row groups are read together, one file at a time, once the
+			// runtime filters are settled; before, one at a time, so that
+			// a filter published meanwhile can still skip the next ones.
 			end := start + 1
-			for end < len(units) && units[end].file == units[start].file {
-				end++
+			if rfs.settled() {
+				for end < len(units) && units[end].file == units[start].file && !rfs.rulesOut(s, units[end]) {
+					end++
+				}
 			}
 			var err error
 			if len(s.projection) == 0 {
