@@ -18,9 +18,10 @@ import (
 // output a probe row without a match use one (inner, right semi, and the
 // joins that output build rows), only on a single integer key, and only a
 // probe key that is a scan column passed through unchanged (projections,
-// filters, the coalescing of partitions, and the probe side of inner and
-// right semi joins below, so that lineitem in q5 is filtered by both its
-// supplier and its order keys). A scan whose filter keeps nearly every row
+// filters, the coalescing of partitions, and the probe side of inner,
+// right outer, full outer and right semi joins below, so that lineitem in
+// q5 is filtered by both its supplier and its order keys, and TPC-DS
+// store_sales by its date before it meets store_returns). A scan whose filter keeps nearly every row
 // stops applying it (lineitem against all of orders).
 //
 // A published filter also skips whole row groups: before it reads a row
@@ -146,7 +147,11 @@ func (h *HashJoin) runtimeFilterTarget() (*ParquetScan, int, bool) {
 			// reach this join either, as long as the lower join drops
 			// unmatched rows itself and outputs probe columns unchanged.
 			switch x.joinType {
-			case JoinInner:
+			case JoinInner, JoinRight, JoinFull:
+				// A right or full outer join also outputs its probe rows
+				// unchanged, matched or not (and a build row that loses
+				// its match to the filter comes out with a NULL key,
+				// which this join drops too).
 				nl := len(x.left.Schema().Fields())
 				if col < nl {
 					return nil, 0, false // a build column of the lower join

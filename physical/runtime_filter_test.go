@@ -230,9 +230,12 @@ func TestRuntimeFilterThroughALowerJoin(t *testing.T) {
 	upper := jaPartitioned(t, mem, jaLeftSchema, upperKeys, 1, 7)
 	defer upper.release()
 	scan := NewParquetScan("probe", tbl, []int{0, 1}, nil, 2)
-	build := func(probe Operator, jt JoinType) (Operator, *HashJoin) {
+	build := func(probe Operator, jt, lowerType JoinType) (Operator, *HashJoin) {
 		// lower: (lk1, lk2, lv, a, b) on lk1 = a; upper on lk1 = b (column 4).
-		low, err := NewHashJoin(lower, probe, JoinInner, []expr.Expr{jaCol(0, "lk1", plan.Int64)}, []expr.Expr{jaCol(0, "a", plan.Int64)}, nil, false, JoinCollectLeft)
+		if lowerType.EmitsUnmatchedBuild() {
+			probe = NewCoalescePartitions(probe)
+		}
+		low, err := NewHashJoin(lower, probe, lowerType, []expr.Expr{jaCol(0, "lk1", plan.Int64)}, []expr.Expr{jaCol(0, "a", plan.Int64)}, nil, false, JoinCollectLeft)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,16 +261,20 @@ func TestRuntimeFilterThroughALowerJoin(t *testing.T) {
 	if _, _, ok := onBuild.runtimeFilterTarget(); ok {
 		t.Fatal("a key from the lower join's build side was traced to its probe scan")
 	}
-	for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
-		filtered, h := build(scan, jt)
-		plain, _ := build(&passThrough{scan}, jt)
-		if _, _, ok := h.runtimeFilterTarget(); ok != (jt != JoinRight && jt != JoinFull && jt != JoinRightAnti) {
-			t.Fatalf("%s: filters the scan below the lower join: %v", jt, ok)
-		}
-		got := jaCollect(t, filtered, jaTC(mem, 500, 0))
-		want := jaCollect(t, plain, jaTC(mem, 500, 0))
-		if !slices.Equal(got, want) {
-			t.Fatalf("%s: %d rows, want %d", jt, len(got), len(want))
+	// The lower join may also be a right or full outer join: it outputs
+	// its probe rows unchanged too.
+	for _, lowerType := range []JoinType{JoinInner, JoinRight, JoinFull} {
+		for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
+			filtered, h := build(scan, jt, lowerType)
+			plain, _ := build(&passThrough{scan}, jt, lowerType)
+			if _, _, ok := h.runtimeFilterTarget(); ok != (jt != JoinRight && jt != JoinFull && jt != JoinRightAnti) {
+				t.Fatalf("%s over %s: filters the scan below the lower join: %v", jt, lowerType, ok)
+			}
+			got := jaCollect(t, filtered, jaTC(mem, 500, 0))
+			want := jaCollect(t, plain, jaTC(mem, 500, 0))
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s over %s: %d rows, want %d", jt, lowerType, len(got), len(want))
+			}
 		}
 	}
 }
