@@ -266,6 +266,17 @@ func pushJoin(j *Join, preds []Expr) Node {
 		o.Left, o.Right = push(j.Left, nil), push(j.Right, nil)
 		return filterOver(&o, preds)
 	}
+	if j.Kind == JoinInner {
+		// A condition over both sides that rejects NULLs of a left join's
+		// right side below (TPC-DS q93: store_sales LEFT JOIN
+		// store_returns, then sr_reason_sk = r_reason_sk) drops the rows
+		// that join pads: it is an inner join, which may be reordered.
+		for _, c := range cond {
+			if !hasSubquery(c) {
+				j = &Join{Kind: j.Kind, Left: innerIfRejected(j.Left, c), Right: innerIfRejected(j.Right, c), Cond: j.Cond, NullAware: j.NullAware}
+			}
+		}
+	}
 	// Conjuncts on a join key hold for the matching rows of the other
 	// side too (rule_pushdown_derive.go): both ways for inner and semi
 	// joins; only into the right side of left and anti joins, whose
@@ -292,6 +303,47 @@ func pushJoin(j *Join, preds []Expr) Node {
 	o.Right = push(j.Right, rp)
 	o.Cond = Conjunction(cond)
 	return filterOver(&o, stay)
+}
+
+// innerIfRejected turns into inner joins the left joins in n whose
+// NULL-padded rows conjunct c (evaluated above n) rejects. It looks through
+// projections (a column keeps its ID through them), filters, the preserved
+// side of left joins and both sides of inner joins.
+func innerIfRejected(n Node, c Expr) Node {
+	switch x := n.(type) {
+	case *Project:
+		o := *x
+		o.Input = innerIfRejected(x.Input, c)
+		return &o
+	case *Filter:
+		o := *x
+		o.Input = innerIfRejected(x.Input, c)
+		return &o
+	case *Join:
+		o := *x
+		switch x.Kind {
+		case JoinInner:
+			o.Left, o.Right = innerIfRejected(x.Left, c), innerIfRejected(x.Right, c)
+		case JoinLeft:
+			R := x.Right.Schema().IDs()
+			rc := ColumnSet{}
+			for id := range ColumnsOf(c) {
+				if R.Has(id) {
+					rc[id] = struct{}{}
+				}
+			}
+			if len(rc) > 0 && rejectsNulls(c, rc) {
+				o.Kind = JoinInner
+				o.Left, o.Right = innerIfRejected(x.Left, c), innerIfRejected(x.Right, c)
+			} else {
+				o.Left = innerIfRejected(x.Left, c)
+			}
+		default:
+			return n
+		}
+		return &o
+	}
+	return n
 }
 
 // leftOnly returns the conjuncts of conds over columns of L only.

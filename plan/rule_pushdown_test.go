@@ -62,6 +62,18 @@ func TestPushDownGolden(t *testing.T) {
 				lt(col(t2, "a"), i64(9)), &IsNull{X: col(u2, "z")})
 			return &Join{Kind: JoinInner, Left: inner, Right: left}
 		}},
+		{name: "join_condition_rejecting_padded_rows_makes_left_join_inner", apply: PushDownPredicates, build: func(b *tb) Node {
+			// (t LEFT JOIN u) JOIN t2 ON u.y = t2.b: the padded rows
+			// have u.y NULL and never match. A condition that accepts
+			// NULLs (u.z IS NULL OR ...) leaves the second left join be.
+			t, u, t2 := b.scan("t", ""), b.scan("u", ""), b.scan("t", "t2")
+			lj := &Join{Kind: JoinLeft, Left: t, Right: u, Cond: eq(col(t, "a"), col(u, "x"))}
+			inner := &Join{Kind: JoinInner, Left: b.star(lj), Right: t2, Cond: eq(col(u, "y"), col(t2, "b"))}
+			u3 := b.scan("u", "u3")
+			kept := &Join{Kind: JoinLeft, Left: inner, Right: u3, Cond: eq(col(t, "a"), col(u3, "x"))}
+			t4 := b.scan("t", "t4")
+			return &Join{Kind: JoinInner, Left: kept, Right: t4, Cond: bin(OpOr, &IsNull{X: col(u3, "z")}, eq(col(u3, "y"), col(t4, "c")))}
+		}},
 		{name: "null_aware_anti_join_derives_nothing", apply: PushDownPredicates, build: func(b *tb) Node {
 			t, u := b.tu()
 			return filter(&Join{Kind: JoinAnti, Left: t, Right: u, Cond: eq(col(t, "a"), col(u, "x")), NullAware: true}, eq(col(t, "a"), i64(1)))
