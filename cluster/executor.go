@@ -67,6 +67,12 @@ type ExecutorConfig struct {
 	// the scheduler's, which the executor learns when it registers. A
 	// policy other than the scheduler's fails the start.
 	Policy string
+	// MemoryLimit caps what all of the executor's tasks reserve together,
+	// in bytes (0: physical.DefaultMemoryLimit, three quarters of the
+	// machine's or the cgroup's memory; negative: no cap). A task that
+	// would pass it fails with "resources exhausted" instead of the
+	// process running out of memory.
+	MemoryLimit int64
 	// PollInterval is how long a pull-mode executor waits after an empty
 	// poll (default 100ms).
 	PollInterval time.Duration
@@ -191,7 +197,8 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	e := &Executor{
 		cfg: cfg, id: cfg.ID, log: log.With("executor", cfg.ID),
 		env: env, flightSvc: exchange.NewFlightService(env),
-		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, 0, nil),
+		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, memoryLimit(cfg.MemoryLimit), nil).
+			WithHint("an executor's tasks take at most its --memory-limit together (default three quarters of the machine's memory); run fewer queries at once or add executors"),
 		grpcSrv: newServer(nil, nil), flightSrv: newServer(nil, nil), grpcAddr: grpcAddr,
 		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
 		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
@@ -219,7 +226,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	}
 	cfg = e.cfg
 	e.log.Info("executor registered", "scheduler", cfg.SchedulerAddr, "grpc", grpcAddr, "flight", flightAddr,
-		"vcores", cfg.Vcores, "policy", cfg.Policy, "work_dir", cfg.WorkDir)
+		"vcores", cfg.Vcores, "policy", cfg.Policy, "work_dir", cfg.WorkDir, "memory_limit", e.memory.Limit())
 	e.loops.Add(1)
 	go e.heartbeatLoop()
 	if cfg.Policy == PolicyPull {
@@ -227,6 +234,17 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		go e.pollLoop()
 	}
 	return e, nil
+}
+
+// memoryLimit resolves ExecutorConfig.MemoryLimit to a pool limit (0: none).
+func memoryLimit(configured int64) int64 {
+	switch {
+	case configured < 0:
+		return 0
+	case configured == 0:
+		return physical.DefaultMemoryLimit()
+	}
+	return configured
 }
 
 func newExecutorID() string {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"sluice/physical"
 	"sluice/rpc"
 )
 
@@ -284,5 +285,34 @@ func TestExecutorRemovesStaleJobData(t *testing.T) {
 		if _, err := os.Stat(k); err != nil {
 			t.Errorf("%s, which is no job's, was removed: %v", k, err)
 		}
+	}
+}
+
+// TestExecutorMemoryLimit: by default an executor caps what its tasks
+// reserve at three quarters of the machine's memory; a configured limit
+// replaces that, and a negative one removes the cap.
+func TestExecutorMemoryLimit(t *testing.T) {
+	sched, err := StartScheduler(SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	for _, c := range []struct{ configured, want int64 }{
+		{0, physical.DefaultMemoryLimit()},
+		{1 << 30, 1 << 30},
+		{-1, 0},
+	} {
+		x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+			Vcores: 1, WorkDir: t.TempDir(), MemoryLimit: c.configured})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.memory.Limit(); got != c.want {
+			t.Errorf("MemoryLimit %d: pool limit %d, want %d", c.configured, got, c.want)
+		}
+		x.Close()
+	}
+	if physical.DefaultMemoryLimit() <= 0 {
+		t.Errorf("no default memory limit on this machine")
 	}
 }

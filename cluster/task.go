@@ -259,8 +259,9 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 	}
 	id := def.Id
 	return &physical.TaskContext{
-		Alloc:     physical.Allocator,
-		Memory:    physical.NewMemoryPool(keyOf(id).String(), int64(limit), e.memory),
+		Alloc: physical.Allocator,
+		Memory: physical.NewMemoryPool("task "+keyOf(id).String(), int64(limit), e.memory).
+			WithHint("SET execution.memory_limit to a larger value (it caps each task)"),
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{
 			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),

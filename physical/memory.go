@@ -17,6 +17,8 @@ type MemoryPool struct {
 	name   string
 	limit  int64 // <= 0: unlimited
 	parent *MemoryPool
+	// hint says, in a refusal, which setting or flag raises the limit.
+	hint string
 
 	mu   sync.Mutex
 	used int64
@@ -31,13 +33,24 @@ func NewMemoryPool(name string, limit int64, parent *MemoryPool) *MemoryPool {
 	return &MemoryPool{name: name, limit: limit, parent: parent}
 }
 
+// WithHint sets what a refusal tells the user to change to raise the
+// pool's limit (a setting, a flag), and returns p.
+func (p *MemoryPool) WithHint(hint string) *MemoryPool {
+	p.hint = hint
+	return p
+}
+
 func (p *MemoryPool) grow(n int64, owner string) error {
 	p.mu.Lock()
 	if p.limit > 0 && p.used+n > p.limit {
 		used := p.used
 		p.mu.Unlock()
-		return fmt.Errorf("%w: %s cannot reserve %d bytes: %s pool has %d of %d bytes in use",
-			ErrResourcesExhausted, owner, n, p.name, used, p.limit)
+		hint := ""
+		if p.hint != "" {
+			hint = "; " + p.hint
+		}
+		return fmt.Errorf("%w: memory limit reached: %s cannot reserve %s: %s has %s of its %s in use%s",
+			ErrResourcesExhausted, owner, FormatBytes(n), p.name, FormatBytes(used), FormatBytes(p.limit), hint)
 	}
 	p.used += n
 	p.peak = max(p.peak, p.used)
@@ -136,3 +149,6 @@ func (r *Reservation) Size() int64 { return r.size }
 
 // Free returns everything held.
 func (r *Reservation) Free() { r.Shrink(r.size) }
+
+// Limit is the most the pool lets its reservations hold (0: no limit).
+func (p *MemoryPool) Limit() int64 { return p.limit }
