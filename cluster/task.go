@@ -175,6 +175,12 @@ func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *task
 	if msg, ok := expr.UserMessage(err); ok {
 		st.QueryError = msg
 	}
+	// A memory limit refuses the same reservation on a retry: the query
+	// fails at once, saying which limit and what raises it.
+	var me *physical.MemoryLimitError
+	if st.QueryError == "" && errors.As(err, &me) {
+		st.QueryError = me.Error()
+	}
 	var fe *exchange.FetchError
 	if errors.As(err, &fe) {
 		st.FetchFailure = &rpc.FetchFailure{ExecutorId: fe.ExecutorID, StageId: int32(fe.StageID), MapPartition: int32(fe.MapPartition)}

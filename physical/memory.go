@@ -10,6 +10,31 @@ import (
 // refused.
 var ErrResourcesExhausted = errors.New("resources exhausted")
 
+// MemoryLimitError is a reservation a pool refused: it wraps
+// ErrResourcesExhausted. It fails the same way when the task runs again
+// with the same limits, so the cluster does not retry it, and its message
+// is what the user sees.
+type MemoryLimitError struct {
+	Owner string // the operator that asked
+	Bytes int64  // what it asked for
+	Pool  string // the pool that refused
+	Used  int64  // what the pool held
+	Limit int64  // the pool's limit
+	Hint  string // what raises the limit, if known
+}
+
+func (e *MemoryLimitError) Error() string {
+	hint := ""
+	if e.Hint != "" {
+		hint = "; " + e.Hint
+	}
+	return fmt.Sprintf("%v: memory limit reached: %s cannot reserve %s: %s has %s of its %s in use%s",
+		ErrResourcesExhausted, e.Owner, FormatBytes(e.Bytes), e.Pool, FormatBytes(e.Used), FormatBytes(e.Limit), hint)
+}
+
+// Unwrap returns ErrResourcesExhausted.
+func (e *MemoryLimitError) Unwrap() error { return ErrResourcesExhausted }
+
 // MemoryPool accounts bytes held by operators against a limit. A pool may
 // have a parent (a task's pool inside an executor's pool); growing a child
 // grows the parent too. Safe for concurrent use.
@@ -43,14 +68,9 @@ func (p *MemoryPool) WithHint(hint string) *MemoryPool {
 func (p *MemoryPool) grow(n int64, owner string) error {
 	p.mu.Lock()
 	if p.limit > 0 && p.used+n > p.limit {
-		used := p.used
+		err := &MemoryLimitError{Owner: owner, Bytes: n, Pool: p.name, Used: p.used, Limit: p.limit, Hint: p.hint}
 		p.mu.Unlock()
-		hint := ""
-		if p.hint != "" {
-			hint = "; " + p.hint
-		}
-		return fmt.Errorf("%w: memory limit reached: %s cannot reserve %s: %s has %s of its %s in use%s",
-			ErrResourcesExhausted, owner, FormatBytes(n), p.name, FormatBytes(used), FormatBytes(p.limit), hint)
+		return err
 	}
 	p.used += n
 	p.peak = max(p.peak, p.used)
