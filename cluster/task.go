@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -181,6 +182,11 @@ func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *task
 	if st.QueryError == "" && errors.As(err, &me) {
 		st.QueryError = me.Error()
 	}
+	// So is a client that stopped reading: the user is told why the query
+	// ended, and the log has where.
+	if st.QueryError == "" && errors.Is(err, exchange.ErrClientIdle) {
+		st.QueryError = clientIdleMessage(err)
+	}
 	var fe *exchange.FetchError
 	if errors.As(err, &fe) {
 		st.FetchFailure = &rpc.FetchFailure{ExecutorId: fe.ExecutorID, StageId: int32(fe.StageID), MapPartition: int32(fe.MapPartition)}
@@ -263,6 +269,14 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 	if err != nil {
 		return nil, err
 	}
+	var idle time.Duration
+	if def.ClientOutput {
+		if v := def.Settings["execution.idle_client_timeout"]; v != "" && v != "0" {
+			if idle, err = time.ParseDuration(v); err != nil || idle < 0 {
+				return nil, fmt.Errorf("invalid execution.idle_client_timeout %q (expected a duration such as 30s)", v)
+			}
+		}
+	}
 	id := def.Id
 	return &physical.TaskContext{
 		Alloc: physical.Allocator,
@@ -271,6 +285,7 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{
 			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),
+			ClientIdleTimeout: idle,
 		},
 	}, nil
 }
@@ -342,4 +357,14 @@ func (e *Executor) cancelTasks(match func(*runningTask) bool, cause error) []*ru
 		}
 	}
 	return out
+}
+
+// clientIdleMessage is the part of err, a chain wrapping
+// exchange.ErrClientIdle, from that error on: what the client is shown.
+func clientIdleMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, exchange.ErrClientIdle.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return msg
 }

@@ -115,6 +115,10 @@ type TaskEnv struct {
 	StageID int
 	TaskID  int
 	Attempt int
+	// ClientIdleTimeout, when positive, is how long a pipelined writer
+	// whose output the client reads waits on a full queue the client does
+	// not read before it fails with ErrClientIdle.
+	ClientIdleTimeout time.Duration
 }
 
 // StageWriter is the root operator of a stage. The executor runs a task by

@@ -1345,7 +1345,11 @@ type TaskDefinition struct {
 	Vcores     int32                  `protobuf:"varint,5,opt,name=vcores,proto3" json:"vcores,omitempty"`
 	// Collect EXPLAIN ANALYZE metrics of the stage plan's operators and
 	// report them in the task's final status.
-	Analyze       bool `protobuf:"varint,20,opt,name=analyze,proto3" json:"analyze,omitempty"`
+	Analyze bool `protobuf:"varint,20,opt,name=analyze,proto3" json:"analyze,omitempty"`
+	// The client reads this task's output (a pipelined job's final stage):
+	// its writer fails the job when the client reads nothing for
+	// execution.idle_client_timeout, rather than hold its vcores for ever.
+	ClientOutput  bool `protobuf:"varint,40,opt,name=client_output,json=clientOutput,proto3" json:"client_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1418,6 +1422,13 @@ func (x *TaskDefinition) GetVcores() int32 {
 func (x *TaskDefinition) GetAnalyze() bool {
 	if x != nil {
 		return x.Analyze
+	}
+	return false
+}
+
+func (x *TaskDefinition) GetClientOutput() bool {
+	if x != nil {
+		return x.ClientOutput
 	}
 	return false
 }
@@ -1892,7 +1903,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
 	"\rstage_attempt\x18\x03 \x01(\x05R\fstageAttempt\x12\x17\n" +
 	"\atask_id\x18\x04 \x01(\x05R\x06taskId\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xab\x02\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xd0\x02\n" +
 	"\x0eTaskDefinition\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1e\n" +
 	"\n" +
@@ -1901,7 +1912,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x04plan\x18\x03 \x01(\v2\x14.sluice.PhysicalPlanR\x04plan\x12@\n" +
 	"\bsettings\x18\x04 \x03(\v2$.sluice.TaskDefinition.SettingsEntryR\bsettings\x12\x16\n" +
 	"\x06vcores\x18\x05 \x01(\x05R\x06vcores\x12\x18\n" +
-	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x1a;\n" +
+	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12#\n" +
+	"\rclient_output\x18( \x01(\bR\fclientOutput\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x03\n" +
