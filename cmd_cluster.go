@@ -60,6 +60,7 @@ func runExecutor(args []string) int {
 	id := fs.String("id", "", "executor ID (default: generated)")
 	policy := fs.String("policy", "", "push (wait for tasks) or pull (poll for tasks); default: the scheduler's")
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
+	maxAge := fs.Duration("job-data-max-age", time.Hour, "job data untouched this long is removed when the scheduler no longer knows its job")
 	memLimit := fs.Int64("memory-limit", 0, "bytes all tasks may reserve together (0: three quarters of the machine's memory; -1: no limit)")
 	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
 	fs.Usage = func() {
@@ -90,7 +91,7 @@ func runExecutor(args []string) int {
 	x, err := cluster.StartExecutor(ctx, cluster.ExecutorConfig{
 		SchedulerAddr: *sched, BindAddr: *bind, FlightAddr: *flightBind, AdvertiseHost: *advertise,
 		Vcores: *vcores, WorkDir: *workDir, Compression: codec, ID: *id, HeartbeatInterval: *heartbeat, Policy: *policy,
-		MemoryLimit: *memLimit, Logger: stderrLogger(),
+		MemoryLimit: *memLimit, JobDataMaxAge: *maxAge, Logger: stderrLogger(),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,6 +77,11 @@ type ExecutorConfig struct {
 	// PollInterval is how long a pull-mode executor waits after an empty
 	// poll (default 100ms).
 	PollInterval time.Duration
+	// JobDataMaxAge is how long a job's data may sit untouched before the
+	// executor's sweep asks the scheduler whether the job is still known,
+	// removing it if not (default 1h): the scheduler's own cleanup call
+	// can be lost with a connection, or with the scheduler.
+	JobDataMaxAge time.Duration
 	// TaskFailureHook is for tests: it is called before each task runs, and
 	// an error it returns fails that task (a panic is recovered like any
 	// task panic).
@@ -142,6 +148,9 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 100 * time.Millisecond
+	}
+	if cfg.JobDataMaxAge <= 0 {
+		cfg.JobDataMaxAge = time.Hour
 	}
 	switch cfg.Policy {
 	case "", PolicyPush, PolicyPull:
@@ -301,17 +310,69 @@ func (e *Executor) RunningTasks() int {
 	return len(e.running)
 }
 
-// register tells the scheduler about this executor. At start it waits for
-// the scheduler to come up until ctx is done.
-// register registers the executor and returns the scheduler's policy.
+// register tells the scheduler about this executor and the jobs it holds
+// data of, removes the data of those the scheduler does not know (it
+// restarted since, or released them while this executor was cut off),
+// and returns the scheduler's policy. At start it waits for the scheduler
+// to come up until ctx is done.
 func (e *Executor) register(ctx context.Context, waitForReady bool) (string, error) {
 	resp, err := e.sched.RegisterExecutor(ctx, &rpc.RegisterExecutorRequest{Meta: &rpc.ExecutorMetadata{
 		Id: e.id, GrpcAddress: e.grpcAddr, FlightAddress: e.env.FlightAddress, Vcores: int32(e.cfg.Vcores),
-	}}, grpc.WaitForReady(waitForReady))
+	}, HeldJobs: e.heldJobs(0)}, grpc.WaitForReady(waitForReady))
 	if err != nil {
 		return "", fmt.Errorf("executor %s: registering with the scheduler at %s: %w", e.id, e.cfg.SchedulerAddr, err)
 	}
+	e.removeDeadJobs(resp.DeadJobs)
 	return resp.GetPolicy(), nil
+}
+
+// heldJobs lists the jobs this executor holds anything of: shuffle
+// directories (with olderThan > 0, only those untouched for that long),
+// pipelined queues and, when olderThan is 0, running tasks. A sweep
+// (olderThan > 0) leaves out jobs with a task running here: they are
+// alive.
+func (e *Executor) heldJobs(olderThan time.Duration) []string {
+	set := map[string]bool{}
+	dirs, err := exchange.JobDirs(e.cfg.WorkDir, olderThan, time.Now())
+	if err != nil {
+		e.log.Warn("listing job data failed", "err", err)
+	}
+	for _, j := range dirs {
+		set[j] = true
+	}
+	for _, j := range e.env.Registry.Jobs() {
+		set[j] = true
+	}
+	e.mu.Lock()
+	for k := range e.running {
+		if olderThan > 0 {
+			delete(set, k.job)
+		} else {
+			set[k.job] = true
+		}
+	}
+	e.mu.Unlock()
+	jobs := make([]string, 0, len(set))
+	for j := range set {
+		jobs = append(jobs, j)
+	}
+	slices.Sort(jobs)
+	return jobs
+}
+
+// removeDeadJobs cancels the tasks of jobs the scheduler no longer knows
+// and removes their data.
+func (e *Executor) removeDeadJobs(jobs []string) {
+	for _, job := range jobs {
+		ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+		err := e.removeJob(ctx, job)
+		cancel()
+		if err != nil {
+			e.log.Warn("removing data of a job the scheduler does not know failed", "job", job, "err", err)
+			continue
+		}
+		e.log.Info("removed data of a job the scheduler does not know", "job", job)
+	}
 }
 
 // heartbeatLoop keeps the executor known to the scheduler, registering
@@ -322,17 +383,29 @@ func (e *Executor) heartbeatLoop() {
 	tick := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer tick.Stop()
 	failing := false
+	// Every sweepEvery a heartbeat carries the jobs whose data has sat
+	// untouched for JobDataMaxAge, and the scheduler names the dead ones.
+	sweepEvery := min(max(e.cfg.JobDataMaxAge/2, e.cfg.HeartbeatInterval), 10*time.Minute)
+	lastSweep := time.Now()
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-tick.C:
 		}
+		req := &rpc.HeartbeatRequest{ExecutorId: e.id, FreeVcores: int32(e.slots.free())}
+		if time.Since(lastSweep) >= sweepEvery {
+			lastSweep = time.Now()
+			req.HeldJobs = e.heldJobs(e.cfg.JobDataMaxAge)
+		}
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.HeartbeatInterval)
-		resp, err := e.sched.Heartbeat(ctx, &rpc.HeartbeatRequest{ExecutorId: e.id, FreeVcores: int32(e.slots.free())})
-		if err == nil && resp.Reregister {
+		resp, err := e.sched.Heartbeat(ctx, req)
+		switch {
+		case err == nil && resp.Reregister:
 			e.log.Warn("scheduler does not know this executor; registering again")
 			_, err = e.register(ctx, false)
+		case err == nil:
+			e.removeDeadJobs(resp.DeadJobs)
 		}
 		cancel()
 		switch {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -174,4 +175,39 @@ func RemoveStaleJobs(workDir string) (dirs int, bytes int64, err error) {
 		dirs++
 	}
 	return dirs, bytes, errors.Join(errs...)
+}
+
+// JobDirs returns the jobs with a directory under workDir whose newest
+// entry was modified more than olderThan before now (every job's with
+// olderThan 0): what an executor's sweep asks the scheduler about.
+func JobDirs(workDir string, olderThan time.Duration, now time.Time) ([]string, error) {
+	entries, err := os.ReadDir(workDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading work dir %s: %w", workDir, err)
+	}
+	var jobs []string
+	for _, e := range entries {
+		if !e.IsDir() || !jobDirName.MatchString(e.Name()) {
+			continue
+		}
+		if olderThan > 0 {
+			var newest time.Time
+			_ = filepath.WalkDir(filepath.Join(workDir, e.Name()), func(_ string, d fs.DirEntry, err error) error {
+				if err == nil {
+					if info, err := d.Info(); err == nil && info.ModTime().After(newest) {
+						newest = info.ModTime()
+					}
+				}
+				return nil
+			})
+			if now.Sub(newest) <= olderThan {
+				continue
+			}
+		}
+		jobs = append(jobs, e.Name())
+	}
+	return jobs, nil
 }

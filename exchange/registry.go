@@ -445,6 +445,17 @@ func (qr *QueueReader) Close() {
 	}
 }
 
+// Jobs lists the jobs that have queues.
+func (r *Registry) Jobs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	jobs := make([]string, 0, len(r.jobs))
+	for j := range r.jobs {
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
 // TotalEntries counts the queues of every job still in the registry.
 func (r *Registry) TotalEntries() int {
 	r.mu.Lock()

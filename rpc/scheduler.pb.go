@@ -968,8 +968,11 @@ func (x *ClusterState) GetRunningJobs() []*JobStatus {
 }
 
 type RegisterExecutorRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Meta          *ExecutorMetadata      `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Meta  *ExecutorMetadata      `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	// The jobs the executor holds data of (shuffle files, pipelined queues,
+	// running tasks). A scheduler that restarted knows none of them.
+	HeldJobs      []string `protobuf:"bytes,40,rep,name=held_jobs,json=heldJobs,proto3" json:"held_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1011,11 +1014,21 @@ func (x *RegisterExecutorRequest) GetMeta() *ExecutorMetadata {
 	return nil
 }
 
+func (x *RegisterExecutorRequest) GetHeldJobs() []string {
+	if x != nil {
+		return x.HeldJobs
+	}
+	return nil
+}
+
 type RegisterExecutorResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The scheduler's task placement policy ("push" or "pull"): an executor
 	// started without one follows it, one started with another fails.
-	Policy        string `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy string `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The held jobs the scheduler does not know (an earlier scheduler's, or
+	// released): the executor removes their data and cancels their tasks.
+	DeadJobs      []string `protobuf:"bytes,40,rep,name=dead_jobs,json=deadJobs,proto3" json:"dead_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1057,13 +1070,23 @@ func (x *RegisterExecutorResponse) GetPolicy() string {
 	return ""
 }
 
+func (x *RegisterExecutorResponse) GetDeadJobs() []string {
+	if x != nil {
+		return x.DeadJobs
+	}
+	return nil
+}
+
 type HeartbeatRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ExecutorId string                 `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
 	FreeVcores int32                  `protobuf:"varint,2,opt,name=free_vcores,json=freeVcores,proto3" json:"free_vcores,omitempty"`
 	// The executor is shutting down gracefully (its tasks are reported):
 	// remove it now.
-	Stopping      bool `protobuf:"varint,3,opt,name=stopping,proto3" json:"stopping,omitempty"`
+	Stopping bool `protobuf:"varint,3,opt,name=stopping,proto3" json:"stopping,omitempty"`
+	// Jobs whose data the executor has held for long (its periodic sweep):
+	// the scheduler answers which of them it does not know.
+	HeldJobs      []string `protobuf:"bytes,40,rep,name=held_jobs,json=heldJobs,proto3" json:"held_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1119,10 +1142,19 @@ func (x *HeartbeatRequest) GetStopping() bool {
 	return false
 }
 
+func (x *HeartbeatRequest) GetHeldJobs() []string {
+	if x != nil {
+		return x.HeldJobs
+	}
+	return nil
+}
+
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The scheduler does not know this executor (e.g. it expired): register again.
-	Reregister    bool `protobuf:"varint,1,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	Reregister bool `protobuf:"varint,1,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	// The held jobs the scheduler does not know: the executor removes their data.
+	DeadJobs      []string `protobuf:"bytes,40,rep,name=dead_jobs,json=deadJobs,proto3" json:"dead_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1162,6 +1194,13 @@ func (x *HeartbeatResponse) GetReregister() bool {
 		return x.Reregister
 	}
 	return false
+}
+
+func (x *HeartbeatResponse) GetDeadJobs() []string {
+	if x != nil {
+		return x.DeadJobs
+	}
+	return nil
 }
 
 type PollWorkRequest struct {
@@ -1876,21 +1915,25 @@ const file_scheduler_proto_rawDesc = "" +
 	"\fClusterState\x12\x16\n" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\x123\n" +
 	"\texecutors\x18\x02 \x03(\v2\x15.sluice.ExecutorStateR\texecutors\x124\n" +
-	"\frunning_jobs\x18\x03 \x03(\v2\x11.sluice.JobStatusR\vrunningJobs\"G\n" +
+	"\frunning_jobs\x18\x03 \x03(\v2\x11.sluice.JobStatusR\vrunningJobs\"d\n" +
 	"\x17RegisterExecutorRequest\x12,\n" +
-	"\x04meta\x18\x01 \x01(\v2\x18.sluice.ExecutorMetadataR\x04meta\"2\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.sluice.ExecutorMetadataR\x04meta\x12\x1b\n" +
+	"\theld_jobs\x18( \x03(\tR\bheldJobs\"O\n" +
 	"\x18RegisterExecutorResponse\x12\x16\n" +
-	"\x06policy\x18\x01 \x01(\tR\x06policy\"p\n" +
+	"\x06policy\x18\x01 \x01(\tR\x06policy\x12\x1b\n" +
+	"\tdead_jobs\x18( \x03(\tR\bdeadJobs\"\x8d\x01\n" +
 	"\x10HeartbeatRequest\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x1f\n" +
 	"\vfree_vcores\x18\x02 \x01(\x05R\n" +
 	"freeVcores\x12\x1a\n" +
-	"\bstopping\x18\x03 \x01(\bR\bstopping\"3\n" +
+	"\bstopping\x18\x03 \x01(\bR\bstopping\x12\x1b\n" +
+	"\theld_jobs\x18( \x03(\tR\bheldJobs\"P\n" +
 	"\x11HeartbeatResponse\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x01 \x01(\bR\n" +
-	"reregister\"S\n" +
+	"reregister\x12\x1b\n" +
+	"\tdead_jobs\x18( \x03(\tR\bdeadJobs\"S\n" +
 	"\x0fPollWorkRequest\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x1f\n" +
