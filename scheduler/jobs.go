@@ -14,9 +14,11 @@ import (
 
 // job is a query being run (or recently run) on the cluster.
 type job struct {
-	id       string
-	graph    ExecutionGraph
-	state    rpc.JobState
+	id    string
+	graph ExecutionGraph
+	state rpc.JobState
+	// ran is set once the job is placed (it was, or is, running).
+	ran      bool
 	err      *rpc.UserError
 	schema   *rpc.Schema
 	settings map[string]string
