@@ -39,18 +39,14 @@ test: vet
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \
 		$(GO) test -tags duckdb_arrow -timeout 20m -run "TestDifferential|TestCompareRows" ./...
 
-# Long randomized testing: the differential test for FUZZ_DURATION from a
-# random first seed (SLUICE_DIFF_SEED=N to choose it; a failure prints each
-# query's seed to replay it), then each Go fuzz target of the SQL front end
-# for FUZZTIME.
-FUZZ_DURATION ?= 10m
-FUZZTIME      ?= 60s
+# Long randomized testing for FUZZ_DURATION (default 30m: whole s, m or
+# h): two thirds to the differential test from a random first seed
+# (SLUICE_DIFF_SEED=N to choose it; a failure prints each query's seed to
+# replay it), the rest shared by every Go fuzz target (FuzzXxx) in the
+# repository. See .ci/fuzz.
+FUZZ_DURATION ?= 30m
 fuzz:
-	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_DURATION=$(FUZZ_DURATION) \
-		SLUICE_DIFF_SEED=$${SLUICE_DIFF_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
-		$(GO) test -tags duckdb_arrow -timeout 0 -v -run TestDifferential ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzSplitter$$' -fuzztime $(FUZZTIME) ./repl/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseBind$$' -fuzztime $(FUZZTIME) ./sql/
+	FUZZ_DURATION=$(FUZZ_DURATION) TPCDS=$(abspath $(TPCDS)) GO=$(GO) .ci/fuzz
 
 # TPC-H at SF: blocking vs pipelined on an embedded cluster, then the DuckDB
 # peer (its own module, bench/duckdb) on the same Parquet files, merged into
