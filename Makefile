@@ -33,9 +33,14 @@ vet:
 # Then the differential test (bench/duckdb, its own module): 1000 generated
 # queries on sluice in process, blocking and pipelined against DuckDB on a
 # sample of the TPC-DS tables in $(TPCDS) (skipped without them).
+#
+# The packages whose tests run schedulers, executors and exchanges
+# concurrently run again under the race detector (about 2 minutes).
 DIFF_QUERIES ?= 1000
+RACE_PKGS    ?= ./scheduler/ ./exchange/ ./cluster/
 test: vet
 	SLUICE_ALLOC_POISON=1 $(GO) test -timeout 60m -p 1 ./...
+	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -p 1 $(RACE_PKGS)
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \
 		$(GO) test -tags duckdb_arrow -timeout 20m -run "TestDifferential|TestCompareRows" ./...
 
