@@ -32,7 +32,8 @@ vet:
 #
 # Then the differential test (bench/duckdb, its own module): 1000 generated
 # queries on sluice in process, blocking and pipelined against DuckDB on a
-# sample of the TPC-DS tables in $(TPCDS) (skipped without them).
+# sample of the TPC-DS tables in $(TPCDS) (skipped without them), and 250
+# on a sample of TPC-H SF 1 (.cache/tpch-sf1).
 #
 # The packages whose tests run schedulers, executors and exchanges
 # concurrently run again under the race detector (about 2 minutes).
