@@ -413,3 +413,45 @@ func TestBatchBytesLayouts(t *testing.T) {
 		t.Errorf("an empty slice is charged %d bytes", got)
 	}
 }
+
+// TestInterleaveFromManyBatches: a few rows gathered from many batches
+// (a sort's output batch out of thousands of small inputs) come out the
+// same as when every source is passed through, for random picks.
+func TestInterleaveFromManyBatches(t *testing.T) {
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 11))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	batches := make([]arrow.RecordBatch, 300)
+	rows := make([][][]any, len(batches))
+	for i := range batches {
+		if i%7 == 3 {
+			continue // a released slot, as a top-K sort leaves
+		}
+		batches[i] = utilBatch(t, mem, 10*i)
+		rows[i] = batchRows(batches[i])
+	}
+	for range 50 {
+		refs := make([]rowRef, 1+r.IntN(20))
+		for j := range refs {
+			b := r.IntN(len(batches))
+			for batches[b] == nil {
+				b = r.IntN(len(batches))
+			}
+			refs[j] = rowRef{int32(b), int32(r.IntN(10))}
+		}
+		got, err := interleaveBatches(mem, utilSchema, batches, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want [][]any
+		for _, ref := range refs {
+			want = append(want, rows[ref.batch][ref.row])
+		}
+		if g, w := rowsString(batchRows(got)), rowsString(want); g != w {
+			t.Fatalf("seed %d: refs %v gave\n%s\nwant\n%s", seed, refs, g, w)
+		}
+		got.Release()
+	}
+	releaseAll(batches)
+	mem.AssertSize(t, 0)
+}
