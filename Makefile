@@ -32,29 +32,27 @@ vet:
 #
 # Then the differential test (bench/duckdb, its own module): 1000 generated
 # queries on sluice in process, blocking and pipelined against DuckDB on a
-# sample of the TPC-DS tables in $(TPCDS) (skipped without them).
+# sample of the TPC-DS tables in $(TPCDS) (skipped without them), and 250
+# on a sample of TPC-H SF 1 (.cache/tpch-sf1).
+#
+# The packages whose tests run schedulers, executors and exchanges
+# concurrently run again under the race detector (about 2 minutes).
 DIFF_QUERIES ?= 1000
+RACE_PKGS    ?= ./scheduler/ ./exchange/ ./cluster/
 test: vet
 	SLUICE_ALLOC_POISON=1 $(GO) test -timeout 60m -p 1 ./...
+	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -p 1 $(RACE_PKGS)
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \
 		$(GO) test -tags duckdb_arrow -timeout 20m -run "TestDifferential|TestCompareRows" ./...
 
-# Long randomized testing: the differential test for FUZZ_DURATION from a
-# random first seed (SLUICE_DIFF_SEED=N to choose it; a failure prints each
-# query's seed to replay it), then each Go fuzz target of the SQL front end
-# and of the scan's Parquet decoders (checked against arrow-go's reader)
-# for FUZZTIME.
-FUZZ_DURATION ?= 10m
-FUZZTIME      ?= 60s
+# Long randomized testing for FUZZ_DURATION (default 30m: whole s, m or
+# h): two thirds to the differential test from a random first seed
+# (SLUICE_DIFF_SEED=N to choose it; a failure prints each query's seed to
+# replay it), the rest shared by every Go fuzz target (FuzzXxx) in the
+# repository. See .ci/fuzz.
+FUZZ_DURATION ?= 30m
 fuzz:
-	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_DURATION=$(FUZZ_DURATION) \
-		SLUICE_DIFF_SEED=$${SLUICE_DIFF_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
-		$(GO) test -tags duckdb_arrow -timeout 0 -v -run TestDifferential ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzSplitter$$' -fuzztime $(FUZZTIME) ./repl/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseBind$$' -fuzztime $(FUZZTIME) ./sql/
-	for t in FuzzDeltaColumn FuzzDictColumn FuzzDictNumColumn FuzzFlatColumn FuzzFlatStrings; do \
-		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./physical/ || exit 1; \
-	done
+	FUZZ_DURATION=$(FUZZ_DURATION) TPCDS=$(abspath $(TPCDS)) GO=$(GO) .ci/fuzz
 
 # TPC-H at SF: blocking vs pipelined on an embedded cluster, then the DuckDB
 # peer (its own module, bench/duckdb) on the same Parquet files, merged into

@@ -73,6 +73,8 @@ func runExecutor(args []string) int {
 	id := fs.String("id", "", "executor ID (default: generated)")
 	policy := fs.String("policy", "", "push (wait for tasks) or pull (poll for tasks); default: the scheduler's")
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
+	maxAge := fs.Duration("job-data-max-age", time.Hour, "job data untouched this long is removed when the scheduler no longer knows its job")
+	memLimit := fs.Int64("memory-limit", 0, "bytes all tasks may reserve together (0: three quarters of the machine's memory; -1: no limit)")
 	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
 	secFlags := addSecurityFlags(fs, false)
 	allowed := addLocationsFlag(fs)
@@ -113,7 +115,7 @@ func runExecutor(args []string) int {
 	x, err := cluster.StartExecutor(ctx, cluster.ExecutorConfig{
 		SchedulerAddr: *sched, BindAddr: *bind, FlightAddr: *flightBind, AdvertiseHost: *advertise,
 		Vcores: *vcores, WorkDir: *workDir, Compression: codec, ID: *id, HeartbeatInterval: *heartbeat, Policy: *policy,
-		Logger: stderrLogger(), Security: sec,
+		MemoryLimit: *memLimit, JobDataMaxAge: *maxAge, Logger: stderrLogger(), Security: sec,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

@@ -20,6 +20,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/cluster"
+	"sluice/physical"
 	"sluice/render"
 	"sluice/repl"
 	"sluice/rpc"
@@ -36,6 +37,16 @@ func main() {
 		// (physical.Allocator), 200 runs the 22 queries as fast with
 		// about half the peak memory (1.66 -> 0.77 GB, pipelined).
 		debug.SetGCPercent(200)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Queries reserve at most three quarters of the memory
+		// (physical.DefaultMemoryLimit); a soft limit a little above
+		// makes the collector run harder near it rather than let garbage
+		// grow the heap to GOGC's multiple of what is live and take the
+		// process past the machine's memory.
+		if m := physical.ProcessMemory(); m > 0 {
+			debug.SetMemoryLimit(m / 10 * 9)
+		}
 	}
 	os.Exit(run(os.Args[1:]))
 }

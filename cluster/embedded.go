@@ -14,6 +14,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/exchange"
+	"sluice/physical"
 	"sluice/rpc"
 )
 
@@ -51,6 +52,10 @@ type EmbeddedConfig struct {
 	// its own, so the loopback ports are not open to every local user;
 	// clients in this process get it from Security()).
 	Security *rpc.Security
+	// ExecutorMemoryLimit caps what each executor's tasks reserve
+	// together, in bytes (0: the executors share
+	// physical.DefaultMemoryLimit, since they share this process).
+	ExecutorMemoryLimit int64
 }
 
 // Embedded is a scheduler and its executors in one process, talking over
@@ -131,6 +136,16 @@ func (e *Embedded) Executors() []*Executor {
 	return slices.Clone(e.executors)
 }
 
+// executorMemoryLimit is each executor's memory cap: the configured one, or
+// its share of the default, since the executors share this process's
+// memory.
+func (e *Embedded) executorMemoryLimit() int64 {
+	if e.cfg.ExecutorMemoryLimit != 0 {
+		return e.cfg.ExecutorMemoryLimit
+	}
+	return max(physical.DefaultMemoryLimit()/int64(max(e.cfg.Executors, 1)), 0)
+}
+
 // AddExecutor starts one more executor, with its own work dir under the
 // cluster's.
 func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
@@ -150,6 +165,7 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
 		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
 		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger, Security: e.cfg.Security,
+		MemoryLimit: e.executorMemoryLimit(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)

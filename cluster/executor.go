@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -66,9 +67,20 @@ type ExecutorConfig struct {
 	// the scheduler's, which the executor learns when it registers. A
 	// policy other than the scheduler's fails the start.
 	Policy string
+	// MemoryLimit caps what all of the executor's tasks reserve together,
+	// in bytes (0: physical.DefaultMemoryLimit, three quarters of the
+	// machine's or the cgroup's memory; negative: no cap). A task that
+	// would pass it fails with "resources exhausted" instead of the
+	// process running out of memory.
+	MemoryLimit int64
 	// PollInterval is how long a pull-mode executor waits after an empty
 	// poll (default 100ms).
 	PollInterval time.Duration
+	// JobDataMaxAge is how long a job's data may sit untouched before the
+	// executor's sweep asks the scheduler whether the job is still known,
+	// removing it if not (default 1h): the scheduler's own cleanup call
+	// can be lost with a connection, or with the scheduler.
+	JobDataMaxAge time.Duration
 	// TaskFailureHook is for tests: it is called before each task runs, and
 	// an error it returns fails that task (a panic is recovered like any
 	// task panic).
@@ -140,6 +152,9 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
+	if cfg.JobDataMaxAge <= 0 {
+		cfg.JobDataMaxAge = time.Hour
+	}
 	switch cfg.Policy {
 	case "", PolicyPush, PolicyPull:
 	default:
@@ -200,7 +215,8 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	e := &Executor{
 		cfg: cfg, id: cfg.ID, log: log.With("executor", cfg.ID),
 		env: env, flightSvc: exchange.NewFlightService(env),
-		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, 0, nil),
+		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, memoryLimit(cfg.MemoryLimit), nil).
+			WithHint("an executor's tasks take at most its --memory-limit together (default three quarters of the machine's memory); run fewer queries at once or add executors"),
 		grpcSrv: newServer(cfg.Security, nil, nil), flightSrv: newServer(cfg.Security, nil, nil), grpcAddr: grpcAddr,
 		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
 		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
@@ -228,7 +244,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	}
 	cfg = e.cfg
 	e.log.Info("executor registered", "scheduler", cfg.SchedulerAddr, "grpc", grpcAddr, "flight", flightAddr,
-		"vcores", cfg.Vcores, "policy", cfg.Policy, "work_dir", cfg.WorkDir)
+		"vcores", cfg.Vcores, "policy", cfg.Policy, "work_dir", cfg.WorkDir, "memory_limit", e.memory.Limit())
 	e.loops.Add(1)
 	go e.heartbeatLoop()
 	e.loops.Add(1)
@@ -241,6 +257,17 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		go e.pollLoop()
 	}
 	return e, nil
+}
+
+// memoryLimit resolves ExecutorConfig.MemoryLimit to a pool limit (0: none).
+func memoryLimit(configured int64) int64 {
+	switch {
+	case configured < 0:
+		return 0
+	case configured == 0:
+		return physical.DefaultMemoryLimit()
+	}
+	return configured
 }
 
 func newExecutorID() string {
@@ -297,17 +324,69 @@ func (e *Executor) RunningTasks() int {
 	return len(e.running)
 }
 
-// register tells the scheduler about this executor. At start it waits for
-// the scheduler to come up until ctx is done.
-// register registers the executor and returns the scheduler's policy.
+// register tells the scheduler about this executor and the jobs it holds
+// data of, removes the data of those the scheduler does not know (it
+// restarted since, or released them while this executor was cut off),
+// and returns the scheduler's policy. At start it waits for the scheduler
+// to come up until ctx is done.
 func (e *Executor) register(ctx context.Context, waitForReady bool) (string, error) {
 	resp, err := e.sched.RegisterExecutor(ctx, &rpc.RegisterExecutorRequest{Meta: &rpc.ExecutorMetadata{
 		Id: e.id, GrpcAddress: e.grpcAddr, FlightAddress: e.env.FlightAddress, Vcores: int32(e.cfg.Vcores),
-	}}, grpc.WaitForReady(waitForReady))
+	}, HeldJobs: e.heldJobs(0)}, grpc.WaitForReady(waitForReady))
 	if err != nil {
 		return "", fmt.Errorf("executor %s: registering with the scheduler at %s: %w", e.id, e.cfg.SchedulerAddr, err)
 	}
+	e.removeDeadJobs(resp.DeadJobs)
 	return resp.GetPolicy(), nil
+}
+
+// heldJobs lists the jobs this executor holds anything of: shuffle
+// directories (with olderThan > 0, only those untouched for that long),
+// pipelined queues and, when olderThan is 0, running tasks. A sweep
+// (olderThan > 0) leaves out jobs with a task running here: they are
+// alive.
+func (e *Executor) heldJobs(olderThan time.Duration) []string {
+	set := map[string]bool{}
+	dirs, err := exchange.JobDirs(e.cfg.WorkDir, olderThan, time.Now())
+	if err != nil {
+		e.log.Warn("listing job data failed", "err", err)
+	}
+	for _, j := range dirs {
+		set[j] = true
+	}
+	for _, j := range e.env.Registry.Jobs() {
+		set[j] = true
+	}
+	e.mu.Lock()
+	for k := range e.running {
+		if olderThan > 0 {
+			delete(set, k.job)
+		} else {
+			set[k.job] = true
+		}
+	}
+	e.mu.Unlock()
+	jobs := make([]string, 0, len(set))
+	for j := range set {
+		jobs = append(jobs, j)
+	}
+	slices.Sort(jobs)
+	return jobs
+}
+
+// removeDeadJobs cancels the tasks of jobs the scheduler no longer knows
+// and removes their data.
+func (e *Executor) removeDeadJobs(jobs []string) {
+	for _, job := range jobs {
+		ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+		err := e.removeJob(ctx, job)
+		cancel()
+		if err != nil {
+			e.log.Warn("removing data of a job the scheduler does not know failed", "job", job, "err", err)
+			continue
+		}
+		e.log.Info("removed data of a job the scheduler does not know", "job", job)
+	}
 }
 
 // heartbeatLoop keeps the executor known to the scheduler, registering
@@ -318,17 +397,29 @@ func (e *Executor) heartbeatLoop() {
 	tick := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer tick.Stop()
 	failing := false
+	// Every sweepEvery a heartbeat carries the jobs whose data has sat
+	// untouched for JobDataMaxAge, and the scheduler names the dead ones.
+	sweepEvery := min(max(e.cfg.JobDataMaxAge/2, e.cfg.HeartbeatInterval), 10*time.Minute)
+	lastSweep := time.Now()
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-tick.C:
 		}
+		req := &rpc.HeartbeatRequest{ExecutorId: e.id, FreeVcores: int32(e.slots.free())}
+		if time.Since(lastSweep) >= sweepEvery {
+			lastSweep = time.Now()
+			req.HeldJobs = e.heldJobs(e.cfg.JobDataMaxAge)
+		}
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.HeartbeatInterval)
-		resp, err := e.sched.Heartbeat(ctx, &rpc.HeartbeatRequest{ExecutorId: e.id, FreeVcores: int32(e.slots.free())})
-		if err == nil && resp.Reregister {
+		resp, err := e.sched.Heartbeat(ctx, req)
+		switch {
+		case err == nil && resp.Reregister:
 			e.log.Warn("scheduler does not know this executor; registering again")
 			_, err = e.register(ctx, false)
+		case err == nil:
+			e.removeDeadJobs(resp.DeadJobs)
 		}
 		cancel()
 		switch {

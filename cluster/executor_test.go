@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"sluice/physical"
 	"sluice/rpc"
 )
 
@@ -284,5 +285,135 @@ func TestExecutorRemovesStaleJobData(t *testing.T) {
 		if _, err := os.Stat(k); err != nil {
 			t.Errorf("%s, which is no job's, was removed: %v", k, err)
 		}
+	}
+}
+
+// TestExecutorMemoryLimit: by default an executor caps what its tasks
+// reserve at three quarters of the machine's memory; a configured limit
+// replaces that, and a negative one removes the cap.
+func TestExecutorMemoryLimit(t *testing.T) {
+	sched, err := StartScheduler(SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	for _, c := range []struct{ configured, want int64 }{
+		{0, physical.DefaultMemoryLimit()},
+		{1 << 30, 1 << 30},
+		{-1, 0},
+	} {
+		x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+			Vcores: 1, WorkDir: t.TempDir(), MemoryLimit: c.configured})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.memory.Limit(); got != c.want {
+			t.Errorf("MemoryLimit %d: pool limit %d, want %d", c.configured, got, c.want)
+		}
+		x.Close()
+	}
+	if physical.DefaultMemoryLimit() <= 0 {
+		t.Errorf("no default memory limit on this machine")
+	}
+}
+
+// runUnreleased runs a blocking query on the scheduler at addr and leaves
+// its job unreleased: its final stage's files stay on the executors.
+func runUnreleased(t *testing.T, addr string) string {
+	t.Helper()
+	j, err := newTestClient(t, addr, nil).submit(context.Background(), "SELECT x, x * 2 AS y FROM generate_series(1, 300000) t(x)", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := j.wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.JobId
+}
+
+// waitGone waits up to 10s for path to be removed.
+func waitGone(t *testing.T, path, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (%s) is still there after 10s", what, path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestExecutorSweepsDeadJobData: job data untouched for JobDataMaxAge is
+// removed when the scheduler no longer knows its job (its cleanup call was
+// lost), and kept while the scheduler knows it, however old (a client is
+// still to read it).
+func TestExecutorSweepsDeadJobData(t *testing.T) {
+	sched, err := StartScheduler(SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	work := t.TempDir()
+	x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+		Vcores: 2, WorkDir: work, HeartbeatInterval: 20 * time.Millisecond, JobDataMaxAge: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	live := filepath.Join(work, runUnreleased(t, sched.Addr()))
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("the unreleased job left no data: %v", err)
+	}
+	dead := filepath.Join(work, "0a1b2c3d-9")
+	if err := os.MkdirAll(filepath.Join(dead, "1", "0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, "1", "0", "data-0.arrow"), make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, dead, "data of a job the scheduler does not know")
+	// By now the live job's data is older than JobDataMaxAge too.
+	time.Sleep(300 * time.Millisecond)
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the data of a job the scheduler knows was removed: %v", err)
+	}
+}
+
+// TestExecutorCleansUpAfterSchedulerRestart: the data of a job of a
+// scheduler that restarted is no one's; the executor removes it when it
+// registers with the new scheduler, which knows none of its jobs.
+func TestExecutorCleansUpAfterSchedulerRestart(t *testing.T) {
+	sched, err := StartScheduler(SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := sched.Addr()
+	work := t.TempDir()
+	x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: addr, BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+		Vcores: 2, WorkDir: work, HeartbeatInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	old := filepath.Join(work, runUnreleased(t, addr))
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("the unreleased job left no data: %v", err)
+	}
+	sched.Close()
+	restarted, err := StartScheduler(SchedulerConfig{Bind: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
+	waitGone(t, old, "data of the earlier scheduler's job")
+	cs, err := restarted.Scheduler().GetClusterState(context.Background(), &rpc.GetClusterStateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Executors) != 1 {
+		t.Errorf("%d executors registered with the restarted scheduler, want 1", len(cs.Executors))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -305,4 +306,64 @@ func (w *watchedBuffer) snapshot() (string, <-chan struct{}) {
 func (w *watchedBuffer) String() string {
 	s, _ := w.snapshot()
 	return s
+}
+
+// TestPausedClientProcess: a shell streaming a pipelined result into a
+// pipe nobody reads (a paused terminal, a stuck consumer) holds its job's
+// vcores only for execution.idle_client_timeout; then the job fails, the
+// cluster's vcores are all free again and other queries run.
+func TestPausedClientProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the sluice binary")
+	}
+	ctx := testContext(t, 120*time.Second)
+	sched, _, c, _ := startProcessCluster(t, ctx)
+	addr := sched.await(t, regexp.MustCompile(`msg="scheduler listening" addr=(\S+)`))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close() // never read: the shell blocks once the pipe is full
+	client := exec.Command(sched.cmd.Path, "--scheduler", addr, "--format", "csv",
+		"-c", "SET execution.idle_client_timeout = '1s'",
+		"-c", "SELECT x, repeat('x', 100) AS pad FROM generate_series(1, 100000000) t(x)")
+	client.Stdout = w
+	var stderr bytes.Buffer
+	client.Stderr = &stderr
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() {
+		_ = client.Process.Kill()
+		_ = client.Wait()
+	}()
+	busy := func() (held, jobs int) {
+		cs, err := c.sched.GetClusterState(ctx, &rpc.GetClusterStateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range cs.Executors {
+			held += int(e.Meta.Vcores - e.FreeVcores)
+		}
+		return held, len(cs.RunningJobs)
+	}
+	// The job starts, then must end with the client still paused.
+	started := false
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		held, jobs := busy()
+		if held > 0 || jobs > 0 {
+			started = true
+		} else if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the paused client's job still holds %d vcores (started: %v); client stderr:\n%s", held, started, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	q := testQueries[0]
+	if _, _, err := c.query(ctx, q.sql, map[string]string{"execution.mode": "pipelined"}); err != nil {
+		t.Fatalf("a query after the paused client's job ended: %v", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -181,6 +182,17 @@ func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *task
 	if msg, ok := expr.UserMessage(err); ok {
 		st.QueryError = exchange.ScrubWorkDir(msg, e.cfg.WorkDir)
 	}
+	// A memory limit refuses the same reservation on a retry: the query
+	// fails at once, saying which limit and what raises it.
+	var me *physical.MemoryLimitError
+	if st.QueryError == "" && errors.As(err, &me) {
+		st.QueryError = me.Error()
+	}
+	// So is a client that stopped reading: the user is told why the query
+	// ended, and the log has where.
+	if st.QueryError == "" && errors.Is(err, exchange.ErrClientIdle) {
+		st.QueryError = clientIdleMessage(err)
+	}
 	var fe *exchange.FetchError
 	if errors.As(err, &fe) {
 		st.FetchFailure = &rpc.FetchFailure{ExecutorId: fe.ExecutorID, StageId: int32(fe.StageID), MapPartition: int32(fe.MapPartition)}
@@ -263,6 +275,14 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 	if err != nil {
 		return nil, err
 	}
+	var idle time.Duration
+	if def.ClientOutput {
+		if v := def.Settings["execution.idle_client_timeout"]; v != "" && v != "0" {
+			if idle, err = time.ParseDuration(v); err != nil || idle < 0 {
+				return nil, fmt.Errorf("invalid execution.idle_client_timeout %q (expected a duration such as 30s)", v)
+			}
+		}
+	}
 	id := def.Id
 	// The executor serves the job's data only to tickets with this
 	// secret, and the task's readers put it in theirs.
@@ -270,12 +290,14 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 		return nil, err
 	}
 	return &physical.TaskContext{
-		Alloc:     physical.Allocator,
-		Memory:    physical.NewMemoryPool(keyOf(id).String(), int64(limit), e.memory),
+		Alloc: physical.Allocator,
+		Memory: physical.NewMemoryPool("task "+keyOf(id).String(), int64(limit), e.memory).
+			WithHint("SET execution.memory_limit to a larger value (it caps each task)"),
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{
 			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),
-			JobSecret: def.JobSecret,
+			JobSecret:         def.JobSecret,
+			ClientIdleTimeout: idle,
 		},
 	}, nil
 }
@@ -347,4 +369,14 @@ func (e *Executor) cancelTasks(match func(*runningTask) bool, cause error) []*ru
 		}
 	}
 	return out
+}
+
+// clientIdleMessage is the part of err, a chain wrapping
+// exchange.ErrClientIdle, from that error on: what the client is shown.
+func clientIdleMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, exchange.ErrClientIdle.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return msg
 }

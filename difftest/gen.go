@@ -20,11 +20,26 @@ type Query struct {
 // Generator makes queries. The same seed gives the same queries.
 type Generator struct {
 	r *rand.Rand
+	s *Schema
 }
 
-// New returns a generator seeded with seed.
-func New(seed uint64) *Generator {
-	return &Generator{r: rand.New(rand.NewPCG(seed, 0x5eed))}
+// New returns a generator of TPC-DS queries seeded with seed.
+func New(seed uint64) *Generator { return NewFor(TPCDS, seed) }
+
+// NewFor returns a generator of queries over schema seeded with seed.
+func NewFor(schema *Schema, seed uint64) *Generator {
+	return &Generator{r: rand.New(rand.NewPCG(seed, 0x5eed)), s: schema}
+}
+
+// fact returns one of the schema's fact tables.
+func (g *Generator) fact() *Table {
+	var facts []*Table
+	for i := range g.s.Tables {
+		if g.s.Tables[i].Fact {
+			facts = append(facts, &g.s.Tables[i])
+		}
+	}
+	return pickOf(g, facts)
 }
 
 // Shapes are the query templates, by name, in the order Query draws them.
@@ -110,8 +125,8 @@ func base(t *Table, alias string) rel {
 // factJoin is a fact table joined to a dimension (or another fact) along
 // an edge, inner or outer.
 func (g *Generator) factJoin(kinds []string) rel {
-	e := pickOf(g, Edges)
-	a, b := base(TableNamed(e.From), "t1"), base(TableNamed(e.To), "t2")
+	e := pickOf(g, g.s.Edges)
+	a, b := base(g.s.TableNamed(e.From), "t1"), base(g.s.TableNamed(e.To), "t2")
 	kind := pickOf(g, kinds)
 	on := fmt.Sprintf("t1.%s = t2.%s", e.FromCol, e.ToCol)
 	if kind != "JOIN" && g.chance(0.3) {
@@ -127,7 +142,7 @@ func (g *Generator) factJoin(kinds []string) rel {
 
 func (g *Generator) anyRel() rel {
 	if g.chance(0.5) {
-		return base(&Tables[g.pick(len(Tables))], "t1")
+		return base(&g.s.Tables[g.pick(len(g.s.Tables))], "t1")
 	}
 	return g.factJoin([]string{"JOIN", "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"})
 }
@@ -474,7 +489,7 @@ func (g *Generator) grouping() Query {
 func (g *Generator) window() Query {
 	var r rel
 	if g.chance(0.5) {
-		r = base(&Tables[g.pick(3)], "t1")
+		r = base(g.fact(), "t1")
 	} else {
 		r = g.factJoin([]string{"JOIN", "LEFT JOIN"})
 	}
@@ -612,20 +627,10 @@ func (g *Generator) rowsFrame() string {
 	return fmt.Sprintf("ROWS BETWEEN %s AND %s", bound(lo), bound(hi))
 }
 
-// setPairs are column lists of the same types in different tables.
-var setPairs = [][]string{
-	{"store_sales:ss_item_sk,ss_customer_sk", "store_returns:sr_item_sk,sr_customer_sk", "web_sales:ws_item_sk,ws_bill_customer_sk"},
-	{"store_sales:ss_item_sk,ss_quantity", "store_returns:sr_item_sk,sr_return_quantity", "web_sales:ws_item_sk,ws_quantity"},
-	{"store_sales:ss_store_sk,ss_sold_date_sk", "store_returns:sr_reason_sk,sr_returned_date_sk", "web_sales:ws_warehouse_sk,ws_sold_date_sk"},
-	{"store_sales:ss_sales_price", "web_sales:ws_sales_price", "item:i_current_price"},
-	{"item:i_category,i_size", "item:i_class,i_color"},
-	{"customer:c_birth_month,c_preferred_cust_flag", "date_dim:d_moy,d_day_name"},
-}
-
 func (g *Generator) setArm(spec string, n int) string {
 	name, list, _ := strings.Cut(spec, ":")
 	cols := strings.Split(list, ",")
-	r := base(TableNamed(name), "t1")
+	r := base(g.s.TableNamed(name), "t1")
 	var sel []string
 	for i, c := range cols {
 		if i < n {
@@ -637,7 +642,7 @@ func (g *Generator) setArm(spec string, n int) string {
 
 // setop: UNION, INTERSECT and EXCEPT, with and without ALL, nested.
 func (g *Generator) setop() Query {
-	specs := pickOf(g, setPairs)
+	specs := pickOf(g, g.s.SetPairs)
 	n := len(strings.Split(strings.SplitN(specs[0], ":", 2)[1], ","))
 	if n > 1 && g.chance(0.3) {
 		n = 1
@@ -677,8 +682,8 @@ type corr struct {
 }
 
 func (g *Generator) correlation() corr {
-	e := pickOf(g, Edges)
-	from, to := TableNamed(e.From), TableNamed(e.To)
+	e := pickOf(g, g.s.Edges)
+	from, to := g.s.TableNamed(e.From), g.s.TableNamed(e.To)
 	oc, ic := e.ToCol, e.FromCol
 	if from.Fact && to.Fact && g.chance(0.5) || !from.Fact && g.chance(0.5) {
 		from, to = to, from
@@ -793,9 +798,9 @@ func (g *Generator) selectSubquery() Query {
 		}
 	}
 	// A key lookup: at most one row by the dimension's key.
-	for _, e := range Edges {
-		if g.chance(0.5) && e.From == c.outer.from[:strings.IndexByte(c.outer.from, ' ')] && len(TableNamed(e.To).Key) == 1 && TableNamed(e.To).Key[0] == e.ToCol {
-			d := TableNamed(e.To)
+	for _, e := range g.s.Edges {
+		if g.chance(0.5) && e.From == c.outer.from[:strings.IndexByte(c.outer.from, ' ')] && len(g.s.TableNamed(e.To).Key) == 1 && g.s.TableNamed(e.To).Key[0] == e.ToCol {
+			d := g.s.TableNamed(e.To)
 			v := pickOf(g, d.Cols)
 			exprs = append(exprs, fmt.Sprintf("(SELECT d.%s FROM %s d WHERE d.%s = t1.%s)", v.Name, d.Name, e.ToCol, e.FromCol))
 			break
@@ -904,7 +909,7 @@ func (g *Generator) simpleAgg(cols []qcol) string {
 
 // topPerGroup: filter on a window function's result in a derived table.
 func (g *Generator) topPerGroup() Query {
-	t := &Tables[g.pick(3)]
+	t := g.fact()
 	r := base(t, "t1")
 	p := g.groupCols(r.cols, 1)[0]
 	o := pickOf(g, colsOf(r.cols, numeric))
@@ -944,11 +949,10 @@ func (g *Generator) cte() Query {
 
 // threeWayJoin: a fact table with two of its dimensions, inner and outer.
 func (g *Generator) threeWayJoin() Query {
-	facts := []string{"store_sales", "store_returns", "web_sales"}
-	f := TableNamed(pickOf(g, facts))
+	f := g.fact()
 	var es []Edge
-	for _, e := range Edges {
-		if e.From == f.Name && !TableNamed(e.To).Fact {
+	for _, e := range g.s.Edges {
+		if e.From == f.Name && !g.s.TableNamed(e.To).Fact {
 			es = append(es, e)
 		}
 	}
@@ -957,7 +961,7 @@ func (g *Generator) threeWayJoin() Query {
 	for e2 == e1 && len(es) > 1 {
 		e2 = pickOf(g, es)
 	}
-	a, b, c := base(f, "t1"), base(TableNamed(e1.To), "t2"), base(TableNamed(e2.To), "t3")
+	a, b, c := base(f, "t1"), base(g.s.TableNamed(e1.To), "t2"), base(g.s.TableNamed(e2.To), "t3")
 	j := func() string { return pickOf(g, []string{"JOIN", "LEFT JOIN", "LEFT JOIN", "FULL JOIN"}) }
 	r := rel{from: fmt.Sprintf("%s %s %s ON t1.%s = t2.%s %s %s ON t1.%s = t3.%s", a.from, j(), b.from, e1.FromCol, e1.ToCol, j(), c.from, e2.FromCol, e2.ToCol)}
 	r.cols = append(append(append(r.cols, a.cols...), b.cols...), c.cols...)
@@ -976,11 +980,13 @@ func (g *Generator) threeWayJoin() Query {
 // query around it.
 func (g *Generator) nestedSubquery() Query {
 	c := g.correlation()
-	// The innermost reads item (alias t3), joined on the middle table's
-	// or the outer table's item key when it has one.
-	itemKey := func(r rel) (string, bool) {
+	// The innermost reads the lookup dimension (alias t3: TPC-DS's item,
+	// TPC-H's part), joined on the middle table's column referencing it
+	// when it has one.
+	look := g.s.Lookup
+	lookupKey := func(r rel) (string, bool) {
 		for _, q := range r.cols {
-			if strings.HasSuffix(q.col.Name, "item_sk") {
+			if strings.HasSuffix(q.col.Name, look.RefSuffix) {
 				return q.String(), true
 			}
 		}
@@ -989,12 +995,12 @@ func (g *Generator) nestedSubquery() Query {
 	// Sluice decorrelates one level at a time: the innermost refers to
 	// the middle query only.
 	var ref string
-	if k, ok := itemKey(c.inner); ok {
+	if k, ok := lookupKey(c.inner); ok {
 		ref = k
 	} else {
 		ref = pickOf(g, colsOf(c.inner.cols, numeric)).String()
 	}
-	innermost := fmt.Sprintf("SELECT 1 FROM item t3 WHERE t3.i_item_sk = %s AND %s", ref, g.atom(base(TableNamed("item"), "t3").cols))
+	innermost := fmt.Sprintf("SELECT 1 FROM %s t3 WHERE t3.%s = %s AND %s", look.Table, look.Key, ref, g.atom(base(g.s.TableNamed(look.Table), "t3").cols))
 	mid := fmt.Sprintf("SELECT 1 FROM %s WHERE %s AND %sEXISTS (%s)", c.inner.from, c.on, pickOf(g, []string{"", "NOT "}), innermost)
 	cond := pickOf(g, []string{"EXISTS (@)", "NOT EXISTS (@)", "(EXISTS (@) OR " + g.atom(c.outer.cols) + ")"})
 	exprs := append([]string{}, c.outer.key...)

@@ -29,26 +29,34 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestEveryShape: each template appears in a short run.
+// TestEveryShape: each template appears in a short run, over both schemas.
 func TestEveryShape(t *testing.T) {
-	g := New(1)
-	seen := map[string]bool{}
-	for range 300 {
-		seen[g.Query().Shape] = true
-	}
-	for _, s := range Shapes {
-		if !seen[s] {
-			t.Errorf("no %s query in 300", s)
+	for _, schema := range []*Schema{TPCDS, TPCH} {
+		g := NewFor(schema, 1)
+		seen := map[string]bool{}
+		for range 300 {
+			seen[g.Query().Shape] = true
+		}
+		for _, s := range Shapes {
+			if !seen[s] {
+				t.Errorf("%s: no %s query in 300", schema.Name, s)
+			}
 		}
 	}
 }
 
-// TestQueriesBind parses and binds generated queries against the schema
+// TestQueriesBind parses and binds generated queries against each schema
 // (no data), then runs them in process on empty tables: every query the
 // generator makes must be one sluice takes, so that a failure in the
 // differential test is never the generator's.
 func TestQueriesBind(t *testing.T) {
-	cat := EmptyCatalog()
+	for _, schema := range []*Schema{TPCDS, TPCH} {
+		t.Run(schema.Name, func(t *testing.T) { testQueriesBind(t, schema) })
+	}
+}
+
+func testQueriesBind(t *testing.T, schema *Schema) {
+	cat := schema.EmptyCatalog()
 	s := session.New(cat)
 	ctx := context.Background()
 	n := 2000
@@ -57,7 +65,7 @@ func TestQueriesBind(t *testing.T) {
 	}
 	for i := range n {
 		seed := uint64(i)
-		q := New(seed).Query()
+		q := NewFor(schema, seed).Query()
 		stmts, err := sql.Parse(q.SQL)
 		if err != nil {
 			t.Errorf("seed %d: parse: %v\n%s", seed, err, q.SQL)

@@ -1,5 +1,5 @@
-// Package difftest generates random SQL queries over the TPC-DS tables for
-// differential testing: the same query runs on sluice (in process and on a
+// Package difftest generates random SQL queries over the TPC-DS tables (or
+// the TPC-H tables, Schema TPCH) for differential testing: the same query runs on sluice (in process and on a
 // cluster) and on a reference engine, and the answers are compared. The
 // generator aims at sluice's newer SQL (window functions, grouping sets,
 // set operations, subqueries anywhere, LATERAL, FILTER, statistical
@@ -64,6 +64,65 @@ func (t *Table) Col(name string) Column {
 // Edge is a join path: From.FromCol references To.ToCol.
 type Edge struct {
 	From, FromCol, To, ToCol string
+}
+
+// Schema is a set of tables the generator writes queries over.
+type Schema struct {
+	Name   string
+	Tables []Table
+	// Edges are the foreign keys the generator joins along.
+	Edges []Edge
+	// SetPairs are column lists ("table:col,col") of the same types in
+	// different tables, for set operations.
+	SetPairs [][]string
+	// Lookup is the dimension the innermost level of a nested subquery
+	// reads by its key, joined on any column whose name ends in RefSuffix.
+	Lookup struct{ Table, Key, RefSuffix string }
+	// IntType and DecType are the types of Int and Dec columns in the
+	// data files.
+	IntType, DecType arrow.DataType
+}
+
+// TableNamed returns the table named name; it panics on a name not in the
+// schema, which is a bug in the schema.
+func (s *Schema) TableNamed(name string) *Table {
+	for i := range s.Tables {
+		if s.Tables[i].Name == name {
+			return &s.Tables[i]
+		}
+	}
+	panic("difftest: no table " + name + " in " + s.Name)
+}
+
+// ArrowType is the type a column of kind k has in the schema's files.
+func (s *Schema) ArrowType(k Kind) arrow.DataType {
+	switch k {
+	case Int:
+		return s.IntType
+	case Dec:
+		return s.DecType
+	case Date:
+		return plan.Date32
+	default:
+		return plan.Utf8
+	}
+}
+
+// EmptyCatalog holds every table of the schema, empty and with the
+// generator's columns only, so that generated SQL can be bound (and
+// planned) without the data files.
+func (s *Schema) EmptyCatalog() *catalog.Catalog {
+	cat := catalog.New()
+	for _, t := range s.Tables {
+		fields := make([]arrow.Field, len(t.Cols))
+		for i, c := range t.Cols {
+			fields[i] = arrow.Field{Name: c.Name, Type: s.ArrowType(c.Kind), Nullable: true}
+		}
+		if err := cat.RegisterTable(t.Name, catalog.NewMemTable(arrow.NewSchema(fields, nil), nil), false); err != nil {
+			panic(err)
+		}
+	}
+	return cat
 }
 
 func ints(lo, hi int) []string {
@@ -195,43 +254,26 @@ var Edges = []Edge{
 	{"web_sales", "ws_bill_customer_sk", "store_sales", "ss_customer_sk"},
 }
 
-// Table returns the table named name.
-func TableNamed(name string) *Table {
-	for i := range Tables {
-		if Tables[i].Name == name {
-			return &Tables[i]
-		}
-	}
-	panic("difftest: no table " + name)
+// TPCDS is the TPC-DS subset the generator queries by default.
+var TPCDS = &Schema{
+	Name: "tpcds", Tables: Tables, Edges: Edges,
+	SetPairs: [][]string{
+		{"store_sales:ss_item_sk,ss_customer_sk", "store_returns:sr_item_sk,sr_customer_sk", "web_sales:ws_item_sk,ws_bill_customer_sk"},
+		{"store_sales:ss_item_sk,ss_quantity", "store_returns:sr_item_sk,sr_return_quantity", "web_sales:ws_item_sk,ws_quantity"},
+		{"store_sales:ss_store_sk,ss_sold_date_sk", "store_returns:sr_reason_sk,sr_returned_date_sk", "web_sales:ws_warehouse_sk,ws_sold_date_sk"},
+		{"store_sales:ss_sales_price", "web_sales:ws_sales_price", "item:i_current_price"},
+		{"item:i_category,i_size", "item:i_class,i_color"},
+		{"customer:c_birth_month,c_preferred_cust_flag", "date_dim:d_moy,d_day_name"},
+	},
+	Lookup:  struct{ Table, Key, RefSuffix string }{"item", "i_item_sk", "item_sk"},
+	IntType: plan.Int32, DecType: plan.Decimal(7, 2),
 }
 
-// ArrowType is the type a column of kind k has in the Parquet files.
-func ArrowType(k Kind) arrow.DataType {
-	switch k {
-	case Int:
-		return plan.Int32
-	case Dec:
-		return plan.Decimal(7, 2)
-	case Date:
-		return plan.Date32
-	default:
-		return plan.Utf8
-	}
-}
+// TableNamed returns the TPC-DS table named name.
+func TableNamed(name string) *Table { return TPCDS.TableNamed(name) }
 
-// EmptyCatalog holds every table of Tables, empty and with the generator's
-// columns only, so that generated SQL can be bound (and planned) without
-// the data files.
-func EmptyCatalog() *catalog.Catalog {
-	cat := catalog.New()
-	for _, t := range Tables {
-		fields := make([]arrow.Field, len(t.Cols))
-		for i, c := range t.Cols {
-			fields[i] = arrow.Field{Name: c.Name, Type: ArrowType(c.Kind), Nullable: true}
-		}
-		if err := cat.RegisterTable(t.Name, catalog.NewMemTable(arrow.NewSchema(fields, nil), nil), false); err != nil {
-			panic(err)
-		}
-	}
-	return cat
-}
+// ArrowType is the type a TPC-DS column of kind k has in the Parquet files.
+func ArrowType(k Kind) arrow.DataType { return TPCDS.ArrowType(k) }
+
+// EmptyCatalog is TPCDS.EmptyCatalog.
+func EmptyCatalog() *catalog.Catalog { return TPCDS.EmptyCatalog() }

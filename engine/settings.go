@@ -118,6 +118,11 @@ var knownSettings = map[string]setting{
 		validate: duration(24 * time.Hour),
 		help:     "longest a job waits for free vcores before it fails saying why (0: for ever); e.g. 30s, 5m",
 	},
+	"execution.idle_client_timeout": {
+		def:      constant("1m"),
+		validate: duration(24 * time.Hour),
+		help:     "a pipelined query whose client reads none of its result for this long is cancelled, freeing its executors' vcores (0: wait for ever); e.g. 30s, 5m",
+	},
 	"execution.memory_limit": {
 		def:      constant("0"),
 		validate: intRange(0, MaxBytesSetting, ""),

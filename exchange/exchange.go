@@ -123,6 +123,10 @@ type TaskEnv struct {
 	Attempt int
 	// JobSecret goes into every Flight ticket the task's readers send.
 	JobSecret string
+	// ClientIdleTimeout, when positive, is how long a pipelined writer
+	// whose output the client reads waits on a full queue the client does
+	// not read before it fails with ErrClientIdle.
+	ClientIdleTimeout time.Duration
 }
 
 // StageWriter is the root operator of a stage. The executor runs a task by

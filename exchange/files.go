@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -136,9 +137,10 @@ func openShuffleFile(path string, alloc memory.Allocator) (*os.File, *ipc.FileRe
 }
 
 // jobDirName matches the directories shuffle files are written under: one
-// per job, named by the scheduler's job ids (an 8-hex-digit scheduler
-// prefix, a dash and a counter).
-var jobDirName = regexp.MustCompile(`^[0-9a-f]{8}-[0-9]+$`)
+// per job, named by the scheduler's job ids (128 random bits in hex; also
+// the older form, an 8-hex-digit scheduler prefix, a dash and a counter,
+// so that an upgraded executor still clears what an older one left).
+var jobDirName = regexp.MustCompile(`^([0-9a-f]{32}|[0-9a-f]{8}-[0-9]+)$`)
 
 // RemoveStaleJobs removes every job directory under workDir: at an
 // executor's start, what they hold belongs to jobs of an earlier process,
@@ -174,4 +176,39 @@ func RemoveStaleJobs(workDir string) (dirs int, bytes int64, err error) {
 		dirs++
 	}
 	return dirs, bytes, errors.Join(errs...)
+}
+
+// JobDirs returns the jobs with a directory under workDir whose newest
+// entry was modified more than olderThan before now (every job's with
+// olderThan 0): what an executor's sweep asks the scheduler about.
+func JobDirs(workDir string, olderThan time.Duration, now time.Time) ([]string, error) {
+	entries, err := os.ReadDir(workDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading work dir %s: %w", workDir, err)
+	}
+	var jobs []string
+	for _, e := range entries {
+		if !e.IsDir() || !jobDirName.MatchString(e.Name()) {
+			continue
+		}
+		if olderThan > 0 {
+			var newest time.Time
+			_ = filepath.WalkDir(filepath.Join(workDir, e.Name()), func(_ string, d fs.DirEntry, err error) error {
+				if err == nil {
+					if info, err := d.Info(); err == nil && info.ModTime().After(newest) {
+						newest = info.ModTime()
+					}
+				}
+				return nil
+			})
+			if now.Sub(newest) <= olderThan {
+				continue
+			}
+		}
+		jobs = append(jobs, e.Name())
+	}
+	return jobs, nil
 }

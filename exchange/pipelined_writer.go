@@ -120,7 +120,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 		return QueueKey{JobID: w.JobID, StageID: w.StageID, TaskID: te.TaskID, Partition: p}
 	}
 	push := func(ctx context.Context, d int, b arrow.RecordBatch) error {
-		return reg.Push(ctx, key(d), b)
+		return reg.PushIdle(ctx, key(d), b, te.ClientIdleTimeout)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)

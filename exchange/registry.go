@@ -145,11 +145,31 @@ func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, p
 	return nil
 }
 
+// ErrClientIdle is returned (wrapped) by PushIdle when the queue's
+// consumer, the client, read nothing for the idle timeout.
+var ErrClientIdle = errors.New("the client stopped reading the result")
+
 // Push appends b to queue k, taking ownership of it. It blocks while a
 // non-broadcast queue is full, until the consumer reads, ctx is done
 // (returning ctx's error) or the job is released. If the consumer has
 // gone, b is discarded and Push returns nil: the rows are not wanted.
 func (r *Registry) Push(ctx context.Context, k QueueKey, b arrow.RecordBatch) error {
+	return r.PushIdle(ctx, k, b, 0)
+}
+
+// PushIdle is Push for a queue the client reads: with idle > 0 it gives up
+// with an error wrapping ErrClientIdle once the queue has stayed full, its
+// reader taking nothing, for idle. A client that stops reading (a paused
+// shell) would otherwise hold its job's vcores on every executor for as
+// long as it stays connected.
+func (r *Registry) PushIdle(ctx context.Context, k QueueKey, b arrow.RecordBatch, idle time.Duration) error {
+	var timer *time.Timer
+	var timeout <-chan time.Time
+	if idle > 0 {
+		timer = time.NewTimer(idle)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	r.mu.Lock()
 	q := r.lookup(k)
 	if q == nil {
@@ -191,6 +211,14 @@ func (r *Registry) Push(ctx context.Context, k QueueKey, b arrow.RecordBatch) er
 		r.mu.Unlock()
 		select {
 		case <-ch:
+			// The queue changed (a read, above all): the client is
+			// still there, and the idle wait starts again.
+			if timer != nil {
+				timer.Reset(idle)
+			}
+		case <-timeout:
+			b.Release()
+			return fmt.Errorf("%w: it read none of %s for %s (execution.idle_client_timeout), so the query was cancelled to free its executors", ErrClientIdle, k, idle)
 		case <-ctx.Done():
 			b.Release()
 			return ctx.Err()
@@ -415,6 +443,17 @@ func (qr *QueueReader) Close() {
 	if q.finished {
 		r.remove(q)
 	}
+}
+
+// Jobs lists the jobs that have queues.
+func (r *Registry) Jobs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	jobs := make([]string, 0, len(r.jobs))
+	for j := range r.jobs {
+		jobs = append(jobs, j)
+	}
+	return jobs
 }
 
 // TotalEntries counts the queues of every job still in the registry.

@@ -306,3 +306,56 @@ func TestRegistryConsumerGone(t *testing.T) {
 		t.Error("an abandoned, finished queue was kept")
 	}
 }
+
+// TestRegistryPushIdle: a push to a full queue its reader takes nothing
+// from gives up after the idle timeout with ErrClientIdle, whether the
+// reader never came or stopped; a reader that keeps taking, however
+// slowly against the timeout's sum, never trips it.
+func TestRegistryPushIdle(t *testing.T) {
+	checkGoroutines(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := NewRegistry()
+	if err := r.Register("idle", 1, 0, testSchema, []int{0, 1}, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	const idle = 100 * time.Millisecond
+	// Partition 0: nobody reads. The first push fills the queue.
+	if err := r.PushIdle(context.Background(), qkey("idle", 0), makeBatch(mem, 0, 10), idle); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := r.PushIdle(context.Background(), qkey("idle", 0), makeBatch(mem, 0, 10), idle)
+	if !errors.Is(err, ErrClientIdle) || !strings.Contains(err.Error(), "execution.idle_client_timeout") {
+		t.Fatalf("push to an unread full queue: %v", err)
+	}
+	if waited := time.Since(start); waited < idle {
+		t.Errorf("gave up after %v, before the %v timeout", waited, idle)
+	}
+	r.Finish(qkey("idle", 0), err)
+	// Partition 1: the reader takes a batch every 40ms, 15 times: 600ms
+	// in all, six timeouts' worth.
+	q, err := r.Take(context.Background(), qkey("idle", 1), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 16; i++ {
+			if err := r.PushIdle(context.Background(), qkey("idle", 1), makeBatch(mem, i, 10), idle); err != nil {
+				done <- err
+				return
+			}
+		}
+		r.Finish(qkey("idle", 1), nil)
+		done <- nil
+	}()
+	rows, err := readQueue(q, func() { time.Sleep(40 * time.Millisecond) })
+	if !errors.Is(err, io.EOF) || rows != 160 {
+		t.Errorf("slow reader: %d rows, %v", rows, err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("a slow reader's producer failed: %v", err)
+	}
+	r.DropJob("idle")
+}

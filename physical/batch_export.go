@@ -14,8 +14,8 @@ import (
 // operators here, so that a hash exchange splits rows exactly as
 // Repartition does.
 
-// BatchBytes is the memory a batch's buffers occupy (shared buffers are
-// counted in full).
+// BatchBytes is the memory a batch's columns reference, a slice counting
+// its own rows' share of the buffers it shares (see batchBytes).
 func BatchBytes(b arrow.RecordBatch) int64 { return batchBytes(b) }
 
 // SelectRows returns b's rows at idx, ascending and distinct: b itself,

@@ -297,3 +297,184 @@ func TestTakeStringGeneral(t *testing.T) {
 		src.Release()
 	}
 }
+
+// randomBytesBatch builds an n-row batch over utilSchema's types with
+// random values, NULLs at rate nullRate and strings of 0 to maxStr bytes.
+func randomBytesBatch(t testing.TB, mem memory.Allocator, r *rand.Rand, n int, nullRate float64, maxStr int) arrow.RecordBatch {
+	schema := arrow.NewSchema(utilSchema.Fields()[:8], nil)
+	cols := make([][]any, 8)
+	for i := 0; i < n; i++ {
+		row := []any{r.Int32(), r.Int64(), r.Float64(), r.IntN(1 << 30), r.IntN(20000), r.Int64(), strings.Repeat("x", r.IntN(maxStr+1)), r.IntN(2) == 0}
+		for c, v := range row {
+			if r.Float64() < nullRate {
+				v = nil
+			}
+			cols[c] = append(cols[c], v)
+		}
+	}
+	b := makeBatch(t, mem, schema, cols...)
+	// Add a NULL-typed column: it references no memory.
+	arrs := append(append([]arrow.Array(nil), b.Columns()...), array.NewNull(n))
+	out := array.NewRecordBatch(arrow.NewSchema(append(schema.Fields(), arrow.Field{Name: "n", Type: arrow.Null, Nullable: true}), nil), arrs, int64(n))
+	arrs[len(arrs)-1].Release()
+	b.Release()
+	return out
+}
+
+// TestBatchBytesSlices checks, on random batches and random cuts, that a
+// slice is charged what a compact copy of its rows takes (give or take a
+// byte of bitmap per column and the copy's dropped validity bitmap), and
+// that the slices of a batch together are charged about the batch once,
+// not once each.
+func TestBatchBytesSlices(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 7))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	for iter := 0; iter < 200; iter++ {
+		n := r.IntN(3000)
+		nullRate := []float64{0, 0.1, 0.5, 1}[r.IntN(4)]
+		b := randomBytesBatch(t, mem, r, n, nullRate, r.IntN(60))
+		whole := batchBytes(b)
+		ncols := int64(b.NumCols())
+		// Cut b into consecutive slices of random lengths.
+		var sum, slices int64
+		for off := 0; off < n; {
+			end := min(n, off+1+r.IntN(max(n/4, 8)))
+			s := b.NewSlice(int64(off), int64(end))
+			got := batchBytes(s)
+			idx := make([]int32, end-off)
+			for i := range idx {
+				idx[i] = int32(i)
+			}
+			cp, err := takeBatch(mem, s, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The copy may drop a bitmap the slice still shares.
+			want := batchBytes(cp)
+			rows := int64(end - off)
+			if got < want-ncols || got > want+ncols*(rows/8+2) {
+				t.Fatalf("seed %d: slice [%d, %d) of %d rows (null rate %v) charged %d bytes, a copy of it takes %d", seed, off, end, n, nullRate, got, want)
+			}
+			cp.Release()
+			s.Release()
+			sum += got
+			slices++
+			off = end
+		}
+		// Each slice may round its bitmaps and boolean values up to a
+		// byte and add one string offset.
+		if sum > whole+slices*(2*ncols+4) {
+			t.Fatalf("seed %d: %d slices of a %d-row batch charged %d bytes together, the batch %d", seed, slices, n, sum, whole)
+		}
+		b.Release()
+	}
+	mem.AssertSize(t, 0)
+}
+
+// TestBatchBytesSmallSlices is the case that made slice-aware accounting
+// necessary: a window's 35K-row result cut into 7-row batches was charged
+// 5,000 times its size downstream.
+func TestBatchBytesSmallSlices(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	r := rand.New(rand.NewPCG(412, 1))
+	b := randomBytesBatch(t, mem, r, 35000, 0.1, 12)
+	defer b.Release()
+	whole := batchBytes(b)
+	var sum int64
+	for off := int64(0); off < b.NumRows(); off += 7 {
+		s := b.NewSlice(off, min(off+7, b.NumRows()))
+		sum += batchBytes(s)
+		s.Release()
+	}
+	if sum > whole*3/2 {
+		t.Errorf("7-row slices charged %d bytes together, the whole batch %d", sum, whole)
+	}
+}
+
+// TestBatchBytesLayouts checks the count of each layout on a slice.
+func TestBatchBytesLayouts(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	b := utilBatch(t, mem, 0) // 10 rows, NULLs on rows 3 and 7
+	defer b.Release()
+	s := b.NewSlice(2, 6) // rows 2..5: values "s2", "s4", "s5", NULL at 3
+	defer s.Release()
+	// One bitmap byte per column with NULLs, then the values: 4 int32, 4
+	// int64, 4 float64, 4 decimal128, 4 date32, 4 timestamp, 5 offsets and
+	// 6 string bytes, 1 byte of booleans, 4 int16, nothing for NULL.
+	want := int64(9 + 4*4 + 4*8 + 4*8 + 4*16 + 4*4 + 4*8 + 5*4 + 6 + 1 + 4*2)
+	if got := batchBytes(s); got != want {
+		t.Errorf("batchBytes of rows 2..5 = %d, want %d", got, want)
+	}
+	empty := b.NewSlice(4, 4)
+	defer empty.Release()
+	if got := batchBytes(empty); got != 0 {
+		t.Errorf("an empty slice is charged %d bytes", got)
+	}
+}
+
+// TestInterleaveFromManyBatches: a few rows gathered from many batches
+// (a sort's output batch out of thousands of small inputs) come out the
+// same as when every source is passed through, for random picks.
+func TestInterleaveFromManyBatches(t *testing.T) {
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 11))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	batches := make([]arrow.RecordBatch, 300)
+	rows := make([][][]any, len(batches))
+	for i := range batches {
+		if i%7 == 3 {
+			continue // a released slot, as a top-K sort leaves
+		}
+		batches[i] = utilBatch(t, mem, 10*i)
+		rows[i] = batchRows(batches[i])
+	}
+	for range 50 {
+		refs := make([]rowRef, 1+r.IntN(20))
+		for j := range refs {
+			b := r.IntN(len(batches))
+			for batches[b] == nil {
+				b = r.IntN(len(batches))
+			}
+			refs[j] = rowRef{int32(b), int32(r.IntN(10))}
+		}
+		got, err := interleaveBatches(mem, utilSchema, batches, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want [][]any
+		for _, ref := range refs {
+			want = append(want, rows[ref.batch][ref.row])
+		}
+		if g, w := rowsString(batchRows(got)), rowsString(want); g != w {
+			t.Fatalf("seed %d: refs %v gave\n%s\nwant\n%s", seed, refs, g, w)
+		}
+		got.Release()
+	}
+	releaseAll(batches)
+	mem.AssertSize(t, 0)
+}
+
+// TestBatchBytesOfAList sizes a batch holding an array column (VARCHAR[],
+// regexp_match's type), which is counted whole: its offsets, validity and
+// element strings.
+func TestBatchBytesOfAList(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	for i := range 100 {
+		lb.Append(true)
+		vb.Append(strings.Repeat("x", i))
+		vb.AppendNull()
+	}
+	l := lb.NewArray()
+	lb.Release()
+	defer l.Release()
+	b := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "m", Type: l.DataType(), Nullable: true}}, nil), []arrow.Array{l}, int64(l.Len()))
+	defer b.Release()
+	if got := batchBytes(b); got < 4950 {
+		t.Fatalf("batchBytes %d, want at least the 4950 bytes of its strings", got)
+	}
+}

@@ -87,28 +87,6 @@ func (t *joinBuildTable) release() {
 	t.res.Free()
 }
 
-// joinBatchBytes estimates the memory a batch's buffers take.
-func joinBatchBytes(b arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range b.Columns() {
-		n += joinArrayBytes(c.Data())
-	}
-	return n
-}
-
-func joinArrayBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, buf := range d.Buffers() {
-		if buf != nil {
-			n += int64(buf.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += joinArrayBytes(c)
-	}
-	return n
-}
-
 // buildJoinTable reads the given partitions of op concurrently, concatenates
 // their rows and, when keys is non-empty, indexes them by key hash. Memory is
 // reserved from tc.Memory under owner.
@@ -154,7 +132,7 @@ func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []e
 					return err
 				}
 				mu.Lock()
-				err = t.res.Grow(joinBatchBytes(b))
+				err = t.res.Grow(batchBytes(b))
 				if err == nil {
 					batches = append(batches, b)
 				}

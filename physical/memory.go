@@ -10,6 +10,31 @@ import (
 // refused.
 var ErrResourcesExhausted = errors.New("resources exhausted")
 
+// MemoryLimitError is a reservation a pool refused: it wraps
+// ErrResourcesExhausted. It fails the same way when the task runs again
+// with the same limits, so the cluster does not retry it, and its message
+// is what the user sees.
+type MemoryLimitError struct {
+	Owner string // the operator that asked
+	Bytes int64  // what it asked for
+	Pool  string // the pool that refused
+	Used  int64  // what the pool held
+	Limit int64  // the pool's limit
+	Hint  string // what raises the limit, if known
+}
+
+func (e *MemoryLimitError) Error() string {
+	hint := ""
+	if e.Hint != "" {
+		hint = "; " + e.Hint
+	}
+	return fmt.Sprintf("%v: memory limit reached: %s cannot reserve %s: %s has %s of its %s in use%s",
+		ErrResourcesExhausted, e.Owner, FormatBytes(e.Bytes), e.Pool, FormatBytes(e.Used), FormatBytes(e.Limit), hint)
+}
+
+// Unwrap returns ErrResourcesExhausted.
+func (e *MemoryLimitError) Unwrap() error { return ErrResourcesExhausted }
+
 // MemoryPool accounts bytes held by operators against a limit. A pool may
 // have a parent (a task's pool inside an executor's pool); growing a child
 // grows the parent too. Safe for concurrent use.
@@ -17,6 +42,8 @@ type MemoryPool struct {
 	name   string
 	limit  int64 // <= 0: unlimited
 	parent *MemoryPool
+	// hint says, in a refusal, which setting or flag raises the limit.
+	hint string
 
 	mu   sync.Mutex
 	used int64
@@ -31,13 +58,19 @@ func NewMemoryPool(name string, limit int64, parent *MemoryPool) *MemoryPool {
 	return &MemoryPool{name: name, limit: limit, parent: parent}
 }
 
+// WithHint sets what a refusal tells the user to change to raise the
+// pool's limit (a setting, a flag), and returns p.
+func (p *MemoryPool) WithHint(hint string) *MemoryPool {
+	p.hint = hint
+	return p
+}
+
 func (p *MemoryPool) grow(n int64, owner string) error {
 	p.mu.Lock()
 	if p.limit > 0 && p.used+n > p.limit {
-		used := p.used
+		err := &MemoryLimitError{Owner: owner, Bytes: n, Pool: p.name, Used: p.used, Limit: p.limit, Hint: p.hint}
 		p.mu.Unlock()
-		return fmt.Errorf("%w: %s cannot reserve %d bytes: %s pool has %d of %d bytes in use",
-			ErrResourcesExhausted, owner, n, p.name, used, p.limit)
+		return err
 	}
 	p.used += n
 	p.peak = max(p.peak, p.used)
@@ -136,3 +169,6 @@ func (r *Reservation) Size() int64 { return r.size }
 
 // Free returns everything held.
 func (r *Reservation) Free() { r.Shrink(r.size) }
+
+// Limit is the most the pool lets its reservations hold (0: no limit).
+func (p *MemoryPool) Limit() int64 { return p.limit }

@@ -978,8 +978,11 @@ func (x *ClusterState) GetRunningJobs() []*JobStatus {
 }
 
 type RegisterExecutorRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Meta          *ExecutorMetadata      `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Meta  *ExecutorMetadata      `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	// The jobs the executor holds data of (shuffle files, pipelined queues,
+	// running tasks). A scheduler that restarted knows none of them.
+	HeldJobs      []string `protobuf:"bytes,40,rep,name=held_jobs,json=heldJobs,proto3" json:"held_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1021,11 +1024,21 @@ func (x *RegisterExecutorRequest) GetMeta() *ExecutorMetadata {
 	return nil
 }
 
+func (x *RegisterExecutorRequest) GetHeldJobs() []string {
+	if x != nil {
+		return x.HeldJobs
+	}
+	return nil
+}
+
 type RegisterExecutorResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The scheduler's task placement policy ("push" or "pull"): an executor
 	// started without one follows it, one started with another fails.
-	Policy        string `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy string `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The held jobs the scheduler does not know (an earlier scheduler's, or
+	// released): the executor removes their data and cancels their tasks.
+	DeadJobs      []string `protobuf:"bytes,40,rep,name=dead_jobs,json=deadJobs,proto3" json:"dead_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1067,13 +1080,23 @@ func (x *RegisterExecutorResponse) GetPolicy() string {
 	return ""
 }
 
+func (x *RegisterExecutorResponse) GetDeadJobs() []string {
+	if x != nil {
+		return x.DeadJobs
+	}
+	return nil
+}
+
 type HeartbeatRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ExecutorId string                 `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
 	FreeVcores int32                  `protobuf:"varint,2,opt,name=free_vcores,json=freeVcores,proto3" json:"free_vcores,omitempty"`
 	// The executor is shutting down gracefully (its tasks are reported):
 	// remove it now.
-	Stopping      bool `protobuf:"varint,3,opt,name=stopping,proto3" json:"stopping,omitempty"`
+	Stopping bool `protobuf:"varint,3,opt,name=stopping,proto3" json:"stopping,omitempty"`
+	// Jobs whose data the executor has held for long (its periodic sweep):
+	// the scheduler answers which of them it does not know.
+	HeldJobs      []string `protobuf:"bytes,40,rep,name=held_jobs,json=heldJobs,proto3" json:"held_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1129,10 +1152,19 @@ func (x *HeartbeatRequest) GetStopping() bool {
 	return false
 }
 
+func (x *HeartbeatRequest) GetHeldJobs() []string {
+	if x != nil {
+		return x.HeldJobs
+	}
+	return nil
+}
+
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The scheduler does not know this executor (e.g. it expired): register again.
-	Reregister    bool `protobuf:"varint,1,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	Reregister bool `protobuf:"varint,1,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	// The held jobs the scheduler does not know: the executor removes their data.
+	DeadJobs      []string `protobuf:"bytes,40,rep,name=dead_jobs,json=deadJobs,proto3" json:"dead_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1172,6 +1204,13 @@ func (x *HeartbeatResponse) GetReregister() bool {
 		return x.Reregister
 	}
 	return false
+}
+
+func (x *HeartbeatResponse) GetDeadJobs() []string {
+	if x != nil {
+		return x.DeadJobs
+	}
+	return nil
 }
 
 type PollWorkRequest struct {
@@ -1359,7 +1398,11 @@ type TaskDefinition struct {
 	// The job's secret: the executor serves the job's shuffle files and
 	// pipelined queues only to tickets carrying it, and the task's readers
 	// put it in theirs.
-	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	JobSecret string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	// The client reads this task's output (a pipelined job's final stage):
+	// its writer fails the job when the client reads nothing for
+	// execution.idle_client_timeout, rather than hold its vcores for ever.
+	ClientOutput  bool `protobuf:"varint,40,opt,name=client_output,json=clientOutput,proto3" json:"client_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1441,6 +1484,13 @@ func (x *TaskDefinition) GetJobSecret() string {
 		return x.JobSecret
 	}
 	return ""
+}
+
+func (x *TaskDefinition) GetClientOutput() bool {
+	if x != nil {
+		return x.ClientOutput
+	}
+	return false
 }
 
 type TaskStatus struct {
@@ -1888,21 +1938,25 @@ const file_scheduler_proto_rawDesc = "" +
 	"\fClusterState\x12\x16\n" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\x123\n" +
 	"\texecutors\x18\x02 \x03(\v2\x15.sluice.ExecutorStateR\texecutors\x124\n" +
-	"\frunning_jobs\x18\x03 \x03(\v2\x11.sluice.JobStatusR\vrunningJobs\"G\n" +
+	"\frunning_jobs\x18\x03 \x03(\v2\x11.sluice.JobStatusR\vrunningJobs\"d\n" +
 	"\x17RegisterExecutorRequest\x12,\n" +
-	"\x04meta\x18\x01 \x01(\v2\x18.sluice.ExecutorMetadataR\x04meta\"2\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.sluice.ExecutorMetadataR\x04meta\x12\x1b\n" +
+	"\theld_jobs\x18( \x03(\tR\bheldJobs\"O\n" +
 	"\x18RegisterExecutorResponse\x12\x16\n" +
-	"\x06policy\x18\x01 \x01(\tR\x06policy\"p\n" +
+	"\x06policy\x18\x01 \x01(\tR\x06policy\x12\x1b\n" +
+	"\tdead_jobs\x18( \x03(\tR\bdeadJobs\"\x8d\x01\n" +
 	"\x10HeartbeatRequest\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x1f\n" +
 	"\vfree_vcores\x18\x02 \x01(\x05R\n" +
 	"freeVcores\x12\x1a\n" +
-	"\bstopping\x18\x03 \x01(\bR\bstopping\"3\n" +
+	"\bstopping\x18\x03 \x01(\bR\bstopping\x12\x1b\n" +
+	"\theld_jobs\x18( \x03(\tR\bheldJobs\"P\n" +
 	"\x11HeartbeatResponse\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x01 \x01(\bR\n" +
-	"reregister\"S\n" +
+	"reregister\x12\x1b\n" +
+	"\tdead_jobs\x18( \x03(\tR\bdeadJobs\"S\n" +
 	"\x0fPollWorkRequest\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x1f\n" +
@@ -1915,7 +1969,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
 	"\rstage_attempt\x18\x03 \x01(\x05R\fstageAttempt\x12\x17\n" +
 	"\atask_id\x18\x04 \x01(\x05R\x06taskId\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xca\x02\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xef\x02\n" +
 	"\x0eTaskDefinition\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1e\n" +
 	"\n" +
@@ -1926,7 +1980,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x06vcores\x18\x05 \x01(\x05R\x06vcores\x12\x18\n" +
 	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12\x1d\n" +
 	"\n" +
-	"job_secret\x18\x1e \x01(\tR\tjobSecret\x1a;\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12#\n" +
+	"\rclient_output\x18( \x01(\bR\fclientOutput\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x03\n" +

@@ -42,12 +42,29 @@ func (s *Scheduler) RegisterExecutor(ctx context.Context, req *rpc.RegisterExecu
 	old := s.removeExecutorLocked(m.Id)
 	s.executors[m.Id] = &executor{meta: m, lastSeen: time.Now(), client: client, closeFn: closeFn}
 	s.totalVcores.Add(int64(m.Vcores))
+	dead := s.deadJobsLocked(req.HeldJobs)
 	s.mu.Unlock()
 	if old != nil {
 		old.close()
 	}
+	if len(dead) > 0 {
+		s.cfg.Logger.Info("executor holds data of jobs this scheduler does not know; it removes them", "executor", m.Id, "jobs", len(dead))
+	}
 	s.poke()
-	return &rpc.RegisterExecutorResponse{Policy: s.cfg.Policy}, nil
+	return &rpc.RegisterExecutorResponse{Policy: s.cfg.Policy, DeadJobs: dead}, nil
+}
+
+// deadJobsLocked returns the jobs of held that the scheduler does not know:
+// an earlier scheduler process's, or released or swept. Their data is no
+// one's, and nothing will ask the executor to remove it but this answer.
+func (s *Scheduler) deadJobsLocked(held []string) []string {
+	var dead []string
+	for _, id := range held {
+		if _, ok := s.jobs[id]; !ok {
+			dead = append(dead, id)
+		}
+	}
+	return dead
 }
 
 // Heartbeat keeps an executor alive; an unknown executor (expired, or the
@@ -61,15 +78,17 @@ func (s *Scheduler) Heartbeat(ctx context.Context, req *rpc.HeartbeatRequest) (*
 	}
 	s.mu.Lock()
 	e := s.executors[req.ExecutorId]
+	var dead []string
 	if e != nil {
 		e.lastSeen = time.Now()
+		dead = s.deadJobsLocked(req.HeldJobs)
 	}
 	s.mu.Unlock()
 	if e == nil {
 		return &rpc.HeartbeatResponse{Reregister: true}, nil
 	}
 	s.poke()
-	return &rpc.HeartbeatResponse{}, nil
+	return &rpc.HeartbeatResponse{DeadJobs: dead}, nil
 }
 
 // expireExecutors drops executors whose last heartbeat is older than the

@@ -23,9 +23,11 @@ type job struct {
 	// secret is the job's: its tasks carry it to the executors, which
 	// serve the job's data only to tickets with it; the owner gets it in
 	// the job's status.
-	secret   string
-	graph    ExecutionGraph
-	state    rpc.JobState
+	secret string
+	graph  ExecutionGraph
+	state  rpc.JobState
+	// ran is set once the job is placed (it was, or is, running).
+	ran      bool
 	err      *rpc.UserError
 	schema   *rpc.Schema
 	settings map[string]string

@@ -55,6 +55,7 @@ func (g *pipelinedGraph) Offer(offers []*Offer) []*Assignment {
 			use[t.executor] += len(t.partitions)
 			out = append(out, &Assignment{ExecutorID: t.executor, Task: &rpc.TaskDefinition{
 				Id: t.id, Partitions: int32s(t.partitions), Plan: plans[i], Settings: g.cfg.Settings, Vcores: int32(len(t.partitions)),
+				ClientOutput: i == len(g.stages)-1,
 			}})
 		}
 		for e, n := range use {

@@ -39,17 +39,31 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 	for {
 		s.mu.Lock()
 		cur := s.statusLocked(j)
+		ran := j.ran
 		changed := j.changed
 		s.mu.Unlock()
-		if last != nil && last.State == rpc.JobState_JOB_QUEUED && cur.State == rpc.JobState_JOB_SUCCESSFUL {
-			// The job ran between two looks at it; report that it did, so
-			// every stream shows the whole lifecycle.
-			running := proto.Clone(cur).(*rpc.JobStatus)
-			running.State, running.FinalLocations = rpc.JobState_JOB_RUNNING, nil
-			if err := stream.Send(running); err != nil {
+		// Every stream shows the whole lifecycle, however quickly the job
+		// went through it before this goroutine looked: every job starts
+		// queued, and one that was placed, or succeeded, ran.
+		var passed []rpc.JobState
+		if last == nil && cur.State != rpc.JobState_JOB_QUEUED {
+			passed = append(passed, rpc.JobState_JOB_QUEUED)
+		}
+		ran = ran || cur.State == rpc.JobState_JOB_SUCCESSFUL
+		if (last == nil || last.State == rpc.JobState_JOB_QUEUED) && isFinal(cur.State) && ran {
+			passed = append(passed, rpc.JobState_JOB_RUNNING)
+		}
+		for _, state := range passed {
+			st := proto.Clone(cur).(*rpc.JobStatus)
+			st.State, st.Error, st.FinalLocations, st.AnalyzedPlan = state, nil, nil, ""
+			if state == rpc.JobState_JOB_QUEUED {
+				st.FinalProducers = nil
+			}
+			if err := stream.Send(st); err != nil {
 				s.cancelIfRunning(j)
 				return err
 			}
+			last = st
 		}
 		if !proto.Equal(cur, last) {
 			if err := stream.Send(cur); err != nil {

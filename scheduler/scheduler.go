@@ -278,7 +278,7 @@ func (s *Scheduler) placeLocked(offers []*Offer) []*Assignment {
 			j.analysis.launch(as)
 		}
 		if len(as) > 0 && j.state == rpc.JobState_JOB_QUEUED {
-			j.state = rpc.JobState_JOB_RUNNING
+			j.state, j.ran = rpc.JobState_JOB_RUNNING, true
 		}
 		if len(as) > 0 {
 			j.notify()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"sluice/catalog"
@@ -58,4 +59,53 @@ func drain(ctx context.Context, s *session.Session, sql string) error {
 		}
 		b.Release()
 	}
+}
+
+// selfJoinGroupBy joins a series to itself on a key with few values and
+// groups by both sides: 500K groups, far more than the caps below allow.
+const selfJoinGroupBy = "SELECT a.x, b.y, count(*) FROM generate_series(1, 1000) a(x) JOIN generate_series(1, 1000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x, b.y"
+
+// TestMemoryCapFailsQuery: a query whose operators need more memory than
+// an executor's cap, or than execution.memory_limit, fails at once (no
+// retry in blocking mode) with a memory limit error naming what to change,
+// in both modes and in process, and the executors take the next query
+// (the self-join GROUP BY, which used to kill the process).
+func TestMemoryCapFailsQuery(t *testing.T) {
+	ctx := context.Background()
+	_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: 2, ExecutorMemoryLimit: 4 << 20})
+	check := func(t *testing.T, s *session.Session, hint string) {
+		t.Helper()
+		err := drain(ctx, s, selfJoinGroupBy)
+		if err == nil || !strings.HasPrefix(err.Error(), "resources exhausted: memory limit reached: ") || !strings.Contains(err.Error(), hint) {
+			t.Fatalf("error %v, want at once a memory limit saying %q", err, hint)
+		}
+	}
+	for _, mode := range []string{"blocking", "pipelined"} {
+		t.Run(mode, func(t *testing.T) {
+			if err := s.Settings.Set("execution.mode", mode); err != nil {
+				t.Fatal(err)
+			}
+			check(t, s, "--memory-limit")
+			if err := s.Settings.Set("execution.memory_limit", "1048576"); err != nil {
+				t.Fatal(err)
+			}
+			check(t, s, "SET execution.memory_limit to a larger value")
+			if err := s.Settings.Reset("execution.memory_limit"); err != nil {
+				t.Fatal(err)
+			}
+			if err := drain(ctx, s, "SELECT count(*) FROM generate_series(1, 1000)"); err != nil {
+				t.Fatalf("the next query: %v", err)
+			}
+		})
+	}
+	t.Run("in-process", func(t *testing.T) {
+		s := session.New(catalog.New())
+		if err := s.Settings.Set("execution.memory_limit", "4194304"); err != nil {
+			t.Fatal(err)
+		}
+		err := drain(ctx, s, selfJoinGroupBy)
+		if err == nil || !strings.Contains(err.Error(), "memory limit reached") || !strings.Contains(err.Error(), "SET execution.memory_limit") {
+			t.Fatalf("error %v, want the query's memory limit", err)
+		}
+	})
 }

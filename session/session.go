@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -212,11 +213,21 @@ func (l *local) task(q *engine.Query, s *Session) (physical.Operator, *physical.
 		alloc = physical.Allocator
 	}
 	return op, &physical.TaskContext{
-		Alloc:     alloc,
-		Memory:    physical.NewMemoryPool("query", s.Settings.Int("execution.memory_limit"), nil),
+		Alloc: alloc,
+		Memory: physical.NewMemoryPool("the query", s.Settings.Int("execution.memory_limit"), processPool()).
+			WithHint("SET execution.memory_limit to a larger value"),
 		BatchSize: int(s.Settings.Int("execution.batch_size")),
 	}
 }
+
+// processPool is what the in-process queries of this process reserve
+// together: physical.DefaultMemoryLimit, so that a query that needs more
+// fails with "resources exhausted" instead of the shell running out of
+// memory (execution.memory_limit caps each query further).
+var processPool = sync.OnceValue(func() *physical.MemoryPool {
+	return physical.NewMemoryPool("this process", physical.DefaultMemoryLimit(), nil).
+		WithHint("the process takes at most three quarters of the machine's memory for its queries")
+})
 
 // timed records time to first row, total time and rows of a stream.
 type timed struct {

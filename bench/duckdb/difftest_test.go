@@ -29,19 +29,26 @@ import (
 	"sluice/difftest"
 	"sluice/render"
 	"sluice/session"
+	"sluice/tpch"
 )
 
 // The differential test runs generated queries (package sluice/difftest)
 // on sluice in process, on an embedded cluster in blocking and in
 // pipelined mode, and on DuckDB with PostgreSQL's integer division and
-// NULL order, over a sample of the TPC-DS tables, and compares the
-// answers.
+// NULL order, over a sample of the TPC-DS tables (subtest tpcds) and of
+// the TPC-H tables sluice's own generator writes (subtest tpch), and
+// compares the answers.
 //
-//	SLUICE_DIFF_QUERIES   how many queries (default 300; make test runs 1000)
-//	SLUICE_DIFF_DURATION  run until this much time has passed instead (e.g. 10m)
-//	SLUICE_DIFF_SEED      the first seed (default 1); query i uses seed+i,
-//	                      so SLUICE_DIFF_SEED=s SLUICE_DIFF_QUERIES=1 replays one
+//	SLUICE_DIFF_QUERIES   how many TPC-DS queries (default 300; make test runs 1000),
+//	                      and a quarter as many TPC-H ones
+//	SLUICE_DIFF_DURATION  run until this much time has passed instead (e.g. 10m):
+//	                      two thirds TPC-DS, one third TPC-H
+//	SLUICE_DIFF_SEED      the first seed (default 1); query i uses seed+i, so
+//	                      SLUICE_DIFF_SEED=s SLUICE_DIFF_QUERIES=1 with -run TestDifferential/tpcds
+//	                      (or /tpch) replays one
 //	SLUICE_TPCDS          the TPC-DS folder (default ../shared/tpcds from the repository root)
+//	SLUICE_TPCH           the TPC-H SF 1 folder (default .cache/tpch-sf1 of the repository,
+//	                      as the session tests use; generated there when missing)
 //	SLUICE_DIFF_SQL       run this one query instead and show the answers
 //	SLUICE_DIFF_ABS_TOL   absolute tolerance for numbers (default 0.011)
 //	SLUICE_DIFF_SAMPLES   keep the sampled tables (Parquet) in this folder, to replay
@@ -57,44 +64,116 @@ var knownLimitations = []struct {
 	reason string
 }{}
 
-// sampleSQL cuts the TPC-DS tables down so that a query takes
-// milliseconds: facts to 120 items (and a share of their tickets), the
-// customers and addresses they reference plus a spread of others, five
-// years of dates. The dimensions the generator uses whole stay whole.
-var sampleSQL = map[string]string{
-	"store_sales":      "SELECT * FROM src.store_sales WHERE ss_item_sk <= 120 AND ss_ticket_number % 3 = 0",
-	"store_returns":    "SELECT * FROM src.store_returns WHERE sr_item_sk <= 120",
-	"web_sales":        "SELECT * FROM src.web_sales WHERE ws_item_sk <= 120 AND ws_order_number % 2 = 0",
-	"item":             "SELECT * FROM src.item WHERE i_item_sk <= 120",
-	"customer":         "SELECT * FROM src.customer WHERE c_customer_sk % 50 = 0 OR c_customer_sk IN (SELECT ss_customer_sk FROM sample.store_sales UNION SELECT sr_customer_sk FROM sample.store_returns UNION SELECT ws_bill_customer_sk FROM sample.web_sales)",
-	"customer_address": "SELECT * FROM src.customer_address WHERE ca_address_sk % 100 = 0 OR ca_address_sk IN (SELECT c_current_addr_sk FROM sample.customer)",
-	"date_dim":         "SELECT * FROM src.date_dim WHERE d_year BETWEEN 1998 AND 2002",
-	"store":            "SELECT * FROM src.store",
-	"promotion":        "SELECT * FROM src.promotion",
+// suite is one schema the differential test runs over.
+type suite struct {
+	schema *difftest.Schema
+	// src is the read_parquet argument of a table's files.
+	src func(table string) string
+	// sampleSQL cuts each table down (reading src.<table> and the samples
+	// made before it) so that a query takes milliseconds; order lists the
+	// tables so that a sample reads only samples made before it.
+	sampleSQL map[string]string
+	order     []string
 }
 
-// sampleOrder lists the tables so that a sample reads only samples made
-// before it.
-var sampleOrder = []string{"store_sales", "store_returns", "web_sales", "item", "customer", "customer_address", "date_dim", "store", "promotion"}
+// tpcdsSuite samples TPC-DS: facts to 120 items (and a share of their
+// tickets), the customers and addresses they reference plus a spread of
+// others, five years of dates. The dimensions the generator uses whole
+// stay whole.
+func tpcdsSuite(dataDir string) suite {
+	return suite{
+		schema: difftest.TPCDS,
+		src:    func(table string) string { return filepath.Join(dataDir, table+".parquet") },
+		sampleSQL: map[string]string{
+			"store_sales":      "SELECT * FROM src.store_sales WHERE ss_item_sk <= 120 AND ss_ticket_number % 3 = 0",
+			"store_returns":    "SELECT * FROM src.store_returns WHERE sr_item_sk <= 120",
+			"web_sales":        "SELECT * FROM src.web_sales WHERE ws_item_sk <= 120 AND ws_order_number % 2 = 0",
+			"item":             "SELECT * FROM src.item WHERE i_item_sk <= 120",
+			"customer":         "SELECT * FROM src.customer WHERE c_customer_sk % 50 = 0 OR c_customer_sk IN (SELECT ss_customer_sk FROM sample.store_sales UNION SELECT sr_customer_sk FROM sample.store_returns UNION SELECT ws_bill_customer_sk FROM sample.web_sales)",
+			"customer_address": "SELECT * FROM src.customer_address WHERE ca_address_sk % 100 = 0 OR ca_address_sk IN (SELECT c_current_addr_sk FROM sample.customer)",
+			"date_dim":         "SELECT * FROM src.date_dim WHERE d_year BETWEEN 1998 AND 2002",
+			"store":            "SELECT * FROM src.store",
+			"promotion":        "SELECT * FROM src.promotion",
+		},
+		order: []string{"store_sales", "store_returns", "web_sales", "item", "customer", "customer_address", "date_dim", "store", "promotion"},
+	}
+}
+
+// tpchSuite samples TPC-H SF 1: parts 1 to 400 with their partsupps and
+// line items, the orders of those line items and a spread of others, the
+// customers of the orders and a spread of others; suppliers, nations and
+// regions whole.
+func tpchSuite(dataDir string) suite {
+	return suite{
+		schema: difftest.TPCH,
+		src:    func(table string) string { return filepath.Join(dataDir, table, "*.parquet") },
+		sampleSQL: map[string]string{
+			"part":     "SELECT * FROM src.part WHERE p_partkey <= 400",
+			"partsupp": "SELECT * FROM src.partsupp WHERE ps_partkey <= 400",
+			"lineitem": "SELECT * FROM src.lineitem WHERE l_partkey <= 400",
+			"orders":   "SELECT * FROM src.orders WHERE o_orderkey % 1000 = 1 OR o_orderkey IN (SELECT l_orderkey FROM sample.lineitem)",
+			"customer": "SELECT * FROM src.customer WHERE c_custkey % 100 = 0 OR c_custkey IN (SELECT o_custkey FROM sample.orders)",
+			"supplier": "SELECT * FROM src.supplier",
+			"nation":   "SELECT * FROM src.nation",
+			"region":   "SELECT * FROM src.region",
+		},
+		order: []string{"part", "partsupp", "lineitem", "orders", "customer", "supplier", "nation", "region"},
+	}
+}
 
 func TestDifferential(t *testing.T) {
-	dataDir := os.Getenv("SLUICE_TPCDS")
-	if dataDir == "" {
-		dataDir = "../../../shared/tpcds"
-	}
-	dataDir = filepath.Join(dataDir, "data")
-	if _, err := os.Stat(filepath.Join(dataDir, "store_sales.parquet")); err != nil {
-		t.Skipf("no TPC-DS tables in %s (set SLUICE_TPCDS): %v", dataDir, err)
-	}
 	n, until, first := diffBudget(t)
+	// In a timed run, two thirds of the time go to TPC-DS and the rest to
+	// TPC-H, each counted from its own start: a query running past
+	// TPC-DS's end does not eat TPC-H's share.
+	budget := time.Until(until)
+	deadline := func(frac float64) time.Time {
+		if until.IsZero() {
+			return until
+		}
+		return time.Now().Add(time.Duration(float64(budget) * frac))
+	}
+	t.Run("tpcds", func(t *testing.T) {
+		dataDir := os.Getenv("SLUICE_TPCDS")
+		if dataDir == "" {
+			dataDir = "../../../shared/tpcds"
+		}
+		dataDir = filepath.Join(dataDir, "data")
+		if _, err := os.Stat(filepath.Join(dataDir, "store_sales.parquet")); err != nil {
+			t.Skipf("no TPC-DS tables in %s (set SLUICE_TPCDS): %v", dataDir, err)
+		}
+		runSuite(t, tpcdsSuite(dataDir), n, deadline(2.0/3), first)
+	})
+	t.Run("tpch", func(t *testing.T) {
+		dataDir := os.Getenv("SLUICE_TPCH")
+		if dataDir == "" {
+			dataDir = "../../.cache/tpch-sf1"
+		}
+		start := time.Now()
+		generated, err := tpch.EnsureCached(context.Background(), 1, dataDir, nil, nil)
+		if err != nil {
+			t.Fatalf("TPC-H SF 1 in %s: %v", dataDir, err)
+		}
+		if generated {
+			t.Logf("generated TPC-H SF 1 in %s in %v", dataDir, time.Since(start).Round(time.Second))
+		}
+		runSuite(t, tpchSuite(dataDir), max(n/4, 1), deadline(1.0/3), first)
+	})
+}
 
+// runSuite runs n generated queries (or until until) of su from seed first
+// on sluice in process, blocking and pipelined, and on DuckDB.
+func runSuite(t *testing.T, su suite, n int, until time.Time, first uint64) {
 	sampleDir := os.Getenv("SLUICE_DIFF_SAMPLES")
 	if sampleDir == "" {
 		sampleDir = t.TempDir()
-	} else if err := os.MkdirAll(sampleDir, 0o755); err != nil {
-		t.Fatal(err)
+	} else {
+		sampleDir = filepath.Join(sampleDir, su.schema.Name)
+		if err := os.MkdirAll(sampleDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	db := openDuck(t, dataDir, sampleDir)
+	db := openDuck(t, su, sampleDir)
 	defer db.Close()
 
 	ctx := context.Background()
@@ -111,7 +190,7 @@ func TestDifferential(t *testing.T) {
 	}
 	defer remote.Close()
 	for _, s := range []*session.Session{local, remote} {
-		for _, name := range sampleOrder {
+		for _, name := range su.order {
 			abs, _ := filepath.Abs(filepath.Join(sampleDir, name+".parquet"))
 			if _, err := runSluice(ctx, s, fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", name, abs)); err != nil {
 				t.Fatal(err)
@@ -132,7 +211,7 @@ func TestDifferential(t *testing.T) {
 			break
 		}
 		seed := first + uint64(i)
-		q := difftest.New(seed).Query()
+		q := difftest.NewFor(su.schema, seed).Query()
 		if text := os.Getenv("SLUICE_DIFF_SQL"); text != "" {
 			// One query by hand: show every engine's answer.
 			q = difftest.Query{SQL: text, Shape: "by hand"}
@@ -161,13 +240,13 @@ func TestDifferential(t *testing.T) {
 			cancel()
 			if msg := judge(q, want, duckErr, got, err); msg != "" {
 				failed++
-				t.Errorf("seed %d (%s, %s, %s): %s\n%s\nreplay: cd bench/duckdb && SLUICE_DIFF_SEED=%d SLUICE_DIFF_QUERIES=1 go test -tags duckdb_arrow -run TestDifferential .",
-					seed, q.Shape, e.name, settingsString(settings), msg, q.SQL, seed)
+				t.Errorf("seed %d (%s, %s, %s): %s\n%s\nreplay: cd bench/duckdb && SLUICE_DIFF_SEED=%d SLUICE_DIFF_QUERIES=1 go test -tags duckdb_arrow -run TestDifferential/%s .",
+					seed, q.Shape, e.name, settingsString(settings), msg, q.SQL, seed, su.schema.Name)
 				break
 			}
 		}
 	}
-	t.Logf("%d queries (seeds %d..%d) in %v, %d failed; by shape %v", ran, first, first+uint64(ran)-1, time.Since(start).Round(time.Millisecond), failed, shapes)
+	t.Logf("%s: %d queries (seeds %d..%d) in %v, %d failed; by shape %v", su.schema.Name, ran, first, first+uint64(ran)-1, time.Since(start).Round(time.Millisecond), failed, shapes)
 }
 
 // settingsFor picks sluice's settings for the query of seed: small
@@ -236,9 +315,9 @@ func diffBudget(t *testing.T) (n int, until time.Time, first uint64) {
 	return n, until, first
 }
 
-// openDuck writes the samples to sampleDir and returns a DuckDB with a
+// openDuck writes su's samples to sampleDir and returns a DuckDB with a
 // view per sample and PostgreSQL's semantics switched on.
-func openDuck(t *testing.T, dataDir, sampleDir string) *gosql.DB {
+func openDuck(t *testing.T, su suite, sampleDir string) *gosql.DB {
 	t.Helper()
 	db, err := gosql.Open("duckdb", "")
 	if err != nil {
@@ -255,12 +334,12 @@ func openDuck(t *testing.T, dataDir, sampleDir string) *gosql.DB {
 	exec("CREATE SCHEMA src")
 	exec("CREATE SCHEMA sample")
 	quote := func(p string) string { return "'" + strings.ReplaceAll(p, "'", "''") + "'" }
-	for _, name := range sampleOrder {
-		exec(fmt.Sprintf("CREATE VIEW src.%s AS SELECT * FROM read_parquet(%s)", name, quote(filepath.Join(dataDir, name+".parquet"))))
+	for _, name := range su.order {
+		exec(fmt.Sprintf("CREATE VIEW src.%s AS SELECT * FROM read_parquet(%s)", name, quote(su.src(name))))
 	}
-	for _, name := range sampleOrder {
+	for _, name := range su.order {
 		dst := filepath.Join(sampleDir, name+".parquet")
-		exec(fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", sampleSQL[name], quote(dst)))
+		exec(fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", su.sampleSQL[name], quote(dst)))
 		exec(fmt.Sprintf("CREATE VIEW sample.%s AS SELECT * FROM read_parquet(%s)", name, quote(dst)))
 		exec(fmt.Sprintf("CREATE VIEW main.%s AS SELECT * FROM sample.%s", name, name))
 	}
