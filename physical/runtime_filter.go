@@ -259,7 +259,6 @@ func selectBitmapKeys[T int32 | int64](vals []T, b *keyBitmap, sel []int32) []in
 // a filter that keeps nearly all the rows of its first batches is dropped.
 type runtimeFilterState struct {
 	filters []*runtimeFilter
-	skipped int     // row groups skipped (rulesOut)
 	seen    []int64 // rows each filter judged
 	kept    []int64 // rows each filter kept
 	off     []bool  // dropped: not selective enough
