@@ -414,9 +414,10 @@ func TestBatchBytesLayouts(t *testing.T) {
 	}
 }
 
-// TestInterleaveFromManyBatches: a few rows gathered from many batches
-// (a sort's output batch out of thousands of small inputs) come out the
-// same as when every source is passed through, for random picks.
+// TestInterleaveFromManyBatches: rows gathered from a random number of
+// batches, few or many against the rows (a sort's output batch out of
+// thousands of small inputs), come out right on either side of the
+// threshold at which only the referenced batches are gathered from.
 func TestInterleaveFromManyBatches(t *testing.T) {
 	seed := rand.Uint64()
 	r := rand.New(rand.NewPCG(seed, 11))
@@ -430,16 +431,17 @@ func TestInterleaveFromManyBatches(t *testing.T) {
 		batches[i] = utilBatch(t, mem, 10*i)
 		rows[i] = batchRows(batches[i])
 	}
-	for range 50 {
-		refs := make([]rowRef, 1+r.IntN(20))
+	for range 200 {
+		m := 4 + r.IntN(len(batches)-4) // sources passed: batches[:m]
+		refs := make([]rowRef, 1+r.IntN(40))
 		for j := range refs {
-			b := r.IntN(len(batches))
+			b := r.IntN(m)
 			for batches[b] == nil {
-				b = r.IntN(len(batches))
+				b = r.IntN(m)
 			}
 			refs[j] = rowRef{int32(b), int32(r.IntN(10))}
 		}
-		got, err := interleaveBatches(mem, utilSchema, batches, refs)
+		got, err := interleaveBatches(mem, utilSchema, batches[:m], refs)
 		if err != nil {
 			t.Fatal(err)
 		}
