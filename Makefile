@@ -36,12 +36,18 @@ vet:
 # on a sample of TPC-H SF 1 (.cache/tpch-sf1).
 #
 # The packages whose tests run schedulers, executors and exchanges
-# concurrently run again under the race detector (about 2 minutes).
+# concurrently run again under the race detector (about 2 minutes), and so
+# do the session's tests of a client talking to a cluster (pipelined
+# streaming, cancel, idle and slow clients, errors, EXPLAIN ANALYZE) and
+# its in-process sqllogictest run (under a minute); its TPC-H, TPC-DS and
+# cluster sqllogictest runs would take far longer under it.
 DIFF_QUERIES ?= 1000
 RACE_PKGS    ?= ./scheduler/ ./exchange/ ./cluster/
+RACE_SESSION ?= TestExplainAnalyze|TestRelativeLocation|TestRecreatedTable|TestQueryErrorsReadClean|TestMemoryCapFailsQuery|TestIdleClient|TestSlowClient|TestParquetUnsupported|TestPipelined|TestZeroColumn|TestPanicInQueryCode|TestSQLLogic$$
 test: vet
 	SLUICE_ALLOC_POISON=1 $(GO) test -timeout 60m -p 1 ./...
 	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -p 1 $(RACE_PKGS)
+	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -run '$(RACE_SESSION)' ./session/
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \
 		$(GO) test -tags duckdb_arrow -timeout 20m -run "TestDifferential|TestCompareRows" ./...
 
