@@ -78,8 +78,7 @@ var dictStringType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32
 func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	buf := newOutputBuffer(mem, n*4)
 	out := arrow.Int32Traits.CastFromBytes(buf.Bytes())[:n]
-	var valid *memory.Buffer
-	var bitmap []byte
+	var pv pieceValidity // the piece's validity, made at the first page with NULLs
 	nulls := 0
 	var dicts []arrow.Array // the dictionaries the batch's codes index, in order
 	base := 0               // entries of dicts before the last one
@@ -90,9 +89,7 @@ func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	}()
 	fail := func(err error) (arrow.Array, error) {
 		buf.Release()
-		if valid != nil {
-			valid.Release()
-		}
+		pv.release()
 		return nil, err
 	}
 	for done := 0; done < n; {
@@ -110,20 +107,9 @@ func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 			dicts = append(dicts, c.dict)
 		}
 		k := min(c.page.rows, n-done)
-		nn := k
-		if c.page.levels != nil {
-			if valid == nil {
-				valid = newOutputBuffer(mem, (n+7)/8)
-				bitmap = valid.Bytes()
-				clear(bitmap)
-				setBitRange(bitmap, 0, done)
-			}
-			var err error
-			if nn, err = c.page.levels.take(k, bitmap, done); err != nil {
-				return fail(err)
-			}
-		} else if valid != nil {
-			setBitRange(bitmap, done, k)
+		nn, err := pv.take(mem, n, c.page.levels, done, k)
+		if err != nil {
+			return fail(err)
 		}
 		got, err := c.codes.decode(out[done:done+nn], c.dict.Len())
 		if err == nil && got < nn {
@@ -138,7 +124,7 @@ func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 			}
 		}
 		if nn < k {
-			spreadFixed(buf.Bytes()[done*4:(done+k)*4], 4, k, bitmap, done, nn)
+			spreadFixed(buf.Bytes()[done*4:(done+k)*4], 4, k, pv.bitmap, done, nn)
 			nulls += k - nn
 		}
 		c.page.rows -= k
@@ -160,16 +146,11 @@ func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	defer dict.Release()
 	bufs := []*memory.Buffer{nil, buf}
 	if nulls > 0 {
-		bufs[0] = valid
-	} else if valid != nil {
-		valid.Release()
-		valid = nil
+		bufs[0] = pv.buf
 	}
 	data := array.NewData(dictStringType, n, bufs, nil, nulls, 0)
 	buf.Release()
-	if valid != nil {
-		valid.Release()
-	}
+	pv.release()
 	data.SetDictionary(dict.Data())
 	defer data.Release()
 	return array.NewDictionaryData(data), nil

@@ -141,14 +141,11 @@ func newFlatColumn(rdr *file.Reader, leaf int, rowGroups []int, typ arrow.DataTy
 func (c *flatColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	buf := newOutputBuffer(mem, n*c.width)
 	out := buf.Bytes()[:n*c.width]
-	var valid *memory.Buffer
-	var bitmap []byte
+	var pv pieceValidity // the piece's validity, made at the first page with NULLs
 	nulls := 0
 	fail := func(err error) (arrow.Array, error) {
 		buf.Release()
-		if valid != nil {
-			valid.Release()
-		}
+		pv.release()
 		return nil, err
 	}
 	for done := 0; done < n; {
@@ -159,26 +156,15 @@ func (c *flatColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 			continue
 		}
 		k := min(c.page.rows, n-done)
-		nn := k
-		if c.page.levels != nil {
-			if valid == nil {
-				valid = newOutputBuffer(mem, (n+7)/8)
-				bitmap = valid.Bytes()
-				clear(bitmap)
-				setBitRange(bitmap, 0, done)
-			}
-			var err error
-			if nn, err = c.page.levels.take(k, bitmap, done); err != nil {
-				return fail(err)
-			}
-		} else if valid != nil {
-			setBitRange(bitmap, done, k)
+		nn, err := pv.take(mem, n, c.page.levels, done, k)
+		if err != nil {
+			return fail(err)
 		}
 		if err := c.decode(out[done*c.width:(done+nn)*c.width], nn); err != nil {
 			return fail(err)
 		}
 		if nn < k {
-			spreadFixed(out[done*c.width:(done+k)*c.width], c.width, k, bitmap, done, nn)
+			spreadFixed(out[done*c.width:(done+k)*c.width], c.width, k, pv.bitmap, done, nn)
 			nulls += k - nn
 		}
 		c.page.rows -= k
@@ -186,16 +172,11 @@ func (c *flatColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	}
 	bufs := []*memory.Buffer{nil, buf}
 	if nulls > 0 {
-		bufs[0] = valid
-	} else if valid != nil {
-		valid.Release()
-		valid = nil
+		bufs[0] = pv.buf
 	}
 	data := array.NewData(c.typ, n, bufs, nil, nulls, 0)
 	buf.Release()
-	if valid != nil {
-		valid.Release()
-	}
+	pv.release()
 	defer data.Release()
 	return array.MakeFromData(data), nil
 }

@@ -82,15 +82,12 @@ func (c *flatStrings) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	offBuf := newOutputBuffer(mem, (n+1)*4)
 	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())[:n+1]
 	offs[0] = 0
-	var valid *memory.Buffer
-	var bitmap []byte
+	var pv pieceValidity // the piece's validity, made at the first page with NULLs
 	nulls := 0
 	c.bytes = c.bytes[:0]
 	fail := func(err error) (arrow.Array, error) {
 		offBuf.Release()
-		if valid != nil {
-			valid.Release()
-		}
+		pv.release()
 		return nil, err
 	}
 	for done := 0; done < n; {
@@ -101,20 +98,9 @@ func (c *flatStrings) read(mem memory.Allocator, n int) (arrow.Array, error) {
 			continue
 		}
 		k := min(c.page.rows, n-done)
-		nn := k
-		if c.page.levels != nil {
-			if valid == nil {
-				valid = newOutputBuffer(mem, (n+7)/8)
-				bitmap = valid.Bytes()
-				clear(bitmap)
-				setBitRange(bitmap, 0, done)
-			}
-			var err error
-			if nn, err = c.page.levels.take(k, bitmap, done); err != nil {
-				return fail(err)
-			}
-		} else if valid != nil {
-			setBitRange(bitmap, done, k)
+		nn, err := pv.take(mem, n, c.page.levels, done, k)
+		if err != nil {
+			return fail(err)
 		}
 		// Value i of the piece ends at ends[i]; NULL rows repeat the
 		// previous end.
@@ -125,7 +111,7 @@ func (c *flatStrings) read(mem memory.Allocator, n int) (arrow.Array, error) {
 		if nn < k {
 			j := nn - 1
 			for i := k - 1; i >= 0 && i > j; i-- {
-				if bitutil.BitIsSet(bitmap, done+i) {
+				if bitutil.BitIsSet(pv.bitmap, done+i) {
 					ends[i] = ends[j]
 					j--
 				} else if j >= 0 {
@@ -146,17 +132,12 @@ func (c *flatStrings) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	copy(valBuf.Bytes(), c.bytes)
 	bufs := []*memory.Buffer{nil, offBuf, valBuf}
 	if nulls > 0 {
-		bufs[0] = valid
-	} else if valid != nil {
-		valid.Release()
-		valid = nil
+		bufs[0] = pv.buf
 	}
 	data := array.NewData(arrow.BinaryTypes.String, n, bufs, nil, nulls, 0)
 	offBuf.Release()
 	valBuf.Release()
-	if valid != nil {
-		valid.Release()
-	}
+	pv.release()
 	defer data.Release()
 	return array.NewStringData(data), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
@@ -171,5 +172,41 @@ func spreadFixed(out []byte, width, rows int, bits []byte, off, valid int) {
 		} else {
 			clear(dst)
 		}
+	}
+}
+
+// pieceValidity is the validity bitmap of a piece of rows read page by
+// page: made at the first page that has definition levels (the rows before
+// it are all valid), absent while no page had any.
+type pieceValidity struct {
+	buf    *memory.Buffer
+	bitmap []byte
+}
+
+// take records the validity of rows [done, done+k) of a piece of n rows
+// from a page's definition levels (nil: a page without NULLs) and returns
+// how many of those rows hold a value.
+func (v *pieceValidity) take(mem memory.Allocator, n int, levels *levelDecoder, done, k int) (int, error) {
+	if levels == nil {
+		if v.buf != nil {
+			setBitRange(v.bitmap, done, k)
+		}
+		return k, nil
+	}
+	if v.buf == nil {
+		v.buf = newOutputBuffer(mem, (n+7)/8)
+		v.bitmap = v.buf.Bytes()
+		clear(v.bitmap)
+		setBitRange(v.bitmap, 0, done)
+	}
+	return levels.take(k, v.bitmap, done)
+}
+
+// release gives the bitmap back (an array made from it holds its own
+// reference).
+func (v *pieceValidity) release() {
+	if v.buf != nil {
+		v.buf.Release()
+		v.buf, v.bitmap = nil, nil
 	}
 }
