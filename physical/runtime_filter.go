@@ -375,22 +375,11 @@ func (st *runtimeFilterState) rulesOut(s *ParquetScan, u parquetUnit) bool {
 		if !cs.HasMinMax {
 			continue
 		}
-		mn, ok1 := statInt(cs.Min)
-		mx, ok2 := statInt(cs.Max)
+		mn, ok1 := asInt64(cs.Min)
+		mx, ok2 := asInt64(cs.Max)
 		if ok1 && ok2 && !b.anyIn(mn, mx) {
 			return true
 		}
 	}
 	return false
-}
-
-// statInt is an integer statistic as int64.
-func statInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	}
-	return 0, false
 }
