@@ -50,20 +50,7 @@ func TestFormatsEscapeControls(t *testing.T) {
 	defer rec.Release()
 	var all bytes.Buffer
 	for _, format := range []string{"table", "line", "markdown"} {
-		var out bytes.Buffer
-		w, err := New(format, &out, Options{NullValue: "NULL"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Begin(schema); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.End(); err != nil {
-			t.Fatal(err)
-		}
+		out := renderBatch(t, format, rec, Options{NullValue: "NULL"})
 		for _, c := range []string{"\x1b", "\a", "\u009b"} {
 			if strings.Contains(out.String(), c) {
 				t.Errorf("%s output holds %q raw:\n%s", format, c, out.String())

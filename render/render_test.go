@@ -144,7 +144,8 @@ func TestNullLiteralIsNull(t *testing.T) {
 			b := array.NewRecordBatch(schema, []arrow.Array{nulls, ints}, 1)
 			nulls.Release()
 			ints.Release()
-			out := renderBatch(t, c.format, b)
+			out := renderBatch(t, c.format, b, Options{NullValue: "∅"})
+			b.Release()
 			mem.AssertSize(t, 0)
 			if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), "(null)") {
 				t.Errorf("%s output:\n%s\nwant it to hold %q and no (null)", c.format, out.String(), c.want)
@@ -310,7 +311,8 @@ func TestArrayValues(t *testing.T) {
 			lb.Release()
 			b := array.NewRecordBatch(schema, []arrow.Array{col}, 2)
 			col.Release()
-			out := renderBatch(t, c.format, b)
+			out := renderBatch(t, c.format, b, Options{NullValue: "∅"})
+			b.Release()
 			if !strings.Contains(out.String(), c.want) {
 				t.Errorf("want %q in:\n%s", c.want, out.String())
 			}
@@ -318,13 +320,11 @@ func TestArrayValues(t *testing.T) {
 	}
 }
 
-// renderBatch writes b in format (NULL shown as ∅ in tables) and releases
-// it.
-func renderBatch(t *testing.T, format string, b arrow.RecordBatch) *bytes.Buffer {
+// renderBatch writes b in format with opts.
+func renderBatch(t *testing.T, format string, b arrow.RecordBatch, opts Options) *bytes.Buffer {
 	t.Helper()
-	defer b.Release()
 	var out bytes.Buffer
-	w, err := New(format, &out, Options{NullValue: "∅"})
+	w, err := New(format, &out, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
