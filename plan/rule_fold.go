@@ -33,6 +33,9 @@ func foldPlanNode(n Node) Node {
 			}
 			return &Values{Cols: x.Schema()}
 		}
+		if isEmpty(x.Input) {
+			return &Values{Cols: x.Schema()}
+		}
 	case *Scan:
 		var keep []Expr
 		for _, f := range x.Filters {
