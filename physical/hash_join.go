@@ -138,9 +138,9 @@ func (h *HashJoin) String() string {
 func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
 	// A runtime filter is registered before the probe side starts, so that
 	// its scan finds it (runtime_filter.go).
-	var rf *runtimeFilter
-	if scan, col, ok := h.runtimeFilterTarget(); ok {
-		rf = tc.runtimeFilters().forJoin(h, scan, col)
+	var rfs []*runtimeFilter
+	for _, t := range h.runtimeFilterTargets() {
+		rfs = append(rfs, tc.runtimeFilters().forJoin(h, t.scan, t.col, t.key))
 	}
 	probe, err := ExecuteOp(ctx, h.right, partition, tc)
 	if err != nil {
@@ -178,8 +178,10 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 		t, err := h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {
 			return buildJoinTable(ctx, h.left, parts, h.leftKeys, tc, "HashJoin[collect]")
 		})
-		if err == nil && rf != nil {
-			rf.publish(t)
+		if err == nil {
+			for _, rf := range rfs {
+				rf.publish(t)
+			}
 		}
 		return t, err
 	}

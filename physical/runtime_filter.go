@@ -41,6 +41,7 @@ import (
 // no bitmap).
 type runtimeFilter struct {
 	col       int // the scan's output column
+	key       int // which of the join's keys it is (a join may have several)
 	keys      atomic.Pointer[keyBitmap]
 	published atomic.Bool
 }
@@ -50,7 +51,7 @@ func (f *runtimeFilter) publish(t *joinBuildTable) {
 	if f.published.Swap(true) {
 		return
 	}
-	if b := buildKeyBitmap(t); b != nil {
+	if b := buildKeyBitmap(t, f.key); b != nil {
 		f.keys.Store(b)
 	}
 }
@@ -62,28 +63,34 @@ type keyBitmap struct {
 	span uint64
 }
 
+// joinKeyRef names one key of one join.
+type joinKeyRef struct {
+	h   *HashJoin
+	key int
+}
+
 // runtimeFilters holds a task's runtime filters by the scan they apply to.
 // The zero value is ready to use.
 type runtimeFilters struct {
 	mu     sync.Mutex
 	byScan map[*ParquetScan][]*runtimeFilter
-	byJoin map[*HashJoin]*runtimeFilter
+	byJoin map[joinKeyRef]*runtimeFilter
 }
 
 // forJoin returns the filter join h registered (registering it on its
 // first call, for column col of scan), shared by all of the task's
 // partitions of h.
-func (r *runtimeFilters) forJoin(h *HashJoin, scan *ParquetScan, col int) *runtimeFilter {
+func (r *runtimeFilters) forJoin(h *HashJoin, scan *ParquetScan, col, key int) *runtimeFilter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if f, ok := r.byJoin[h]; ok {
+	if f, ok := r.byJoin[joinKeyRef{h, key}]; ok {
 		return f
 	}
 	if r.byJoin == nil {
-		r.byJoin, r.byScan = map[*HashJoin]*runtimeFilter{}, map[*ParquetScan][]*runtimeFilter{}
+		r.byJoin, r.byScan = map[joinKeyRef]*runtimeFilter{}, map[*ParquetScan][]*runtimeFilter{}
 	}
-	f := &runtimeFilter{col: col}
-	r.byJoin[h] = f
+	f := &runtimeFilter{col: col, key: key}
+	r.byJoin[joinKeyRef{h, key}] = f
 	r.byScan[scan] = append(r.byScan[scan], f)
 	return f
 }
@@ -111,18 +118,40 @@ func (r *runtimeFilters) forScan(scan *ParquetScan) []*runtimeFilter {
 // maxFilterSpan bounds a key bitmap (16 MiB).
 const maxFilterSpan = 1 << 27
 
-// runtimeFilterTarget returns the scan and its column that the probe key of
-// h reads, when h may filter its probe side at all.
-func (h *HashJoin) runtimeFilterTarget() (*ParquetScan, int, bool) {
+// filterTarget is a scan column a join's probe key reads unchanged: the
+// join's key-th key may filter it.
+type filterTarget struct {
+	scan     *ParquetScan
+	col, key int
+}
+
+// runtimeFilterTargets returns the scan columns the probe keys of h read,
+// when h may filter its probe side at all. Each gets a filter of its own:
+// a probe row whose value of any one key no build row has cannot match,
+// and of a join on item and date (TPC-DS q72's inventory) the date filter
+// may skip row groups where the item filter drops rows.
+func (h *HashJoin) runtimeFilterTargets() []filterTarget {
 	switch h.joinType {
 	case JoinInner, JoinRightSemi, JoinLeftSemi, JoinLeft, JoinLeftAnti:
 	default:
-		return nil, 0, false // probe rows without a match are output
+		return nil // probe rows without a match are output
 	}
-	if h.mode != JoinCollectLeft || len(h.rightKeys) != 1 || h.nullAware {
-		return nil, 0, false
+	if h.mode != JoinCollectLeft || h.nullAware {
+		return nil
 	}
-	c, ok := h.rightKeys[0].(*expr.Column)
+	var out []filterTarget
+	for k, rk := range h.rightKeys {
+		if scan, col, ok := h.traceProbeKey(rk); ok {
+			out = append(out, filterTarget{scan, col, k})
+		}
+	}
+	return out
+}
+
+// traceProbeKey follows probe key rk down to the scan column it reads
+// unchanged, if any.
+func (h *HashJoin) traceProbeKey(rk expr.Expr) (*ParquetScan, int, bool) {
+	c, ok := rk.(*expr.Column)
 	if !ok {
 		return nil, 0, false
 	}
@@ -174,15 +203,36 @@ func (h *HashJoin) runtimeFilterTarget() (*ParquetScan, int, bool) {
 
 // buildKeyBitmap returns the bitmap of a build table's keys, or nil when
 // the table is not on one integer key or its keys span too wide a range.
-func buildKeyBitmap(t *joinBuildTable) *keyBitmap {
-	if !t.intKey || t.pack != nil || len(t.keys) != 1 {
+func buildKeyBitmap(t *joinBuildTable, key int) *keyBitmap {
+	var vals []int64
+	var k arrow.Array
+	switch {
+	case t.pack != nil:
+		// Two integer keys packed into one: take the one asked for back
+		// out (a NULL in either key is a NULL packed key, which no probe
+		// row matches anyway).
+		k = t.keys[0]
+		packed, ok := joinIntKeyValues(t.keys, nil)
+		if !ok || key > 1 {
+			return nil
+		}
+		vals = make([]int64, len(packed))
+		for r, v := range packed {
+			if key == 0 {
+				vals[r] = v/t.pack.bspan + t.pack.amin
+			} else {
+				vals[r] = v%t.pack.bspan + t.pack.bmin
+			}
+		}
+	case key < len(t.keys):
+		k = t.keys[key]
+		var ok bool
+		if vals, ok = joinIntKeyValues(t.keys[key:key+1], nil); !ok {
+			return nil
+		}
+	default:
 		return nil
 	}
-	vals, ok := joinIntKeyValues(t.keys, nil)
-	if !ok {
-		return nil
-	}
-	k := t.keys[0]
 	lo, n, ok := joinKeySpan(vals, k)
 	span := uint64(n)
 	if !ok || span > maxFilterSpan {

@@ -104,7 +104,7 @@ func TestRuntimeFilteredJoins(t *testing.T) {
 					if !slices.Equal(got, want) {
 						t.Fatalf("%s: %d rows, want %d\n%s", jt, len(got), len(want), strings.Join(got[:min(len(got), 5)], "\n"))
 					}
-					_, _, filters := filtered.runtimeFilterTarget()
+					filters := len(filtered.runtimeFilterTargets()) > 0
 					if reg := tc.runtimeFilters().forScan(scan); filters != (len(reg) == 1 && reg[0].keys.Load() != nil) {
 						t.Fatalf("%s: join may filter its scan %v, but the scan got %d filters", jt, filters, len(reg))
 					}
@@ -183,7 +183,7 @@ func TestRuntimeFilterTargets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
-		if _, _, got := h.runtimeFilterTarget(); got != c.want {
+		if got := len(h.runtimeFilterTargets()) > 0; got != c.want {
 			t.Errorf("%s: filters its scan %v, want %v", c.what, got, c.want)
 		}
 	}
@@ -258,7 +258,7 @@ func TestRuntimeFilterThroughALowerJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := onBuild.runtimeFilterTarget(); ok {
+	if len(onBuild.runtimeFilterTargets()) > 0 {
 		t.Fatal("a key from the lower join's build side was traced to its probe scan")
 	}
 	// The lower join may also be a right or full outer join: it outputs
@@ -267,7 +267,7 @@ func TestRuntimeFilterThroughALowerJoin(t *testing.T) {
 		for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
 			filtered, h := build(scan, jt, lowerType)
 			plain, _ := build(&passThrough{scan}, jt, lowerType)
-			if _, _, ok := h.runtimeFilterTarget(); ok != (jt != JoinRight && jt != JoinFull && jt != JoinRightAnti) {
+			if ok := len(h.runtimeFilterTargets()) > 0; ok != (jt != JoinRight && jt != JoinFull && jt != JoinRightAnti) {
 				t.Fatalf("%s over %s: filters the scan below the lower join: %v", jt, lowerType, ok)
 			}
 			got := jaCollect(t, filtered, jaTC(mem, 500, 0))
@@ -382,6 +382,101 @@ func TestRuntimeFilterSkipsRowGroups(t *testing.T) {
 		want := jaCollect(t, plain, jaTC(mem, 700, 0))
 		if len(want) != 200 || !slices.Equal(got, want) {
 			t.Fatalf("%s: %d rows, want %d (200)", jt, len(got), len(want))
+		}
+	}
+}
+
+// TestRuntimeFilterOnOneOfSeveralKeys joins on two keys (packed into one by
+// the build table) and on three (kept apart): each key that traces to a
+// scan column gets a filter, the first key's bitmap holds that key's build
+// values, and every join type answers as the same join whose probe side
+// it cannot filter.
+func TestRuntimeFilterOnOneOfSeveralKeys(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "b", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	const n = 30000
+	bld := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range n {
+		if i%61 == 3 {
+			bld.Field(0).AppendNull()
+		} else {
+			bld.Field(0).(*array.Int64Builder).Append(int64(i % 400))
+		}
+		if i%67 == 5 {
+			bld.Field(1).AppendNull()
+		} else {
+			bld.Field(1).(*array.Int64Builder).Append(int64(i % 7))
+		}
+		bld.Field(2).(*array.Int64Builder).Append(int64(i % 3))
+	}
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	path := filepath.Join(t.TempDir(), "probe.parquet")
+	writeParquetWith(t, path, rec, parquet.WithMaxRowGroupLength(4000))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	buildSchema := jaSchema("x", plan.Int64, "y", plan.Int64, "z", plan.Int64)
+	var rows [][]any
+	for _, x := range []any{5, 77, 77, nil, 399, 1000} {
+		rows = append(rows, []any{x, 3, 1})
+	}
+	rows = append(rows, []any{6, nil, 2})
+	build := jaPartitioned(t, mem, buildSchema, rows, 1, 3)
+	defer build.release()
+	scan := NewParquetScan("probe", tbl, []int{0, 1, 2}, nil, 2)
+	for _, nkeys := range []int{2, 3} {
+		var lk, rk []expr.Expr
+		for i, name := range []string{"a", "b", "v"}[:nkeys] {
+			lk = append(lk, jaCol(i, []string{"x", "y", "z"}[i], plan.Int64))
+			rk = append(rk, jaCol(i, name, plan.Int64))
+		}
+		for _, jt := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti} {
+			probe, hidden := Operator(scan), Operator(&passThrough{scan})
+			if jt.EmitsUnmatchedBuild() {
+				probe, hidden = NewCoalescePartitions(scan), NewCoalescePartitions(&passThrough{scan})
+			}
+			filtered, err := NewHashJoin(build, probe, jt, lk, rk, nil, false, JoinCollectLeft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := NewHashJoin(build, hidden, jt, lk, rk, nil, false, JoinCollectLeft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets := filtered.runtimeFilterTargets()
+			ok := len(targets) > 0
+			if wantOK := jt != JoinRight && jt != JoinRightAnti; ok != wantOK || ok && len(targets) != nkeys {
+				t.Fatalf("%d keys, %s: targets %v, want one per key (%v)", nkeys, jt, targets, wantOK)
+			}
+			tc := jaTC(mem, 500, 0)
+			got := jaCollect(t, filtered, tc)
+			want := jaCollect(t, plain, jaTC(mem, 500, 0))
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d keys, %s: %d rows, want %d", nkeys, jt, len(got), len(want))
+			}
+			if ok {
+				reg := tc.runtimeFilters().forScan(scan)
+				if len(reg) != nkeys || reg[0].key != 0 || reg[0].keys.Load() == nil {
+					t.Fatalf("%d keys, %s: %d filters, want %d with the first key's bitmap", nkeys, jt, len(reg), nkeys)
+				}
+				b := reg[0].keys.Load()
+				// (6, NULL) may be left out: a row with a NULL key never matches.
+				for _, k := range []int64{5, 77, 399, 1000} {
+					if !b.anyIn(k, k) {
+						t.Errorf("%d keys, %s: build key %d missing from the filter", nkeys, jt, k)
+					}
+				}
+				if b.anyIn(7, 76) || b.anyIn(78, 398) {
+					t.Errorf("%d keys, %s: the filter holds keys the build side has not", nkeys, jt)
+				}
+			}
 		}
 	}
 }
