@@ -287,9 +287,35 @@ func (h *HashAggregate) Schema() *arrow.Schema { return h.schema }
 func (h *HashAggregate) Children() []Operator { return []Operator{h.input} }
 
 // OutputPartitioning implements Operator: one output partition per input
-// partition; the planner tracks any hash property itself.
+// partition. When the input is hash partitioned on columns the aggregate
+// groups by, so is its output, on those group columns: a group's rows all
+// come from one input partition, and its key values are output unchanged.
+// (Not with grand totals: their rows are made, not hashed.)
 func (h *HashAggregate) OutputPartitioning() Partitioning {
-	return Partitioning{Kind: PartUnknown, Count: h.input.OutputPartitioning().Count}
+	in := h.input.OutputPartitioning()
+	unknown := Partitioning{Kind: PartUnknown, Count: in.Count}
+	if in.Kind != PartHash || len(h.grandTotals) > 0 {
+		return unknown
+	}
+	keys := make([]expr.Expr, len(in.Keys))
+	for i, k := range in.Keys {
+		kc, ok := k.(*expr.Column)
+		if !ok {
+			return unknown
+		}
+		found := false
+		for j, g := range h.groupBy {
+			if gc, ok := g.(*expr.Column); ok && gc.Index == kc.Index {
+				keys[i] = &expr.Column{Index: j, Name: h.groupNames[j], Type: gc.Type}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return unknown
+		}
+	}
+	return Partitioning{Kind: PartHash, Count: in.Count, Keys: keys}
 }
 
 func (h *HashAggregate) String() string {

@@ -665,3 +665,65 @@ func TestHashAggregateSharedArguments(t *testing.T) {
 		mem.AssertSize(t, 0)
 	}
 }
+
+// TestAggregateKeepsHashPartitioning: an aggregate over input hash
+// partitioned on group columns is hash partitioned on those output
+// columns, so a join on them needs no second repartition (hashPartitioned
+// then returns it unchanged); partitioned on anything else, or with grand
+// totals, it is not, and hashPartitioned adds a Repartition.
+func TestAggregateKeepsHashPartitioning(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaPartitioned(t, mem, jaLeftSchema, [][]any{{1, "a", 1}, {2, "b", 2}}, 1, 2)
+	defer src.release()
+	k1 := jaCol(0, "lk1", plan.Int64)
+	v := jaCol(2, "lv", plan.Int64)
+	hashed := NewRepartition(src, Partitioning{Kind: PartHash, Count: 3, Keys: []expr.Expr{k1}})
+	agg := func(in Operator, groupBy ...expr.Expr) *HashAggregate {
+		names := make([]string, len(groupBy))
+		for i := range names {
+			names[i] = fmt.Sprint("g", i)
+		}
+		h, err := NewHashAggregate(in, AggSingle, groupBy, names, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	// Grouped by (lv, lk1): lk1 is output column 1.
+	byBoth := agg(hashed, v, k1)
+	out := byBoth.OutputPartitioning()
+	if out.Kind != PartHash || out.Count != 3 || len(out.Keys) != 1 || out.Keys[0].(*expr.Column).Index != 1 {
+		t.Fatalf("grouped by the hash key: %s, want Hash([g1@1], 3)", out)
+	}
+	if op := hashPartitioned(byBoth, []expr.Expr{&expr.Column{Index: 1, Name: "g1", Type: plan.Int64}}, 3); op != Operator(byBoth) {
+		t.Errorf("a second repartition was added on the same keys: %s", op)
+	}
+	for name, op := range map[string]Operator{
+		"other key":    hashed,
+		"other count":  byBoth,
+		"not grouped":  agg(hashed, v),
+		"grand totals": mustGrandTotals(t, agg(hashed, k1)),
+	} {
+		keys := []expr.Expr{&expr.Column{Index: 0, Name: "g0", Type: plan.Int64}}
+		count := 3
+		switch name {
+		case "other key":
+			keys = []expr.Expr{v}
+		case "other count":
+			keys, count = []expr.Expr{&expr.Column{Index: 1, Name: "g1", Type: plan.Int64}}, 4
+		}
+		if _, ok := hashPartitioned(op, keys, count).(*Repartition); !ok {
+			t.Errorf("%s: no Repartition added", name)
+		}
+	}
+}
+
+func mustGrandTotals(t *testing.T, h *HashAggregate) Operator {
+	t.Helper()
+	o, err := h.WithGrandTotals([]int64{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}

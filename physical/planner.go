@@ -467,8 +467,8 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 			estimatedBytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
 			// Each partition must see all rows of its keys on both sides.
 			t := p.cfg.TargetPartitions
-			bl = NewRepartition(bl, Partitioning{Kind: PartHash, Count: t, Keys: buildKeys})
-			pr = NewRepartition(pr, Partitioning{Kind: PartHash, Count: t, Keys: probeKeys})
+			bl = hashPartitioned(bl, buildKeys, t)
+			pr = hashPartitioned(pr, probeKeys, t)
 			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
 		} else {
 			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinCollectLeft)
@@ -774,4 +774,27 @@ func Format(op Operator) string {
 	}
 	rec(op, 0)
 	return string(out)
+}
+
+// hashPartitioned returns op hash partitioned on keys into count
+// partitions: op itself when it already is (an aggregate grouped by the
+// same keys, TPC-DS q97's two sides of a full join), else a Repartition.
+// Equal keys then meet in the same partition on both sides of a join,
+// because every hash partitioning hashes the same way.
+func hashPartitioned(op Operator, keys []expr.Expr, count int) Operator {
+	if out := op.OutputPartitioning(); out.Kind == PartHash && out.Count == count && len(out.Keys) == len(keys) {
+		same := true
+		for i, k := range keys {
+			a, ok1 := k.(*expr.Column)
+			b, ok2 := out.Keys[i].(*expr.Column)
+			if !ok1 || !ok2 || a.Index != b.Index || !arrow.TypeEqual(a.Type, b.Type) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return op
+		}
+	}
+	return NewRepartition(op, Partitioning{Kind: PartHash, Count: count, Keys: keys})
 }
