@@ -293,29 +293,10 @@ func (h *HashAggregate) Children() []Operator { return []Operator{h.input} }
 // (Not with grand totals: their rows are made, not hashed.)
 func (h *HashAggregate) OutputPartitioning() Partitioning {
 	in := h.input.OutputPartitioning()
-	unknown := Partitioning{Kind: PartUnknown, Count: in.Count}
 	if in.Kind != PartHash || len(h.grandTotals) > 0 {
-		return unknown
+		return Partitioning{Kind: PartUnknown, Count: in.Count}
 	}
-	keys := make([]expr.Expr, len(in.Keys))
-	for i, k := range in.Keys {
-		kc, ok := k.(*expr.Column)
-		if !ok {
-			return unknown
-		}
-		found := false
-		for j, g := range h.groupBy {
-			if gc, ok := g.(*expr.Column); ok && gc.Index == kc.Index {
-				keys[i] = &expr.Column{Index: j, Name: h.groupNames[j], Type: gc.Type}
-				found = true
-				break
-			}
-		}
-		if !found {
-			return unknown
-		}
-	}
-	return Partitioning{Kind: PartHash, Count: in.Count, Keys: keys}
+	return hashThrough(in, h.groupBy, h.groupNames)
 }
 
 func (h *HashAggregate) String() string {

@@ -46,6 +46,14 @@ func (p *Projection) OutputPartitioning() Partitioning {
 	if in.Kind != PartHash {
 		return in
 	}
+	return hashThrough(in, p.exprs, p.names)
+}
+
+// hashThrough maps hash partitioning in, over an operator's input, to its
+// output whose column j is exprs[j] named names[j]: each hash key must be
+// an input column some exprs[j] passes through unchanged, else the output
+// is partitioned in an unknown way (with the same count).
+func hashThrough(in Partitioning, exprs []expr.Expr, names []string) Partitioning {
 	keys := make([]expr.Expr, len(in.Keys))
 	for i, k := range in.Keys {
 		kc, ok := k.(*expr.Column)
@@ -53,9 +61,9 @@ func (p *Projection) OutputPartitioning() Partitioning {
 			return Partitioning{Kind: PartUnknown, Count: in.Count}
 		}
 		found := false
-		for j, e := range p.exprs {
+		for j, e := range exprs {
 			if c, ok := e.(*expr.Column); ok && c.Index == kc.Index {
-				keys[i] = &expr.Column{Index: j, Name: p.names[j], Type: c.Type}
+				keys[i] = &expr.Column{Index: j, Name: names[j], Type: c.Type}
 				found = true
 				break
 			}

@@ -283,16 +283,12 @@ func pushJoin(j *Join, preds []Expr) Node {
 	// unmatched left rows are output (and not at all for NOT IN, where a
 	// NULL on the right matters).
 	switch j.Kind {
-	case JoinInner:
+	case JoinInner, JoinSemi:
 		toR := deriveAcross(lp, cond, L, R)
 		lp = append(lp, deriveAcross(rp, cond, R, L)...)
 		rp = append(rp, toR...)
 	case JoinLeft:
 		rp = append(rp, deriveAcross(append(leftOnly(cond, L), lp...), cond, L, R)...)
-	case JoinSemi:
-		toR := deriveAcross(lp, cond, L, R)
-		lp = append(lp, deriveAcross(rp, cond, R, L)...)
-		rp = append(rp, toR...)
 	case JoinAnti:
 		if !j.NullAware {
 			rp = append(rp, deriveAcross(lp, cond, L, R)...)

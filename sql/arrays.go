@@ -112,3 +112,10 @@ func arrayAggArg(f plan.AggFunc, distinct bool, arg plan.Expr) error {
 func arrayErr(msg string) error {
 	return &Error{Kind: "type", Msg: msg, Hint: "take an element with a[n], or cast the array to text with a::text"}
 }
+
+// arrayCompareErr refuses a comparison (=, <, IN, ...) of arrays at loc.
+func (b *binder) arrayCompareErr(t arrowType, loc int32) error {
+	e := b.errAt("type", loc, "comparing %s values is not supported", plan.TypeName(t))
+	e.Hint = "compare elements (a[n]) or the arrays' text (a::text)"
+	return e
+}

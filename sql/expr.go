@@ -303,9 +303,7 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			return nil, err
 		}
 		if plan.IsArray(t) {
-			e := b.errAt("type", x.Location, "comparing %s values is not supported", plan.TypeName(t))
-			e.Hint = "compare elements (a[n]) or the arrays' text (a::text)"
-			return nil, e
+			return nil, b.arrayCompareErr(t, x.Location)
 		}
 		for i := range list {
 			list[i] = coerce(list[i], t)
@@ -400,9 +398,7 @@ func (b *binder) compare(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr
 		return nil, b.errAt("type", loc, "cannot compare %s with %s", plan.TypeName(l.Type()), plan.TypeName(r.Type()))
 	}
 	if plan.IsArray(t) {
-		e := b.errAt("type", loc, "comparing %s values is not supported", plan.TypeName(t))
-		e.Hint = "compare elements (a[n]) or the arrays' text (a::text)"
-		return nil, e
+		return nil, b.arrayCompareErr(t, loc)
 	}
 	return &plan.Binary{Op: op, L: coerce(l, t), R: coerce(r, t), Typ: plan.Bool}, nil
 }
