@@ -20,7 +20,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/cluster"
-	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/render"
 	"sluice/repl"
 	"sluice/rpc"
@@ -34,17 +34,17 @@ func main() {
 		// than Go's default saves CPU. 400 saved a quarter of the time
 		// (TPC-H SF 1: 8.6 s -> 6.2 s in process) while every batch came
 		// fresh from the heap; since column buffers are recycled
-		// (physical.Allocator), 200 runs the 22 queries as fast with
+		// (mempool.Allocator), 200 runs the 22 queries as fast with
 		// about half the peak memory (1.66 -> 0.77 GB, pipelined).
 		debug.SetGCPercent(200)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Queries reserve at most three quarters of the memory
-		// (physical.DefaultMemoryLimit); a soft limit a little above
+		// (mempool.DefaultLimit); a soft limit a little above
 		// makes the collector run harder near it rather than let garbage
 		// grow the heap to GOGC's multiple of what is live and take the
 		// process past the machine's memory.
-		if m := physical.ProcessMemory(); m > 0 {
+		if m := mempool.ProcessMemory(); m > 0 {
 			debug.SetMemoryLimit(m / 10 * 9)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"sluice/exchange"
 	"sluice/physical"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/render"
 	"sluice/rpc"
 	"sluice/session"
@@ -152,7 +153,7 @@ func (c *testClient) read(ctx context.Context, st *rpc.JobStatus) ([]string, err
 		parts[l.Partition] = append(parts[l.Partition], l)
 	}
 	reader := exchange.NewShuffleReader(int(st.FinalStageId), schema, parts)
-	tc := &physical.TaskContext{Alloc: mem, Memory: physical.NewMemoryPool("client", 0, nil), BatchSize: physical.DefaultBatchSize,
+	tc := &physical.TaskContext{Alloc: mem, Memory: mempool.NewPool("client", 0, nil), BatchSize: physical.DefaultBatchSize,
 		Exchange: &exchange.TaskEnv{Env: c.env, JobID: st.JobId, JobSecret: st.JobSecret}}
 	var rows []string
 	for p := range parts {

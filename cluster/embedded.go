@@ -14,7 +14,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/exchange"
-	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -54,7 +54,7 @@ type EmbeddedConfig struct {
 	Security *rpc.Security
 	// ExecutorMemoryLimit caps what each executor's tasks reserve
 	// together, in bytes (0: the executors share
-	// physical.DefaultMemoryLimit, since they share this process).
+	// mempool.DefaultLimit, since they share this process).
 	ExecutorMemoryLimit int64
 }
 
@@ -143,7 +143,7 @@ func (e *Embedded) executorMemoryLimit() int64 {
 	if e.cfg.ExecutorMemoryLimit != 0 {
 		return e.cfg.ExecutorMemoryLimit
 	}
-	return max(physical.DefaultMemoryLimit()/int64(max(e.cfg.Executors, 1)), 0)
+	return max(mempool.DefaultLimit()/int64(max(e.cfg.Executors, 1)), 0)
 }
 
 // AddExecutor starts one more executor, with its own work dir under the

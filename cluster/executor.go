@@ -25,6 +25,7 @@ import (
 
 	"sluice/exchange"
 	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -68,7 +69,7 @@ type ExecutorConfig struct {
 	// policy other than the scheduler's fails the start.
 	Policy string
 	// MemoryLimit caps what all of the executor's tasks reserve together,
-	// in bytes (0: physical.DefaultMemoryLimit, three quarters of the
+	// in bytes (0: mempool.DefaultLimit, three quarters of the
 	// machine's or the cgroup's memory; negative: no cap). A task that
 	// would pass it fails with "resources exhausted" instead of the
 	// process running out of memory.
@@ -102,7 +103,7 @@ type Executor struct {
 	env       *exchange.Env
 	flightSvc *exchange.FlightService
 	tables    *physical.TableCache
-	memory    *physical.MemoryPool
+	memory    *mempool.Pool
 
 	grpcSrv, flightSrv *grpc.Server
 	grpcAddr           string
@@ -215,7 +216,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	e := &Executor{
 		cfg: cfg, id: cfg.ID, log: log.With("executor", cfg.ID),
 		env: env, flightSvc: exchange.NewFlightService(env),
-		tables: physical.NewTableCache(), memory: physical.NewMemoryPool("executor "+cfg.ID, memoryLimit(cfg.MemoryLimit), nil).
+		tables: physical.NewTableCache(), memory: mempool.NewPool("executor "+cfg.ID, memoryLimit(cfg.MemoryLimit), nil).
 			WithHint("an executor's tasks take at most its --memory-limit together (default three quarters of the machine's memory); run fewer queries at once or add executors"),
 		grpcSrv: newServer(cfg.Security, nil, nil), flightSrv: newServer(cfg.Security, nil, nil), grpcAddr: grpcAddr,
 		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
@@ -265,7 +266,7 @@ func memoryLimit(configured int64) int64 {
 	case configured < 0:
 		return 0
 	case configured == 0:
-		return physical.DefaultMemoryLimit()
+		return mempool.DefaultLimit()
 	}
 	return configured
 }

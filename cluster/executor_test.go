@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -298,7 +298,7 @@ func TestExecutorMemoryLimit(t *testing.T) {
 	}
 	defer sched.Close()
 	for _, c := range []struct{ configured, want int64 }{
-		{0, physical.DefaultMemoryLimit()},
+		{0, mempool.DefaultLimit()},
 		{1 << 30, 1 << 30},
 		{-1, 0},
 	} {
@@ -312,7 +312,7 @@ func TestExecutorMemoryLimit(t *testing.T) {
 		}
 		x.Close()
 	}
-	if physical.DefaultMemoryLimit() <= 0 {
+	if mempool.DefaultLimit() <= 0 {
 		t.Errorf("no default memory limit on this machine")
 	}
 }

@@ -14,7 +14,7 @@ const idleMemoryDelay = 5 * time.Second
 // its executor has been idle for delay after running something.
 //
 // Why: the buffers of a finished query stay in the allocator's pools
-// (physical.Allocator, sync.Pools that drop what two garbage collections
+// (mempool.Allocator, sync.Pools that drop what two garbage collections
 // find unused) and then in the Go heap, which the runtime returns to the
 // system only gradually; an idle executor that had just run TPC-H q9, q18
 // and q21 held 458 MB for minutes. Freeing runs two collections (the

@@ -20,6 +20,7 @@ import (
 	"sluice/exchange"
 	"sluice/physical"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -253,7 +254,7 @@ func readPipelined(t *testing.T, ctx context.Context, c *testClient, st *rpc.Job
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	tc := &physical.TaskContext{Alloc: mem, Memory: physical.NewMemoryPool("client", 0, nil), BatchSize: physical.DefaultBatchSize,
+	tc := &physical.TaskContext{Alloc: mem, Memory: mempool.NewPool("client", 0, nil), BatchSize: physical.DefaultBatchSize,
 		Exchange: &exchange.TaskEnv{Env: c.env, JobID: st.JobId, JobSecret: st.JobSecret}}
 	s, err := op.Execute(ctx, 0, tc)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sluice/exchange"
 	"sluice/physical"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -147,7 +148,7 @@ func (e *Executor) execute(ctx context.Context, def *rpc.TaskDefinition) *rpc.Ta
 // taskAnalysis is what an analyzed task measured.
 type taskAnalysis struct {
 	analyzer *physical.Analyzer
-	memory   *physical.MemoryPool
+	memory   *mempool.Pool
 	start    time.Time
 }
 
@@ -184,7 +185,7 @@ func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *task
 	}
 	// A memory limit refuses the same reservation on a retry: the query
 	// fails at once, saying which limit and what raises it.
-	var me *physical.MemoryLimitError
+	var me *mempool.LimitError
 	if st.QueryError == "" && errors.As(err, &me) {
 		st.QueryError = me.Error()
 	}
@@ -290,8 +291,8 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 		return nil, err
 	}
 	return &physical.TaskContext{
-		Alloc: physical.Allocator,
-		Memory: physical.NewMemoryPool("task "+keyOf(id).String(), int64(limit), e.memory).
+		Alloc: mempool.Allocator,
+		Memory: mempool.NewPool("task "+keyOf(id).String(), int64(limit), e.memory).
 			WithHint("SET execution.memory_limit to a larger value (it caps each task)"),
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{

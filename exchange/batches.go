@@ -11,6 +11,7 @@ import (
 
 	"sluice/physical"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 )
 
 // This file holds the helpers both writers share, above all the splitter
@@ -67,7 +68,7 @@ type splitter struct {
 	pending   [][]arrow.RecordBatch // per output partition: pieces not yet emitted
 	pendRows  []int
 	pendBytes []int64
-	res       *physical.Reservation // nil when the task has no pool
+	res       *mempool.Reservation // nil when the task has no pool
 	hashes    []uint64
 	idx       [][]int32
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -254,9 +255,9 @@ func TestShuffleWriterChargesBuffers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := &Env{ExecutorID: "e1", WorkDir: t.TempDir()}
 			tc, _ := checkedTC(t, taskEnv(env, "j", 1, 0))
-			tc.Memory = physical.NewMemoryPool("task", tt.limit, nil)
+			tc.Memory = mempool.NewPool("task", tt.limit, nil)
 			_, err := NewShuffleWriter(rowsSource(2, 1000, 30), "j", 1, hashPart(4)).RunTask(context.Background(), []int{0, 1}, tc)
-			if tt.fail != errors.Is(err, physical.ErrResourcesExhausted) || (!tt.fail && err != nil) {
+			if tt.fail != errors.Is(err, mempool.ErrResourcesExhausted) || (!tt.fail && err != nil) {
 				t.Fatalf("error %v", err)
 			}
 			if tc.Memory.Used() != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -392,7 +393,7 @@ type hashAggStream struct {
 	table *groupTable
 	accs  []aggAccumulator
 	hist  *countHist // shared by the count accumulators
-	res   *Reservation
+	res   *mempool.Reservation
 	gids  []int32
 	// partition is the one this stream aggregates (grand totals).
 	partition int

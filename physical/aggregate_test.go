@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -371,8 +372,8 @@ func TestHashAggregateMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := jaTC(mem, 8192, 10000)
-	if _, err := jaRun(t, op, tc); !errors.Is(err, ErrResourcesExhausted) {
-		t.Fatalf("err = %v, want ErrResourcesExhausted", err)
+	if _, err := jaRun(t, op, tc); !errors.Is(err, mempool.ErrResourcesExhausted) {
+		t.Fatalf("err = %v, want mempool.ErrResourcesExhausted", err)
 	}
 	if u := tc.Memory.Used(); u != 0 {
 		t.Fatalf("memory pool still holds %d bytes", u)

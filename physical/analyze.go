@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
+	"sluice/physical/metrics"
 )
 
 // EXPLAIN ANALYZE instrumentation. A task that is analyzed carries an
@@ -74,9 +76,9 @@ func (m *OperatorMetrics) Add(o OperatorMetrics) {
 // String renders the metrics as EXPLAIN ANALYZE shows them on an operator's
 // line: metrics=[rows=.., batches=.., time=..(, mem=..)].
 func (m OperatorMetrics) String() string {
-	s := fmt.Sprintf("metrics=[rows=%d, batches=%d, time=%s", m.Rows, m.Batches, FormatDuration(m.Time))
+	s := fmt.Sprintf("metrics=[rows=%d, batches=%d, time=%s", m.Rows, m.Batches, metrics.FormatDuration(m.Time))
 	if m.Reserved {
-		s += ", mem=" + FormatBytes(m.MemPeak)
+		s += ", mem=" + metrics.FormatBytes(m.MemPeak)
 	}
 	return s + "]"
 }
@@ -250,19 +252,19 @@ func (s *analyzedStream) lastFiltered() bool {
 // NewReservation starts an empty reservation in the task's pool for owner
 // (an operator name). ctx is the operator's Execute or Next context: in an
 // analyzed task the reservation counts toward that operator's memory.
-func (tc *TaskContext) NewReservation(ctx context.Context, owner string) *Reservation {
+func (tc *TaskContext) NewReservation(ctx context.Context, owner string) *mempool.Reservation {
 	r := tc.Memory.NewReservation(owner)
 	if tc.Analyzer != nil {
 		if m, ok := ctx.Value(opContextKey{}).(*opMetrics); ok {
 			m.reserved.Store(true)
-			r.track = m
+			r.Track(m)
 		}
 	}
 	return r
 }
 
-// grow and shrink follow an operator's reservations, keeping their peak.
-func (m *opMetrics) grow(n int64) {
+// Grow and Shrink follow an operator's reservations, keeping their peak.
+func (m *opMetrics) Grow(n int64) {
 	used := m.memUsed.Add(n)
 	for {
 		p := m.memPeak.Load()
@@ -272,7 +274,7 @@ func (m *opMetrics) grow(n int64) {
 	}
 }
 
-func (m *opMetrics) shrink(n int64) { m.memUsed.Add(-n) }
+func (m *opMetrics) Shrink(n int64) { m.memUsed.Add(-n) }
 
 // FormatAnalyzed renders the plan under root as Format does, each
 // operator's line ending with its metrics (metrics[i] belongs to
@@ -312,51 +314,4 @@ func FormatAnalyzed(root Operator, metrics []OperatorMetrics) string {
 	}
 	rec(root, 0)
 	return b.String()
-}
-
-// FormatDuration renders a duration with three significant digits at most
-// (1.23ms, 456µs, 2.5s).
-func FormatDuration(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return trimFloat(d.Seconds()) + "s"
-	case d >= time.Millisecond:
-		return trimFloat(float64(d)/float64(time.Millisecond)) + "ms"
-	case d >= time.Microsecond:
-		return trimFloat(float64(d)/float64(time.Microsecond)) + "µs"
-	}
-	return fmt.Sprintf("%dns", int64(d))
-}
-
-// FormatBytes renders a byte count in binary units (512 B, 1.5 KiB).
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, units := float64(n)/unit, "KMGTPE"
-	i := 0
-	for f >= unit && i < len(units)-1 {
-		f /= unit
-		i++
-	}
-	return trimFloat(f) + " " + units[i:i+1] + "iB"
-}
-
-// trimFloat prints f with at most three significant digits, no trailing
-// zeros.
-func trimFloat(f float64) string {
-	var s string
-	switch {
-	case f >= 100:
-		s = fmt.Sprintf("%.0f", f)
-	case f >= 10:
-		s = fmt.Sprintf("%.1f", f)
-	default:
-		s = fmt.Sprintf("%.2f", f)
-	}
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
 }

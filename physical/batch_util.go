@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 )
 
 // This file holds the batch helpers shared by the relational operators:
@@ -383,7 +384,7 @@ func newValidity(mem memory.Allocator, n int) *memory.Buffer {
 func takeFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, arr arrow.Array, idx []int32) arrow.Array {
 	n := len(idx)
 	var zero T
-	data := newOutputBuffer(mem, n*sizeOf(zero))
+	data := mempool.NewOutputBuffer(mem, n*sizeOf(zero))
 	dst := arrow.GetData[T](data.Bytes())[:n]
 	src := arrow.GetValues[T](arr.Data(), 1)
 	for i, j := range idx {
@@ -477,10 +478,10 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 		}
 		total += int(srcOff[j+1] - srcOff[j])
 	}
-	offBuf := newOutputBuffer(mem, (n+1)*4)
+	offBuf := mempool.NewOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
 	// 16 bytes of slack for the word copies; never part of a value.
-	valBuf := newOutputBuffer(mem, total+16)
+	valBuf := mempool.NewOutputBuffer(mem, total+16)
 	vals := valBuf.Bytes()
 	pos := int32(0)
 	if missing == 0 {
@@ -557,10 +558,10 @@ func takeShortStrings(mem memory.Allocator, arr *array.String, srcOff []int32, s
 		total += int(lens[j])
 	}
 	n := len(idx)
-	offBuf := newOutputBuffer(mem, (n+1)*4)
+	offBuf := mempool.NewOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
 	// 16 bytes of slack for the word stores; never part of a value.
-	valBuf := newOutputBuffer(mem, total+16)
+	valBuf := mempool.NewOutputBuffer(mem, total+16)
 	vals := valBuf.Bytes()
 	pos := int32(0)
 	if wide {
@@ -672,7 +673,7 @@ func interleaveFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator,
 		}
 	}
 	var zero T
-	data := newOutputBuffer(mem, n*sizeOf(zero))
+	data := mempool.NewOutputBuffer(mem, n*sizeOf(zero))
 	dst := arrow.GetData[T](data.Bytes())[:n]
 	for i, r := range refs {
 		dst[i] = vals[r.batch][r.row]
@@ -708,9 +709,9 @@ func interleaveString(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Arra
 	for _, r := range refs {
 		total += strs[r.batch].ValueLen(int(r.row))
 	}
-	offBuf := newOutputBuffer(mem, (n+1)*4)
+	offBuf := mempool.NewOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
-	valBuf := newOutputBuffer(mem, total)
+	valBuf := mempool.NewOutputBuffer(mem, total)
 	vals := valBuf.Bytes()
 	pos := int32(0)
 	for i, r := range refs {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -342,7 +344,7 @@ type groupSlot struct {
 }
 
 func newGroupTable(types []arrow.DataType) (*groupTable, error) {
-	t := &groupTable{slots: allocSlice[groupSlot](64)}
+	t := &groupTable{slots: mempool.AllocSlice[groupSlot](64)}
 	for _, typ := range types {
 		s, err := newGroupKeyStore(typ)
 		if err != nil {
@@ -756,10 +758,10 @@ func (t *groupTable) directRange(col arrow.Array, vals []int64, nulls bool) bool
 	if t.dgids != nil && lo < t.dmin {
 		newMin = hi - int64(size) + 1
 	}
-	d := allocSlice[int32](int(size))
+	d := mempool.AllocSlice[int32](int(size))
 	if t.dgids != nil {
 		copy(d[t.dmin-newMin:], t.dgids)
-		freeSlice(t.dgids)
+		mempool.FreeSlice(t.dgids)
 	}
 	t.dgids, t.dmin = d, newMin
 	return true
@@ -813,14 +815,14 @@ func (t *groupTable) maybeReturnDirect(col arrow.Array, vals []int64, nulls bool
 		return
 	}
 	t.returned, t.hashed = true, false
-	t.dgids, t.dmin = allocSlice[int32](int(span)), t.klo
+	t.dgids, t.dmin = mempool.AllocSlice[int32](int(span)), t.klo
 	for _, sl := range t.slots {
 		if sl.gid != 0 {
 			t.dgids[int64(sl.hash)-t.klo] = sl.gid
 		}
 	}
-	freeSlice(t.slots)
-	t.slots = allocSlice[groupSlot](64)
+	mempool.FreeSlice(t.slots)
+	t.slots = mempool.AllocSlice[groupSlot](64)
 }
 
 // trackKeys widens the hashed table's key range to the non-NULL keys of
@@ -859,15 +861,15 @@ func (t *groupTable) leaveDirect() {
 		}
 		t.slots[pos] = groupSlot{hash: k, gid: g}
 	}
-	freeSlice(t.dgids)
+	mempool.FreeSlice(t.dgids)
 	t.dgids = nil
 }
 
 // grow doubles the slot array and reinserts every slot.
 func (t *groupTable) grow() {
 	old := t.slots
-	t.slots = allocSlice[groupSlot](len(old) * 2)
-	defer freeSlice(old)
+	t.slots = mempool.AllocSlice[groupSlot](len(old) * 2)
+	defer mempool.FreeSlice(old)
 	mask := uint64(len(t.slots) - 1)
 	for _, s := range old {
 		if s.gid == 0 {
@@ -887,9 +889,9 @@ func (t *groupTable) grow() {
 // releaseSlots gives the slot array back once no more rows will be looked
 // up (the keys and group ids stay).
 func (t *groupTable) releaseSlots() {
-	freeSlice(t.slots)
+	mempool.FreeSlice(t.slots)
 	t.slots = nil
-	freeSlice(t.dgids)
+	mempool.FreeSlice(t.dgids)
 	t.dgids = nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 )
 
 // joinBuildTable is a join's buffered build side: every build row in one
@@ -62,7 +63,7 @@ type joinBuildTable struct {
 	// hasNullKey reports whether some build row has a NULL key (null-aware
 	// anti joins output nothing then).
 	hasNullKey bool
-	res        *Reservation
+	res        *mempool.Reservation
 }
 
 // release frees the table's arrays and memory reservation.
@@ -73,14 +74,14 @@ func (t *joinBuildTable) release() {
 	for _, k := range t.keys {
 		k.Release()
 	}
-	freeSlice(t.heads)
-	freeSlice(t.links)
-	freeSlice(t.islots)
-	freeSlice(t.next)
-	freeSlice(t.dheads)
-	freeSlice(t.bitmap)
+	mempool.FreeSlice(t.heads)
+	mempool.FreeSlice(t.links)
+	mempool.FreeSlice(t.islots)
+	mempool.FreeSlice(t.next)
+	mempool.FreeSlice(t.dheads)
+	mempool.FreeSlice(t.bitmap)
 	if t.rank != nil {
-		freeSlice(t.rank.words)
+		mempool.FreeSlice(t.rank.words)
 		t.rank = nil
 	}
 	t.cols, t.keys, t.heads, t.links, t.islots, t.next, t.dheads, t.bitmap = nil, nil, nil, nil, nil, nil, nil, nil
@@ -251,7 +252,7 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		t.indexInt(vals, size)
 		if bits > 0 {
 			t.dmin = lo
-			t.bitmap = allocSlice[uint64](int((bits + 63) / 64))
+			t.bitmap = mempool.AllocSlice[uint64](int((bits + 63) / 64))
 			setKeyBits(t.bitmap, vals, t.keys[0], lo)
 		}
 		return nil
@@ -264,13 +265,13 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 	if err := t.res.Grow(int64(size)*4 + int64(n)*24); err != nil {
 		return fmt.Errorf("hash join build: %w", err)
 	}
-	hashes := allocSlice[uint64](n)
-	defer freeSlice(hashes)
+	hashes := mempool.AllocSlice[uint64](n)
+	defer mempool.FreeSlice(hashes)
 	if err := HashRows(t.keys, hashes); err != nil {
 		return fmt.Errorf("hash join build: %w", err)
 	}
-	t.heads = allocSlice[int32](size)
-	t.links = allocSlice[joinLink](n)
+	t.heads = mempool.AllocSlice[int32](size)
+	t.links = mempool.AllocSlice[joinLink](n)
 	t.mask = uint64(size - 1)
 	anyNulls := false
 	for _, k := range t.keys {
@@ -303,7 +304,7 @@ type joinIntSlot struct {
 // indexInt builds the single-integer-key index.
 func (t *joinBuildTable) indexInt(vals []int64, size int) {
 	t.intKey = true
-	t.islots = allocSlice[joinIntSlot](size)
+	t.islots = mempool.AllocSlice[joinIntSlot](size)
 	t.mask = uint64(size - 1)
 	k := t.keys[0]
 	nulls := k.NullN() > 0
@@ -322,7 +323,7 @@ func (t *joinBuildTable) indexInt(vals []int64, size int) {
 			}
 			if s.key == v {
 				if t.next == nil {
-					t.next = allocSlice[int32](len(vals))
+					t.next = mempool.AllocSlice[int32](len(vals))
 				}
 				t.next[r] = s.head
 				s.head, s.dup = int32(r+1), true
@@ -403,7 +404,7 @@ func (r *keyRank) lookup(d uint64) (uint64, bool) {
 // newKeyRank builds the rank of the non-NULL keys vals (of k) over
 // [lo, lo+span).
 func newKeyRank(vals []int64, k arrow.Array, lo, span int64) *keyRank {
-	r := &keyRank{words: allocSlice[rankWord](int((span + 63) / 64)), span: uint64(span)}
+	r := &keyRank{words: mempool.AllocSlice[rankWord](int((span + 63) / 64)), span: uint64(span)}
 	nulls := k.NullN() > 0
 	for i, v := range vals {
 		if nulls && k.IsNull(i) {
@@ -424,7 +425,7 @@ func newKeyRank(vals []int64, k arrow.Array, lo, span int64) *keyRank {
 // ranks returns the rank of each key of vals (0 for a NULL key: the
 // index skips those rows).
 func (r *keyRank) ranks(vals []int64, k arrow.Array, lo int64) []int64 {
-	out := allocSlice[int64](len(vals))
+	out := mempool.AllocSlice[int64](len(vals))
 	nulls := k.NullN() > 0
 	for i, v := range vals {
 		if nulls && k.IsNull(i) {
@@ -449,16 +450,16 @@ func (t *joinBuildTable) indexRanked(vals []int64, lo, span int64, tc *TaskConte
 	pos := t.rank.ranks(vals, k, lo)
 	reordered, err := t.clusterByKey(pos, 0, int64(t.rank.count), tc)
 	if err != nil {
-		freeSlice(pos)
+		mempool.FreeSlice(pos)
 		return err
 	}
 	if reordered {
 		vals, _ = joinIntKeyValues(t.keys, nil)
-		freeSlice(pos)
+		mempool.FreeSlice(pos)
 		pos = t.rank.ranks(vals, t.keys[0], lo)
 	}
 	t.indexDirect(pos, 0, int64(t.rank.count))
-	freeSlice(pos)
+	mempool.FreeSlice(pos)
 	t.res.Shrink(n * 8)
 	t.dmin = lo
 	return nil
@@ -467,7 +468,7 @@ func (t *joinBuildTable) indexRanked(vals []int64, lo, span int64, tc *TaskConte
 // indexDirect builds the direct index over keys [lo, lo+span).
 func (t *joinBuildTable) indexDirect(vals []int64, lo, span int64) {
 	t.intKey, t.direct, t.dmin = true, true, lo
-	t.dheads = allocSlice[int32](int(span))
+	t.dheads = mempool.AllocSlice[int32](int(span))
 	k := t.keys[0]
 	nulls := k.NullN() > 0
 	// Insert in reverse so that each chain lists rows in ascending order.
@@ -479,7 +480,7 @@ func (t *joinBuildTable) indexDirect(vals []int64, lo, span int64) {
 		d := vals[r] - lo
 		if h := t.dheads[d]; h != 0 {
 			if t.next == nil {
-				t.next = allocSlice[int32](len(vals))
+				t.next = mempool.AllocSlice[int32](len(vals))
 			}
 			t.next[r] = h
 		}
@@ -505,8 +506,8 @@ func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskCont
 	}
 	k := t.keys[0]
 	nulls := k.NullN() > 0
-	start := allocSlice[int32](int(span) + 1)
-	defer freeSlice(start)
+	start := mempool.AllocSlice[int32](int(span) + 1)
+	defer mempool.FreeSlice(start)
 	dup := false
 	for r, v := range vals {
 		if nulls && k.IsNull(r) {
@@ -522,8 +523,8 @@ func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskCont
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
 	}
-	perm := allocSlice[int32](n)
-	defer freeSlice(perm)
+	perm := mempool.AllocSlice[int32](n)
+	defer mempool.FreeSlice(perm)
 	tail := int(start[len(start)-1]) // NULL keys after every key
 	for r, v := range vals {
 		if nulls && k.IsNull(r) {

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 )
 
 // joinTakeArray gathers arr[idx[i]] for every i; a negative index yields
@@ -71,7 +72,7 @@ func joinTakeFixed[T any](src []T, arr arrow.Array, idx []int32, mem memory.Allo
 	n := len(idx)
 	var zero T
 	width := int(unsafe.Sizeof(zero))
-	vals := newOutputBuffer(mem, n*width)
+	vals := mempool.NewOutputBuffer(mem, n*width)
 	defer vals.Release()
 	var out []T
 	if n > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -269,8 +270,8 @@ func TestHashJoinMemoryLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		tc := jaTC(mem, 8192, 4096)
-		if _, err := jaRun(t, op, tc); !errors.Is(err, ErrResourcesExhausted) {
-			t.Fatalf("%s: err = %v, want ErrResourcesExhausted", mode, err)
+		if _, err := jaRun(t, op, tc); !errors.Is(err, mempool.ErrResourcesExhausted) {
+			t.Fatalf("%s: err = %v, want mempool.ErrResourcesExhausted", mode, err)
 		}
 		if u := tc.Memory.Used(); u != 0 {
 			t.Fatalf("%s: memory pool still holds %d bytes", mode, u)

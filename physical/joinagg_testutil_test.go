@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -226,7 +227,7 @@ func jaCollect(t testing.TB, op Operator, tc *TaskContext) []string {
 // jaTC returns a task context over mem with the given batch size and pool
 // limit (0 = unlimited).
 func jaTC(mem memory.Allocator, batchSize int, limit int64) *TaskContext {
-	return &TaskContext{Alloc: mem, Memory: NewMemoryPool("test", limit, nil), BatchSize: batchSize}
+	return &TaskContext{Alloc: mem, Memory: mempool.NewPool("test", limit, nil), BatchSize: batchSize}
 }
 
 // jaCol is a column reference.

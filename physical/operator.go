@@ -24,7 +24,7 @@
 //
 // Errors are wrapped with context (fmt.Errorf("...: %w", err)). Memory is
 // accounted through the TaskContext's pool: stateful operators grow a
-// Reservation and fail with ErrResourcesExhausted when it is refused.
+// mempool.Reservation and fail with mempool.ErrResourcesExhausted when it is refused.
 package physical
 
 import (
@@ -38,6 +38,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 )
 
 // Operator is a physical plan node. See the package documentation.
@@ -113,7 +114,7 @@ type TaskContext struct {
 	// Alloc allocates every Arrow buffer the task creates.
 	Alloc memory.Allocator
 	// Memory is the task's memory pool; operators take reservations from it.
-	Memory *MemoryPool
+	Memory *mempool.Pool
 	// BatchSize is the target rows per output batch.
 	BatchSize int
 	// Exchange gives exchange operators (stage readers and writers, package
@@ -131,7 +132,7 @@ type TaskContext struct {
 // NewTaskContext returns a context with the Go allocator, an unlimited pool
 // and the default batch size.
 func NewTaskContext() *TaskContext {
-	return &TaskContext{Alloc: memory.DefaultAllocator, Memory: NewMemoryPool("task", 0, nil), BatchSize: DefaultBatchSize}
+	return &TaskContext{Alloc: memory.DefaultAllocator, Memory: mempool.NewPool("task", 0, nil), BatchSize: DefaultBatchSize}
 }
 
 // DefaultTargetPartitions is the partition count used when none is set.

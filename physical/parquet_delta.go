@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -67,7 +69,7 @@ func newDeltaColumn(rdr *file.Reader, leaf int, rowGroups []int) *deltaColumn {
 
 // read returns the next n values as an Int64 array.
 func (c *deltaColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
-	buf := newOutputBuffer(mem, n*8)
+	buf := mempool.NewOutputBuffer(mem, n*8)
 	out := arrow.Int64Traits.CastFromBytes(buf.Bytes())
 	for done := 0; done < n; {
 		if c.dec.left == 0 {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -83,7 +85,7 @@ func benchOwnColumn(b *testing.B, open func() ownColumn, n int) {
 	for b.Loop() {
 		c := open()
 		for done := 0; done < n; done += 8192 {
-			a, err := c.read(Allocator, min(8192, n-done))
+			a, err := c.read(mempool.Allocator, min(8192, n-done))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -96,7 +98,7 @@ func benchOwnColumn(b *testing.B, open func() ownColumn, n int) {
 // benchArrowReader times arrow's record reader over the file's first
 // column with props, for comparison with the scan's own decoders.
 func benchArrowReader(b *testing.B, rdr *file.Reader, props pqarrow.ArrowReadProperties) {
-	fr, err := pqarrow.NewFileReader(rdr, props, Allocator)
+	fr, err := pqarrow.NewFileReader(rdr, props, mempool.Allocator)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -76,7 +78,7 @@ var dictStringType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32
 
 // read returns the next n values as a dictionary<int32, utf8> array.
 func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
-	buf := newOutputBuffer(mem, n*4)
+	buf := mempool.NewOutputBuffer(mem, n*4)
 	out := arrow.Int32Traits.CastFromBytes(buf.Bytes())[:n]
 	var pv pieceValidity // the piece's validity, made at the first page with NULLs
 	nulls := 0
@@ -243,7 +245,7 @@ func plainStrings(mem memory.Allocator, data []byte, count int) (*array.String, 
 	if count < 0 || count > len(data)/4 {
 		return nil, fmt.Errorf("%w: %d values in %d bytes", errDictCorrupt, count, len(data))
 	}
-	offBuf := newOutputBuffer(mem, (count+1)*4)
+	offBuf := mempool.NewOutputBuffer(mem, (count+1)*4)
 	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())[:count+1]
 	total, pos := 0, 0
 	for i := range count {
@@ -261,7 +263,7 @@ func plainStrings(mem memory.Allocator, data []byte, count int) (*array.String, 
 		pos += 4 + l
 	}
 	offs[count] = int32(total)
-	valBuf := newOutputBuffer(mem, total)
+	valBuf := mempool.NewOutputBuffer(mem, total)
 	vals := valBuf.Bytes()
 	pos = 0
 	for i := range count {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"unsafe"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -82,7 +84,7 @@ type dictNumColumn[T int32 | int64] struct {
 func (c *dictNumColumn[T]) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	var zero T
 	size := int(unsafe.Sizeof(zero))
-	buf := newOutputBuffer(mem, n*size)
+	buf := mempool.NewOutputBuffer(mem, n*size)
 	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf.Bytes()))), n)
 	if c.idx == nil {
 		c.idx = make([]int32, dictNumScratch)

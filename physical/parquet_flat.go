@@ -6,6 +6,8 @@ import (
 	"slices"
 	"unsafe"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -139,7 +141,7 @@ func newFlatColumn(rdr *file.Reader, leaf int, rowGroups []int, typ arrow.DataTy
 
 // read returns the next n values.
 func (c *flatColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
-	buf := newOutputBuffer(mem, n*c.width)
+	buf := mempool.NewOutputBuffer(mem, n*c.width)
 	out := buf.Bytes()[:n*c.width]
 	var pv pieceValidity // the piece's validity, made at the first page with NULLs
 	nulls := 0

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -79,7 +81,7 @@ func newFlatStrings(rdr *file.Reader, leaf int, rowGroups []int) *flatStrings {
 
 // read returns the next n values as a utf8 array.
 func (c *flatStrings) read(mem memory.Allocator, n int) (arrow.Array, error) {
-	offBuf := newOutputBuffer(mem, (n+1)*4)
+	offBuf := mempool.NewOutputBuffer(mem, (n+1)*4)
 	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())[:n+1]
 	offs[0] = 0
 	var pv pieceValidity // the piece's validity, made at the first page with NULLs
@@ -128,7 +130,7 @@ func (c *flatStrings) read(mem memory.Allocator, n int) (arrow.Array, error) {
 	if len(c.bytes) > 1<<31-1 {
 		return fail(fmt.Errorf("a batch of %d bytes of strings is too large", len(c.bytes)))
 	}
-	valBuf := newOutputBuffer(mem, len(c.bytes))
+	valBuf := mempool.NewOutputBuffer(mem, len(c.bytes))
 	copy(valBuf.Bytes(), c.bytes)
 	bufs := []*memory.Buffer{nil, offBuf, valBuf}
 	if nulls > 0 {

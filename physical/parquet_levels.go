@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -194,7 +196,7 @@ func (v *pieceValidity) take(mem memory.Allocator, n int, levels *levelDecoder, 
 		return k, nil
 	}
 	if v.buf == nil {
-		v.buf = newOutputBuffer(mem, (n+7)/8)
+		v.buf = mempool.NewOutputBuffer(mem, (n+7)/8)
 		v.bitmap = v.buf.Bytes()
 		clear(v.bitmap)
 		setBitRange(v.bitmap, 0, done)

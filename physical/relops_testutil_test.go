@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 )
 
 // memSource is a test Operator serving fixed batches per partition.
@@ -99,7 +100,7 @@ func (s *memSourceStream) Close() {
 
 // newTestTC returns a task context over mem with the given batch size.
 func newTestTC(mem memory.Allocator, batchSize int) *TaskContext {
-	return &TaskContext{Alloc: mem, Memory: NewMemoryPool("test", 0, nil), BatchSize: batchSize}
+	return &TaskContext{Alloc: mem, Memory: mempool.NewPool("test", 0, nil), BatchSize: batchSize}
 }
 
 // makeBatch builds a batch from column values (nil = NULL). Values: int32,

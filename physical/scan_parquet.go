@@ -25,6 +25,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -1040,7 +1041,7 @@ func oneByteStrings(mem memory.Allocator, dict *array.String, idx, sel []int32) 
 	if sel != nil {
 		n = len(sel)
 	}
-	valBuf := newOutputBuffer(mem, n)
+	valBuf := mempool.NewOutputBuffer(mem, n)
 	out := valBuf.Bytes()
 	if sel == nil {
 		for i, c := range idx {
@@ -1428,7 +1429,7 @@ func integersToDecimal(mem memory.Allocator, col arrow.Array, want arrow.DataTyp
 	if sel != nil {
 		n = len(sel)
 	}
-	data := newOutputBuffer(mem, n*16)
+	data := mempool.NewOutputBuffer(mem, n*16)
 	out := arrow.GetData[decimal128.Num](data.Bytes())[:n]
 	if sel == nil {
 		for i, v := range vals {

@@ -24,6 +24,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -114,7 +115,7 @@ func writeTestTable(t *testing.T) string {
 }
 
 func testTaskContext(mem memory.Allocator, batchSize int) *TaskContext {
-	return &TaskContext{Alloc: mem, Memory: NewMemoryPool("test", 0, nil), BatchSize: batchSize}
+	return &TaskContext{Alloc: mem, Memory: mempool.NewPool("test", 0, nil), BatchSize: batchSize}
 }
 
 // drain reads a whole partition, checking every batch has the operator's

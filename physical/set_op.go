@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -117,7 +118,7 @@ type setOpStream struct {
 	partition int
 	left      Stream // nil once drained or closed
 	table     *groupTable
-	res       *Reservation
+	res       *mempool.Reservation
 	right     []int64 // right-side count per group
 	seen      []int64 // left-side count so far per group
 	gids      []int32

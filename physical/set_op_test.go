@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -122,12 +123,12 @@ func TestSetOpErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := newTestTC(mem, 4)
-	tc.Memory = NewMemoryPool("tiny", 64, nil)
+	tc.Memory = mempool.NewPool("tiny", 64, nil)
 	s, err := op.Execute(context.Background(), 0, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Next(context.Background()); !errors.Is(err, ErrResourcesExhausted) {
+	if _, err := s.Next(context.Background()); !errors.Is(err, mempool.ErrResourcesExhausted) {
 		t.Errorf("err = %v, want resources exhausted", err)
 	}
 	s.Close()

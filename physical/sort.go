@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 
+	"sluice/physical/mempool"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -79,7 +81,7 @@ type sortStream struct {
 	in  Stream
 	tc  *TaskContext
 	cmp *rowComparator
-	res *Reservation
+	res *mempool.Reservation
 
 	batches []arrow.RecordBatch // slot per input batch (nil: released)
 	sorted  bool

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -209,13 +210,13 @@ func TestSortMemoryLimit(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	src, _ := sortSource(t, mem, 1, 1, 500, 50)
 	tc := newTestTC(mem, 64)
-	tc.Memory = NewMemoryPool("tiny", 1000, nil)
+	tc.Memory = mempool.NewPool("tiny", 1000, nil)
 	s, err := NewSort(src, sortKeyCases[0].keys, -1).Execute(context.Background(), 0, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Next(context.Background()); !errors.Is(err, ErrResourcesExhausted) {
-		t.Errorf("err = %v, want ErrResourcesExhausted", err)
+	if _, err := s.Next(context.Background()); !errors.Is(err, mempool.ErrResourcesExhausted) {
+		t.Errorf("err = %v, want mempool.ErrResourcesExhausted", err)
 	}
 	s.Close()
 	if tc.Memory.Used() != 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -226,7 +227,7 @@ type windowStream struct {
 	op   *Window
 	in   Stream
 	tc   *TaskContext
-	res  *Reservation
+	res  *mempool.Reservation
 	pcmp *rowComparator // partition keys of the pending batches, one slot each
 
 	// pending holds the rows of the window partition not yet known to be

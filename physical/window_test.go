@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -382,7 +383,7 @@ func TestWindowEmptyInput(t *testing.T) {
 }
 
 // TestWindowMemoryLimit: a partition larger than the task's memory fails
-// with ErrResourcesExhausted and leaves nothing reserved.
+// with mempool.ErrResourcesExhausted and leaves nothing reserved.
 func TestWindowMemoryLimit(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -393,13 +394,13 @@ func TestWindowMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := newTestTC(mem, 64)
-	tc.Memory = NewMemoryPool("tiny", 4000, nil)
+	tc.Memory = mempool.NewPool("tiny", 4000, nil)
 	s, err := w.Execute(context.Background(), 0, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Next(context.Background()); !errors.Is(err, ErrResourcesExhausted) {
-		t.Errorf("err = %v, want ErrResourcesExhausted", err)
+	if _, err := s.Next(context.Background()); !errors.Is(err, mempool.ErrResourcesExhausted) {
+		t.Errorf("err = %v, want mempool.ErrResourcesExhausted", err)
 	}
 	s.Close()
 	if tc.Memory.Used() != 0 {

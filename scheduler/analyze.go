@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sluice/physical"
+	"sluice/physical/metrics"
 	"sluice/rpc"
 	"sluice/scheduler/dplan"
 )
@@ -140,7 +141,7 @@ func (a *analysis) format() string {
 			}
 		}
 		b.WriteString(dplan.StageHeader(a.plan, i))
-		fmt.Fprintf(&b, " metrics=[tasks=%d, task_time=%s, task_mem=%s]", tasks, physical.FormatDuration(taskTime), physical.FormatBytes(taskMem))
+		fmt.Fprintf(&b, " metrics=[tasks=%d, task_time=%s, task_mem=%s]", tasks, metrics.FormatDuration(taskTime), metrics.FormatBytes(taskMem))
 		if reported < tasks {
 			fmt.Fprintf(&b, " (%d of %d tasks reported metrics)", reported, tasks)
 		}

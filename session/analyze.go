@@ -12,6 +12,7 @@ import (
 
 	"sluice/engine"
 	"sluice/physical"
+	"sluice/physical/metrics"
 	"sluice/rpc"
 )
 
@@ -38,7 +39,7 @@ func (l *local) analyze(ctx context.Context, q *engine.Query, s *Session, start 
 		return nil, err
 	}
 	summary := fmt.Sprintf("rows=%d, time=%s, mem=%s (the query's memory pool at its peak)",
-		rows, physical.FormatDuration(time.Since(start)), physical.FormatBytes(tc.Memory.Peak()))
+		rows, metrics.FormatDuration(time.Since(start)), metrics.FormatBytes(tc.Memory.Peak()))
 	return analyzeResult(physical.FormatAnalyzed(op, tc.Analyzer.Metrics()), summary), nil
 }
 
@@ -68,7 +69,7 @@ func (j *job) analyze(ctx context.Context, st *rpc.JobStatus, schema *arrow.Sche
 		}
 		return nil, fmt.Errorf("the job's metrics are not available (job state %s)", state)
 	}
-	summary := fmt.Sprintf("rows=%d, time=%s, stages=%d, tasks=%d", rows, physical.FormatDuration(total), w.stats.Stages, w.stats.Tasks)
+	summary := fmt.Sprintf("rows=%d, time=%s, stages=%d, tasks=%d", rows, metrics.FormatDuration(total), w.stats.Stages, w.stats.Tasks)
 	return analyzeResult(w.final.AnalyzedPlan, summary), nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"sluice/exchange"
 	"sluice/physical"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 	"sluice/sql"
 )
@@ -203,7 +204,7 @@ func (j *job) read(ctx context.Context, st *rpc.JobStatus, schema *arrow.Schema,
 	rctx, rcancel := context.WithCancel(ctx)
 	tc := &physical.TaskContext{
 		Alloc:     memory.DefaultAllocator,
-		Memory:    physical.NewMemoryPool("client", 0, nil),
+		Memory:    mempool.NewPool("client", 0, nil),
 		BatchSize: int(s.Settings.Int("execution.batch_size")),
 		// The job's secret goes into the tickets: executors serve the
 		// job's results to no one else.

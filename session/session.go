@@ -21,6 +21,7 @@ import (
 	"sluice/catalog"
 	"sluice/engine"
 	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/render"
 )
 
@@ -210,22 +211,22 @@ func (l *local) task(q *engine.Query, s *Session) (physical.Operator, *physical.
 	}
 	alloc := l.alloc
 	if alloc == nil {
-		alloc = physical.Allocator
+		alloc = mempool.Allocator
 	}
 	return op, &physical.TaskContext{
 		Alloc: alloc,
-		Memory: physical.NewMemoryPool("the query", s.Settings.Int("execution.memory_limit"), processPool()).
+		Memory: mempool.NewPool("the query", s.Settings.Int("execution.memory_limit"), processPool()).
 			WithHint("SET execution.memory_limit to a larger value"),
 		BatchSize: int(s.Settings.Int("execution.batch_size")),
 	}
 }
 
 // processPool is what the in-process queries of this process reserve
-// together: physical.DefaultMemoryLimit, so that a query that needs more
+// together: mempool.DefaultLimit, so that a query that needs more
 // fails with "resources exhausted" instead of the shell running out of
 // memory (execution.memory_limit caps each query further).
-var processPool = sync.OnceValue(func() *physical.MemoryPool {
-	return physical.NewMemoryPool("this process", physical.DefaultMemoryLimit(), nil).
+var processPool = sync.OnceValue(func() *mempool.Pool {
+	return mempool.NewPool("this process", mempool.DefaultLimit(), nil).
 		WithHint("the process takes at most three quarters of the machine's memory for its queries")
 })
 

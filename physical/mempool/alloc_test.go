@@ -1,4 +1,4 @@
-package physical
+package mempool
 
 import (
 	"testing"
@@ -81,8 +81,12 @@ func TestPoolClass(t *testing.T) {
 // TestAllocSlice: typed slices from the pool are zeroed, even when they
 // reuse a freed (dirty) buffer, and small ones come from the Go heap.
 func TestAllocSlice(t *testing.T) {
+	type groupSlot struct {
+		hash uint64
+		gid  int32
+	}
 	for range 3 {
-		s := allocSlice[groupSlot](1024) // 16 KiB: pooled
+		s := AllocSlice[groupSlot](1024) // 16 KiB: pooled
 		for i, x := range s {
 			if x != (groupSlot{}) {
 				t.Fatalf("slot %d not zero: %+v", i, x)
@@ -91,14 +95,14 @@ func TestAllocSlice(t *testing.T) {
 		for i := range s {
 			s[i] = groupSlot{hash: ^uint64(0), gid: -1}
 		}
-		freeSlice(s)
+		FreeSlice(s)
 	}
-	small := allocSlice[int32](10)
+	small := AllocSlice[int32](10)
 	if len(small) != 10 {
 		t.Fatalf("len %d", len(small))
 	}
-	freeSlice(small) // not pooled: ignored
-	if allocSlice[int64](0) != nil {
+	FreeSlice(small) // not pooled: ignored
+	if AllocSlice[int64](0) != nil {
 		t.Fatal("zero-length slice allocated")
 	}
 }

@@ -1,20 +1,27 @@
-package physical
+// Package mempool owns the memory a query may use: pools with limits
+// (a process, an executor, a task), the reservations operators take from
+// them before they buffer rows, the error a refused reservation returns,
+// the default limit derived from the machine or cgroup, and the recycling
+// allocator column buffers come from.
+package mempool
 
 import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"sluice/physical/metrics"
 )
 
 // ErrResourcesExhausted is returned (wrapped) when a memory reservation is
 // refused.
 var ErrResourcesExhausted = errors.New("resources exhausted")
 
-// MemoryLimitError is a reservation a pool refused: it wraps
+// LimitError is a reservation a pool refused: it wraps
 // ErrResourcesExhausted. It fails the same way when the task runs again
 // with the same limits, so the cluster does not retry it, and its message
 // is what the user sees.
-type MemoryLimitError struct {
+type LimitError struct {
 	Owner string // the operator that asked
 	Bytes int64  // what it asked for
 	Pool  string // the pool that refused
@@ -23,25 +30,25 @@ type MemoryLimitError struct {
 	Hint  string // what raises the limit, if known
 }
 
-func (e *MemoryLimitError) Error() string {
+func (e *LimitError) Error() string {
 	hint := ""
 	if e.Hint != "" {
 		hint = "; " + e.Hint
 	}
 	return fmt.Sprintf("%v: memory limit reached: %s cannot reserve %s: %s has %s of its %s in use%s",
-		ErrResourcesExhausted, e.Owner, FormatBytes(e.Bytes), e.Pool, FormatBytes(e.Used), FormatBytes(e.Limit), hint)
+		ErrResourcesExhausted, e.Owner, metrics.FormatBytes(e.Bytes), e.Pool, metrics.FormatBytes(e.Used), metrics.FormatBytes(e.Limit), hint)
 }
 
 // Unwrap returns ErrResourcesExhausted.
-func (e *MemoryLimitError) Unwrap() error { return ErrResourcesExhausted }
+func (e *LimitError) Unwrap() error { return ErrResourcesExhausted }
 
-// MemoryPool accounts bytes held by operators against a limit. A pool may
+// Pool accounts bytes held by operators against a limit. A pool may
 // have a parent (a task's pool inside an executor's pool); growing a child
 // grows the parent too. Safe for concurrent use.
-type MemoryPool struct {
+type Pool struct {
 	name   string
 	limit  int64 // <= 0: unlimited
-	parent *MemoryPool
+	parent *Pool
 	// hint says, in a refusal, which setting or flag raises the limit.
 	hint string
 
@@ -53,22 +60,22 @@ type MemoryPool struct {
 	released bool
 }
 
-// NewMemoryPool returns a pool with the given limit in bytes (<= 0: none).
-func NewMemoryPool(name string, limit int64, parent *MemoryPool) *MemoryPool {
-	return &MemoryPool{name: name, limit: limit, parent: parent}
+// NewPool returns a pool with the given limit in bytes (<= 0: none).
+func NewPool(name string, limit int64, parent *Pool) *Pool {
+	return &Pool{name: name, limit: limit, parent: parent}
 }
 
 // WithHint sets what a refusal tells the user to change to raise the
 // pool's limit (a setting, a flag), and returns p.
-func (p *MemoryPool) WithHint(hint string) *MemoryPool {
+func (p *Pool) WithHint(hint string) *Pool {
 	p.hint = hint
 	return p
 }
 
-func (p *MemoryPool) grow(n int64, owner string) error {
+func (p *Pool) grow(n int64, owner string) error {
 	p.mu.Lock()
 	if p.limit > 0 && p.used+n > p.limit {
-		err := &MemoryLimitError{Owner: owner, Bytes: n, Pool: p.name, Used: p.used, Limit: p.limit, Hint: p.hint}
+		err := &LimitError{Owner: owner, Bytes: n, Pool: p.name, Used: p.used, Limit: p.limit, Hint: p.hint}
 		p.mu.Unlock()
 		return err
 	}
@@ -85,7 +92,7 @@ func (p *MemoryPool) grow(n int64, owner string) error {
 	return nil
 }
 
-func (p *MemoryPool) shrink(n int64) {
+func (p *Pool) shrink(n int64) {
 	p.mu.Lock()
 	p.used -= n
 	released := p.released
@@ -101,7 +108,7 @@ func (p *MemoryPool) shrink(n int64) {
 // reservations an operator failed to free (or buffers that outlive the
 // task, such as a pipelined queue's) do not pile up in the executor's pool
 // from task to task.
-func (p *MemoryPool) Release() int64 {
+func (p *Pool) Release() int64 {
 	p.mu.Lock()
 	if p.released {
 		p.mu.Unlock()
@@ -117,25 +124,35 @@ func (p *MemoryPool) Release() int64 {
 }
 
 // Used returns the bytes currently reserved.
-func (p *MemoryPool) Used() int64 { p.mu.Lock(); defer p.mu.Unlock(); return p.used }
+func (p *Pool) Used() int64 { p.mu.Lock(); defer p.mu.Unlock(); return p.used }
 
 // Peak returns the most bytes ever reserved at once.
-func (p *MemoryPool) Peak() int64 { p.mu.Lock(); defer p.mu.Unlock(); return p.peak }
+func (p *Pool) Peak() int64 { p.mu.Lock(); defer p.mu.Unlock(); return p.peak }
 
 // NewReservation starts an empty reservation for owner (an operator name).
-func (p *MemoryPool) NewReservation(owner string) *Reservation {
+func (p *Pool) NewReservation(owner string) *Reservation {
 	return &Reservation{pool: p, owner: owner}
 }
 
 // Reservation is one operator's share of a pool. Not safe for concurrent use.
 type Reservation struct {
-	pool  *MemoryPool
+	pool  *Pool
 	owner string
 	size  int64
 	// track is the operator the reservation counts toward in an
-	// EXPLAIN ANALYZE (TaskContext.NewReservation); nil otherwise.
-	track *opMetrics
+	// EXPLAIN ANALYZE; nil otherwise.
+	track Tracker
 }
+
+// Tracker follows one operator's reservations, for EXPLAIN ANALYZE: it
+// sees every byte a tracked reservation grows or shrinks by.
+type Tracker interface {
+	Grow(n int64)
+	Shrink(n int64)
+}
+
+// Track makes t see every later change of r's size.
+func (r *Reservation) Track(t Tracker) { r.track = t }
 
 // Grow reserves n more bytes or returns a wrapped ErrResourcesExhausted.
 func (r *Reservation) Grow(n int64) error {
@@ -147,7 +164,7 @@ func (r *Reservation) Grow(n int64) error {
 	}
 	r.size += n
 	if r.track != nil {
-		r.track.grow(n)
+		r.track.Grow(n)
 	}
 	return nil
 }
@@ -159,7 +176,7 @@ func (r *Reservation) Shrink(n int64) {
 		r.size -= n
 		r.pool.shrink(n)
 		if r.track != nil {
-			r.track.shrink(n)
+			r.track.Shrink(n)
 		}
 	}
 }
@@ -171,4 +188,4 @@ func (r *Reservation) Size() int64 { return r.size }
 func (r *Reservation) Free() { r.Shrink(r.size) }
 
 // Limit is the most the pool lets its reservations hold (0: no limit).
-func (p *MemoryPool) Limit() int64 { return p.limit }
+func (p *Pool) Limit() int64 { return p.limit }

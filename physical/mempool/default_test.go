@@ -1,4 +1,4 @@
-package physical
+package mempool
 
 import (
 	"errors"
@@ -36,8 +36,8 @@ func TestDefaultMemoryLimitSources(t *testing.T) {
 	if got := cgroupMemoryLimit(v2); got != 0 {
 		t.Errorf("an unlimited cgroup gave %d", got)
 	}
-	if got := DefaultMemoryLimit(); got < 0 {
-		t.Errorf("DefaultMemoryLimit = %d", got)
+	if got := DefaultLimit(); got < 0 {
+		t.Errorf("DefaultLimit = %d", got)
 	}
 }
 
@@ -66,20 +66,20 @@ func TestProcessMemoryRandom(t *testing.T) {
 		if got != want {
 			t.Fatalf("seed %d: processMemory(%d, %d) = %d, want %d", seed, machine, cgroup, got, want)
 		}
-		if limit := int64(float64(got) * DefaultMemoryFraction); limit > got || got > 0 && limit < got/2 {
+		if limit := int64(float64(got) * DefaultFraction); limit > got || got > 0 && limit < got/2 {
 			t.Fatalf("seed %d: a default cap of %d for %d bytes", seed, limit, got)
 		}
 	}
-	if ProcessMemory() <= 0 || DefaultMemoryLimit() <= 0 || DefaultMemoryLimit() >= ProcessMemory() {
-		t.Errorf("on this machine: process memory %d, default cap %d", ProcessMemory(), DefaultMemoryLimit())
+	if ProcessMemory() <= 0 || DefaultLimit() <= 0 || DefaultLimit() >= ProcessMemory() {
+		t.Errorf("on this machine: process memory %d, default cap %d", ProcessMemory(), DefaultLimit())
 	}
 }
 
 // TestMemoryLimitMessage: a refusal says a memory limit was reached, by
 // whom, and what raises the limit.
 func TestMemoryLimitMessage(t *testing.T) {
-	parent := NewMemoryPool("executor e1", 1<<20, nil).WithHint("run fewer queries")
-	task := NewMemoryPool("task 1/2/3", 0, parent).WithHint("SET execution.memory_limit")
+	parent := NewPool("executor e1", 1<<20, nil).WithHint("run fewer queries")
+	task := NewPool("task 1/2/3", 0, parent).WithHint("SET execution.memory_limit")
 	res := task.NewReservation("Sort[0]")
 	err := res.Grow(2 << 20)
 	if !errors.Is(err, ErrResourcesExhausted) {

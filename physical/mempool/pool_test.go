@@ -1,4 +1,4 @@
-package physical
+package mempool
 
 import "testing"
 
@@ -6,8 +6,8 @@ import "testing"
 // parent, once, and what it reserves or frees afterwards no longer moves
 // the parent.
 func TestPoolRelease(t *testing.T) {
-	parent := NewMemoryPool("executor", 1000, nil)
-	task := NewMemoryPool("task", 0, parent)
+	parent := NewPool("executor", 1000, nil)
+	task := NewPool("task", 0, parent)
 	leaked := task.NewReservation("leaky operator")
 	if err := leaked.Grow(300); err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func TestPoolRelease(t *testing.T) {
 		t.Errorf("after Release the parent holds %d; want 0, and a second Release to give nothing", parent.Used())
 	}
 	// A new task can use the whole parent again.
-	if err := NewMemoryPool("next task", 0, parent).NewReservation("op").Grow(1000); err != nil {
+	if err := NewPool("next task", 0, parent).NewReservation("op").Grow(1000); err != nil {
 		t.Errorf("the parent is not whole again: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package physical
+package mempool
 
 import (
 	"math/bits"
@@ -21,7 +21,7 @@ import (
 // Buffers of 4 KiB to 256 MiB come from per-size-class pools (powers
 // of two); smaller ones come straight from the Go heap, whose small-object
 // allocator is cheap already. Every buffer Allocate hands out is zeroed,
-// as the Go allocator's are (arrow's code relies on it); newOutputBuffer
+// as the Go allocator's are (arrow's code relies on it); NewOutputBuffer
 // skips that for outputs our own kernels overwrite entirely. A buffer is
 // recycled only when its last reference is
 // released (arrow's reference counting calls Free); buffers never released
@@ -69,11 +69,11 @@ func (a *poolAllocator) take(size int) ([]byte, bool) {
 	return make([]byte, size, 1<<c), false
 }
 
-// newOutputBuffer returns a buffer of size bytes for an output its caller
+// NewOutputBuffer returns a buffer of size bytes for an output its caller
 // writes every byte of (gathered or converted values): from Allocator, a
 // recycled buffer is handed over without clearing it first. Other
 // allocators give their usual, zeroed, buffer.
-func newOutputBuffer(mem memory.Allocator, size int) *memory.Buffer {
+func NewOutputBuffer(mem memory.Allocator, size int) *memory.Buffer {
 	if a, ok := mem.(*poolAllocator); ok {
 		buf, _ := a.take(size)
 		return memory.NewBufferWithAllocator(buf, a)
@@ -123,11 +123,11 @@ func (a *poolAllocator) Free(b []byte) {
 // reading the old values by luck.
 var poisonFreed = os.Getenv("SLUICE_ALLOC_POISON") == "1"
 
-// allocSlice returns n zeroed elements of a pointer-free type T from
+// AllocSlice returns n zeroed elements of a pointer-free type T from
 // Allocator (large tables: a recycled buffer instead of fresh pages faulted
-// in one by one). Give it back with freeSlice when done; a slice never
+// in one by one). Give it back with FreeSlice when done; a slice never
 // freed is simply collected.
-func allocSlice[T any](n int) []T {
+func AllocSlice[T any](n int) []T {
 	var zero T
 	size := int(unsafe.Sizeof(zero)) * n
 	if size == 0 {
@@ -137,9 +137,9 @@ func allocSlice[T any](n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// freeSlice returns an allocSlice slice (whole, as allocated) to Allocator.
+// FreeSlice returns an AllocSlice slice (whole, as allocated) to Allocator.
 // The caller must not use it afterwards.
-func freeSlice[T any](s []T) {
+func FreeSlice[T any](s []T) {
 	var zero T
 	size := int(unsafe.Sizeof(zero)) * len(s)
 	c := poolClass(size)

@@ -1,4 +1,4 @@
-package physical
+package mempool
 
 import (
 	"bufio"
@@ -7,18 +7,18 @@ import (
 	"strings"
 )
 
-// DefaultMemoryFraction is the share of the machine's memory (or of the
+// DefaultFraction is the share of the machine's memory (or of the
 // process's cgroup limit, when lower) that a process lets queries reserve
 // when no limit is set, so that a query that needs more fails with a
 // "resources exhausted" error instead of the process being killed for
 // running out of memory. The rest is for what reservations do not count
 // (batches in flight, the Go runtime) and for the machine.
-const DefaultMemoryFraction = 0.75
+const DefaultFraction = 0.75
 
-// DefaultMemoryLimit is DefaultMemoryFraction of the memory this process
+// DefaultLimit is DefaultFraction of the memory this process
 // may use (ProcessMemory). It returns 0 (no limit) when that is unknown.
-func DefaultMemoryLimit() int64 {
-	return int64(float64(ProcessMemory()) * DefaultMemoryFraction)
+func DefaultLimit() int64 {
+	return int64(float64(ProcessMemory()) * DefaultFraction)
 }
 
 // ProcessMemory is the memory this process may use: the smaller of the
