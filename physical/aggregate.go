@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 	"sluice/plan"
 )
@@ -146,7 +147,7 @@ func (h *HashAggregate) ownsGrandTotal(id int64, p, n int, mem memory.Allocator)
 	if err != nil {
 		return false, err
 	}
-	defer releaseAll(keys)
+	defer kernels.ReleaseAll(keys)
 	hashes := make([]uint64, 1)
 	if err := HashRows(keys, hashes); err != nil {
 		return false, err
@@ -506,7 +507,7 @@ func (s *hashAggStream) addGrandTotals() error {
 		}
 		gids := make([]int32, 1)
 		err = s.table.lookup(keys, 1, gids, nil)
-		releaseAll(keys)
+		kernels.ReleaseAll(keys)
 		if err != nil {
 			return fmt.Errorf("hash aggregate: %w", err)
 		}

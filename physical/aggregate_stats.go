@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/kernels"
 	"sluice/plan"
 )
 
@@ -403,7 +404,7 @@ type aggOrderedStringAgg struct {
 // orderedValue is one value of a group with its delimiter and row.
 type orderedValue struct {
 	val, delim string
-	at         rowRef
+	at         kernels.RowRef
 }
 
 func newAggOrderedStringAgg(keys []SortKey) (*aggOrderedStringAgg, error) {
@@ -445,7 +446,7 @@ func (s *aggOrderedStringAgg) updateOrdered(gids []int32, va, da arrow.Array, ke
 			delim = d.Value(i)
 		}
 		// Copy: the strings point into the batch's buffers.
-		ov := orderedValue{val: string([]byte(v.Value(i))), delim: string([]byte(delim)), at: rowRef{batch: b, row: int32(i)}}
+		ov := orderedValue{val: string([]byte(v.Value(i))), delim: string([]byte(delim)), at: kernels.RowRef{Batch: b, Row: int32(i)}}
 		s.rows[g] = append(s.rows[g], ov)
 		s.bytes += int64(len(ov.val)+len(ov.delim)) + 40
 	}

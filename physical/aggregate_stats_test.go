@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 	"sluice/plan"
 )
 
@@ -72,7 +73,7 @@ func mergedThroughStates(t *testing.T, newAcc func() aggAccumulator, chunks [][]
 		if err := final.merge([]int32{0}, st); err != nil {
 			t.Fatal(err)
 		}
-		releaseAll(st)
+		kernels.ReleaseAll(st)
 	}
 	return final
 }
@@ -112,7 +113,7 @@ func TestAggVariance(t *testing.T) {
 			}
 			defer func() {
 				for _, c := range chunks {
-					releaseAll(c)
+					kernels.ReleaseAll(c)
 				}
 			}()
 			fns := []plan.AggFunc{plan.AggVarSamp, plan.AggVarPop, plan.AggStddevSamp, plan.AggStddevPop}
@@ -166,7 +167,7 @@ func TestAggCovar(t *testing.T) {
 			}
 			defer func() {
 				for _, c := range chunks {
-					releaseAll(c)
+					kernels.ReleaseAll(c)
 				}
 			}()
 			for fn, want := range map[plan.AggFunc]float64{plan.AggCovarPop: tc.cp, plan.AggCovarSamp: tc.cs, plan.AggCorr: tc.corr} {
@@ -213,7 +214,7 @@ func TestAggStringAgg(t *testing.T) {
 	}
 	defer func() {
 		for _, c := range chunks {
-			releaseAll(c)
+			kernels.ReleaseAll(c)
 		}
 	}()
 	newAcc := func() aggAccumulator { return &aggStringAgg{} }

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 )
 
 // The batch helpers other packages (the exchange writers) share with the
@@ -15,26 +16,26 @@ import (
 // Repartition does.
 
 // BatchBytes is the memory a batch's columns reference, a slice counting
-// its own rows' share of the buffers it shares (see batchBytes).
-func BatchBytes(b arrow.RecordBatch) int64 { return batchBytes(b) }
+// its own rows' share of the buffers it shares (see kernels.BatchBytes).
+func BatchBytes(b arrow.RecordBatch) int64 { return kernels.BatchBytes(b) }
 
 // SelectRows returns b's rows at idx, ascending and distinct: b itself,
 // retained, when idx selects every row, else a new batch.
 func SelectRows(mem memory.Allocator, b arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
-	return selectRows(mem, b, idx)
+	return kernels.SelectRows(mem, b, idx)
 }
 
 // ConcatBatches joins batches of schema into one; a single batch is
 // returned retained rather than copied. The inputs stay the caller's.
 func ConcatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	return concatBatches(mem, schema, batches)
+	return kernels.ConcatBatches(mem, schema, batches)
 }
 
 // HashPartition evaluates keys on b, hashes each row with HashRows and
 // appends row indices to idx[PartitionOf(hash, len(idx))] (idx slices are
 // reset first). hashes is scratch space, returned grown for reuse.
 func HashPartition(keys []expr.Expr, b arrow.RecordBatch, mem memory.Allocator, hashes []uint64, idx [][]int32) ([]uint64, error) {
-	cols, err := evalAll(keys, b, mem)
+	cols, err := kernels.EvalAll(keys, b, mem)
 	if err != nil {
 		return hashes, fmt.Errorf("evaluating partition keys: %w", err)
 	}
@@ -44,7 +45,7 @@ func HashPartition(keys []expr.Expr, b arrow.RecordBatch, mem memory.Allocator, 
 	}
 	hashes = hashes[:rows]
 	err = HashRows(cols, hashes)
-	releaseAll(cols)
+	kernels.ReleaseAll(cols)
 	if err != nil {
 		return hashes, fmt.Errorf("hashing partition keys: %w", err)
 	}

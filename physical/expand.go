@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 )
 
 // Expand replicates every input row once per grouping set (GROUP BY
@@ -118,7 +119,7 @@ func (s *expandStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			b.Release()
 			continue
 		}
-		keys, err := evalAll(s.op.keys, b, s.tc.Alloc)
+		keys, err := kernels.EvalAll(s.op.keys, b, s.tc.Alloc)
 		if err != nil {
 			b.Release()
 			return nil, fmt.Errorf("expand: %w", err)
@@ -127,7 +128,7 @@ func (s *expandStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			if want := s.op.keys[i].DataType(); !arrow.TypeEqual(k.DataType(), want) {
 				if k.DataType().ID() != arrow.NULL {
 					b.Release()
-					releaseAll(keys)
+					kernels.ReleaseAll(keys)
 					return nil, fmt.Errorf("expand: key %s evaluated to %s, expected %s", s.op.keys[i], k.DataType(), want)
 				}
 				k.Release()
@@ -172,7 +173,7 @@ func (s *expandStream) expand(set []int, gid int64) arrow.RecordBatch {
 	cols = append(cols, b.NewArray())
 	b.Release()
 	rb := array.NewRecordBatch(s.op.schema, cols, int64(n))
-	releaseAll(cols)
+	kernels.ReleaseAll(cols)
 	return rb
 }
 
@@ -180,7 +181,7 @@ func (s *expandStream) expand(set []int, gid int64) arrow.RecordBatch {
 func (s *expandStream) drop() {
 	if s.cur != nil {
 		s.cur.Release()
-		releaseAll(s.keys)
+		kernels.ReleaseAll(s.keys)
 		s.cur, s.keys = nil, nil
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 )
 
 // Filter keeps the rows where its predicate is true; NULL counts as false.
@@ -111,11 +112,11 @@ func (s *filterStream) filter(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 		return nil, fmt.Errorf("filter: predicate %s returned %s", s.op.pred, m.DataType())
 	}
-	s.idx = selectionIndices(mask, s.idx)
+	s.idx = kernels.SelectionIndices(mask, s.idx)
 	if len(s.idx) == 0 {
 		return nil, nil
 	}
-	out, err := selectRows(s.tc.Alloc, b, s.idx)
+	out, err := kernels.SelectRows(s.tc.Alloc, b, s.idx)
 	if err != nil {
 		return nil, fmt.Errorf("filter: %w", err)
 	}

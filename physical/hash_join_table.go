@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 )
 
@@ -133,7 +134,7 @@ func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []e
 					return err
 				}
 				mu.Lock()
-				err = t.res.Grow(batchBytes(b))
+				err = t.res.Grow(kernels.BatchBytes(b))
 				if err == nil {
 					batches = append(batches, b)
 				}
@@ -539,16 +540,16 @@ func (t *joinBuildTable) clusterByKey(vals []int64, lo, span int64, tc *TaskCont
 	// The reordered copy exists beside the original until the swap.
 	var bytes int64
 	for _, c := range t.cols {
-		bytes += arrayBytes(c.Data())
+		bytes += kernels.ArrayBytes(c.Data())
 	}
-	bytes += arrayBytes(k.Data())
+	bytes += kernels.ArrayBytes(k.Data())
 	if err := t.res.Grow(bytes); err != nil {
 		return false, fmt.Errorf("hash join build: %w", err)
 	}
 	defer t.res.Shrink(bytes)
 	cols := make([]arrow.Array, len(t.cols)+1)
 	for i, c := range append(slices.Clone(t.cols), k) {
-		taken, err := takeArray(tc.Alloc, c, perm)
+		taken, err := kernels.TakeArray(tc.Alloc, c, perm)
 		if err != nil {
 			joinReleaseArrays(cols[:i])
 			return false, fmt.Errorf("hash join build: clustering by key: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 )
 
@@ -32,7 +33,7 @@ func joinTakeArray(arr arrow.Array, idx []int32, mem memory.Allocator) (arrow.Ar
 	case *array.Decimal128:
 		return joinTakeFixed(a.Values(), arr, idx, mem), nil
 	case *array.String:
-		return takeString(mem, a, idx), nil
+		return kernels.TakeString(mem, a, idx), nil
 	case *array.Null:
 		return array.NewNull(n), nil
 	case *array.List:

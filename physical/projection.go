@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 )
 
 // Projection computes one output column per expression.
@@ -109,11 +110,11 @@ func (s *projectionStream) Next(ctx context.Context) (arrow.RecordBatch, error) 
 	}
 	defer b.Release()
 	checkFailpoint(FailpointProjection)
-	cols, err := evalAll(s.op.exprs, b, s.tc.Alloc)
+	cols, err := kernels.EvalAll(s.op.exprs, b, s.tc.Alloc)
 	if err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
-	defer releaseAll(cols)
+	defer kernels.ReleaseAll(cols)
 	for i, c := range cols {
 		if want := s.op.schema.Field(i).Type; !arrow.TypeEqual(c.DataType(), want) {
 			if c.DataType().ID() != arrow.NULL {

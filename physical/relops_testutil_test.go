@@ -6,18 +6,16 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sort"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/internal/testutil"
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 )
 
@@ -58,7 +56,7 @@ func (m *memSource) Execute(ctx context.Context, p int, tc *TaskContext) (Stream
 // release releases the source's batches.
 func (m *memSource) release() {
 	for _, p := range m.parts {
-		releaseAll(p)
+		kernels.ReleaseAll(p)
 	}
 }
 
@@ -103,100 +101,14 @@ func newTestTC(mem memory.Allocator, batchSize int) *TaskContext {
 	return &TaskContext{Alloc: mem, Memory: mempool.NewPool("test", 0, nil), BatchSize: batchSize}
 }
 
-// makeBatch builds a batch from column values (nil = NULL). Values: int32,
-// int64, float64, string, bool, decimal128 (as int64 unscaled), date32 and
-// timestamp (as int32/int64).
-func makeBatch(t testing.TB, mem memory.Allocator, schema *arrow.Schema, cols ...[]any) arrow.RecordBatch {
-	t.Helper()
-	arrs := make([]arrow.Array, len(cols))
-	n := 0
-	for i, vals := range cols {
-		n = len(vals)
-		b := array.NewBuilder(mem, schema.Field(i).Type)
-		for _, v := range vals {
-			if v == nil {
-				b.AppendNull()
-				continue
-			}
-			switch bb := b.(type) {
-			case *array.Int32Builder:
-				bb.Append(int32(toInt(v)))
-			case *array.Int64Builder:
-				bb.Append(int64(toInt(v)))
-			case *array.Date32Builder:
-				bb.Append(arrow.Date32(toInt(v)))
-			case *array.TimestampBuilder:
-				bb.Append(arrow.Timestamp(toInt(v)))
-			case *array.Float64Builder:
-				bb.Append(v.(float64))
-			case *array.StringBuilder:
-				bb.Append(v.(string))
-			case *array.BooleanBuilder:
-				bb.Append(v.(bool))
-			case *array.Decimal128Builder:
-				bb.Append(decimal128.FromI64(int64(toInt(v))))
-			default:
-				t.Fatalf("makeBatch: unsupported builder %T", b)
-			}
-		}
-		arrs[i] = b.NewArray()
-		b.Release()
-	}
-	rec := array.NewRecordBatch(schema, arrs, int64(n))
-	releaseAll(arrs)
-	return rec
-}
-
-func toInt(v any) int {
-	switch x := v.(type) {
-	case int:
-		return x
-	case int32:
-		return int(x)
-	case int64:
-		return int(x)
-	}
-	panic(fmt.Sprintf("toInt(%T)", v))
-}
-
-// cell returns a comparable Go value for row r of a.
-func cell(a arrow.Array, r int) any {
-	if a.IsNull(r) || a.DataType().ID() == arrow.NULL {
-		return nil
-	}
-	switch x := a.(type) {
-	case *array.Int32:
-		return int(x.Value(r))
-	case *array.Int64:
-		return int(x.Value(r))
-	case *array.Date32:
-		return int(x.Value(r))
-	case *array.Timestamp:
-		return int(x.Value(r))
-	case *array.Float64:
-		return x.Value(r)
-	case *array.String:
-		return x.Value(r)
-	case *array.Boolean:
-		return x.Value(r)
-	case *array.Decimal128:
-		return int(x.Value(r).LowBits())
-	}
-	return a.ValueStr(r)
-}
-
-// batchRows converts b to rows of Go values.
-func batchRows(b arrow.RecordBatch) [][]any {
-	rows := make([][]any, b.NumRows())
-	for r := range rows {
-		row := make([]any, b.NumCols())
-		for c := range row {
-			row[c] = cell(b.Column(c), r)
-		}
-		rows[r] = row
-	}
-	return rows
-}
+// The batch builders and row renderers shared with the subpackages' tests.
+var (
+	makeBatch        = testutil.MakeBatch
+	batchRows        = testutil.BatchRows
+	cell             = testutil.Cell
+	rowsString       = testutil.RowsString
+	sortedRowsString = testutil.SortedRowsString
+)
 
 // drainStream pulls s to the end and closes it, returning all rows.
 func drainStream(t testing.TB, s Stream) [][]any {
@@ -243,25 +155,6 @@ func collectAll(t testing.TB, op Operator, tc *TaskContext) [][]any {
 		rows = append(rows, p...)
 	}
 	return rows
-}
-
-// rowsString renders rows for comparison and error messages.
-func rowsString(rows [][]any) string {
-	var sb strings.Builder
-	for _, r := range rows {
-		fmt.Fprintln(&sb, r...)
-	}
-	return sb.String()
-}
-
-// sortedRowsString renders rows in a canonical order (for order-free checks).
-func sortedRowsString(rows [][]any) string {
-	lines := make([]string, len(rows))
-	for i, r := range rows {
-		lines[i] = fmt.Sprint(r...)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
 }
 
 // waitGoroutines fails unless the goroutine count drops back to at most

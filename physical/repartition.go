@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 
+	"sluice/physical/kernels"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -165,7 +167,7 @@ func (p *producer) run(ctx context.Context, s Stream) error {
 	p.next = p.input % n
 	defer func() {
 		for _, pend := range p.pending {
-			releaseAll(pend)
+			kernels.ReleaseAll(pend)
 		}
 	}()
 	for {
@@ -206,7 +208,7 @@ func (p *producer) split(ctx context.Context, b arrow.RecordBatch) error {
 		if len(idx) == 0 {
 			continue
 		}
-		piece, err := selectRows(p.tc.Alloc, b, idx)
+		piece, err := kernels.SelectRows(p.tc.Alloc, b, idx)
 		if err != nil {
 			return fmt.Errorf("repartition: %w", err)
 		}
@@ -229,8 +231,8 @@ func (p *producer) flush(ctx context.Context, d int) error {
 	}
 	p.pending[d] = pend[:0]
 	p.pendRows[d] = 0
-	b, err := concatBatches(p.tc.Alloc, p.op.input.Schema(), pend)
-	releaseAll(pend)
+	b, err := kernels.ConcatBatches(p.tc.Alloc, p.op.input.Schema(), pend)
+	kernels.ReleaseAll(pend)
 	clear(pend)
 	if err != nil {
 		return fmt.Errorf("repartition: %w", err)

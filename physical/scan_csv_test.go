@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/catalog"
+	"sluice/physical/kernels"
 )
 
 // writeCSVDir writes files with rows [0,40), [40,50), [50,120): columns
@@ -75,7 +76,7 @@ func TestCSVScan(t *testing.T) {
 					}
 				}
 			}
-			releaseAll(bs)
+			kernels.ReleaseAll(bs)
 		}
 		for id, n := range seen {
 			if n != 1 {
@@ -113,7 +114,7 @@ func TestCSVScanSchemaAndErrors(t *testing.T) {
 		}
 		total += int(b.NumRows())
 	}
-	releaseAll(bs)
+	kernels.ReleaseAll(bs)
 	if total != 120 {
 		t.Fatalf("%d rows, want 120", total)
 	}
@@ -121,7 +122,7 @@ func TestCSVScanSchemaAndErrors(t *testing.T) {
 	if len(bs) == 0 || bs[0].NumCols() != 0 {
 		t.Fatalf("empty projection: %v", bs)
 	}
-	releaseAll(bs)
+	kernels.ReleaseAll(bs)
 
 	// A value that does not parse as the declared type is an error, not NULL.
 	bad := filepath.Join(t.TempDir(), "bad.csv")

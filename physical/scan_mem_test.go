@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/catalog"
+	"sluice/physical/kernels"
 )
 
 func TestMemScan(t *testing.T) {
@@ -33,7 +34,7 @@ func TestMemScan(t *testing.T) {
 		bld.Release()
 	}
 	tbl := catalog.NewMemTable(schema, batches)
-	releaseAll(batches)
+	kernels.ReleaseAll(batches)
 	defer tbl.Release()
 
 	tests := []struct {
@@ -75,7 +76,7 @@ func TestMemScan(t *testing.T) {
 					}
 				}
 			}
-			releaseAll(bs)
+			kernels.ReleaseAll(bs)
 		}
 		if total != 45 {
 			t.Fatalf("%+v: %d rows, want 45", tt, total)

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	pqcol "sluice/physical/datasource/parquet"
+	"sluice/physical/kernels"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -19,9 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"sluice/catalog"
 	"sluice/physical/expr"
@@ -293,7 +294,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		rowGroups[i] = s.table.Files[u.file].RowGroups[u.rowGroup].Index
 	}
 	aprops := pqarrow.ArrowReadProperties{BatchSize: int64(batchSize)}
-	dictLeaves := dictionaryOnlyStrings(rdr, leaves, rowGroups)
+	dictLeaves := pqcol.DictionaryOnlyStrings(rdr, leaves, rowGroups)
 	for _, leaf := range dictLeaves {
 		aprops.SetReadDict(leaf, true)
 	}
@@ -309,39 +310,21 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	if fr.Manifest, err = catalog.ParquetArrowSchema(rdr, &aprops); err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	facts := readFacts{rawDecimals: readDecimalsRaw(fr.Manifest, rdr, fields)}
-	rawDates := readDatesRaw(fr.Manifest, rdr, fields)
-	// Delta-encoded integer columns (parquet_delta.go), the codes of
-	// dictionary-encoded strings (parquet_dict.go), dictionary-encoded
-	// integers (parquet_dictnum.go), and flat columns of numbers, decimals
-	// and strings in the encodings common writers use (parquet_flat.go,
-	// parquet_flat_strings.go) are decoded here; arrow's record reader
-	// reads the rest.
-	delta := deltaColumns(fr.Manifest, rdr, fields, rowGroups)
-	dict := dictColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
-	dictNum := dictNumColumns(fr.Manifest, rdr, fields, rowGroups)
-	flat := flatColumns(fr.Manifest, rdr, fields, rowGroups)
-	flatStr := flatStringColumns(fr.Manifest, rdr, fields, rowGroups)
+	facts := readFacts{rawDecimals: pqcol.ReadDecimalsRaw(fr.Manifest, rdr, fields)}
+	rawDates := pqcol.ReadDatesRaw(fr.Manifest, rdr, fields)
+	// The decoders of physical/datasource/parquet read the columns they
+	// can (delta-encoded integers, dictionary codes, dictionary integers,
+	// flat numbers, decimals and strings); arrow's record reader reads the
+	// rest.
+	own, dict := pqcol.OpenColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
 	facts.checkedCodes = dict
-	own := make([]ownColumn, len(fields))
 	var arrowLeaves []int
 	for j, c := range fields {
-		switch leaf := fr.Manifest.Fields[c].ColIndex; {
-		case delta[j]:
-			own[j] = newDeltaColumn(rdr, leaf, rowGroups)
-		case dict[j]:
-			own[j] = newDictColumn(rdr, leaf, rowGroups)
-		case dictNum[j]:
-			own[j] = newDictNumColumn(rdr, leaf, rowGroups)
-		case flat[j]:
-			own[j] = newFlatColumn(rdr, leaf, rowGroups, fr.Manifest.Fields[c].Field.Type)
-		case flatStr[j]:
-			own[j] = newFlatStrings(rdr, leaf, rowGroups)
-		default:
-			arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
+		if own[j] != nil {
+			defer own[j].Close()
 			continue
 		}
-		defer own[j].close()
+		arrowLeaves = append(arrowLeaves, s.table.FieldLeaves(c)...)
 	}
 	var rr pqarrow.RecordReader
 	if len(arrowLeaves) > 0 {
@@ -395,18 +378,11 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	return nil
 }
 
-// ownColumn is a column the scan decodes itself.
-type ownColumn interface {
-	// read returns the column's next n values.
-	read(mem memory.Allocator, n int) (arrow.Array, error)
-	close()
-}
-
 // nextReadBatch returns the next batch as read, one column per read field:
 // arrow's record reader's columns and the scan's own (own[j] not nil), or
 // nil at the end; dates read as their stored integers (rawDates) are
 // Date32 again. The caller releases it.
-func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, own []ownColumn, rawDates []bool, m *pqarrow.SchemaManifest, fields []int, readSchema **arrow.Schema, batchSize int, rowsLeft int64) (arrow.RecordBatch, error) {
+func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, own []pqcol.Column, rawDates []bool, m *pqarrow.SchemaManifest, fields []int, readSchema **arrow.Schema, batchSize int, rowsLeft int64) (arrow.RecordBatch, error) {
 	var rec arrow.RecordBatch
 	n := min(int64(batchSize), rowsLeft)
 	if rr != nil {
@@ -428,7 +404,7 @@ func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, own []ownColum
 			a.Retain()
 		} else {
 			var err error
-			if a, err = own[j].read(mem, int(n)); err != nil {
+			if a, err = own[j].Read(mem, int(n)); err != nil {
 				for _, c := range cols[:j] {
 					c.Release()
 				}
@@ -462,7 +438,7 @@ func nextReadBatch(mem memory.Allocator, rr pqarrow.RecordReader, own []ownColum
 // needs.
 type readFacts struct {
 	// rawDecimals marks decimals read as their stored integers
-	// (readDecimalsRaw), to be scaled into decimal128.
+	// (pqcol.ReadDecimalsRaw), to be scaled into decimal128.
 	rawDecimals []bool
 	// checkedCodes marks dictionary columns whose codes the scan's own
 	// reader checked against their dictionary (dictColumn).
@@ -521,7 +497,7 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 		col := rec.Column(j)
 		want := s.schema.Field(i).Type
 		if d, ok := col.(*array.Dictionary); ok && want.ID() == arrow.STRING {
-			dec, err := decodeStringDictionary(mem, d, sel, facts.checkedCodes[j])
+			dec, err := pqcol.DecodeStringDictionary(mem, d, sel, facts.checkedCodes[j])
 			if err != nil {
 				release()
 				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
@@ -539,7 +515,7 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 			continue
 		}
 		if sel != nil {
-			taken, err := takeArray(mem, col, sel)
+			taken, err := kernels.TakeArray(mem, col, sel)
 			if err != nil {
 				release()
 				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
@@ -867,211 +843,6 @@ func (s *prefetchStream) Close() {
 	s.ended = true
 }
 
-// Parquet page types (parquet-format's PageType, which arrow-go keeps in an
-// internal package).
-const (
-	pageData   = 0
-	pageDataV2 = 3
-)
-
-// allDataPages reports whether the column chunk's metadata records data
-// pages, every one of them in one of encs. Without page encoding
-// statistics (DuckDB writes none), the chunk's list of encodings decides:
-// it must hold one of encs and otherwise only RLE (definition levels) and,
-// with a dictionary page, the dictionary page's encoding as the writer
-// lists it (PLAIN_DICTIONARY, as PLAIN would be indistinguishable from
-// PLAIN data pages).
-func allDataPages(cc *metadata.ColumnChunkMetaData, encs ...parquet.Encoding) bool {
-	if len(cc.EncodingStats()) == 0 {
-		found := false
-		for _, e := range cc.Encodings() {
-			switch {
-			case slices.Contains(encs, e):
-				found = true
-			case e == parquet.Encodings.RLE:
-			case e == parquet.Encodings.PlainDict && cc.HasDictionaryPage():
-			default:
-				return false
-			}
-		}
-		return found
-	}
-	data := 0
-	for _, st := range cc.EncodingStats() {
-		if st.PageType != pageData && st.PageType != pageDataV2 {
-			continue
-		}
-		if !slices.Contains(encs, st.Encoding) {
-			return false
-		}
-		data++
-	}
-	return data > 0
-}
-
-// dictionaryOnlyStrings returns the string leaves whose column chunks in
-// every one of rowGroups hold dictionary-encoded data pages only. The scan
-// reads those as dictionary arrays and decodes them itself, in bulk: the
-// reader's own path appends every value to a builder one at a time, which
-// was a fifth of TPC-H q1. A chunk whose writer fell back to plain pages, or
-// whose metadata has no page encoding statistics, is read the usual way.
-func dictionaryOnlyStrings(rdr *file.Reader, leaves, rowGroups []int) []int {
-	md := rdr.MetaData()
-	var out []int
-	for _, leaf := range leaves {
-		col := md.Schema.Column(leaf)
-		if col.PhysicalType() != parquet.Types.ByteArray {
-			continue
-		}
-		// Strings only (binary columns keep the reader's own path).
-		if _, isString := col.LogicalType().(schema.StringLogicalType); !isString && col.ConvertedType() != schema.ConvertedTypes.UTF8 {
-			continue
-		}
-		if dictionaryOnly(md, leaf, rowGroups, false) {
-			out = append(out, leaf)
-		}
-	}
-	return out
-}
-
-// dictionaryOnly reports whether leaf's column chunks in every one of
-// rowGroups hold a dictionary page and dictionary-encoded data pages only
-// (and, with plainText, no encryption either: the scan's own readers take
-// the pages as they are).
-func dictionaryOnly(md *metadata.FileMetaData, leaf int, rowGroups []int, plainText bool) bool {
-	for _, rg := range rowGroups {
-		cc, err := md.RowGroup(rg).ColumnChunk(leaf)
-		if err != nil || !cc.HasDictionaryPage() || (plainText && cc.CryptoMetadata() != nil) ||
-			!allDataPages(cc, parquet.Encodings.RLEDict, parquet.Encodings.PlainDict) {
-			return false
-		}
-	}
-	return true
-}
-
-// decodeStringDictionary turns a dictionary<int, utf8> array into plain
-// utf8: lengths are summed first, then offsets and bytes are written in one
-// pass.
-//
-// sel, if not nil, lists the rows to decode. checked says the codes of the
-// valid rows are known to index the dictionary (the scan's own reader
-// checked them); else they are checked here.
-func decodeStringDictionary(mem memory.Allocator, d *array.Dictionary, sel []int32, checked bool) (arrow.Array, error) {
-	dict, ok := d.Dictionary().(*array.String)
-	if !ok {
-		return nil, fmt.Errorf("dictionary of %s, want utf8", d.Dictionary().DataType())
-	}
-	var idx []int32
-	switch ix := d.Indices().(type) {
-	case *array.Int32:
-		idx = ix.Int32Values()
-	default:
-		return nil, fmt.Errorf("dictionary indices of %s, want int32", d.Indices().DataType())
-	}
-	if d.NullN() == 0 && dict.NullN() == 0 {
-		// The common case (a required column): unless the reader checked
-		// the codes, one unsigned maximum checks them all; the selected
-		// codes are gathered without a look at validity.
-		if !checked {
-			var top uint32
-			for _, j := range idx {
-				top = max(top, uint32(j))
-			}
-			if len(idx) > 0 && top >= uint32(dict.Len()) {
-				return nil, fmt.Errorf("dictionary index %d out of range [0, %d)", int32(top), dict.Len())
-			}
-		}
-		if out := oneByteStrings(mem, dict, idx, sel); out != nil {
-			return out, nil
-		}
-		if sel == nil {
-			return takeString(mem, dict, idx), nil
-		}
-		codes := make([]int32, len(sel))
-		for k, r := range sel {
-			codes[k] = idx[r]
-		}
-		return takeString(mem, dict, codes), nil
-	}
-	for i, j := range idx {
-		if (int(j) < 0 || int(j) >= dict.Len()) && d.IsValid(i) {
-			return nil, fmt.Errorf("dictionary index %d out of range [0, %d)", j, dict.Len())
-		}
-	}
-	// Rare for a column written with a dictionary: mark NULL rows with a
-	// negative index, which takeString turns into NULL.
-	rows := sel
-	if rows == nil {
-		rows = make([]int32, len(idx))
-		for i := range rows {
-			rows[i] = int32(i)
-		}
-	}
-	codes := make([]int32, len(rows))
-	for k, r := range rows {
-		codes[k] = idx[r]
-		if d.IsNull(int(r)) || dict.IsNull(int(codes[k])) {
-			codes[k] = -1
-		}
-	}
-	return takeString(mem, dict, codes), nil
-}
-
-// oneByteStrings decodes the codes idx (of the rows sel, nil: all) of a
-// NULL-free dictionary whose entries are all one byte long (TPC-H's flags
-// and statuses), or returns nil for any other dictionary. Row i's value is
-// byte i of the values, so the offsets are 0, 1, 2, …: a read-only
-// sequence shared by every such array instead of written for each.
-func oneByteStrings(mem memory.Allocator, dict *array.String, idx, sel []int32) arrow.Array {
-	m := dict.Len()
-	if m == 0 || m > 256 {
-		return nil
-	}
-	offs := dict.ValueOffsets()
-	var lut [256]byte
-	vals := dict.ValueBytes()
-	base := offs[0]
-	for j := range m {
-		if offs[j+1]-offs[j] != 1 {
-			return nil
-		}
-		lut[j] = vals[offs[j]-base]
-	}
-	n := len(idx)
-	if sel != nil {
-		n = len(sel)
-	}
-	valBuf := mempool.NewOutputBuffer(mem, n)
-	out := valBuf.Bytes()
-	if sel == nil {
-		for i, c := range idx {
-			out[i] = lut[uint8(c)]
-		}
-	} else {
-		for i, r := range sel {
-			out[i] = lut[uint8(idx[r])]
-		}
-	}
-	offBuf := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(identityOffsets(n + 1)))
-	return finishArray(arrow.BinaryTypes.String, n, nil, offBuf, valBuf, 0)
-}
-
-// identity holds 0, 1, 2, … (never written once published), grown on
-// demand; identityOffsets hands out its first n values.
-var identity atomic.Pointer[[]int32]
-
-func identityOffsets(n int) []int32 {
-	if p := identity.Load(); p != nil && len(*p) >= n {
-		return (*p)[:n:n]
-	}
-	seq := make([]int32, max(n, 1<<16))
-	for i := range seq {
-		seq[i] = int32(i)
-	}
-	identity.Store(&seq)
-	return seq[:n:n]
-}
-
 // dictFilter is one pushed conjunct on a dictionary-read string column:
 // pos is the column's position in the scan's output, truth the conjunct's
 // value per entry of the dictionary it was last evaluated on.
@@ -1290,7 +1061,7 @@ func (vf *valueFilters) selection(mem memory.Allocator, rec arrow.RecordBatch, r
 	if !ok || int64(mask.Len()) != n {
 		return nil, true, false
 	}
-	vf.sel = selectionIndices(mask, vf.sel)
+	vf.sel = kernels.SelectionIndices(mask, vf.sel)
 	switch int64(len(vf.sel)) {
 	case 0:
 		return nil, false, true
@@ -1345,71 +1116,6 @@ func (f *dictFilter) evaluate(mem memory.Allocator, dict arrow.Array, readSchema
 	return true
 }
 
-// readDecimalsRaw switches the manifest's decimal leaves stored as INT32 or
-// INT64 to those integer types, so the reader hands their values over
-// without a copy (its own conversion to decimal128 goes value by value
-// through a generic loop, 7 to 13 % of a scan-heavy query); shape then
-// widens them in one tight loop. It returns, per read column (fields'
-// order), whether that column is read so.
-func readDecimalsRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) []bool {
-	return readAsStored(m, rdr, fields, func(t arrow.DataType, phys parquet.Type) arrow.DataType {
-		if t.ID() != arrow.DECIMAL128 {
-			return nil
-		}
-		switch phys {
-		case parquet.Types.Int64:
-			return arrow.PrimitiveTypes.Int64
-		case parquet.Types.Int32:
-			return arrow.PrimitiveTypes.Int32
-		}
-		return nil
-	})
-}
-
-// readDatesRaw sets the manifest to read the DATE32 fields among fields as
-// Int32, and marks them: arrow's reader hands INT32 columns over without a
-// copy, but copies them value by value into a new buffer as Date32. The
-// scan turns them back into Date32 over the same buffers.
-func readDatesRaw(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int) []bool {
-	return readAsStored(m, rdr, fields, func(t arrow.DataType, phys parquet.Type) arrow.DataType {
-		if t.ID() != arrow.DATE32 || phys != parquet.Types.Int32 {
-			return nil
-		}
-		return arrow.PrimitiveTypes.Int32
-	})
-}
-
-// readAsStored switches the manifest's leaf fields among fields to the
-// type as returns for their Arrow type and physical type (nil: leave it),
-// and returns per read column whether it did.
-func readAsStored(m *pqarrow.SchemaManifest, rdr *file.Reader, fields []int, as func(arrow.DataType, parquet.Type) arrow.DataType) []bool {
-	raw := make([]bool, len(fields))
-	for j, c := range fields {
-		sf := manifestLeaf(m, c)
-		if sf == nil {
-			continue
-		}
-		t := as(sf.Field.Type, rdr.MetaData().Schema.Column(sf.ColIndex).PhysicalType())
-		if t == nil {
-			continue
-		}
-		f := *sf.Field
-		f.Type = t
-		sf.Field = &f
-		raw[j] = true
-	}
-	return raw
-}
-
-// manifestLeaf returns field c of the manifest when it is a leaf (a flat
-// column), else nil.
-func manifestLeaf(m *pqarrow.SchemaManifest, c int) *pqarrow.SchemaField {
-	if c < 0 || c >= len(m.Fields) || !m.Fields[c].IsLeaf() {
-		return nil
-	}
-	return &m.Fields[c]
-}
-
 // integersToDecimal turns the unscaled integers of a decimal column into a
 // decimal128 array of type want (sel, if not nil, picks the rows).
 func integersToDecimal(mem memory.Allocator, col arrow.Array, want arrow.DataType, sel []int32) (arrow.Array, error) {
@@ -1444,7 +1150,7 @@ func integersToDecimal(mem memory.Allocator, col arrow.Array, want arrow.DataTyp
 	var validity *memory.Buffer
 	nulls := 0
 	if col.NullN() > 0 {
-		validity = newValidity(mem, n)
+		validity = kernels.NewValidity(mem, n)
 		for i := range n {
 			r := i
 			if sel != nil {
@@ -1456,5 +1162,5 @@ func integersToDecimal(mem memory.Allocator, col arrow.Array, want arrow.DataTyp
 			}
 		}
 	}
-	return finishArray(want, n, validity, data, nil, nulls), nil
+	return kernels.FinishArray(want, n, validity, data, nil, nulls), nil
 }

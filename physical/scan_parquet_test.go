@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	pqcol "sluice/physical/datasource/parquet"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -24,6 +26,8 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical/expr"
+	"sluice/physical/internal/testutil"
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 	"sluice/plan"
 )
@@ -213,7 +217,7 @@ func TestParquetScanProjection(t *testing.T) {
 		t.Fatalf("schema %s", got)
 	}
 	bs := drainPartition(t, scan, 0, testTaskContext(mem, 64))
-	defer releaseAll(bs)
+	defer kernels.ReleaseAll(bs)
 	ids := int64Column(bs, 1)
 	if len(ids) != 300 {
 		t.Fatalf("%d rows, want 300", len(ids))
@@ -291,7 +295,7 @@ func TestParquetScanPruning(t *testing.T) {
 				t.Fatalf("%d units, want %d (%s)", scan.NumUnits(), tt.units, scan)
 			}
 			bs := drainPartition(t, scan, 0, testTaskContext(mem, 1000))
-			defer releaseAll(bs)
+			defer kernels.ReleaseAll(bs)
 			ids := int64Column(bs, 0)
 			if len(ids) != 100*tt.units {
 				t.Fatalf("%d rows, want %d", len(ids), 100*tt.units)
@@ -337,7 +341,7 @@ func TestParquetScanPartitions(t *testing.T) {
 						seen[id]++
 					}
 				}
-				releaseAll(bs)
+				kernels.ReleaseAll(bs)
 			}
 			if total != 300 {
 				t.Fatalf("partitions=%d projection=%v: %d rows, want 300", parts, proj, total)
@@ -452,7 +456,7 @@ func TestParquetScanNormalizesTypes(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	bs := drainPartition(t, NewParquetScan("n", tbl, []int{0, 1, 2, 3}, nil, 1), 0, testTaskContext(mem, 100))
-	defer releaseAll(bs)
+	defer kernels.ReleaseAll(bs)
 	if len(bs) != 1 || bs[0].NumRows() != 10 {
 		t.Fatalf("got %d batches", len(bs))
 	}
@@ -578,7 +582,7 @@ func TestParquetScanDictionaryStrings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := dictionaryOnlyStrings(rdr, []int{0}, []int{0})
+			got := pqcol.DictionaryOnlyStrings(rdr, []int{0}, []int{0})
 			rdr.Close()
 			if (len(got) == 1) != tc.wantDict {
 				t.Fatalf("dictionaryOnlyStrings = %v, want dictionary reading %v", got, tc.wantDict)
@@ -591,7 +595,7 @@ func TestParquetScanDictionaryStrings(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			bs := drainPartition(t, NewParquetScan("d", tbl, []int{0}, nil, 1), 0, testTaskContext(mem, 700))
-			defer releaseAll(bs)
+			defer kernels.ReleaseAll(bs)
 			i := 0
 			for _, b := range bs {
 				s := b.Column(0).(*array.String)
@@ -650,7 +654,7 @@ func TestFilterOverScanDictionaryPushdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rdr, m := openWithManifest(t, path); !dictColumns(m, rdr, []int{3}, []int{0}, dictionaryOnlyStrings(rdr, []int{3}, []int{0}))[0] {
+	if rdr, m := testutil.OpenWithManifest(t, path); pqcol.ChooseDecoders(m, rdr, []int{3}, []int{0}, pqcol.DictionaryOnlyStrings(rdr, []int{3}, []int{0}))[0] != pqcol.DictionaryCodes {
 		t.Fatal("kind was not written as a dictionary-encoded required column")
 	}
 	col := func(i int) *expr.Column {
@@ -842,32 +846,11 @@ func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
 	}
 }
 
-// writeParquetWith writes rec (and releases it) as one row group of a new
-// file at path, with the given writer properties.
-func writeParquetWith(t *testing.T, path string, rec arrow.RecordBatch, props ...parquet.WriterProperty) {
-	t.Helper()
-	writeParquetArrow(t, path, rec, pqarrow.DefaultWriterProps(), props...)
-}
-
-// writeParquetArrow is writeParquetWith with Arrow writer properties too.
-func writeParquetArrow(t *testing.T, path string, rec arrow.RecordBatch, aprops pqarrow.ArrowWriterProperties, props ...parquet.WriterProperty) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := pqarrow.NewFileWriter(rec.Schema(), f, parquet.NewWriterProperties(props...), aprops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Release()
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
+// writeParquetWith and writeParquetArrow are shared with the decoders' tests.
+var (
+	writeParquetWith  = testutil.WriteParquet
+	writeParquetArrow = testutil.WriteParquetArrow
+)
 
 // TestParquetScanDeltaKeysAndDates reads a file whose required integers
 // and decimals are delta encoded (the scan's own decoder) and whose
@@ -973,9 +956,9 @@ func TestParquetScanDeltaKeysAndDates(t *testing.T) {
 		}
 	}
 	// The delta decoder really is the one reading k and price.
-	rdr, m := openWithManifest(t, path)
-	readDecimalsRaw(m, rdr, []int{0, 1, 2})
-	if got := deltaColumns(m, rdr, []int{0, 1, 2}, []int{0, 1, 2}); !got[0] || !got[1] || got[2] {
+	rdr, m := testutil.OpenWithManifest(t, path)
+	pqcol.ReadDecimalsRaw(m, rdr, []int{0, 1, 2})
+	if got := pqcol.ChooseDecoders(m, rdr, []int{0, 1, 2}, []int{0, 1, 2}, nil); got[0] != pqcol.DeltaIntegers || got[1] != pqcol.DeltaIntegers || got[2] == pqcol.DeltaIntegers {
 		t.Fatalf("delta columns %v, want k and price", got)
 	}
 }

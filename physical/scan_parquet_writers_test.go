@@ -2,11 +2,12 @@ package physical
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	pqcol "sluice/physical/datasource/parquet"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"sluice/catalog"
+	"sluice/physical/internal/testutil"
 )
 
 // writerTestSchema holds a column of each type sluice reads, nullable
@@ -164,19 +166,18 @@ func TestParquetScanMatchesEveryWriter(t *testing.T) {
 			checkScanMatches(t, path, want)
 			// Every column but the booleans is read by the scan's own
 			// readers, not arrow's.
-			rdr, m := openWithManifest(t, path)
+			rdr, m := testutil.OpenWithManifest(t, path)
 			fields := make([]int, want.NumCols())
 			for i := range fields {
 				fields[i] = i
 			}
-			rgs := allRowGroups(rdr)
-			readDecimalsRaw(m, rdr, fields)
-			readDatesRaw(m, rdr, fields)
-			dictLeaves := dictionaryOnlyStrings(rdr, fields, rgs)
-			delta, dictNum := deltaColumns(m, rdr, fields, rgs), dictNumColumns(m, rdr, fields, rgs)
-			flat, flatStr := flatColumns(m, rdr, fields, rgs), flatStringColumns(m, rdr, fields, rgs)
+			rgs := testutil.AllRowGroups(rdr)
+			pqcol.ReadDecimalsRaw(m, rdr, fields)
+			pqcol.ReadDatesRaw(m, rdr, fields)
+			dictLeaves := pqcol.DictionaryOnlyStrings(rdr, fields, rgs)
+			decoders := pqcol.ChooseDecoders(m, rdr, fields, rgs, nil)
 			for j := range fields {
-				own := delta[j] || dictNum[j] || flat[j] || flatStr[j] || slices.Contains(dictLeaves, j)
+				own := decoders[j] != "" || slices.Contains(dictLeaves, j)
 				if name := want.Schema().Field(j).Name; own != (name != "ok") {
 					t.Errorf("column %s read by the scan's own reader: %v", name, own)
 				}
@@ -205,7 +206,7 @@ func checkScanMatches(t *testing.T, path string, want arrow.RecordBatch) {
 			for c := range int(b.NumCols()) {
 				got, exp := b.Column(c), want.Column(c)
 				for r := range int(b.NumRows()) {
-					if g, w := cellValue(got, r), cellValue(exp, row+r); g != w {
+					if g, w := testutil.CellValue(got, r), testutil.CellValue(exp, row+r); g != w {
 						t.Fatalf("batch size %d: column %s row %d: read %v, wrote %v", batch, want.Schema().Field(c).Name, row+r, g, w)
 					}
 				}
@@ -218,38 +219,4 @@ func checkScanMatches(t *testing.T, path string, want arrow.RecordBatch) {
 		}
 		mem.AssertSize(t, 0)
 	}
-}
-
-// cellValue is row r of a as a comparable Go value (nil for NULL), the
-// same for a value whatever width it is read at.
-func cellValue(a arrow.Array, r int) any {
-	if a.IsNull(r) {
-		return nil
-	}
-	switch a := a.(type) {
-	case *array.Int32:
-		return int64(a.Value(r))
-	case *array.Int64:
-		return a.Value(r)
-	case *array.Float32:
-		return float64(a.Value(r))
-	case *array.Float64:
-		if math.IsNaN(a.Value(r)) {
-			return "NaN"
-		}
-		return a.Value(r)
-	case *array.Decimal128:
-		return a.Value(r)
-	case *array.Date32:
-		return int64(a.Value(r))
-	case *array.String:
-		return a.Value(r)
-	case *array.Boolean:
-		return a.Value(r)
-	case *array.Timestamp:
-		// Read at microseconds, whatever unit the file stores.
-		unit := a.DataType().(*arrow.TimestampType).Unit
-		return int64(a.Value(r)) * map[arrow.TimeUnit]int64{arrow.Millisecond: 1000, arrow.Microsecond: 1}[unit]
-	}
-	return a.ValueStr(r)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 	"sluice/plan"
 )
@@ -244,7 +245,7 @@ func (s *setOpStream) keep(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
-	sel, err := selectRows(s.tc.Alloc, b, idx)
+	sel, err := kernels.SelectRows(s.tc.Alloc, b, idx)
 	if err != nil {
 		return nil, err
 	}

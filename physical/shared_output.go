@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 
+	"sluice/physical/kernels"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -104,7 +106,7 @@ func (p *sharedPart) produce(ctx context.Context, input Operator, part int, tc *
 		if err != nil {
 			// Every stream gets the error from here on; the rows before
 			// it are no use to anyone.
-			releaseAll(p.batches)
+			kernels.ReleaseAll(p.batches)
 			p.batches = nil
 		}
 		close(p.more)
@@ -208,7 +210,7 @@ func (s *sharedStream) Close() {
 		<-stopped
 	}
 	p.mu.Lock()
-	releaseAll(p.batches)
+	kernels.ReleaseAll(p.batches)
 	p.batches = nil
 	p.mu.Unlock()
 }

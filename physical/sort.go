@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -85,12 +86,12 @@ type sortStream struct {
 
 	batches []arrow.RecordBatch // slot per input batch (nil: released)
 	sorted  bool
-	refs    []rowRef // sorted output rows not yet emitted
+	refs    []kernels.RowRef // sorted output rows not yet emitted
 	closed  bool
 	err     error // sticky: consuming the input failed
 
 	// top-K state
-	heap     []rowRef
+	heap     []kernels.RowRef
 	counts   []int // heap entries per slot
 	live     int   // slots with a batch
 	retained int   // rows in live slots
@@ -126,7 +127,7 @@ func (s *sortStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	n := min(len(s.refs), max(s.tc.BatchSize, 1))
-	out, err := interleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, s.refs[:n])
+	out, err := kernels.InterleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, s.refs[:n])
 	if err != nil {
 		return nil, fmt.Errorf("sort: %w", err)
 	}
@@ -142,8 +143,8 @@ func (s *sortStream) addBatch(b arrow.RecordBatch) (int32, error) {
 		b.Release()
 		return 0, fmt.Errorf("sort: %w", err)
 	}
-	if err := s.res.Grow(batchBytes(b) + 8*b.NumRows()); err != nil {
-		releaseAll(keys)
+	if err := s.res.Grow(kernels.BatchBytes(b) + 8*b.NumRows()); err != nil {
+		kernels.ReleaseAll(keys)
 		b.Release()
 		return 0, fmt.Errorf("sort: %w", err)
 	}
@@ -158,7 +159,7 @@ func (s *sortStream) addBatch(b arrow.RecordBatch) (int32, error) {
 // dropBatch releases slot i.
 func (s *sortStream) dropBatch(i int32) {
 	b := s.batches[i]
-	s.res.Shrink(batchBytes(b) + 8*b.NumRows())
+	s.res.Shrink(kernels.BatchBytes(b) + 8*b.NumRows())
 	b.Release()
 	s.batches[i] = nil
 	s.cmp.dropBatch(int(i))
@@ -182,10 +183,10 @@ func (s *sortStream) consumeAll(ctx context.Context) error {
 		}
 		total += int(s.batches[slot].NumRows())
 	}
-	s.refs = make([]rowRef, 0, total)
+	s.refs = make([]kernels.RowRef, 0, total)
 	for i, b := range s.batches {
 		for r := int32(0); r < int32(b.NumRows()); r++ {
-			s.refs = append(s.refs, rowRef{int32(i), r})
+			s.refs = append(s.refs, kernels.RowRef{Batch: int32(i), Row: r})
 		}
 	}
 	slices.SortFunc(s.refs, s.cmp.compare)
@@ -217,7 +218,7 @@ func (s *sortStream) consumeTopK(ctx context.Context) error {
 		}
 		n := int32(s.batches[slot].NumRows())
 		for r := int32(0); r < n; r++ {
-			ref := rowRef{slot, r}
+			ref := kernels.RowRef{Batch: slot, Row: r}
 			if len(s.heap) < k {
 				s.counts[slot]++
 				s.heap = append(s.heap, ref)
@@ -230,7 +231,7 @@ func (s *sortStream) consumeTopK(ctx context.Context) error {
 			// Count the newcomer before dropping the evicted row so the
 			// current slot never reaches zero while in use.
 			s.counts[slot]++
-			old := s.heap[0].batch
+			old := s.heap[0].Batch
 			s.heap[0] = ref
 			s.siftDown(0)
 			if s.counts[old]--; s.counts[old] == 0 {
@@ -255,7 +256,7 @@ func (s *sortStream) consumeTopK(ctx context.Context) error {
 // compact copies the heap's rows into one batch and drops the old slots.
 // Heap order is kept, so the heap stays valid.
 func (s *sortStream) compact() error {
-	b, err := interleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, s.heap)
+	b, err := kernels.InterleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, s.heap)
 	if err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
@@ -272,7 +273,7 @@ func (s *sortStream) compact() error {
 		return err
 	}
 	for i := range s.heap {
-		s.heap[i] = rowRef{slot, int32(i)}
+		s.heap[i] = kernels.RowRef{Batch: slot, Row: int32(i)}
 	}
 	s.counts[slot] = len(s.heap)
 	return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"sluice/physical/kernels"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -147,10 +149,10 @@ func (s *mergeStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.left >= 0 {
 		limit = int(min(int64(limit), s.left))
 	}
-	refs := make([]rowRef, 0, limit)
+	refs := make([]kernels.RowRef, 0, limit)
 	for len(refs) < limit && len(s.heap) > 0 {
 		i := s.heap[0]
-		refs = append(refs, rowRef{s.cur[i], s.pos[i]})
+		refs = append(refs, kernels.RowRef{Batch: s.cur[i], Row: s.pos[i]})
 		s.pos[i]++
 		if int64(s.pos[i]) < s.batches[s.cur[i]].NumRows() {
 			s.siftDown(0)
@@ -176,7 +178,7 @@ func (s *mergeStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 	if len(refs) == 0 {
 		return nil, io.EOF
 	}
-	out, err := interleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, refs)
+	out, err := kernels.InterleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, refs)
 	if err != nil {
 		return nil, fmt.Errorf("sort preserving merge: %w", err)
 	}
@@ -238,7 +240,7 @@ func (s *mergeStream) dropSlot(slot int32) {
 
 func (s *mergeStream) less(a, b int) bool {
 	x, y := s.heap[a], s.heap[b]
-	c := s.cmp.compare(rowRef{s.cur[x], s.pos[x]}, rowRef{s.cur[y], s.pos[y]})
+	c := s.cmp.compare(kernels.RowRef{Batch: s.cur[x], Row: s.pos[x]}, kernels.RowRef{Batch: s.cur[y], Row: s.pos[y]})
 	// Ties go to the lower input so equal rows keep partition order.
 	return c < 0 || (c == 0 && x < y)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 )
 
 // Values produces literal rows in a single partition. Each row's
@@ -69,7 +70,7 @@ func (s *valuesStream) build() (arrow.RecordBatch, error) {
 	cells := make([][]arrow.Array, len(fields))
 	defer func() {
 		for _, c := range cells {
-			releaseAll(c)
+			kernels.ReleaseAll(c)
 		}
 	}()
 	for r, row := range s.op.rows {
@@ -93,7 +94,7 @@ func (s *valuesStream) build() (arrow.RecordBatch, error) {
 		}
 	}
 	cols := make([]arrow.Array, len(fields))
-	defer releaseAll(cols)
+	defer kernels.ReleaseAll(cols)
 	for i := range fields {
 		c, err := array.Concatenate(cells[i], mem)
 		if err != nil {

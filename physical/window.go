@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 	"sluice/plan"
 )
@@ -304,9 +305,9 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 		b.Release()
 		return fmt.Errorf("window: %w", err)
 	}
-	n := batchBytes(b)
+	n := kernels.BatchBytes(b)
 	if err := s.res.Grow(n); err != nil {
-		releaseAll(keys)
+		kernels.ReleaseAll(keys)
 		b.Release()
 		return fmt.Errorf("window: %w", err)
 	}
@@ -317,14 +318,14 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 	slot := int32(len(s.pending) - 1)
 	// The last row of b that starts a partition, scanning backwards.
 	for r := int32(b.NumRows()) - 1; r >= 0; r-- {
-		prev := rowRef{slot, r - 1}
+		prev := kernels.RowRef{Batch: slot, Row: r - 1}
 		if r == 0 {
 			if slot == 0 {
 				break
 			}
-			prev = rowRef{slot - 1, int32(s.pending[slot-1].NumRows()) - 1}
+			prev = kernels.RowRef{Batch: slot - 1, Row: int32(s.pending[slot-1].NumRows()) - 1}
 		}
-		if s.pcmp.compare(prev, rowRef{slot, r}) != 0 {
+		if s.pcmp.compare(prev, kernels.RowRef{Batch: slot, Row: r}) != 0 {
 			return s.flush(int(slot), int(r))
 		}
 	}
@@ -350,14 +351,14 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	var in arrow.RecordBatch
 	var err error
 	if len(done) > 0 {
-		in, err = concatBatches(s.tc.Alloc, s.op.input.Schema(), done)
+		in, err = kernels.ConcatBatches(s.tc.Alloc, s.op.input.Schema(), done)
 	}
 	if head != nil {
 		head.Release()
 	}
 	// The rows are in `in` (and `rest`) now: the pending batches go, and
 	// with them their reservation, before the functions are computed.
-	releaseAll(s.pending)
+	kernels.ReleaseAll(s.pending)
 	s.pending, s.pendingSizes = s.pending[:0], s.pendingSizes[:0]
 	s.pcmp.reset()
 	s.res.Shrink(s.pendingBytes - keep)
@@ -392,7 +393,7 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 	extra := int64(0)
 	if copied {
-		extra = batchBytes(in)
+		extra = kernels.BatchBytes(in)
 		if err := s.res.Grow(extra); err != nil {
 			return fmt.Errorf("window: %w", err)
 		}
@@ -405,7 +406,7 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 	defer whole.Release()
 	// The output holds the input columns (reserved as extra when copied)
 	// and the results.
-	need := max(batchBytes(whole)-extra, 0)
+	need := max(kernels.BatchBytes(whole)-extra, 0)
 	if err := s.res.Grow(need); err != nil {
 		s.res.Shrink(extra)
 		return fmt.Errorf("window: %w", err)
@@ -427,7 +428,7 @@ func (s *windowStream) compute(in arrow.RecordBatch) (arrow.RecordBatch, error) 
 	defer p.release()
 	cols := append([]arrow.Array(nil), in.Columns()...)
 	results := make([]arrow.Array, 0, len(s.op.funcs))
-	defer func() { releaseAll(results) }()
+	defer func() { kernels.ReleaseAll(results) }()
 	for _, f := range s.op.funcs {
 		a, err := p.compute(f)
 		if err != nil {
@@ -444,9 +445,9 @@ func (s *windowStream) Close() {
 	}
 	s.closed = true
 	s.in.Close()
-	releaseAll(s.pending)
+	kernels.ReleaseAll(s.pending)
 	s.pending = nil
-	releaseAll(s.out)
+	kernels.ReleaseAll(s.out)
 	s.out = nil
 	s.pcmp.release()
 	s.res.Free()

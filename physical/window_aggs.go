@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/kernels"
 	"sluice/plan"
 )
 
@@ -354,7 +355,7 @@ func (m *winMinMax) add(r int) error {
 		m.best = r
 		return nil
 	}
-	c := m.col.compare(rowRef{0, int32(r)}, rowRef{0, int32(m.best)})
+	c := m.col.compare(kernels.RowRef{Batch: 0, Row: int32(r)}, kernels.RowRef{Batch: 0, Row: int32(m.best)})
 	if (m.isMax && c > 0) || (!m.isMax && c < 0) {
 		m.best = r
 	}
@@ -368,7 +369,7 @@ func (m *winMinMax) emit(r int) error {
 	return nil
 }
 func (m *winMinMax) finish(mem memory.Allocator) (arrow.Array, error) {
-	vals, err := takeArray(mem, m.arg, m.out)
+	vals, err := kernels.TakeArray(mem, m.arg, m.out)
 	if err != nil {
 		return nil, err
 	}
@@ -397,5 +398,5 @@ func (m *winMinMax) finish(mem memory.Allocator) (arrow.Array, error) {
 		return nil, err
 	}
 	defer all.Release()
-	return takeArray(mem, all, idx)
+	return kernels.TakeArray(mem, all, idx)
 }

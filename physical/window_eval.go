@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/kernels"
 	"sluice/plan"
 )
 
@@ -55,11 +56,11 @@ func newWindowPartitions(op *Window, in arrow.RecordBatch, tc *TaskContext) (*wi
 	p.peerEnd = make([]int32, n)
 	groupStart := 0
 	for r := 0; r <= n; r++ {
-		newPart := r == 0 || r == n || pcmp.compare(rowRef{0, int32(r - 1)}, rowRef{0, int32(r)}) != 0
+		newPart := r == 0 || r == n || pcmp.compare(kernels.RowRef{Batch: 0, Row: int32(r - 1)}, kernels.RowRef{Batch: 0, Row: int32(r)}) != 0
 		if newPart {
 			p.parts = append(p.parts, r)
 		}
-		if r > 0 && (newPart || ocmp.compare(rowRef{0, int32(r - 1)}, rowRef{0, int32(r)}) != 0) {
+		if r > 0 && (newPart || ocmp.compare(kernels.RowRef{Batch: 0, Row: int32(r - 1)}, kernels.RowRef{Batch: 0, Row: int32(r)}) != 0) {
 			for k := groupStart; k < r; k++ {
 				p.peerStart[k], p.peerEnd[k] = int32(groupStart), int32(r)
 			}
@@ -77,11 +78,11 @@ func (p *windowPartitions) release() {
 
 // compute evaluates f over every partition.
 func (p *windowPartitions) compute(f WindowExpr) (arrow.Array, error) {
-	args, err := evalAll(f.Args, p.in, p.mem)
+	args, err := kernels.EvalAll(f.Args, p.in, p.mem)
 	if err != nil {
 		return nil, err
 	}
-	defer releaseAll(args)
+	defer kernels.ReleaseAll(args)
 	for i, a := range args {
 		if a.DataType().ID() == arrow.NULL && f.Args[i].DataType().ID() != arrow.NULL {
 			na := array.MakeArrayOfNull(p.mem, f.Args[i].DataType(), a.Len())
@@ -212,7 +213,7 @@ func (p *windowPartitions) gather(x, dflt arrow.Array, idx []int) (arrow.Array, 
 			take[r] = int32(n)
 		}
 	}
-	return takeArray(p.mem, all, take)
+	return kernels.TakeArray(p.mem, all, take)
 }
 
 // lagLead computes lag(x, offset, default) and lead(...).

@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"encoding/binary"
@@ -32,7 +32,7 @@ func deltaColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups
 	out := make([]bool, len(fields))
 	md := rdr.MetaData()
 	for j, c := range fields {
-		sf := manifestLeaf(m, c)
+		sf := ManifestLeaf(m, c)
 		if sf == nil || sf.Field.Type.ID() != arrow.INT64 {
 			continue
 		}
@@ -68,7 +68,7 @@ func newDeltaColumn(rdr *file.Reader, leaf int, rowGroups []int) *deltaColumn {
 }
 
 // read returns the next n values as an Int64 array.
-func (c *deltaColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
+func (c *deltaColumn) Read(mem memory.Allocator, n int) (arrow.Array, error) {
 	buf := mempool.NewOutputBuffer(mem, n*8)
 	out := arrow.Int64Traits.CastFromBytes(buf.Bytes())
 	for done := 0; done < n; {
@@ -108,7 +108,7 @@ func (c *deltaColumn) nextPage() error {
 	return c.dec.reset(data, int(p.NumValues()))
 }
 
-func (c *deltaColumn) close() { c.pages.close() }
+func (c *deltaColumn) Close() { c.pages.close() }
 
 // columnPages walks the pages of one column chunk after another over a
 // list of row groups, for the columns the scan decodes itself.

@@ -1,4 +1,4 @@
-package physical
+package kernels
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/internal/testutil"
 	"sluice/plan"
 )
 
@@ -43,7 +44,7 @@ func utilBatch(t testing.TB, mem memory.Allocator, base int) arrow.RecordBatch {
 			cols[c] = append(cols[c], x)
 		}
 	}
-	b := makeBatch(t, mem, arrow.NewSchema(utilSchema.Fields()[:8], nil), cols...)
+	b := testutil.MakeBatch(t, mem, arrow.NewSchema(utilSchema.Fields()[:8], nil), cols...)
 	copy(arrs, b.Columns())
 	for _, a := range arrs[:8] {
 		a.Retain()
@@ -61,7 +62,7 @@ func utilBatch(t testing.TB, mem memory.Allocator, base int) arrow.RecordBatch {
 	ib.Release()
 	arrs[9] = array.NewNull(10)
 	out := array.NewRecordBatch(utilSchema, arrs, 10)
-	releaseAll(arrs)
+	ReleaseAll(arrs)
 	return out
 }
 
@@ -85,12 +86,12 @@ func TestTakeBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srcRows := batchRows(src)
+			srcRows := testutil.BatchRows(src)
 			var want [][]any
 			for _, i := range tt.idx {
 				want = append(want, srcRows[i])
 			}
-			if g, w := rowsString(batchRows(got)), rowsString(want); g != w {
+			if g, w := testutil.RowsString(testutil.BatchRows(got)), testutil.RowsString(want); g != w {
 				t.Errorf("got\n%s\nwant\n%s", g, w)
 			}
 			got.Release()
@@ -106,26 +107,26 @@ func TestInterleaveAndConcat(t *testing.T) {
 	bs := b.NewSlice(1, 10)
 	b.Release()
 	batches := []arrow.RecordBatch{a, nil, bs}
-	refs := []rowRef{{2, 0}, {0, 9}, {0, 3}, {2, 6}, {2, 8}, {0, 0}}
-	got, err := interleaveBatches(mem, utilSchema, batches, refs)
+	refs := []RowRef{{2, 0}, {0, 9}, {0, 3}, {2, 6}, {2, 8}, {0, 0}}
+	got, err := InterleaveBatches(mem, utilSchema, batches, refs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := [][][]any{batchRows(a), nil, batchRows(bs)}
+	rows := [][][]any{testutil.BatchRows(a), nil, testutil.BatchRows(bs)}
 	var want [][]any
 	for _, r := range refs {
-		want = append(want, rows[r.batch][r.row])
+		want = append(want, rows[r.Batch][r.Row])
 	}
-	if g, w := rowsString(batchRows(got)), rowsString(want); g != w {
+	if g, w := testutil.RowsString(testutil.BatchRows(got)), testutil.RowsString(want); g != w {
 		t.Errorf("interleave got\n%s\nwant\n%s", g, w)
 	}
 	got.Release()
 
-	cat, err := concatBatches(mem, utilSchema, []arrow.RecordBatch{a, bs})
+	cat, err := ConcatBatches(mem, utilSchema, []arrow.RecordBatch{a, bs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, w := rowsString(batchRows(cat)), rowsString(append(rows[0], rows[2]...)); g != w {
+	if g, w := testutil.RowsString(testutil.BatchRows(cat)), testutil.RowsString(append(rows[0], rows[2]...)); g != w {
 		t.Errorf("concat got\n%s\nwant\n%s", g, w)
 	}
 	cat.Release()
@@ -140,11 +141,11 @@ func TestSelectionIndices(t *testing.T) {
 	bb.AppendValues([]bool{true, false, true, true, false, true, true, true, false, true}, []bool{true, true, false, true, true, true, true, true, true, true})
 	mask := bb.NewBooleanArray()
 	bb.Release()
-	if got := fmt.Sprint(selectionIndices(mask, nil)); got != "[0 3 5 6 7 9]" {
+	if got := fmt.Sprint(SelectionIndices(mask, nil)); got != "[0 3 5 6 7 9]" {
 		t.Errorf("got %s", got)
 	}
 	sl := array.NewSlice(mask, 2, 9).(*array.Boolean)
-	if got := fmt.Sprint(selectionIndices(sl, nil)); got != "[1 3 4 5]" {
+	if got := fmt.Sprint(SelectionIndices(sl, nil)); got != "[1 3 4 5]" {
 		t.Errorf("sliced got %s", got)
 	}
 	sl.Release()
@@ -175,7 +176,7 @@ func TestSelectionIndices(t *testing.T) {
 				want = append(want, int32(i))
 			}
 		}
-		if got := selectionIndices(m, []int32{42}); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+		if got := SelectionIndices(m, []int32{42}); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
 			t.Errorf("n=%d: got %v, want %v", n, got, want)
 		}
 		m.Release()
@@ -220,7 +221,7 @@ func TestTakeShortStrings(t *testing.T) {
 					idx[i] = -1
 				}
 			}
-			got := takeString(mem, src, idx).(*array.String)
+			got := TakeString(mem, src, idx).(*array.String)
 			for i, j := range idx {
 				switch {
 				case j < 0 || src.IsNull(int(j)):
@@ -252,14 +253,14 @@ func BenchmarkSelectionIndices(b *testing.B) {
 		b.Run(fmt.Sprintf("%d%%", pct), func(b *testing.B) {
 			var idx []int32
 			for b.Loop() {
-				idx = selectionIndices(m, idx)
+				idx = SelectionIndices(m, idx)
 			}
 		})
 		m.Release()
 	}
 }
 
-// TestTakeStringGeneral covers takeString's general path (a source too
+// TestTakeStringGeneral covers TakeString's general path (a source too
 // large for takeShortStrings): values of every length from empty to past
 // the two-word copy, the source's last values (too near the end of its
 // buffer for a 16-byte read), a sliced source, and the output buffer
@@ -284,7 +285,7 @@ func TestTakeStringGeneral(t *testing.T) {
 			idx[i] = int32(rng.IntN(src.Len()))
 		}
 		idx[0], idx[1], idx[2] = int32(src.Len()-1), int32(src.Len()-2), int32(src.Len()-1) // the buffer's tail
-		got := takeString(mem, src, idx).(*array.String)
+		got := TakeString(mem, src, idx).(*array.String)
 		for i, j := range idx {
 			if got.Value(i) != src.Value(int(j)) {
 				t.Fatalf("slice %d row %d: %q, want %q", off, i, got.Value(i), src.Value(int(j)))
@@ -312,7 +313,7 @@ func randomBytesBatch(t testing.TB, mem memory.Allocator, r *rand.Rand, n int, n
 			cols[c] = append(cols[c], v)
 		}
 	}
-	b := makeBatch(t, mem, schema, cols...)
+	b := testutil.MakeBatch(t, mem, schema, cols...)
 	// Add a NULL-typed column: it references no memory.
 	arrs := append(append([]arrow.Array(nil), b.Columns()...), array.NewNull(n))
 	out := array.NewRecordBatch(arrow.NewSchema(append(schema.Fields(), arrow.Field{Name: "n", Type: arrow.Null, Nullable: true}), nil), arrs, int64(n))
@@ -335,14 +336,14 @@ func TestBatchBytesSlices(t *testing.T) {
 		n := r.IntN(3000)
 		nullRate := []float64{0, 0.1, 0.5, 1}[r.IntN(4)]
 		b := randomBytesBatch(t, mem, r, n, nullRate, r.IntN(60))
-		whole := batchBytes(b)
+		whole := BatchBytes(b)
 		ncols := int64(b.NumCols())
 		// Cut b into consecutive slices of random lengths.
 		var sum, slices int64
 		for off := 0; off < n; {
 			end := min(n, off+1+r.IntN(max(n/4, 8)))
 			s := b.NewSlice(int64(off), int64(end))
-			got := batchBytes(s)
+			got := BatchBytes(s)
 			idx := make([]int32, end-off)
 			for i := range idx {
 				idx[i] = int32(i)
@@ -352,7 +353,7 @@ func TestBatchBytesSlices(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The copy may drop a bitmap the slice still shares.
-			want := batchBytes(cp)
+			want := BatchBytes(cp)
 			rows := int64(end - off)
 			if got < want-ncols || got > want+ncols*(rows/8+2) {
 				t.Fatalf("seed %d: slice [%d, %d) of %d rows (null rate %v) charged %d bytes, a copy of it takes %d", seed, off, end, n, nullRate, got, want)
@@ -381,11 +382,11 @@ func TestBatchBytesSmallSlices(t *testing.T) {
 	r := rand.New(rand.NewPCG(412, 1))
 	b := randomBytesBatch(t, mem, r, 35000, 0.1, 12)
 	defer b.Release()
-	whole := batchBytes(b)
+	whole := BatchBytes(b)
 	var sum int64
 	for off := int64(0); off < b.NumRows(); off += 7 {
 		s := b.NewSlice(off, min(off+7, b.NumRows()))
-		sum += batchBytes(s)
+		sum += BatchBytes(s)
 		s.Release()
 	}
 	if sum > whole*3/2 {
@@ -404,12 +405,12 @@ func TestBatchBytesLayouts(t *testing.T) {
 	// int64, 4 float64, 4 decimal128, 4 date32, 4 timestamp, 5 offsets and
 	// 6 string bytes, 1 byte of booleans, 4 int16, nothing for NULL.
 	want := int64(9 + 4*4 + 4*8 + 4*8 + 4*16 + 4*4 + 4*8 + 5*4 + 6 + 1 + 4*2)
-	if got := batchBytes(s); got != want {
-		t.Errorf("batchBytes of rows 2..5 = %d, want %d", got, want)
+	if got := BatchBytes(s); got != want {
+		t.Errorf("BatchBytes of rows 2..5 = %d, want %d", got, want)
 	}
 	empty := b.NewSlice(4, 4)
 	defer empty.Release()
-	if got := batchBytes(empty); got != 0 {
+	if got := BatchBytes(empty); got != 0 {
 		t.Errorf("an empty slice is charged %d bytes", got)
 	}
 }
@@ -429,32 +430,32 @@ func TestInterleaveFromManyBatches(t *testing.T) {
 			continue // a released slot, as a top-K sort leaves
 		}
 		batches[i] = utilBatch(t, mem, 10*i)
-		rows[i] = batchRows(batches[i])
+		rows[i] = testutil.BatchRows(batches[i])
 	}
 	for range 200 {
 		m := 4 + r.IntN(len(batches)-4) // sources passed: batches[:m]
-		refs := make([]rowRef, 1+r.IntN(40))
+		refs := make([]RowRef, 1+r.IntN(40))
 		for j := range refs {
 			b := r.IntN(m)
 			for batches[b] == nil {
 				b = r.IntN(m)
 			}
-			refs[j] = rowRef{int32(b), int32(r.IntN(10))}
+			refs[j] = RowRef{int32(b), int32(r.IntN(10))}
 		}
-		got, err := interleaveBatches(mem, utilSchema, batches[:m], refs)
+		got, err := InterleaveBatches(mem, utilSchema, batches[:m], refs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var want [][]any
 		for _, ref := range refs {
-			want = append(want, rows[ref.batch][ref.row])
+			want = append(want, rows[ref.Batch][ref.Row])
 		}
-		if g, w := rowsString(batchRows(got)), rowsString(want); g != w {
+		if g, w := testutil.RowsString(testutil.BatchRows(got)), testutil.RowsString(want); g != w {
 			t.Fatalf("seed %d: refs %v gave\n%s\nwant\n%s", seed, refs, g, w)
 		}
 		got.Release()
 	}
-	releaseAll(batches)
+	ReleaseAll(batches)
 	mem.AssertSize(t, 0)
 }
 
@@ -476,7 +477,7 @@ func TestBatchBytesOfAList(t *testing.T) {
 	defer l.Release()
 	b := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "m", Type: l.DataType(), Nullable: true}}, nil), []arrow.Array{l}, int64(l.Len()))
 	defer b.Release()
-	if got := batchBytes(b); got < 4950 {
-		t.Fatalf("batchBytes %d, want at least the 4950 bytes of its strings", got)
+	if got := BatchBytes(b); got < 4950 {
+		t.Fatalf("BatchBytes %d, want at least the 4950 bytes of its strings", got)
 	}
 }

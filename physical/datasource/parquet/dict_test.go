@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sluice/physical/internal/testutil"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -77,14 +79,14 @@ func TestDictColumnMatchesValues(t *testing.T) {
 			for name, vals := range dictPatterns(n) {
 				name := fmt.Sprintf("%s %s n=%d", layout, name, n)
 				rdr := dictFile(t, 7000, extra, vals)
-				groups := allRowGroups(rdr)
+				groups := testutil.AllRowGroups(rdr)
 				for i := range groups {
 					cc, err := rdr.MetaData().RowGroup(i).ColumnChunk(0)
 					if err != nil || !cc.HasDictionaryPage() {
 						t.Fatalf("%s: row group %d has no dictionary page", name, i)
 					}
 				}
-				if got := dictionaryOnlyStrings(rdr, []int{0}, groups); len(got) != 1 {
+				if got := DictionaryOnlyStrings(rdr, []int{0}, groups); len(got) != 1 {
 					t.Fatalf("%s: written with pages other than dictionary codes", name)
 				}
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -93,7 +95,7 @@ func TestDictColumnMatchesValues(t *testing.T) {
 				// Odd batch sizes cross runs, pages and row groups.
 				for len(got) < n {
 					k := min(n-len(got), 1+len(got)%5001)
-					a, err := c.read(mem, k)
+					a, err := c.Read(mem, k)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
@@ -104,10 +106,10 @@ func TestDictColumnMatchesValues(t *testing.T) {
 					}
 					a.Release()
 				}
-				if _, err := c.read(mem, 1); err == nil {
+				if _, err := c.Read(mem, 1); err == nil {
 					t.Fatalf("%s: a read past the end did not fail", name)
 				}
-				c.close()
+				c.Close()
 				mem.AssertSize(t, 0)
 				for i := range got {
 					if got[i] != vals[i] {
@@ -125,10 +127,10 @@ func TestDictColumnMatchesValues(t *testing.T) {
 func TestDictColumnSharesTheRowGroupsDictionary(t *testing.T) {
 	rdr := dictFile(t, 1000, nil, dictPatterns(2000)["three"])
 	c := newDictColumn(rdr, 0, []int{0, 1})
-	defer c.close()
+	defer c.Close()
 	var dicts []arrow.ArrayData
 	for range 4 {
-		a, err := c.read(memory.DefaultAllocator, 500)
+		a, err := c.Read(memory.DefaultAllocator, 500)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,9 +163,9 @@ func TestDictColumnsChosenOnlyForFlatDictionaryStrings(t *testing.T) {
 		rec := array.NewRecordBatch(sc, []arrow.Array{a}, 3)
 		a.Release()
 		path := filepath.Join(t.TempDir(), "c.parquet")
-		writeParquetWith(t, path, rec, c.props...)
-		rdr, m := openWithManifest(t, path)
-		leaves := dictionaryOnlyStrings(rdr, []int{0}, []int{0})
+		testutil.WriteParquet(t, path, rec, c.props...)
+		rdr, m := testutil.OpenWithManifest(t, path)
+		leaves := DictionaryOnlyStrings(rdr, []int{0}, []int{0})
 		if got := dictColumns(m, rdr, []int{0}, []int{0}, leaves)[0]; got != c.want {
 			t.Errorf("%s: chosen for the dictionary code decoder %v, want %v", c.what, got, c.want)
 		}
@@ -236,7 +238,7 @@ func BenchmarkDictColumn(b *testing.B) {
 		rdr := dictFile(b, 1<<20, []parquet.WriterProperty{parquet.WithDataPageSize(1 << 20)}, vals)
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(4 << 20)
-			benchOwnColumn(b, func() ownColumn { return newDictColumn(rdr, 0, []int{0}) }, len(vals))
+			benchOwnColumn(b, func() Column { return newDictColumn(rdr, 0, []int{0}) }, len(vals))
 		})
 		// arrow's record reader on the same file, as the scan used it.
 		b.Run("arrow/"+name, func(b *testing.B) {
@@ -291,7 +293,7 @@ func TestDecodeStringDictionary(t *testing.T) {
 	} {
 		d := newDict(c.entries, c.entryValid, codes, c.valid)
 		for _, s := range [][]int32{nil, sel} {
-			got, err := decodeStringDictionary(mem, d, s, false)
+			got, err := DecodeStringDictionary(mem, d, s, false)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
@@ -324,7 +326,7 @@ func TestDecodeStringDictionary(t *testing.T) {
 	bad[7] = 3
 	for _, valid := range [][]bool{nil, rowValid} {
 		d := newDict([]string{"A", "", "xyz"}, nil, bad, valid)
-		if got, err := decodeStringDictionary(mem, d, nil, false); err == nil {
+		if got, err := DecodeStringDictionary(mem, d, nil, false); err == nil {
 			got.Release()
 			t.Fatalf("code 3 of a dictionary of 3 decoded (NULL rows: %v)", valid != nil)
 		}
@@ -332,7 +334,7 @@ func TestDecodeStringDictionary(t *testing.T) {
 	}
 	bad[7], bad[1] = 0, -4 // row 1 is NULL in rowValid
 	d := newDict([]string{"A", "", "xyz"}, nil, bad, rowValid)
-	got, err := decodeStringDictionary(mem, d, nil, false)
+	got, err := DecodeStringDictionary(mem, d, nil, false)
 	if err != nil {
 		t.Fatalf("the code of a NULL row was checked: %v", err)
 	}

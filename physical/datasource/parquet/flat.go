@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"encoding/binary"
@@ -68,7 +68,7 @@ func flatColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups 
 	out := make([]bool, len(fields))
 	md := rdr.MetaData()
 	for j, c := range fields {
-		sf := manifestLeaf(m, c)
+		sf := ManifestLeaf(m, c)
 		if sf == nil {
 			continue
 		}
@@ -140,7 +140,7 @@ func newFlatColumn(rdr *file.Reader, leaf int, rowGroups []int, typ arrow.DataTy
 }
 
 // read returns the next n values.
-func (c *flatColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
+func (c *flatColumn) Read(mem memory.Allocator, n int) (arrow.Array, error) {
 	buf := mempool.NewOutputBuffer(mem, n*c.width)
 	out := buf.Bytes()[:n*c.width]
 	var pv pieceValidity // the piece's validity, made at the first page with NULLs
@@ -392,7 +392,7 @@ func gatherBytes(out, dict []byte, codes []int32, width int) {
 	}
 }
 
-func (c *flatColumn) close() {
+func (c *flatColumn) Close() {
 	c.pages.close()
 	c.dict = nil
 }

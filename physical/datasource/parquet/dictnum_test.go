@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"sluice/physical/internal/testutil"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -89,7 +91,7 @@ func TestDictNumColumnMatchesValues(t *testing.T) {
 				for name, vals := range dictNumPatterns(n, typ.ID() == arrow.INT64) {
 					name := fmt.Sprintf("%s %s %s n=%d", typ, layout, name, n)
 					rdr := dictNumFile(t, typ, 7000, extra, vals)
-					groups := allRowGroups(rdr)
+					groups := testutil.AllRowGroups(rdr)
 					m, err := pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
 					if err != nil {
 						t.Fatal(err)
@@ -104,7 +106,7 @@ func TestDictNumColumnMatchesValues(t *testing.T) {
 					// row groups.
 					for len(got) < n {
 						k := min(n-len(got), 1+len(got)%5001)
-						a, err := c.read(mem, k)
+						a, err := c.Read(mem, k)
 						if err != nil {
 							t.Fatalf("%s: %v", name, err)
 						}
@@ -121,10 +123,10 @@ func TestDictNumColumnMatchesValues(t *testing.T) {
 						}
 						a.Release()
 					}
-					if _, err := c.read(mem, 1); err == nil {
+					if _, err := c.Read(mem, 1); err == nil {
 						t.Fatalf("%s: a read past the end did not fail", name)
 					}
-					c.close()
+					c.Close()
 					mem.AssertSize(t, 0)
 					for i := range got {
 						if got[i] != vals[i] {
@@ -173,14 +175,14 @@ func TestDictNumColumnsChosenOnlyForRequiredDictionaryIntegers(t *testing.T) {
 		rec := array.NewRecordBatch(sc, []arrow.Array{a}, 3)
 		a.Release()
 		path := filepath.Join(t.TempDir(), "c.parquet")
-		writeParquetWith(t, path, rec, c.props...)
-		rdr, m := openWithManifest(t, path)
-		// Dates are read as Int32 only once readDatesRaw says so.
+		testutil.WriteParquet(t, path, rec, c.props...)
+		rdr, m := testutil.OpenWithManifest(t, path)
+		// Dates are read as Int32 only once ReadDatesRaw says so.
 		if got := dictNumColumns(m, rdr, []int{0}, []int{0})[0]; got != c.want {
 			t.Errorf("%s: chosen for the dictionary decoder %v, want %v", c.what, got, c.want)
 		}
 		if c.typ.ID() == arrow.DATE32 {
-			readDatesRaw(m, rdr, []int{0})
+			ReadDatesRaw(m, rdr, []int{0})
 			if !dictNumColumns(m, rdr, []int{0}, []int{0})[0] {
 				t.Errorf("%s read as Int32: not chosen for the dictionary decoder", c.what)
 			}
@@ -194,7 +196,7 @@ func BenchmarkDictNumColumn(b *testing.B) {
 		rdr := dictNumFile(b, arrow.PrimitiveTypes.Int32, 1<<20, []parquet.WriterProperty{parquet.WithDataPageSize(1 << 20)}, vals)
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(4 << 20)
-			benchOwnColumn(b, func() ownColumn { return newDictNumColumn(rdr, 0, []int{0}) }, len(vals))
+			benchOwnColumn(b, func() Column { return newDictNumColumn(rdr, 0, []int{0}) }, len(vals))
 		})
 		b.Run("arrow/"+name, func(b *testing.B) {
 			b.SetBytes(4 << 20)

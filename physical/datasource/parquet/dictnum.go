@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"encoding/binary"
@@ -36,7 +36,7 @@ func dictNumColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGrou
 	out := make([]bool, len(fields))
 	md := rdr.MetaData()
 	for j, c := range fields {
-		sf := manifestLeaf(m, c)
+		sf := ManifestLeaf(m, c)
 		if sf == nil {
 			continue
 		}
@@ -57,7 +57,7 @@ func dictNumColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGrou
 
 // newDictNumColumn returns the reader of leaf, an INT32 or INT64 column
 // chosen by dictNumColumns.
-func newDictNumColumn(rdr *file.Reader, leaf int, rowGroups []int) ownColumn {
+func newDictNumColumn(rdr *file.Reader, leaf int, rowGroups []int) Column {
 	pages := columnPages{rdr: rdr, leaf: leaf, rowGroups: rowGroups}
 	if rdr.MetaData().Schema.Column(leaf).PhysicalType() == parquet.Types.Int32 {
 		return &dictNumColumn[int32]{pages: pages, typ: arrow.PrimitiveTypes.Int32}
@@ -81,7 +81,7 @@ type dictNumColumn[T int32 | int64] struct {
 }
 
 // read returns the next n values as an Int32 or Int64 array.
-func (c *dictNumColumn[T]) read(mem memory.Allocator, n int) (arrow.Array, error) {
+func (c *dictNumColumn[T]) Read(mem memory.Allocator, n int) (arrow.Array, error) {
 	var zero T
 	size := int(unsafe.Sizeof(zero))
 	buf := mempool.NewOutputBuffer(mem, n*size)
@@ -153,7 +153,7 @@ func (c *dictNumColumn[T]) nextPage() error {
 	return c.codes.startPage(p, c.haveDict)
 }
 
-func (c *dictNumColumn[T]) close() {
+func (c *dictNumColumn[T]) Close() {
 	c.pages.close()
 	c.dict = nil
 }

@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"encoding/binary"
@@ -31,7 +31,7 @@ func flatStringColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowG
 	out := make([]bool, len(fields))
 	md := rdr.MetaData()
 	for j, c := range fields {
-		sf := manifestLeaf(m, c)
+		sf := ManifestLeaf(m, c)
 		if sf == nil || sf.Field.Type.ID() != arrow.STRING {
 			continue
 		}
@@ -80,7 +80,7 @@ func newFlatStrings(rdr *file.Reader, leaf int, rowGroups []int) *flatStrings {
 }
 
 // read returns the next n values as a utf8 array.
-func (c *flatStrings) read(mem memory.Allocator, n int) (arrow.Array, error) {
+func (c *flatStrings) Read(mem memory.Allocator, n int) (arrow.Array, error) {
 	offBuf := mempool.NewOutputBuffer(mem, (n+1)*4)
 	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())[:n+1]
 	offs[0] = 0
@@ -332,6 +332,6 @@ func (c *flatStrings) deltaStrings(data []byte) error {
 	return nil
 }
 
-func (c *flatStrings) close() {
+func (c *flatStrings) Close() {
 	c.pages.close()
 }

@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"sluice/physical/internal/testutil"
 	"sluice/physical/mempool"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -70,28 +71,19 @@ func parquetInMemory(t testing.TB, rec arrow.RecordBatch, props []parquet.Writer
 	return rdr
 }
 
-// allRowGroups lists the file's row groups.
-func allRowGroups(rdr *file.Reader) []int {
-	groups := make([]int, rdr.NumRowGroups())
-	for i := range groups {
-		groups[i] = i
-	}
-	return groups
-}
-
 // benchOwnColumn times reading n values in batches of 8192 from the
 // columns open returns.
-func benchOwnColumn(b *testing.B, open func() ownColumn, n int) {
+func benchOwnColumn(b *testing.B, open func() Column, n int) {
 	for b.Loop() {
 		c := open()
 		for done := 0; done < n; done += 8192 {
-			a, err := c.read(mempool.Allocator, min(8192, n-done))
+			a, err := c.Read(mempool.Allocator, min(8192, n-done))
 			if err != nil {
 				b.Fatal(err)
 			}
 			a.Release()
 		}
-		c.close()
+		c.Close()
 	}
 }
 
@@ -172,19 +164,19 @@ func TestDeltaColumnMatchesValues(t *testing.T) {
 				} else if _, v2 := pr.Page().(*file.DataPageV2); v2 != (extra != nil) {
 					t.Fatalf("%s: first page is %T", name, pr.Page())
 				}
-				c := newDeltaColumn(rdr, 0, allRowGroups(rdr))
+				c := newDeltaColumn(rdr, 0, testutil.AllRowGroups(rdr))
 				var got []int64
 				// Odd batch sizes cross page and row-group boundaries.
 				for len(got) < n {
 					k := min(n-len(got), 1+len(got)%5000)
-					a, err := c.read(memory.DefaultAllocator, k)
+					a, err := c.Read(memory.DefaultAllocator, k)
 					if err != nil {
 						t.Fatalf("%s n=%d: %v", name, n, err)
 					}
 					got = append(got, a.(*array.Int64).Int64Values()...)
 					a.Release()
 				}
-				c.close()
+				c.Close()
 				if !slices.Equal(got, vals) {
 					for i := range got {
 						if got[i] != vals[i] {
@@ -192,7 +184,7 @@ func TestDeltaColumnMatchesValues(t *testing.T) {
 						}
 					}
 				}
-				if _, err := c.read(memory.DefaultAllocator, 1); err == nil {
+				if _, err := c.Read(memory.DefaultAllocator, 1); err == nil {
 					t.Fatalf("%s n=%d: a read past the end did not fail", name, n)
 				}
 			}
@@ -221,28 +213,12 @@ func TestDeltaColumnsChosenOnlyForDeltaPages(t *testing.T) {
 		rec := array.NewRecordBatch(sc, []arrow.Array{a}, 3)
 		a.Release()
 		path := filepath.Join(t.TempDir(), "c.parquet")
-		writeParquetWith(t, path, rec, c.props...)
-		rdr, m := openWithManifest(t, path)
+		testutil.WriteParquet(t, path, rec, c.props...)
+		rdr, m := testutil.OpenWithManifest(t, path)
 		if got := deltaColumns(m, rdr, []int{0}, []int{0})[0]; got != c.want {
 			t.Errorf("%s: chosen for the delta decoder %v, want %v", c.what, got, c.want)
 		}
 	}
-}
-
-// openWithManifest opens the Parquet file at path (closed when the test
-// ends) and its Arrow schema manifest.
-func openWithManifest(t *testing.T, path string) (*file.Reader, *pqarrow.SchemaManifest) {
-	t.Helper()
-	rdr, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdr.Close() })
-	m, err := pqarrow.NewSchemaManifest(rdr.MetaData().Schema, nil, &pqarrow.ArrowReadProperties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rdr, m
 }
 
 func TestDecodeDeltaRejectsCorruptPages(t *testing.T) {
@@ -279,7 +255,7 @@ func BenchmarkDeltaColumn(b *testing.B) {
 		rdr := deltaFile(b, 1<<20, []parquet.WriterProperty{parquet.WithDataPageSize(1 << 20)}, vals)
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(8 << 20)
-			benchOwnColumn(b, func() ownColumn { return newDeltaColumn(rdr, 0, []int{0}) }, len(vals))
+			benchOwnColumn(b, func() Column { return newDeltaColumn(rdr, 0, []int{0}) }, len(vals))
 		})
 		// arrow's record reader on the same file, for comparison.
 		b.Run("arrow/"+name, func(b *testing.B) {

@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"encoding/binary"
@@ -29,12 +29,12 @@ import (
 // dictColumns returns, for each read field, whether the scan reads it with
 // a dictColumn: a flat (required or optional) column among dictLeaves (the string leaves
 // whose chunks hold a dictionary page and dictionary-encoded data pages
-// only, see dictionaryOnlyStrings), unencrypted in every row group read.
+// only, see DictionaryOnlyStrings), unencrypted in every row group read.
 func dictColumns(m *pqarrow.SchemaManifest, rdr *file.Reader, fields, rowGroups, dictLeaves []int) []bool {
 	out := make([]bool, len(fields))
 	md := rdr.MetaData()
 	for j, c := range fields {
-		sf := manifestLeaf(m, c)
+		sf := ManifestLeaf(m, c)
 		if sf == nil || !slices.Contains(dictLeaves, sf.ColIndex) {
 			continue
 		}
@@ -77,7 +77,7 @@ func newDictColumn(rdr *file.Reader, leaf int, rowGroups []int) *dictColumn {
 var dictStringType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
 // read returns the next n values as a dictionary<int32, utf8> array.
-func (c *dictColumn) read(mem memory.Allocator, n int) (arrow.Array, error) {
+func (c *dictColumn) Read(mem memory.Allocator, n int) (arrow.Array, error) {
 	buf := mempool.NewOutputBuffer(mem, n*4)
 	out := arrow.Int32Traits.CastFromBytes(buf.Bytes())[:n]
 	var pv pieceValidity // the piece's validity, made at the first page with NULLs
@@ -229,7 +229,7 @@ func (d *codeDecoder) startPage(p file.Page, haveDict bool) error {
 	return d.reset(data, int(p.NumValues()))
 }
 
-func (c *dictColumn) close() {
+func (c *dictColumn) Close() {
 	c.pages.close()
 	if c.dict != nil {
 		c.dict.Release()

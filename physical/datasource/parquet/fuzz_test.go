@@ -1,4 +1,4 @@
-package physical
+package parquet
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"sluice/physical/internal/testutil"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -130,7 +132,7 @@ func (fc fuzzColumn) props() []parquet.WriterProperty {
 
 // fuzzReader opens the decoder under test over the file's only column,
 // or returns nil when the case is not one the decoder takes.
-type fuzzReader func(rdr *file.Reader, m *pqarrow.SchemaManifest) ownColumn
+type fuzzReader func(rdr *file.Reader, m *pqarrow.SchemaManifest) Column
 
 // runFuzzColumn writes the case's column, reads it with open's decoder
 // and with arrow's reader, and compares; then checks a corrupted copy
@@ -182,27 +184,27 @@ func runFuzzColumn(t *testing.T, fc fuzzColumn, data []byte, batch int, corrupt 
 	var flat []any
 	for _, c := range want {
 		for r := range c.Len() {
-			flat = append(flat, cellValue(c, r))
+			flat = append(flat, testutil.CellValue(c, r))
 		}
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	row := 0
 	for row < len(flat) {
 		n := min(batch, len(flat)-row)
-		a, err := oc.read(mem, n)
+		a, err := oc.Read(mem, n)
 		if err != nil {
 			t.Fatalf("%+v: rows %d-%d: %v", fc, row, row+n, err)
 		}
 		got := plainArray(t, mem, a)
 		for r := range n {
-			if g := cellValue(got, r); g != flat[row+r] {
+			if g := testutil.CellValue(got, r); g != flat[row+r] {
 				t.Fatalf("%+v: row %d: read %v, arrow reads %v", fc, row+r, g, flat[row+r])
 			}
 		}
 		got.Release()
 		row += n
 	}
-	oc.close()
+	oc.Close()
 	mem.AssertSize(t, 0)
 
 	// A changed byte among the pages (not the footer, which arrow reads)
@@ -237,9 +239,9 @@ func readCorrupt(t *testing.T, raw []byte, open fuzzReader, rows, batch int) {
 	if oc == nil {
 		return
 	}
-	defer oc.close()
+	defer oc.Close()
 	for row := 0; row < rows; row += batch {
-		a, err := oc.read(memory.DefaultAllocator, min(batch, rows-row))
+		a, err := oc.Read(memory.DefaultAllocator, min(batch, rows-row))
 		if err != nil {
 			return
 		}
@@ -255,7 +257,7 @@ func plainArray(t *testing.T, mem memory.Allocator, a arrow.Array) arrow.Array {
 		return a
 	}
 	defer a.Release()
-	out, err := decodeStringDictionary(mem, d, nil, true)
+	out, err := DecodeStringDictionary(mem, d, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,11 +286,11 @@ func FuzzDeltaColumn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, opts uint8, batch, corrupt uint16) {
 		fc := caseFrom(fuzzInt64, opts, fuzzDelta)
 		fc.nullable = false
-		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) ownColumn {
-			if !deltaColumns(m, rdr, []int{0}, allRowGroups(rdr))[0] {
+		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) Column {
+			if !deltaColumns(m, rdr, []int{0}, testutil.AllRowGroups(rdr))[0] {
 				t.Fatalf("%+v: not chosen for the delta decoder", fc)
 			}
-			return newDeltaColumn(rdr, 0, allRowGroups(rdr))
+			return newDeltaColumn(rdr, 0, testutil.AllRowGroups(rdr))
 		})
 	})
 }
@@ -299,9 +301,9 @@ func FuzzDictColumn(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte, opts uint8, batch, corrupt uint16) {
 		fc := caseFrom(fuzzString, opts, fuzzDict)
-		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) ownColumn {
-			rgs := allRowGroups(rdr)
-			if len(dictionaryOnlyStrings(rdr, []int{0}, rgs)) == 0 {
+		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) Column {
+			rgs := testutil.AllRowGroups(rdr)
+			if len(DictionaryOnlyStrings(rdr, []int{0}, rgs)) == 0 {
 				return nil // the writer fell back to PLAIN
 			}
 			return newDictColumn(rdr, 0, rgs)
@@ -320,11 +322,11 @@ func FuzzDictNumColumn(f *testing.F) {
 		}
 		fc := caseFrom(kind, opts, fuzzDict)
 		fc.nullable = false
-		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) ownColumn {
-			if !dictNumColumns(m, rdr, []int{0}, allRowGroups(rdr))[0] {
+		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) Column {
+			if !dictNumColumns(m, rdr, []int{0}, testutil.AllRowGroups(rdr))[0] {
 				return nil // the writer fell back to PLAIN
 			}
-			return newDictNumColumn(rdr, 0, allRowGroups(rdr))
+			return newDictNumColumn(rdr, 0, testutil.AllRowGroups(rdr))
 		})
 	})
 }
@@ -341,11 +343,11 @@ func FuzzFlatColumn(f *testing.F) {
 			encs[3] = fuzzDelta
 		}
 		fc := caseFrom(kind, opts&0x3f, encs...)
-		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) ownColumn {
-			if !flatColumns(m, rdr, []int{0}, allRowGroups(rdr))[0] {
+		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) Column {
+			if !flatColumns(m, rdr, []int{0}, testutil.AllRowGroups(rdr))[0] {
 				t.Fatalf("%+v: not chosen for the flat decoder", fc)
 			}
-			return newFlatColumn(rdr, 0, allRowGroups(rdr), m.Fields[0].Field.Type)
+			return newFlatColumn(rdr, 0, testutil.AllRowGroups(rdr), m.Fields[0].Field.Type)
 		})
 	})
 }
@@ -356,11 +358,11 @@ func FuzzFlatStrings(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte, opts uint8, batch, corrupt uint16) {
 		fc := caseFrom(fuzzString, opts, fuzzPlain, fuzzFallback, fuzzDelta, fuzzOther, fuzzDict)
-		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) ownColumn {
-			if !flatStringColumns(m, rdr, []int{0}, allRowGroups(rdr))[0] {
+		runFuzzColumn(t, fc, data, batchFrom(batch), corrupt, func(rdr *file.Reader, m *pqarrow.SchemaManifest) Column {
+			if !flatStringColumns(m, rdr, []int{0}, testutil.AllRowGroups(rdr))[0] {
 				t.Fatalf("%+v: not chosen for the string decoder", fc)
 			}
-			return newFlatStrings(rdr, 0, allRowGroups(rdr))
+			return newFlatStrings(rdr, 0, testutil.AllRowGroups(rdr))
 		})
 	})
 }

@@ -1,13 +1,20 @@
-package physical
+// Package kernels holds the batch kernels the operators share: gathering
+// rows (take within one batch, interleave across batches), concatenating
+// batches, turning a boolean mask into row indices, and sizing what a batch
+// references, for memory reservations.
+//
+// Gathers are hand-written for the layouts sluice uses (fixed-width values of
+// 4, 8 or 16 bytes, booleans, utf8, null) because they are on the hot path of
+// Filter, Repartition and Sort; any other type falls back to Arrow's compute
+// kernels.
+package kernels
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"slices"
-	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,22 +28,13 @@ import (
 	"sluice/physical/mempool"
 )
 
-// This file holds the batch helpers shared by the relational operators:
-// gathering rows (take within one batch, interleave across batches),
-// concatenating and sizing batches, and comparing rows by sort keys.
-//
-// Gathers are hand-written for the layouts sluice uses (fixed-width values of
-// 4, 8 or 16 bytes, booleans, utf8, null) because they are on the hot path of
-// Filter, Repartition and Sort; any other type falls back to Arrow's compute
-// kernels.
-
-// rowRef names one row among a list of batches.
-type rowRef struct {
-	batch int32
-	row   int32
+// RowRef names one row among a list of batches.
+type RowRef struct {
+	Batch int32
+	Row   int32
 }
 
-// batchBytes is the memory a batch's columns reference, used for
+// BatchBytes is the memory a batch's columns reference, used for
 // reservations. A slice counts only its own rows' share of the buffers it
 // shares with its parent: the bits of its validity bitmap, length×width of
 // fixed-width values, and, for strings, its offsets and the range of the
@@ -48,16 +46,16 @@ type rowRef struct {
 // only; the operators here copy (take, interleave) rather than keep such
 // slices for long. Layouts other than the ones sluice's types use are
 // counted whole, erring on the safe side.
-func batchBytes(b arrow.RecordBatch) int64 {
+func BatchBytes(b arrow.RecordBatch) int64 {
 	var n int64
 	for _, col := range b.Columns() {
-		n += arrayBytes(col.Data())
+		n += ArrayBytes(col.Data())
 	}
 	return n
 }
 
-// arrayBytes is batchBytes for one column.
-func arrayBytes(d arrow.ArrayData) int64 {
+// ArrayBytes is BatchBytes for one column.
+func ArrayBytes(d arrow.ArrayData) int64 {
 	bufs := d.Buffers()
 	off, n := int64(d.Offset()), int64(d.Len())
 	switch dt := d.DataType().(type) {
@@ -140,8 +138,8 @@ func bufLen(b *memory.Buffer) int {
 	return b.Len()
 }
 
-// releaseAll releases every non-nil array.
-func releaseAll[T interface{ Release() }](xs []T) {
+// ReleaseAll releases every non-nil array.
+func ReleaseAll[T interface{ Release() }](xs []T) {
 	for _, x := range xs {
 		if any(x) != nil {
 			x.Release()
@@ -149,13 +147,13 @@ func releaseAll[T interface{ Release() }](xs []T) {
 	}
 }
 
-// evalAll evaluates exprs over batch; on error nothing is leaked.
-func evalAll(exprs []expr.Expr, batch arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error) {
+// EvalAll evaluates exprs over batch; on error nothing is leaked.
+func EvalAll(exprs []expr.Expr, batch arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(exprs))
 	for i, e := range exprs {
 		a, err := e.Eval(batch, mem)
 		if err != nil {
-			releaseAll(out[:i])
+			ReleaseAll(out[:i])
 			return nil, fmt.Errorf("evaluating %s: %w", e, err)
 		}
 		out[i] = a
@@ -163,10 +161,10 @@ func evalAll(exprs []expr.Expr, batch arrow.RecordBatch, mem memory.Allocator) (
 	return out, nil
 }
 
-// selectRows returns batch's rows at idx, which must be ascending and
+// SelectRows returns batch's rows at idx, which must be ascending and
 // distinct (a selection, as a filter or a hash split makes): batch itself,
 // retained, when idx selects every row, else a new batch (takeBatch).
-func selectRows(mem memory.Allocator, batch arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
+func SelectRows(mem memory.Allocator, batch arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
 	if len(idx) == int(batch.NumRows()) {
 		batch.Retain()
 		return batch, nil
@@ -178,21 +176,21 @@ func selectRows(mem memory.Allocator, batch arrow.RecordBatch, idx []int32) (arr
 func takeBatch(mem memory.Allocator, batch arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, batch.NumCols())
 	for i, c := range batch.Columns() {
-		a, err := takeArray(mem, c, idx)
+		a, err := TakeArray(mem, c, idx)
 		if err != nil {
-			releaseAll(cols[:i])
+			ReleaseAll(cols[:i])
 			return nil, err
 		}
 		cols[i] = a
 	}
 	out := array.NewRecordBatch(batch.Schema(), cols, int64(len(idx)))
-	releaseAll(cols)
+	ReleaseAll(cols)
 	return out, nil
 }
 
-// interleaveBatches returns a new batch with schema holding the rows refs
+// InterleaveBatches returns a new batch with schema holding the rows refs
 // name, taken from batches.
-func interleaveBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch, refs []rowRef) (arrow.RecordBatch, error) {
+func InterleaveBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch, refs []RowRef) (arrow.RecordBatch, error) {
 	if len(batches) > 2*len(refs)+8 {
 		// A sort hands out a batch of rows at a time from all it holds:
 		// 5,000 input batches of 7 rows made each 7-row output cost all
@@ -212,36 +210,36 @@ func interleaveBatches(mem memory.Allocator, schema *arrow.Schema, batches []arr
 		}
 		a, err := interleaveArrays(mem, schema.Field(i).Type, srcs, refs)
 		if err != nil {
-			releaseAll(cols[:i])
+			ReleaseAll(cols[:i])
 			return nil, err
 		}
 		cols[i] = a
 	}
 	out := array.NewRecordBatch(schema, cols, int64(len(refs)))
-	releaseAll(cols)
+	ReleaseAll(cols)
 	return out, nil
 }
 
 // referencedBatches returns the batches refs name, in order of first
 // reference, and refs renumbered to index them.
-func referencedBatches(batches []arrow.RecordBatch, refs []rowRef) ([]arrow.RecordBatch, []rowRef) {
+func referencedBatches(batches []arrow.RecordBatch, refs []RowRef) ([]arrow.RecordBatch, []RowRef) {
 	slot := make(map[int32]int32)
 	var used []arrow.RecordBatch
-	out := make([]rowRef, len(refs))
+	out := make([]RowRef, len(refs))
 	for i, r := range refs {
-		s, ok := slot[r.batch]
+		s, ok := slot[r.Batch]
 		if !ok {
 			s = int32(len(used))
-			slot[r.batch] = s
-			used = append(used, batches[r.batch])
+			slot[r.Batch] = s
+			used = append(used, batches[r.Batch])
 		}
-		out[i] = rowRef{s, r.row}
+		out[i] = RowRef{s, r.Row}
 	}
 	return used, out
 }
 
-// concatBatches concatenates batches (all of schema) into one.
-func concatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
+// ConcatBatches concatenates batches (all of schema) into one.
+func ConcatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if len(batches) == 1 {
 		batches[0].Retain()
 		return batches[0], nil
@@ -258,18 +256,18 @@ func concatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.R
 		}
 		a, err := array.Concatenate(parts, mem)
 		if err != nil {
-			releaseAll(cols[:i])
+			ReleaseAll(cols[:i])
 			return nil, fmt.Errorf("concatenating batches: %w", err)
 		}
 		cols[i] = a
 	}
 	out := array.NewRecordBatch(schema, cols, rows)
-	releaseAll(cols)
+	ReleaseAll(cols)
 	return out, nil
 }
 
-// selectionIndices returns the rows where mask is true (NULL counts as false).
-func selectionIndices(mask *array.Boolean, idx []int32) []int32 {
+// SelectionIndices returns the rows where mask is true (NULL counts as false).
+func SelectionIndices(mask *array.Boolean, idx []int32) []int32 {
 	idx = idx[:0]
 	n := mask.Len()
 	vals := mask.Data().Buffers()[1].Bytes()
@@ -334,8 +332,8 @@ func fixedWidth(dt arrow.DataType) int {
 	return 0
 }
 
-// takeArray gathers arr's values at idx.
-func takeArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array, error) {
+// TakeArray gathers arr's values at idx.
+func TakeArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array, error) {
 	dt := arr.DataType()
 	switch fixedWidth(dt) {
 	case 4:
@@ -349,7 +347,7 @@ func takeArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array,
 	case *array.Boolean:
 		return takeBool(mem, a, idx), nil
 	case *array.String:
-		return takeString(mem, a, idx), nil
+		return TakeString(mem, a, idx), nil
 	case *array.Null:
 		return array.NewNull(len(idx)), nil
 	}
@@ -373,8 +371,8 @@ func takeGeneric(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Arra
 	return out, nil
 }
 
-// newValidity allocates a validity bitmap for n values, all valid.
-func newValidity(mem memory.Allocator, n int) *memory.Buffer {
+// NewValidity allocates a validity bitmap for n values, all valid.
+func NewValidity(mem memory.Allocator, n int) *memory.Buffer {
 	buf := memory.NewResizableBuffer(mem)
 	buf.Resize(int(bitutil.BytesForBits(int64(n))))
 	bitutil.SetBitsTo(buf.Bytes(), 0, int64(n), true)
@@ -393,7 +391,7 @@ func takeFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, arr a
 	var validity *memory.Buffer
 	nulls := 0
 	if arr.NullN() > 0 {
-		validity = newValidity(mem, n)
+		validity = NewValidity(mem, n)
 		vb := validity.Bytes()
 		for i, j := range idx {
 			if arr.IsNull(int(j)) {
@@ -402,7 +400,7 @@ func takeFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, arr a
 			}
 		}
 	}
-	return finishArray(arr.DataType(), n, validity, data, nil, nulls)
+	return FinishArray(arr.DataType(), n, validity, data, nil, nulls)
 }
 
 func sizeOf(v any) int {
@@ -415,8 +413,8 @@ func sizeOf(v any) int {
 	return 16
 }
 
-// finishArray wraps freshly built buffers (ownership moves to the array).
-func finishArray(dt arrow.DataType, n int, validity, b1, b2 *memory.Buffer, nulls int) arrow.Array {
+// FinishArray wraps freshly built buffers (ownership moves to the array).
+func FinishArray(dt arrow.DataType, n int, validity, b1, b2 *memory.Buffer, nulls int) arrow.Array {
 	bufs := []*memory.Buffer{validity, b1}
 	if b2 != nil {
 		bufs = append(bufs, b2)
@@ -441,7 +439,7 @@ func takeBool(mem memory.Allocator, arr *array.Boolean, idx []int32) arrow.Array
 	var validity *memory.Buffer
 	nulls := 0
 	if arr.NullN() > 0 {
-		validity = newValidity(mem, n)
+		validity = NewValidity(mem, n)
 	}
 	for i, j := range idx {
 		if validity != nil && arr.IsNull(int(j)) {
@@ -453,12 +451,12 @@ func takeBool(mem memory.Allocator, arr *array.Boolean, idx []int32) arrow.Array
 			bitutil.SetBit(db, i)
 		}
 	}
-	return finishArray(arr.DataType(), n, validity, data, nil, nulls)
+	return FinishArray(arr.DataType(), n, validity, data, nil, nulls)
 }
 
-// takeString gathers the rows idx names; a negative index gives a NULL (the
+// TakeString gathers the rows idx names; a negative index gives a NULL (the
 // missing side of an outer join).
-func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Array {
+func TakeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Array {
 	n := len(idx)
 	srcOff := arr.ValueOffsets()
 	var srcVals []byte
@@ -514,7 +512,7 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 	var validity *memory.Buffer
 	nulls := 0
 	if arr.NullN() > 0 || missing > 0 {
-		validity = newValidity(mem, n)
+		validity = NewValidity(mem, n)
 		for i, j := range idx {
 			if j < 0 || arr.IsNull(int(j)) {
 				bitutil.ClearBit(validity.Bytes(), i)
@@ -522,14 +520,14 @@ func takeString(mem memory.Allocator, arr *array.String, idx []int32) arrow.Arra
 			}
 		}
 	}
-	return finishArray(arr.DataType(), n, validity, offBuf, valBuf, nulls)
+	return FinishArray(arr.DataType(), n, validity, offBuf, valBuf, nulls)
 }
 
 // shortDictMax is the largest source takeShortStrings handles: a Parquet
 // dictionary (flags, modes, priorities), not a column of data.
 const shortDictMax = 4096
 
-// takeShortStrings is takeString from a small source whose values are all
+// takeShortStrings is TakeString from a small source whose values are all
 // at most 16 bytes long (decoding a dictionary of flags, codes or
 // priorities, many rows per entry), or nil when the source is not like that
 // or idx has a negative index. Each entry is read once into one or two
@@ -583,7 +581,7 @@ func takeShortStrings(mem memory.Allocator, arr *array.String, srcOff []int32, s
 	var validity *memory.Buffer
 	nulls := 0
 	if arr.NullN() > 0 {
-		validity = newValidity(mem, n)
+		validity = NewValidity(mem, n)
 		for i, j := range idx {
 			if arr.IsNull(int(j)) {
 				bitutil.ClearBit(validity.Bytes(), i)
@@ -591,12 +589,12 @@ func takeShortStrings(mem memory.Allocator, arr *array.String, srcOff []int32, s
 			}
 		}
 	}
-	return finishArray(arr.DataType(), n, validity, offBuf, valBuf, nulls)
+	return FinishArray(arr.DataType(), n, validity, offBuf, valBuf, nulls)
 }
 
 // interleaveArrays gathers the rows refs name from srcs (one array per
 // batch; entries not referenced may be nil).
-func interleaveArrays(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) (arrow.Array, error) {
+func interleaveArrays(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []RowRef) (arrow.Array, error) {
 	switch fixedWidth(dt) {
 	case 4:
 		return interleaveFixed[int32](mem, dt, srcs, refs), nil
@@ -618,7 +616,7 @@ func interleaveArrays(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Arra
 
 // interleaveGeneric concatenates the sources and takes from the result; it
 // is only used for types without a hand-written gather.
-func interleaveGeneric(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) (arrow.Array, error) {
+func interleaveGeneric(mem memory.Allocator, srcs []arrow.Array, refs []RowRef) (arrow.Array, error) {
 	var parts []arrow.Array
 	base := make([]int32, len(srcs))
 	var total int32
@@ -636,12 +634,12 @@ func interleaveGeneric(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) 
 	defer all.Release()
 	idx := make([]int32, len(refs))
 	for i, r := range refs {
-		idx[i] = base[r.batch] + r.row
+		idx[i] = base[r.Batch] + r.Row
 	}
 	return takeGeneric(mem, all, idx)
 }
 
-func interleaveValidity(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) (*memory.Buffer, int) {
+func interleaveValidity(mem memory.Allocator, srcs []arrow.Array, refs []RowRef) (*memory.Buffer, int) {
 	hasNulls := false
 	for _, s := range srcs {
 		if s != nil && s.NullN() > 0 {
@@ -652,11 +650,11 @@ func interleaveValidity(mem memory.Allocator, srcs []arrow.Array, refs []rowRef)
 	if !hasNulls {
 		return nil, 0
 	}
-	validity := newValidity(mem, len(refs))
+	validity := NewValidity(mem, len(refs))
 	vb := validity.Bytes()
 	nulls := 0
 	for i, r := range refs {
-		if srcs[r.batch].IsNull(int(r.row)) {
+		if srcs[r.Batch].IsNull(int(r.Row)) {
 			bitutil.ClearBit(vb, i)
 			nulls++
 		}
@@ -664,7 +662,7 @@ func interleaveValidity(mem memory.Allocator, srcs []arrow.Array, refs []rowRef)
 	return validity, nulls
 }
 
-func interleaveFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+func interleaveFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []RowRef) arrow.Array {
 	n := len(refs)
 	vals := make([][]T, len(srcs))
 	for i, s := range srcs {
@@ -676,28 +674,28 @@ func interleaveFixed[T int32 | int64 | decimal.Decimal128](mem memory.Allocator,
 	data := mempool.NewOutputBuffer(mem, n*sizeOf(zero))
 	dst := arrow.GetData[T](data.Bytes())[:n]
 	for i, r := range refs {
-		dst[i] = vals[r.batch][r.row]
+		dst[i] = vals[r.Batch][r.Row]
 	}
 	validity, nulls := interleaveValidity(mem, srcs, refs)
-	return finishArray(dt, n, validity, data, nil, nulls)
+	return FinishArray(dt, n, validity, data, nil, nulls)
 }
 
-func interleaveBool(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+func interleaveBool(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []RowRef) arrow.Array {
 	n := len(refs)
 	data := memory.NewResizableBuffer(mem)
 	data.Resize(int(bitutil.BytesForBits(int64(n))))
 	db := data.Bytes()
 	clear(db)
 	for i, r := range refs {
-		if srcs[r.batch].(*array.Boolean).Value(int(r.row)) {
+		if srcs[r.Batch].(*array.Boolean).Value(int(r.Row)) {
 			bitutil.SetBit(db, i)
 		}
 	}
 	validity, nulls := interleaveValidity(mem, srcs, refs)
-	return finishArray(dt, n, validity, data, nil, nulls)
+	return FinishArray(dt, n, validity, data, nil, nulls)
 }
 
-func interleaveString(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+func interleaveString(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []RowRef) arrow.Array {
 	n := len(refs)
 	strs := make([]*array.String, len(srcs))
 	for i, s := range srcs {
@@ -707,7 +705,7 @@ func interleaveString(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Arra
 	}
 	total := 0
 	for _, r := range refs {
-		total += strs[r.batch].ValueLen(int(r.row))
+		total += strs[r.Batch].ValueLen(int(r.Row))
 	}
 	offBuf := mempool.NewOutputBuffer(mem, (n+1)*4)
 	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
@@ -716,343 +714,9 @@ func interleaveString(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Arra
 	pos := int32(0)
 	for i, r := range refs {
 		offs[i] = pos
-		pos += int32(copy(vals[pos:], strs[r.batch].Value(int(r.row))))
+		pos += int32(copy(vals[pos:], strs[r.Batch].Value(int(r.Row))))
 	}
 	offs[n] = pos
 	validity, nulls := interleaveValidity(mem, srcs, refs)
-	return finishArray(dt, n, validity, offBuf, valBuf, nulls)
-}
-
-// sortKeysString renders sort keys for EXPLAIN.
-func sortKeysString(keys []SortKey) string {
-	s := make([]string, len(keys))
-	for i, k := range keys {
-		s[i] = k.String()
-	}
-	return strings.Join(s, ", ")
-}
-
-// keyColumn compares values of one sort key across a growing list of
-// batches, ignoring direction and nulls (rowComparator handles those).
-type keyColumn interface {
-	// add appends the key array of the next batch (nil: slot unused).
-	add(a arrow.Array)
-	// set replaces the key array of batch slot b.
-	set(b int, a arrow.Array)
-	compare(a, b rowRef) int
-	isNull(r rowRef) bool
-	// arrays are the key arrays per batch slot.
-	arrays() []arrow.Array
-}
-
-type baseKeyColumn struct {
-	arrs  []arrow.Array
-	nulls []bool // per slot: the array has NULLs (skips IsNull calls)
-}
-
-func (c *baseKeyColumn) addArr(a arrow.Array) {
-	c.arrs = append(c.arrs, a)
-	c.nulls = append(c.nulls, a != nil && a.NullN() > 0)
-}
-
-func (c *baseKeyColumn) setArr(b int, a arrow.Array) {
-	c.arrs[b] = a
-	c.nulls[b] = a != nil && a.NullN() > 0
-}
-
-func (c *baseKeyColumn) isNull(r rowRef) bool {
-	return c.nulls[r.batch] && c.arrs[r.batch].IsNull(int(r.row))
-}
-
-func (c *baseKeyColumn) arrays() []arrow.Array { return c.arrs }
-
-type orderedKeyColumn[T cmp.Ordered] struct {
-	baseKeyColumn
-	vals [][]T
-}
-
-func (c *orderedKeyColumn[T]) add(a arrow.Array) {
-	c.addArr(a)
-	c.vals = append(c.vals, orderedValues[T](a))
-}
-
-func (c *orderedKeyColumn[T]) set(b int, a arrow.Array) {
-	c.setArr(b, a)
-	c.vals[b] = orderedValues[T](a)
-}
-
-func orderedValues[T cmp.Ordered](a arrow.Array) []T {
-	if a == nil {
-		return nil
-	}
-	switch x := any(a).(type) {
-	case *array.Int32:
-		return any(x.Int32Values()).([]T)
-	case *array.Date32:
-		return any(arrow.GetValues[int32](x.Data(), 1)).([]T)
-	case *array.Int64:
-		return any(x.Int64Values()).([]T)
-	case *array.Timestamp:
-		return any(arrow.GetValues[int64](x.Data(), 1)).([]T)
-	case *array.Float64:
-		return any(x.Float64Values()).([]T)
-	}
-	panic(fmt.Sprintf("orderedValues: unexpected %T", a))
-}
-
-func (c *orderedKeyColumn[T]) compare(a, b rowRef) int {
-	return cmp.Compare(c.vals[a.batch][a.row], c.vals[b.batch][b.row])
-}
-
-type stringKeyColumn struct {
-	baseKeyColumn
-	strs []*array.String
-}
-
-func (c *stringKeyColumn) add(a arrow.Array) {
-	c.addArr(a)
-	s, _ := a.(*array.String)
-	c.strs = append(c.strs, s)
-}
-
-func (c *stringKeyColumn) set(b int, a arrow.Array) {
-	c.setArr(b, a)
-	c.strs[b], _ = a.(*array.String)
-}
-
-func (c *stringKeyColumn) compare(a, b rowRef) int {
-	return strings.Compare(c.strs[a.batch].Value(int(a.row)), c.strs[b.batch].Value(int(b.row)))
-}
-
-type decimalKeyColumn struct {
-	baseKeyColumn
-	vals [][]decimal.Decimal128
-}
-
-func (c *decimalKeyColumn) add(a arrow.Array) {
-	c.addArr(a)
-	c.vals = append(c.vals, decimalValues(a))
-}
-
-func (c *decimalKeyColumn) set(b int, a arrow.Array) {
-	c.setArr(b, a)
-	c.vals[b] = decimalValues(a)
-}
-
-func decimalValues(a arrow.Array) []decimal.Decimal128 {
-	if a == nil {
-		return nil
-	}
-	return arrow.GetValues[decimal.Decimal128](a.Data(), 1)
-}
-
-func (c *decimalKeyColumn) compare(a, b rowRef) int {
-	return c.vals[a.batch][a.row].Cmp(c.vals[b.batch][b.row])
-}
-
-type boolKeyColumn struct {
-	baseKeyColumn
-	bools []*array.Boolean
-}
-
-func (c *boolKeyColumn) add(a arrow.Array) {
-	c.addArr(a)
-	x, _ := a.(*array.Boolean)
-	c.bools = append(c.bools, x)
-}
-
-func (c *boolKeyColumn) set(b int, a arrow.Array) {
-	c.setArr(b, a)
-	c.bools[b], _ = a.(*array.Boolean)
-}
-
-func (c *boolKeyColumn) compare(a, b rowRef) int {
-	x, y := c.bools[a.batch].Value(int(a.row)), c.bools[b.batch].Value(int(b.row))
-	switch {
-	case x == y:
-		return 0
-	case !x:
-		return -1
-	}
-	return 1
-}
-
-// nullKeyColumn is a key of the NULL type: every value is NULL.
-type nullKeyColumn struct{ baseKeyColumn }
-
-func (c *nullKeyColumn) add(a arrow.Array)        { c.addArr(a) }
-func (c *nullKeyColumn) set(b int, a arrow.Array) { c.setArr(b, a) }
-func (c *nullKeyColumn) compare(a, b rowRef) int  { return 0 }
-func (c *nullKeyColumn) isNull(rowRef) bool       { return true }
-
-func newKeyColumn(dt arrow.DataType) (keyColumn, error) {
-	switch dt.ID() {
-	case arrow.INT32, arrow.DATE32:
-		return &orderedKeyColumn[int32]{}, nil
-	case arrow.INT64, arrow.TIMESTAMP:
-		return &orderedKeyColumn[int64]{}, nil
-	case arrow.FLOAT64:
-		return &orderedKeyColumn[float64]{}, nil
-	case arrow.DECIMAL128:
-		return &decimalKeyColumn{}, nil
-	case arrow.STRING:
-		return &stringKeyColumn{}, nil
-	case arrow.BOOL:
-		return &boolKeyColumn{}, nil
-	case arrow.NULL:
-		return &nullKeyColumn{}, nil
-	}
-	return nil, fmt.Errorf("sorting by %s values is not supported", dt)
-}
-
-// rowComparator orders rows of a list of batches by sort keys. Batches are
-// added in slots (addBatch); the key arrays it holds are owned by it.
-type rowComparator struct {
-	keys []SortKey
-	cols []keyColumn
-}
-
-func newRowComparator(keys []SortKey) (*rowComparator, error) {
-	c := &rowComparator{keys: keys, cols: make([]keyColumn, len(keys))}
-	for i, k := range keys {
-		kc, err := newKeyColumn(k.Expr.DataType())
-		if err != nil {
-			return nil, err
-		}
-		c.cols[i] = kc
-	}
-	return c, nil
-}
-
-// evalKeys evaluates the key expressions over batch, checking their types.
-func (c *rowComparator) evalKeys(batch arrow.RecordBatch, mem memory.Allocator) ([]arrow.Array, error) {
-	exprs := make([]expr.Expr, len(c.keys))
-	for i, k := range c.keys {
-		exprs[i] = k.Expr
-	}
-	arrs, err := evalAll(exprs, batch, mem)
-	if err != nil {
-		return nil, err
-	}
-	for i, a := range arrs {
-		if want := c.keys[i].Expr.DataType(); !arrow.TypeEqual(a.DataType(), want) && a.DataType().ID() != arrow.NULL {
-			releaseAll(arrs)
-			return nil, fmt.Errorf("sort key %s evaluated to %s, expected %s", c.keys[i].Expr, a.DataType(), want)
-		}
-		if a.DataType().ID() == arrow.NULL {
-			// A NULL-typed result for a typed key: every value is NULL, so
-			// substitute a typed all-null array the key column can read.
-			na := array.MakeArrayOfNull(mem, c.keys[i].Expr.DataType(), a.Len())
-			a.Release()
-			arrs[i] = na
-		}
-	}
-	return arrs, nil
-}
-
-// addBatch appends the key arrays of the next batch slot (ownership moves
-// to the comparator; nil arrs adds an empty slot).
-func (c *rowComparator) addBatch(arrs []arrow.Array) {
-	for i, kc := range c.cols {
-		if arrs == nil {
-			kc.add(nil)
-		} else {
-			kc.add(arrs[i])
-		}
-	}
-}
-
-// dropBatch releases slot b's key arrays.
-func (c *rowComparator) dropBatch(b int) {
-	for _, kc := range c.cols {
-		base := kc.arrays()
-		if base[b] != nil {
-			base[b].Release()
-			kc.set(b, nil)
-		}
-	}
-}
-
-// release drops every slot.
-func (c *rowComparator) release() {
-	for _, kc := range c.cols {
-		for b, a := range kc.arrays() {
-			if a != nil {
-				a.Release()
-				kc.set(b, nil)
-			}
-		}
-	}
-}
-
-// reset releases every slot and forgets them.
-func (c *rowComparator) reset() {
-	c.release()
-	for i, k := range c.keys {
-		c.cols[i], _ = newKeyColumn(k.Expr.DataType())
-	}
-}
-
-// compare orders rows a and b: negative when a sorts first.
-func (c *rowComparator) compare(a, b rowRef) int {
-	for i, kc := range c.cols {
-		an, bn := kc.isNull(a), kc.isNull(b)
-		k := c.keys[i]
-		switch {
-		case an && bn:
-			continue
-		case an:
-			if k.NullsFirst {
-				return -1
-			}
-			return 1
-		case bn:
-			if k.NullsFirst {
-				return 1
-			}
-			return -1
-		}
-		r := kc.compare(a, b)
-		if r != 0 {
-			if k.Desc {
-				return -r
-			}
-			return r
-		}
-	}
-	return 0
-}
-
-// heapUp restores the heap order of h (less(i, j): h[i] belongs above h[j])
-// after h[i] was added or decreased. Sort's top-K and the sort-preserving
-// merge keep their heaps with it.
-func heapUp[T any](h []T, i int, less func(i, j int) bool) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !less(i, p) {
-			return
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-// heapDown restores the heap order of h after h[i] was replaced.
-func heapDown[T any](h []T, i int, less func(i, j int) bool) {
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && less(r, l) {
-			m = r
-		}
-		if !less(m, i) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
+	return FinishArray(dt, n, validity, offBuf, valBuf, nulls)
 }
