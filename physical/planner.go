@@ -41,7 +41,7 @@ func Plan(n plan.Node, cfg PlannerConfig) (Operator, error) {
 	if cfg.ShareSubplans {
 		p.shared = map[string]*SharedOutput{}
 		p.occurs = map[string]int{}
-		countAggregates(n, p.occurs)
+		plan.CountAggregates(n, p.occurs)
 	}
 	return p.plan(n)
 }
@@ -50,33 +50,9 @@ type planner struct {
 	cfg PlannerConfig
 	// With ShareSubplans: how often each aggregate subtree occurs in the
 	// plan, and the SharedOutput of those occurring more than once, by
-	// subtreeKey.
+	// plan.SubtreeKey.
 	occurs map[string]int
 	shared map[string]*SharedOutput
-}
-
-// subtreeKey identifies an aggregate subtree by its text (every node's
-// description: tables, columns, predicates, expressions) and its output
-// columns (names, qualifiers, types; not their IDs, which a view expanded
-// twice gets afresh): two subtrees with the same key compute the same rows
-// in the same column positions.
-func subtreeKey(n plan.Node) string {
-	var b strings.Builder
-	b.WriteString(plan.Format(n))
-	for _, c := range n.Schema() {
-		fmt.Fprintf(&b, "|%s.%s:%s", c.Table, c.Name, c.Type)
-	}
-	return b.String()
-}
-
-// countAggregates counts the aggregate subtrees of n by subtreeKey.
-func countAggregates(n plan.Node, occurs map[string]int) {
-	if _, ok := n.(*plan.Aggregate); ok {
-		occurs[subtreeKey(n)]++
-	}
-	for _, c := range n.Children() {
-		countAggregates(c, occurs)
-	}
 }
 
 func (p *planner) plan(n plan.Node) (Operator, error) {
@@ -107,7 +83,7 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		if p.occurs == nil {
 			return p.aggregate(n)
 		}
-		key := subtreeKey(n)
+		key := plan.SubtreeKey(n)
 		if p.occurs[key] < 2 {
 			return p.aggregate(n)
 		}

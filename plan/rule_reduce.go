@@ -1,5 +1,10 @@
 package plan
 
+import (
+	"fmt"
+	"strings"
+)
+
 // ReduceAggregates narrows an aggregate that an inner join then filters by
 // its group keys. In
 //
@@ -12,6 +17,12 @@ package plan
 // keys the outer query asks about (TPC-H q17: the average quantity of the
 // 2,000 parts of one brand and container, not of all 200,000 parts).
 //
+// An aggregate that occurs more than once in the plan (a CTE or view used
+// twice: TPC-DS q2, q59) is left whole: narrowed for one reference only,
+// it would no longer be the same computation as the others, and computing
+// it once for all of them (the physical planners share it) saves more than
+// narrowing saves, since the narrowed copy still reads all of I.
+//
 // L is read twice, so the rule applies only when L is a filtered scan
 // (scans, filters and projections only: no join or aggregate to compute
 // again), or when one of the join's L columns draws its values from such a
@@ -22,20 +33,22 @@ package plan
 // L's column identities; it is the right side of a semi join, whose output
 // has only I's columns, so they never meet above it.
 func ReduceAggregates(n Node, _ *OptContext) (Node, error) {
-	return TransformUp(n, reduceJoin), nil
+	occurs := map[string]int{}
+	CountAggregates(n, occurs)
+	return TransformUp(n, func(n Node) Node { return reduceJoin(n, occurs) }), nil
 }
 
-func reduceJoin(n Node) Node {
+func reduceJoin(n Node, occurs map[string]int) Node {
 	j, ok := n.(*Join)
 	if !ok || j.Kind != JoinInner || j.Cond == nil {
 		return n
 	}
-	if r, ok := reduceSide(j.Right, j.Left, j.Cond); ok {
+	if r, ok := reduceSide(j.Right, j.Left, j.Cond, occurs); ok {
 		o := *j
 		o.Right = r
 		return &o
 	}
-	if l, ok := reduceSide(j.Left, j.Right, j.Cond); ok {
+	if l, ok := reduceSide(j.Left, j.Right, j.Cond, occurs); ok {
 		o := *j
 		o.Left = l
 		return &o
@@ -43,9 +56,33 @@ func reduceJoin(n Node) Node {
 	return n
 }
 
+// SubtreeKey identifies an aggregate subtree by its text (every node's
+// description: tables, columns, predicates, expressions) and its output
+// columns (names, qualifiers, types; not their IDs, which a view expanded
+// twice gets afresh): two subtrees with the same key compute the same rows
+// in the same column positions.
+func SubtreeKey(n Node) string {
+	var b strings.Builder
+	b.WriteString(Format(n))
+	for _, c := range n.Schema() {
+		fmt.Fprintf(&b, "|%s.%s:%s", c.Table, c.Name, c.Type)
+	}
+	return b.String()
+}
+
+// CountAggregates counts the aggregate subtrees of n by SubtreeKey.
+func CountAggregates(n Node, occurs map[string]int) {
+	if _, ok := n.(*Aggregate); ok {
+		occurs[SubtreeKey(n)]++
+	}
+	for _, c := range n.Children() {
+		CountAggregates(c, occurs)
+	}
+}
+
 // reduceSide rewrites side (a chain of Projects over an Aggregate) when
 // cond equates some of its group keys with columns of other.
-func reduceSide(side, other Node, cond Expr) (Node, bool) {
+func reduceSide(side, other Node, cond Expr, occurs map[string]int) (Node, bool) {
 	var projects []*Project
 	cur := side
 	for {
@@ -57,7 +94,7 @@ func reduceSide(side, other Node, cond Expr) (Node, bool) {
 		cur = p.Input
 	}
 	agg, ok := cur.(*Aggregate)
-	if !ok || len(agg.GroupBy) == 0 {
+	if !ok || len(agg.GroupBy) == 0 || occurs[SubtreeKey(agg)] > 1 {
 		return nil, false
 	}
 	sideIDs, otherIDs := side.Schema().IDs(), other.Schema().IDs()

@@ -46,6 +46,18 @@ func TestReduceAggregatesGolden(t *testing.T) {
 				eq(col(s, "ps_partkey"), a.Cols[0].Ref()), eq(col(s, "ps_suppkey"), a.Cols[1].Ref())})}
 			return b.project(j, nil, col(s, "ps_suppkey"))
 		}},
+		{name: "aggregate_used_twice_untouched", apply: ReduceAggregates, build: func(b *tb) Node {
+			// The q2/q59 shape: one aggregate (a CTE) read twice, once
+			// joined with a filtered scan. Narrowing that copy would make
+			// the two differ, so the aggregate could not be computed once
+			// for both.
+			pp, a, _ := partAgg(b)
+			l2 := b.scan("lineitem", "")
+			a2 := b.agg(l2, []Expr{col(l2, "l_partkey")}, sum(col(l2, "l_quantity")))
+			j := &Join{Kind: JoinInner, Left: pp, Right: a, Cond: eq(pp.Cols[0].Ref(), a.Cols[0].Ref())}
+			j2 := &Join{Kind: JoinInner, Left: j, Right: a2, Cond: eq(a.Cols[0].Ref(), a2.Cols[0].Ref())}
+			return b.project(j2, nil, a.Cols[1].Ref(), a2.Cols[1].Ref())
+		}},
 		{name: "other_side_with_a_join_untouched", apply: ReduceAggregates, build: func(b *tb) Node {
 			// Computing a join twice may cost more than it saves.
 			p, s := b.scan("part", ""), b.scan("partsupp", "")

@@ -3,6 +3,8 @@ package expr
 import (
 	"context"
 	"fmt"
+	mathbits "math/bits"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -79,12 +81,15 @@ func (e *Case) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 	if e.Else != nil {
 		taken[arms-1] = remaining
 	}
-	for k, t := range taken {
-		for i := 0; i < n; i++ {
-			if bitutil.BitIsSet(t, i) {
-				choice[i] = int32(k)
-			}
+	if len(e.Whens) == 1 && (e.Else == nil || isNullLiteral(e.Else)) {
+		// CASE WHEN c THEN x [ELSE NULL] END, as in sum(CASE WHEN ...):
+		// x itself, with the rows c does not take masked out.
+		if out, ok, err := maskBranch(e.Whens[0].Then, e.Type, batch, taken[0], n, mem); ok || err != nil {
+			return out, err
 		}
+	}
+	for k, t := range taken {
+		forEachSetBit(t, n, func(i int) { choice[i] = int32(k) })
 	}
 	branches := make([]Expr, 0, arms)
 	for _, w := range e.Whens {
@@ -118,6 +123,58 @@ func (e *Case) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 		return nil, fmt.Errorf("%s: %w", e, err)
 	}
 	return out, nil
+}
+
+// maskBranch evaluates br over the whole batch and returns it with the rows
+// not set in take made NULL, sharing br's value buffers. ok is false when
+// that is not possible (br fails on some row, or is of another type, or is
+// a slice), and the caller chooses row by row instead.
+func maskBranch(br Expr, dt arrow.DataType, batch arrow.RecordBatch, take []byte, n int, mem memory.Allocator) (out arrow.Array, ok bool, err error) {
+	if bitutil.CountSetBits(take, 0, n) == 0 {
+		return nil, false, nil
+	}
+	a, err := evalBranch(br, batch, mem)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer a.Release()
+	d := a.Data()
+	if !arrow.TypeEqual(a.DataType(), dt) || d.Offset() != 0 || a.Len() != n {
+		return nil, false, nil
+	}
+	vbuf, valid := allocBitmap(mem, n)
+	copy(valid, take)
+	if a.NullN() > 0 {
+		bitutil.BitmapAnd(valid, a.NullBitmapBytes(), 0, 0, valid, 0, int64(n))
+	}
+	nulls := n - bitutil.CountSetBits(valid, 0, n)
+	bufs := slices.Clone(d.Buffers())
+	bufs[0] = vbuf
+	md := array.NewData(dt, n, bufs, d.Children(), nulls, 0)
+	vbuf.Release()
+	defer md.Release()
+	return array.MakeFromData(md), true, nil
+}
+
+// isNullLiteral reports whether e is the constant NULL.
+func isNullLiteral(e Expr) bool {
+	l, ok := e.(*Literal)
+	return ok && l.Value.Val == nil
+}
+
+// forEachSetBit calls f with the index of every set bit among the first n
+// of bits, skipping zero bytes whole.
+func forEachSetBit(bits []byte, n int, f func(int)) {
+	for b, v := range bits[:bitutil.BytesForBits(int64(n))] {
+		for v != 0 {
+			i := b*8 + mathbits.TrailingZeros8(v)
+			if i >= n {
+				return
+			}
+			f(i)
+			v &= v - 1
+		}
+	}
 }
 
 // evalBranch evaluates a result expression as an array.

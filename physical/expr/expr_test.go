@@ -181,6 +181,14 @@ func TestConditional(t *testing.T) {
 		{"case no else", &plan.Case{Whens: []plan.When{{Cond: col("b"), Then: col("i64")}}, Typ: plan.Int64},
 			"10 NULL NULL NULL", ""},
 		{"case guards division", guarded, "0 2 0 0", ""},
+		// One arm without ELSE (or ELSE NULL) masks the arm's own array.
+		{"case strings, else null", &plan.Case{Whens: []plan.When{{Cond: col("b"), Then: col("s")}}, Else: lit(plan.Utf8, nil), Typ: plan.Utf8},
+			"abc NULL NULL héllo", ""},
+		{"case guards division, no else", &plan.Case{Whens: []plan.When{
+			{Cond: bin(plan.OpNotEq, col("z"), i32(0)), Then: bin(plan.OpDiv, col("i32"), col("z"))}}, Typ: plan.Int32},
+			"NULL 2 NULL NULL", ""},
+		{"case never taken", &plan.Case{Whens: []plan.When{{Cond: bin(plan.OpGt, col("i32"), i32(100)), Then: col("d1")}}, Typ: plan.Decimal(15, 2)},
+			"NULL NULL NULL NULL", ""},
 		{"case decimal", &plan.Case{Whens: []plan.When{{Cond: col("b"), Then: col("d1")}}, Else: col("d2"),
 			Typ: plan.Decimal(15, 2)}, "0.10 3.00 1.00 -2.50", ""},
 		{"coalesce", &plan.Func{Name: "coalesce", Args: []plan.Expr{col("i64"), i64(99)}, Typ: plan.Int64}, "10 20 30 99", ""},

@@ -196,6 +196,20 @@ func runCases(t *testing.T, cases []exprCase) {
 					if got := render(t, out, mem); got != tc.want {
 						t.Fatalf("%s\n got: %s\nwant: %s", tc.e, got, tc.want)
 					}
+					// On a slice of the batch (arrays with an offset) the
+					// rows are the same.
+					sub := batch.NewSlice(1, 4)
+					defer sub.Release()
+					subOut, err := pe.Eval(sub, mem)
+					if err != nil {
+						t.Fatalf("on a slice: %v", err)
+					}
+					defer subOut.Release()
+					want := array.NewSlice(out, 1, 4)
+					defer want.Release()
+					if got, want := render(t, subOut, mem), render(t, want, mem); got != want {
+						t.Fatalf("%s on rows 1-3\n got: %s\nwant: %s", tc.e, got, want)
+					}
 					return
 				}
 			}
