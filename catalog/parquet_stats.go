@@ -5,31 +5,36 @@ package catalog
 // count); other types are unknown. The join-order heuristics use it to tell
 // a key join from a many-to-many join such as TPC-H's nation keys.
 func (t *ParquetTable) DistinctCount(col int) int64 {
-	var lo, hi int64
-	seen := false
+	lo, hi, ok := t.IntRange(col)
+	if !ok {
+		return -1
+	}
+	return min(hi-lo+1, t.rows)
+}
+
+// IntRange implements ColumnStatistics: the smallest and largest value of
+// an integer or date column over every row group's footer statistics.
+func (t *ParquetTable) IntRange(col int) (lo, hi int64, ok bool) {
 	for _, f := range t.Files {
 		for _, rg := range f.RowGroups {
 			if col >= len(rg.Columns) || !rg.Columns[col].HasMinMax {
-				return -1
+				return 0, 0, false
 			}
 			mn, ok1 := asInt64(rg.Columns[col].Min)
 			mx, ok2 := asInt64(rg.Columns[col].Max)
 			if !ok1 || !ok2 {
-				return -1
+				return 0, 0, false
 			}
-			if !seen || mn < lo {
+			if !ok || mn < lo {
 				lo = mn
 			}
-			if !seen || mx > hi {
+			if !ok || mx > hi {
 				hi = mx
 			}
-			seen = true
+			ok = true
 		}
 	}
-	if !seen {
-		return -1
-	}
-	return min(hi-lo+1, t.rows)
+	return lo, hi, ok
 }
 
 func asInt64(v any) (int64, bool) {

@@ -15,6 +15,11 @@ type ndvTable struct {
 
 func (t *ndvTable) DistinctCount(col int) int64 { return t.ndv[col] }
 
+// IntRange: a column of known distinct count holds 1 to that count.
+func (t *ndvTable) IntRange(col int) (int64, int64, bool) {
+	return 1, t.ndv[col], t.ndv[col] > 0
+}
+
 var _ catalog.ColumnStatistics = (*ndvTable)(nil)
 
 // eagerTables: a fact table of a million rows over a thousand keys and
