@@ -174,7 +174,7 @@ func (s *FlightService) fetchPipelined(stream flight.FlightService_DoGetServer, 
 	}
 	if err != nil {
 		if errors.Is(err, ErrNoCapability) {
-			return status.Errorf(codes.PermissionDenied, "%v (the job's secret is not enough: a pipelined partition is read once, by its wired consumer)", err)
+			return status.Error(codes.PermissionDenied, err.Error())
 		}
 		if errors.Is(err, ErrJobReleased) {
 			return status.Errorf(codes.NotFound, "unknown job %s on executor %s: %v", f.JobId, s.env.ExecutorID, err)

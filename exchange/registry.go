@@ -294,7 +294,7 @@ func (r *Registry) TakeCapable(ctx context.Context, k QueueKey, wait time.Durati
 			return fmt.Errorf("%w: %s was registered without a key, so no ticket may take it", ErrNoCapability, k)
 		}
 		if !rpc.ValidCapability(q.taskKey, int32(k.Partition), capability) {
-			return fmt.Errorf("%w %s: only the consumer wired to it may read it", ErrNoCapability, k)
+			return fmt.Errorf("%w %s: only its wired consumer may take it (a pipelined partition is read once, and the job's secret alone is not enough)", ErrNoCapability, k)
 		}
 		return nil
 	})
