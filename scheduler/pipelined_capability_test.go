@@ -54,6 +54,30 @@ func TestPipelinedCapabilities(t *testing.T) {
 			},
 			final: []string{"2/0/0", "2/0/1", "2/1/2"},
 		},
+		{
+			// Stage 1 is shared: stages 2 and 6 both read it, their task i
+			// its partition i. Stages 3 and 5 are broadcast into stage 6,
+			// whose every task reads all of them.
+			name: "a shared stage gives each of its consumers its own partitions",
+			sql: `select o_custkey, s from (select o_custkey, sum(o_totalprice) s from orders group by o_custkey) a
+where s = (select max(s) from (select o_custkey, sum(o_totalprice) s from orders group by o_custkey) b)
+  and o_custkey not in (select o_custkey from (select o_custkey, sum(o_totalprice) s from orders where o_orderkey > 5 group by o_custkey) c)`,
+			partitions: 3, maxPerTask: 1,
+			offers: offers("a", 2, "b", 1),
+			reads: map[string][]string{
+				"2.0": {"1/0/0", "1/1/0", "1/2/0"},
+				"2.1": {"1/0/1", "1/1/1", "1/2/1"},
+				"2.2": {"1/0/2", "1/1/2", "1/2/2"},
+				"3.0": {"2/0/0", "2/1/1", "2/2/2"},
+				"5.0": {"4/0/0", "4/1/0", "4/2/0"},
+				"5.1": {"4/0/1", "4/1/1", "4/2/1"},
+				"5.2": {"4/0/2", "4/1/2", "4/2/2"},
+				"6.0": {"1/0/0", "1/1/0", "1/2/0", "3/0/0", "5/0/0", "5/1/1", "5/2/2"},
+				"6.1": {"1/0/1", "1/1/1", "1/2/1", "3/0/0", "5/0/0", "5/1/1", "5/2/2"},
+				"6.2": {"1/0/2", "1/1/2", "1/2/2", "3/0/0", "5/0/0", "5/1/1", "5/2/2"},
+			},
+			final: []string{"6/0/0", "6/1/1", "6/2/2"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

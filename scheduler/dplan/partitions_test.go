@@ -71,3 +71,16 @@ func TestInputPartitions(t *testing.T) {
 		}
 	}
 }
+
+// opaque is an operator InputPartitions does not know.
+type opaque struct{ physical.Operator }
+
+func (o opaque) Children() []physical.Operator { return []physical.Operator{o.Operator} }
+
+func TestInputPartitionsRefusesUnknownOperators(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	in := physical.NewUnresolvedExchange(1, schema, physical.Partitioning{Kind: physical.PartUnknown, Count: 2})
+	if got, err := dplan.InputPartitions(opaque{in}, []int{0}); err == nil {
+		t.Errorf("an unknown operator was mapped: %v", got)
+	}
+}
