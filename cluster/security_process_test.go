@@ -162,9 +162,18 @@ func TestSecuredProcessCluster(t *testing.T) {
 		st := j.last
 		other := newTestClient(t, pc.addr, sec)
 		p := st.FinalProducers[0].Producers[0]
-		for _, secret := range []string{"", rpc.NewToken()} {
+		var own []byte // the capability of partition 0 of task p
+		for _, c := range st.FinalCapabilities {
+			if c.StageId == st.FinalStageId && c.TaskId == p.TaskId && c.Partition == 0 {
+				own = c.Capability
+			}
+		}
+		if len(own) == 0 {
+			t.Fatalf("the owner holds no capability of the final partition: %v", st.FinalCapabilities)
+		}
+		take := func(secret string, capability []byte) error {
 			ticket, err := proto.Marshal(&rpc.Ticket{Kind: &rpc.Ticket_FetchPipelinedPartition{FetchPipelinedPartition: &rpc.FetchPipelinedPartition{
-				JobId: st.JobId, StageId: st.FinalStageId, TaskId: p.TaskId, Partition: 0, JobSecret: secret}}})
+				JobId: st.JobId, StageId: st.FinalStageId, TaskId: p.TaskId, Partition: 0, JobSecret: secret, Capability: capability}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,8 +185,21 @@ func TestSecuredProcessCluster(t *testing.T) {
 			if err == nil {
 				_, err = stream.Recv()
 			}
-			if status.Code(err) != codes.PermissionDenied {
+			return err
+		}
+		for _, secret := range []string{"", rpc.NewToken()} {
+			if err := take(secret, own); status.Code(err) != codes.PermissionDenied {
 				t.Errorf("taking the owner's pipelined partition with secret %q: got %v, want PermissionDenied", secret, err)
+			}
+		}
+		// The job's secret, which every task of the job holds, does not
+		// take a pipelined partition either: only its wired consumer, here
+		// the owner, holds the partition's capability. Were it taken, the
+		// owner's read below would fail with "already being read".
+		forged := rpc.PipelinedCapability([]byte(st.JobSecret), 0)
+		for name, c := range map[string][]byte{"no capability": nil, "the job's secret": []byte(st.JobSecret), "a forged one": forged} {
+			if err := take(st.JobSecret, c); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "wired consumer") {
+				t.Errorf("taking the owner's pipelined partition with the job's secret and %s: got %v, want PermissionDenied", name, err)
 			}
 		}
 		got := readPipelined(t, ctx, owner, st)
@@ -237,7 +259,8 @@ func TestSecuredProcessCluster(t *testing.T) {
 }
 
 // readPipelined reads a running pipelined job's results as the shell
-// does, with the job's secret in the tickets.
+// does, with the job's secret and the final queues' capabilities in the
+// tickets.
 func readPipelined(t *testing.T, ctx context.Context, c *testClient, st *rpc.JobStatus) []string {
 	t.Helper()
 	schema, err := expr.SchemaFromProto(st.Schema)
@@ -255,7 +278,7 @@ func readPipelined(t *testing.T, ctx context.Context, c *testClient, st *rpc.Job
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	tc := &physical.TaskContext{Alloc: mem, Memory: mempool.NewPool("client", 0, nil), BatchSize: physical.DefaultBatchSize,
-		Exchange: &exchange.TaskEnv{Env: c.env, JobID: st.JobId, JobSecret: st.JobSecret}}
+		Exchange: &exchange.TaskEnv{Env: c.env, JobID: st.JobId, JobSecret: st.JobSecret, Capabilities: exchange.CapabilitiesOf(st.FinalCapabilities)}}
 	s, err := op.Execute(ctx, 0, tc)
 	if err != nil {
 		t.Fatal(err)

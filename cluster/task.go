@@ -298,6 +298,8 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 		Exchange: &exchange.TaskEnv{
 			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),
 			JobSecret:         def.JobSecret,
+			OutputKey:         def.OutputKey,
+			Capabilities:      exchange.CapabilitiesOf(def.ReadCapabilities),
 			ClientIdleTimeout: idle,
 		},
 	}, nil

@@ -123,6 +123,13 @@ type TaskEnv struct {
 	Attempt int
 	// JobSecret goes into every Flight ticket the task's readers send.
 	JobSecret string
+	// OutputKey is the key of the task's pipelined queues
+	// (TaskDefinition.output_key): the Flight service hands a queue only
+	// to a ticket carrying the capability it gives the queue's partition.
+	OutputKey []byte
+	// Capabilities are those of the pipelined queues the task's readers
+	// (or the client's) are wired to; their tickets carry them.
+	Capabilities Capabilities
 	// ClientIdleTimeout, when positive, is how long a pipelined writer
 	// whose output the client reads waits on a full queue the client does
 	// not read before it fails with ErrClientIdle.

@@ -29,7 +29,11 @@ import (
 //     <WorkDir>/<job>/<stage>/; anything else is refused, so a ticket can
 //     never read outside the executor's shuffle output.
 //   - FetchPipelinedPartition: one pipelined queue of the Registry, waiting
-//     up to Env.ProducerWait for its producer to register.
+//     up to Env.ProducerWait for its producer to register. A queue is
+//     consumed by its first reader, so the ticket must also carry the
+//     queue's own capability (Registry.TakeCapable), which only the
+//     consumers wired to it hold: another task of the job, or the client,
+//     is refused and the queue left intact.
 //
 // Batches travel as Arrow IPC, their buffers compressed as Env.Compression
 // says (LZ4 by default).
@@ -159,8 +163,19 @@ func (s *FlightService) fetchPipelined(stream flight.FlightService_DoGetServer, 
 	}
 	ctx := stream.Context()
 	k := QueueKey{JobID: f.JobId, StageID: int(f.StageId), TaskID: int(f.TaskId), Partition: int(f.Partition)}
-	q, err := s.env.Registry.Take(ctx, k, s.env.producerWait())
+	var q *QueueReader
+	var err error
+	if s.env.Secrets == nil {
+		// An executor checking no secrets (tests of the exchange alone)
+		// checks no capabilities either.
+		q, err = s.env.Registry.Take(ctx, k, s.env.producerWait())
+	} else {
+		q, err = s.env.Registry.TakeCapable(ctx, k, s.env.producerWait(), f.Capability)
+	}
 	if err != nil {
+		if errors.Is(err, ErrNoCapability) {
+			return status.Error(codes.PermissionDenied, err.Error())
+		}
 		if errors.Is(err, ErrJobReleased) {
 			return status.Errorf(codes.NotFound, "unknown job %s on executor %s: %v", f.JobId, s.env.ExecutorID, err)
 		}

@@ -120,3 +120,33 @@ func jobSecretOf(tc *physical.TaskContext) string {
 	}
 	return ""
 }
+
+// Capabilities holds the capabilities of the pipelined queues a task's
+// readers, or a client's, are wired to (TaskDefinition.read_capabilities,
+// JobStatus.final_capabilities), by stage, task and partition.
+type Capabilities map[capabilityKey][]byte
+
+type capabilityKey struct{ stage, task, partition int32 }
+
+// CapabilitiesOf indexes the capabilities of a task definition or a job
+// status.
+func CapabilitiesOf(caps []*rpc.PartitionCapability) Capabilities {
+	if len(caps) == 0 {
+		return nil
+	}
+	out := make(Capabilities, len(caps))
+	for _, c := range caps {
+		out[capabilityKey{c.StageId, c.TaskId, c.Partition}] = c.Capability
+	}
+	return out
+}
+
+// capabilityOf is the capability a reader puts in its ticket for
+// partition partition of task task of stage stage: nil when the task (or
+// client) holds none, and the producer refuses the ticket.
+func capabilityOf(tc *physical.TaskContext, stage, task, partition int) []byte {
+	if te, ok := tc.Exchange.(*TaskEnv); ok && te != nil {
+		return te.Capabilities[capabilityKey{int32(stage), int32(task), int32(partition)}]
+	}
+	return nil
+}

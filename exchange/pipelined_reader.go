@@ -114,11 +114,12 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 		return errors.New("no Flight client pool configured")
 	}
 	ticket, err := proto.Marshal(&rpc.Ticket{Kind: &rpc.Ticket_FetchPipelinedPartition{FetchPipelinedPartition: &rpc.FetchPipelinedPartition{
-		JobId:     r.JobID,
-		StageId:   int32(r.StageID),
-		TaskId:    p.TaskId,
-		Partition: int32(partition),
-		JobSecret: jobSecretOf(tc),
+		JobId:      r.JobID,
+		StageId:    int32(r.StageID),
+		TaskId:     p.TaskId,
+		Partition:  int32(partition),
+		JobSecret:  jobSecretOf(tc),
+		Capability: capabilityOf(tc, r.StageID, int(p.TaskId), partition),
 	}}})
 	if err != nil {
 		return fmt.Errorf("encoding ticket: %w", err)

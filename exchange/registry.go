@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"sluice/physical"
+	"sluice/rpc"
 )
 
 // QueueKey names one pipelined queue: output partition Partition of task
@@ -72,8 +73,11 @@ type jobQueues struct {
 }
 
 type queue struct {
-	key       QueueKey
-	job       *jobQueues
+	key QueueKey
+	job *jobQueues
+	// taskKey is the producer task's key: a remote reader must present
+	// the capability it gives the queue's partition (TakeCapable).
+	taskKey   []byte
 	schema    *arrow.Schema
 	capacity  int
 	broadcast bool
@@ -119,8 +123,9 @@ func releasedErr(job string) error { return fmt.Errorf("job %s: %w", job, ErrJob
 
 // Register creates the queues of one producer task: one per output
 // partition in partitions, each holding up to capacity batches (at least
-// one) of the given schema.
-func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool) error {
+// one) of the given schema. taskKey is the task's key
+// (TaskDefinition.output_key), which TakeCapable checks tickets against.
+func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool, taskKey []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.dropped[job]; ok {
@@ -139,7 +144,7 @@ func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, p
 	}
 	for _, p := range partitions {
 		k := QueueKey{JobID: job, StageID: stage, TaskID: task, Partition: p}
-		j.queues[k] = &queue{key: k, job: j, schema: schema, capacity: max(capacity, 1), broadcast: broadcast, changed: make(chan struct{})}
+		j.queues[k] = &queue{key: k, job: j, taskKey: taskKey, schema: schema, capacity: max(capacity, 1), broadcast: broadcast, changed: make(chan struct{})}
 	}
 	r.signal()
 	return nil
@@ -266,8 +271,38 @@ func (r *Registry) discard(q *queue) {
 
 // Take returns a reader of queue k, waiting up to wait for its producer to
 // register it. A non-broadcast queue can be taken once; a broadcast queue
-// any number of times, each reader replaying it from the start.
+// any number of times, each reader replaying it from the start. It checks
+// no capability: it is for readers in the producer's own process.
 func (r *Registry) Take(ctx context.Context, k QueueKey, wait time.Duration) (*QueueReader, error) {
+	return r.take(ctx, k, wait, nil)
+}
+
+// ErrNoCapability is returned (wrapped) by TakeCapable when the ticket
+// does not carry the queue's capability.
+var ErrNoCapability = errors.New("the ticket does not carry the capability of the pipelined partition")
+
+// TakeCapable is Take for a reader in another process (a consumer task on
+// another executor, or the client): once the queue is registered,
+// capability must be the one the producer task's key gives its partition
+// (rpc.ValidCapability, in constant time), or TakeCapable fails with an
+// error wrapping ErrNoCapability. A refused reader leaves the queue as it
+// was, for the consumer wired to it: the job's secret alone, which every
+// task of the job holds, cannot take another consumer's input.
+func (r *Registry) TakeCapable(ctx context.Context, k QueueKey, wait time.Duration, capability []byte) (*QueueReader, error) {
+	return r.take(ctx, k, wait, func(q *queue) error {
+		if len(q.taskKey) == 0 {
+			return fmt.Errorf("%w: %s was registered without a key, so no ticket may take it", ErrNoCapability, k)
+		}
+		if !rpc.ValidCapability(q.taskKey, int32(k.Partition), capability) {
+			return fmt.Errorf("%w %s: only its wired consumer may take it (a pipelined partition is read once, and the job's secret alone is not enough)", ErrNoCapability, k)
+		}
+		return nil
+	})
+}
+
+// take is Take with check, when set, run on the registered queue (under
+// the lock) before it is taken.
+func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, check func(*queue) error) (*QueueReader, error) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	r.mu.Lock()
@@ -278,6 +313,11 @@ func (r *Registry) Take(ctx context.Context, k QueueKey, wait time.Duration) (*Q
 		}
 		if q := r.lookup(k); q != nil {
 			defer r.mu.Unlock()
+			if check != nil {
+				if err := check(q); err != nil {
+					return nil, err
+				}
+			}
 			if !q.broadcast {
 				if q.taken {
 					return nil, fmt.Errorf("pipelined queue %s is already being read (no retries in pipelined mode)", k)

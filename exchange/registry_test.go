@@ -39,7 +39,7 @@ func TestRegistryBackpressure(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	r := NewRegistry()
 	const capacity, batches = 3, 40
-	if err := r.Register("j", 1, 0, testSchema, []int{0}, capacity, false); err != nil {
+	if err := r.Register("j", 1, 0, testSchema, []int{0}, capacity, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Batches of equal size, so the queue's bytes count its batches.
@@ -106,7 +106,7 @@ func TestRegistryEndOfStream(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			r := NewRegistry()
-			if err := r.Register("j", 1, 0, testSchema, []int{0}, 4, false); err != nil {
+			if err := r.Register("j", 1, 0, testSchema, []int{0}, 4, false, nil); err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < 2; i++ {
@@ -137,7 +137,7 @@ func TestRegistryWaitsAreCancellable(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := NewRegistry()
-	if err := r.Register("j", 1, 0, testSchema, []int{0, 1}, 1, false); err != nil {
+	if err := r.Register("j", 1, 0, testSchema, []int{0, 1}, 1, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Push(context.Background(), qkey("j", 0), makeBatch(mem, 0, 10)); err != nil {
@@ -184,7 +184,7 @@ func TestRegistryTakeWaitsBoundedTime(t *testing.T) {
 		}
 		taken <- err
 	}()
-	if err := r.Register("j", 1, 0, testSchema, []int{2}, 1, false); err != nil {
+	if err := r.Register("j", 1, 0, testSchema, []int{2}, 1, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-taken; err != nil {
@@ -193,7 +193,7 @@ func TestRegistryTakeWaitsBoundedTime(t *testing.T) {
 	if _, err := r.Take(context.Background(), qkey("j", 2), time.Second); err == nil {
 		t.Error("a non-broadcast queue was taken twice")
 	}
-	if err := r.Register("j", 1, 0, testSchema, []int{2}, 1, false); err == nil {
+	if err := r.Register("j", 1, 0, testSchema, []int{2}, 1, false, nil); err == nil {
 		t.Error("a queue was registered twice")
 	}
 	r.DropJob("j")
@@ -203,7 +203,7 @@ func TestRegistryBroadcastReplay(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := NewRegistry()
-	if err := r.Register("j", 1, 0, testSchema, []int{0}, 1, true); err != nil {
+	if err := r.Register("j", 1, 0, testSchema, []int{0}, 1, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	first, err := r.Take(context.Background(), qkey("j", 0), time.Second)
@@ -242,10 +242,10 @@ func TestRegistryDropJobUnblocksEveryone(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := NewRegistry()
-	if err := r.Register("j", 1, 0, testSchema, []int{0, 1}, 1, false); err != nil {
+	if err := r.Register("j", 1, 0, testSchema, []int{0, 1}, 1, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Register("k", 1, 0, testSchema, []int{0}, 1, false); err != nil {
+	if err := r.Register("k", 1, 0, testSchema, []int{0}, 1, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Push(context.Background(), qkey("j", 0), makeBatch(mem, 0, 10)); err != nil {
@@ -266,7 +266,7 @@ func TestRegistryDropJobUnblocksEveryone(t *testing.T) {
 		}
 	}
 	q1.Close()
-	if err := r.Register("j", 1, 1, testSchema, []int{0}, 1, false); !errors.Is(err, ErrJobReleased) {
+	if err := r.Register("j", 1, 1, testSchema, []int{0}, 1, false, nil); !errors.Is(err, ErrJobReleased) {
 		t.Errorf("registering for a dropped job: %v", err)
 	}
 	if r.Entries("k") != 1 {
@@ -279,7 +279,7 @@ func TestRegistryConsumerGone(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := NewRegistry()
-	if err := r.Register("j", 1, 0, testSchema, []int{0}, 2, false); err != nil {
+	if err := r.Register("j", 1, 0, testSchema, []int{0}, 2, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	q, err := r.Take(context.Background(), qkey("j", 0), time.Second)
@@ -316,7 +316,7 @@ func TestRegistryPushIdle(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := NewRegistry()
-	if err := r.Register("idle", 1, 0, testSchema, []int{0, 1}, 1, false); err != nil {
+	if err := r.Register("idle", 1, 0, testSchema, []int{0, 1}, 1, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	const idle = 100 * time.Millisecond

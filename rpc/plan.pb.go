@@ -3862,7 +3862,10 @@ type FetchPipelinedPartition struct {
 	TaskId    int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Partition int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
 	// The job's secret, as in FetchPartition.
-	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	JobSecret string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	// The queue's capability (PartitionCapability): only the consumers
+	// wired to the queue, and for a final stage the client, hold it.
+	Capability    []byte `protobuf:"bytes,50,opt,name=capability,proto3" json:"capability,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3930,6 +3933,13 @@ func (x *FetchPipelinedPartition) GetJobSecret() string {
 		return x.JobSecret
 	}
 	return ""
+}
+
+func (x *FetchPipelinedPartition) GetCapability() []byte {
+	if x != nil {
+		return x.Capability
+	}
+	return nil
 }
 
 // generate_series(start, stop, step): one output column; the arguments are
@@ -4777,14 +4787,17 @@ const file_plan_proto_rawDesc = "" +
 	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x12\n" +
 	"\x04path\x18\x05 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\xa1\x01\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\xc1\x01\n" +
 	"\x17FetchPipelinedPartition\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1c\n" +
 	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x1d\n" +
 	"\n" +
-	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\xbc\x01\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12\x1e\n" +
+	"\n" +
+	"capability\x182 \x01(\fR\n" +
+	"capability\"\xbc\x01\n" +
 	"\x12GenerateSeriesNode\x12&\n" +
 	"\x06schema\x18\x01 \x01(\v2\x0e.sluice.SchemaR\x06schema\x12*\n" +
 	"\x05start\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x05start\x12(\n" +

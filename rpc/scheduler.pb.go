@@ -401,9 +401,14 @@ type JobStatus struct {
 	AnalyzedPlan string `protobuf:"bytes,21,opt,name=analyzed_plan,json=analyzedPlan,proto3" json:"analyzed_plan,omitempty"`
 	// The job's secret, sent only to the session that submitted the job:
 	// its Flight tickets for the job's results must carry it.
-	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	JobSecret string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	// Pipelined mode: the capability of every final partition's queue in
+	// every producer task (final_producers), sent only to the session that
+	// submitted the job. A ticket for a pipelined queue must carry the
+	// queue's own capability besides the job's secret.
+	FinalCapabilities []*PartitionCapability `protobuf:"bytes,50,rep,name=final_capabilities,json=finalCapabilities,proto3" json:"final_capabilities,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -539,6 +544,13 @@ func (x *JobStatus) GetJobSecret() string {
 		return x.JobSecret
 	}
 	return ""
+}
+
+func (x *JobStatus) GetFinalCapabilities() []*PartitionCapability {
+	if x != nil {
+		return x.FinalCapabilities
+	}
+	return nil
 }
 
 type CancelJobRequest struct {
@@ -1402,9 +1414,18 @@ type TaskDefinition struct {
 	// The client reads this task's output (a pipelined job's final stage):
 	// its writer fails the job when the client reads nothing for
 	// execution.idle_client_timeout, rather than hold its vcores for ever.
-	ClientOutput  bool `protobuf:"varint,40,opt,name=client_output,json=clientOutput,proto3" json:"client_output,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ClientOutput bool `protobuf:"varint,40,opt,name=client_output,json=clientOutput,proto3" json:"client_output,omitempty"`
+	// Pipelined mode: the key of this task's output queues. The executor
+	// serves queue (stage, task, partition) only to a ticket carrying the
+	// capability the key gives that partition (rpc.PipelinedCapability):
+	// its wired consumers hold it, other tasks of the job do not.
+	OutputKey []byte `protobuf:"bytes,50,opt,name=output_key,json=outputKey,proto3" json:"output_key,omitempty"`
+	// Pipelined mode: the capabilities of the producer queues this task's
+	// readers are wired to, and of no other. Per task, not in the plan,
+	// which every task of the stage shares.
+	ReadCapabilities []*PartitionCapability `protobuf:"bytes,51,rep,name=read_capabilities,json=readCapabilities,proto3" json:"read_capabilities,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TaskDefinition) Reset() {
@@ -1491,6 +1512,20 @@ func (x *TaskDefinition) GetClientOutput() bool {
 		return x.ClientOutput
 	}
 	return false
+}
+
+func (x *TaskDefinition) GetOutputKey() []byte {
+	if x != nil {
+		return x.OutputKey
+	}
+	return nil
+}
+
+func (x *TaskDefinition) GetReadCapabilities() []*PartitionCapability {
+	if x != nil {
+		return x.ReadCapabilities
+	}
+	return nil
 }
 
 type TaskStatus struct {
@@ -1862,6 +1897,76 @@ func (x *OperatorMetrics) GetReserved() bool {
 	return false
 }
 
+// The capability of one pipelined queue: partition `partition` of task
+// `task_id` of stage `stage_id` (of the job the message is about).
+type PartitionCapability struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StageId       int32                  `protobuf:"varint,1,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
+	TaskId        int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	Capability    []byte                 `protobuf:"bytes,4,opt,name=capability,proto3" json:"capability,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionCapability) Reset() {
+	*x = PartitionCapability{}
+	mi := &file_scheduler_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionCapability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionCapability) ProtoMessage() {}
+
+func (x *PartitionCapability) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionCapability.ProtoReflect.Descriptor instead.
+func (*PartitionCapability) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *PartitionCapability) GetStageId() int32 {
+	if x != nil {
+		return x.StageId
+	}
+	return 0
+}
+
+func (x *PartitionCapability) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *PartitionCapability) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionCapability) GetCapability() []byte {
+	if x != nil {
+		return x.Capability
+	}
+	return nil
+}
+
 var File_scheduler_proto protoreflect.FileDescriptor
 
 const file_scheduler_proto_rawDesc = "" +
@@ -1893,7 +1998,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rtasks_running\x18\x04 \x01(\x05R\ftasksRunning\x12\x1d\n" +
 	"\n" +
 	"tasks_done\x18\x05 \x01(\x05R\ttasksDone\x12\x19\n" +
-	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xaa\x05\n" +
+	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xf6\x05\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x10.sluice.JobStateR\x05state\x12'\n" +
@@ -1911,7 +2016,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12#\n" +
 	"\ranalyzed_plan\x18\x15 \x01(\tR\fanalyzedPlan\x12\x1d\n" +
 	"\n" +
-	"job_secret\x18\x1e \x01(\tR\tjobSecret\x1a;\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12J\n" +
+	"\x12final_capabilities\x182 \x03(\v2\x1b.sluice.PartitionCapabilityR\x11finalCapabilities\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
@@ -1969,7 +2075,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
 	"\rstage_attempt\x18\x03 \x01(\x05R\fstageAttempt\x12\x17\n" +
 	"\atask_id\x18\x04 \x01(\x05R\x06taskId\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xef\x02\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xd8\x03\n" +
 	"\x0eTaskDefinition\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1e\n" +
 	"\n" +
@@ -1981,7 +2087,10 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12\x1d\n" +
 	"\n" +
 	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12#\n" +
-	"\rclient_output\x18( \x01(\bR\fclientOutput\x1a;\n" +
+	"\rclient_output\x18( \x01(\bR\fclientOutput\x12\x1d\n" +
+	"\n" +
+	"output_key\x182 \x01(\fR\toutputKey\x12H\n" +
+	"\x11read_capabilities\x183 \x03(\v2\x1b.sluice.PartitionCapabilityR\x10readCapabilities\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x03\n" +
@@ -2017,7 +2126,14 @@ const file_scheduler_proto_rawDesc = "" +
 	"\abatches\x18\x03 \x01(\x03R\abatches\x12\x17\n" +
 	"\atime_ns\x18\x04 \x01(\x03R\x06timeNs\x12*\n" +
 	"\x11memory_peak_bytes\x18\x05 \x01(\x03R\x0fmemoryPeakBytes\x12\x1a\n" +
-	"\breserved\x18\x06 \x01(\bR\breserved*b\n" +
+	"\breserved\x18\x06 \x01(\bR\breserved\"\x87\x01\n" +
+	"\x13PartitionCapability\x12\x19\n" +
+	"\bstage_id\x18\x01 \x01(\x05R\astageId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x04 \x01(\fR\n" +
+	"capability*b\n" +
 	"\bJobState\x12\x0e\n" +
 	"\n" +
 	"JOB_QUEUED\x10\x00\x12\x0f\n" +
@@ -2057,7 +2173,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_scheduler_proto_goTypes = []any{
 	(JobState)(0),                    // 0: sluice.JobState
 	(TaskState)(0),                   // 1: sluice.TaskState
@@ -2087,60 +2203,63 @@ var file_scheduler_proto_goTypes = []any{
 	(*UpdateTaskStatusRequest)(nil),  // 25: sluice.UpdateTaskStatusRequest
 	(*UpdateTaskStatusResponse)(nil), // 26: sluice.UpdateTaskStatusResponse
 	(*OperatorMetrics)(nil),          // 27: sluice.OperatorMetrics
-	nil,                              // 28: sluice.ExecuteQueryRequest.SettingsEntry
-	nil,                              // 29: sluice.JobStatus.SettingsEntry
-	nil,                              // 30: sluice.TaskDefinition.SettingsEntry
-	(*Schema)(nil),                   // 31: sluice.Schema
-	(*PartitionLocation)(nil),        // 32: sluice.PartitionLocation
-	(*PipelinedProducers)(nil),       // 33: sluice.PipelinedProducers
-	(*PhysicalPlan)(nil),             // 34: sluice.PhysicalPlan
+	(*PartitionCapability)(nil),      // 28: sluice.PartitionCapability
+	nil,                              // 29: sluice.ExecuteQueryRequest.SettingsEntry
+	nil,                              // 30: sluice.JobStatus.SettingsEntry
+	nil,                              // 31: sluice.TaskDefinition.SettingsEntry
+	(*Schema)(nil),                   // 32: sluice.Schema
+	(*PartitionLocation)(nil),        // 33: sluice.PartitionLocation
+	(*PipelinedProducers)(nil),       // 34: sluice.PipelinedProducers
+	(*PhysicalPlan)(nil),             // 35: sluice.PhysicalPlan
 }
 var file_scheduler_proto_depIdxs = []int32{
-	28, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
+	29, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
 	0,  // 1: sluice.JobStatus.state:type_name -> sluice.JobState
 	3,  // 2: sluice.JobStatus.error:type_name -> sluice.UserError
-	31, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
-	32, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
-	33, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
+	32, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
+	33, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
+	34, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
 	4,  // 6: sluice.JobStatus.progress:type_name -> sluice.JobProgress
-	29, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
-	12, // 8: sluice.ExecutorState.meta:type_name -> sluice.ExecutorMetadata
-	13, // 9: sluice.ClusterState.executors:type_name -> sluice.ExecutorState
-	5,  // 10: sluice.ClusterState.running_jobs:type_name -> sluice.JobStatus
-	12, // 11: sluice.RegisterExecutorRequest.meta:type_name -> sluice.ExecutorMetadata
-	22, // 12: sluice.PollWorkResponse.tasks:type_name -> sluice.TaskDefinition
-	21, // 13: sluice.TaskDefinition.id:type_name -> sluice.TaskId
-	34, // 14: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
-	30, // 15: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
-	21, // 16: sluice.TaskStatus.id:type_name -> sluice.TaskId
-	1,  // 17: sluice.TaskStatus.state:type_name -> sluice.TaskState
-	24, // 18: sluice.TaskStatus.fetch_failure:type_name -> sluice.FetchFailure
-	32, // 19: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
-	27, // 20: sluice.TaskStatus.operator_metrics:type_name -> sluice.OperatorMetrics
-	23, // 21: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
-	2,  // 22: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
-	6,  // 23: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
-	8,  // 24: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
-	9,  // 25: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
-	11, // 26: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
-	15, // 27: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
-	17, // 28: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
-	19, // 29: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
-	25, // 30: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
-	5,  // 31: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
-	7,  // 32: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
-	5,  // 33: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
-	10, // 34: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
-	14, // 35: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
-	16, // 36: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
-	18, // 37: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
-	20, // 38: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
-	26, // 39: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	30, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
+	28, // 8: sluice.JobStatus.final_capabilities:type_name -> sluice.PartitionCapability
+	12, // 9: sluice.ExecutorState.meta:type_name -> sluice.ExecutorMetadata
+	13, // 10: sluice.ClusterState.executors:type_name -> sluice.ExecutorState
+	5,  // 11: sluice.ClusterState.running_jobs:type_name -> sluice.JobStatus
+	12, // 12: sluice.RegisterExecutorRequest.meta:type_name -> sluice.ExecutorMetadata
+	22, // 13: sluice.PollWorkResponse.tasks:type_name -> sluice.TaskDefinition
+	21, // 14: sluice.TaskDefinition.id:type_name -> sluice.TaskId
+	35, // 15: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
+	31, // 16: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
+	28, // 17: sluice.TaskDefinition.read_capabilities:type_name -> sluice.PartitionCapability
+	21, // 18: sluice.TaskStatus.id:type_name -> sluice.TaskId
+	1,  // 19: sluice.TaskStatus.state:type_name -> sluice.TaskState
+	24, // 20: sluice.TaskStatus.fetch_failure:type_name -> sluice.FetchFailure
+	33, // 21: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
+	27, // 22: sluice.TaskStatus.operator_metrics:type_name -> sluice.OperatorMetrics
+	23, // 23: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
+	2,  // 24: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
+	6,  // 25: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
+	8,  // 26: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
+	9,  // 27: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
+	11, // 28: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
+	15, // 29: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
+	17, // 30: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
+	19, // 31: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
+	25, // 32: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
+	5,  // 33: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
+	7,  // 34: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
+	5,  // 35: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
+	10, // 36: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
+	14, // 37: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
+	16, // 38: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
+	18, // 39: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
+	20, // 40: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
+	26, // 41: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
+	33, // [33:42] is the sub-list for method output_type
+	24, // [24:33] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -2155,7 +2274,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

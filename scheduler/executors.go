@@ -304,7 +304,7 @@ func (s *Scheduler) GetClusterState(ctx context.Context, req *rpc.GetClusterStat
 			cs.RunningJobs = append(cs.RunningJobs, s.statusLocked(j))
 		case admin:
 			st := s.statusLocked(j)
-			st.JobSecret = ""
+			st.JobSecret, st.FinalCapabilities = "", nil
 			cs.RunningJobs = append(cs.RunningJobs, st)
 		default:
 			cs.RunningJobs = append(cs.RunningJobs, &rpc.JobStatus{JobId: j.id, State: j.state, Progress: j.graph.Progress()})

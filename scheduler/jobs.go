@@ -110,6 +110,7 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 	// Running when the job ends quickly, so Successful carries them too.
 	if sg, ok := j.graph.(StreamingGraph); ok {
 		st.FinalProducers = sg.FinalProducers()
+		st.FinalCapabilities = sg.FinalCapabilities()
 	}
 	return st
 }

@@ -48,6 +48,9 @@ type StreamingGraph interface {
 	// FinalProducers lists, per final partition, the tasks holding it;
 	// nil until the job is placed and once it failed or was cancelled.
 	FinalProducers() []*rpc.PipelinedProducers
+	// FinalCapabilities are the capabilities of the queues FinalProducers
+	// lists, which the client's tickets carry; nil when FinalProducers is.
+	FinalCapabilities() []*rpc.PartitionCapability
 }
 
 // NewPipelinedGraph returns the graph of a pipelined job, as proposed for
@@ -67,7 +70,7 @@ func NewPipelinedGraph(cfg PipelinedConfig) (ExecutionGraph, error) {
 	}
 	cfg.MaxPartitionsPerTask = max(cfg.MaxPartitionsPerTask, 1)
 	cfg.QueueBatches = max(cfg.QueueBatches, 1)
-	g := &pipelinedGraph{cfg: cfg, reserved: map[string]int{}}
+	g := &pipelinedGraph{cfg: cfg, reserved: map[string]int{}, wiringKey: rpc.NewWiringKey()}
 	for i, s := range cfg.Plan.Stages {
 		if s.ID != i+1 {
 			return nil, fmt.Errorf("internal: stage %d at position %d", s.ID, i)
@@ -97,8 +100,14 @@ func NewPipelinedGraph(cfg PipelinedConfig) (ExecutionGraph, error) {
 	// Wiring depends on placement only through producer addresses, so a
 	// trial run surfaces plans that cannot be built or encoded now, at
 	// submission, rather than when the job is placed.
-	if _, err := g.wire(g.trialPlacement()); err != nil {
+	trial := g.trialPlacement()
+	if _, err := g.wire(trial); err != nil {
 		return nil, err
+	}
+	for i, s := range g.stages {
+		if _, err := g.readCapabilities(s, trial[i][0], trial); err != nil {
+			return nil, err
+		}
 	}
 	if g.final().Partitions() == 0 {
 		// Nothing to read: the query's result is empty without running.
@@ -153,6 +162,10 @@ type pipelinedGraph struct {
 	state    GraphState
 	err      error
 	rowsOut  int64
+	// wiringKey derives the key of every task's queues and the
+	// capabilities of the queues (rpc.PipelinedTaskKey): it never leaves
+	// the scheduler.
+	wiringKey []byte
 }
 
 var _ StreamingGraph = (*pipelinedGraph)(nil)
@@ -334,6 +347,20 @@ func (g *pipelinedGraph) FinalProducers() []*rpc.PipelinedProducers {
 	out := make([]*rpc.PipelinedProducers, len(parts))
 	for i, p := range parts {
 		out[i] = &rpc.PipelinedProducers{Producers: p}
+	}
+	return out
+}
+
+func (g *pipelinedGraph) FinalCapabilities() []*rpc.PartitionCapability {
+	if !g.placed || g.state == GraphFailed || g.state == GraphCancelled {
+		return nil
+	}
+	s := g.final()
+	var out []*rpc.PartitionCapability
+	for p, ps := range producersOf(s) {
+		for _, t := range ps {
+			out = append(out, g.capability(int32(s.ID), t.TaskId, int32(p)))
+		}
 	}
 	return out
 }

@@ -46,16 +46,31 @@ func (g *pipelinedGraph) Offer(offers []*Offer) []*Assignment {
 		g.fail(err)
 		return nil
 	}
+	// Each task is given the key of its own queues and the capabilities
+	// of the queues it reads, and of no others.
+	caps := make([][][]*rpc.PartitionCapability, len(g.stages))
+	for i, s := range g.stages {
+		for _, t := range placed[i] {
+			c, err := g.readCapabilities(s, t, placed)
+			if err != nil {
+				g.fail(err)
+				return nil
+			}
+			caps[i] = append(caps[i], c)
+		}
+	}
 	g.placed = true
 	var out []*Assignment
 	for i, s := range g.stages {
 		s.tasks = placed[i]
 		use := map[string]int{}
-		for _, t := range s.tasks {
+		for j, t := range s.tasks {
 			use[t.executor] += len(t.partitions)
 			out = append(out, &Assignment{ExecutorID: t.executor, Task: &rpc.TaskDefinition{
 				Id: t.id, Partitions: int32s(t.partitions), Plan: plans[i], Settings: g.cfg.Settings, Vcores: int32(len(t.partitions)),
-				ClientOutput: i == len(g.stages)-1,
+				ClientOutput:     i == len(g.stages)-1,
+				OutputKey:        g.taskKey(t.id.StageId, t.id.TaskId),
+				ReadCapabilities: caps[i][j],
 			}})
 		}
 		for e, n := range use {

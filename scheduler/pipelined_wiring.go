@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 
 	"sluice/physical"
 	"sluice/rpc"
@@ -83,4 +84,50 @@ func producers(s *dplan.Stage, tasks []*pTask) [][]*rpc.PipelinedProducer {
 		}
 	}
 	return out
+}
+
+// readCapabilities lists the capabilities of the queues task t of stage s
+// reads (placed[i] are stage i+1's tasks): of every stage its body reads,
+// the partitions dplan.InputPartitions says t's partitions read, in every
+// producer task holding a part of them. A pass-through stage's partition
+// is held by one task and read by one consumer task (or, retained, by
+// several); a hash stage's partition has a part in every producer task.
+func (g *pipelinedGraph) readCapabilities(s *pStage, t *pTask, placed [][]*pTask) ([]*rpc.PartitionCapability, error) {
+	reads, err := dplan.InputPartitions(s.Body, t.partitions)
+	if err != nil {
+		return nil, fmt.Errorf("stage %d: %w", s.ID, err)
+	}
+	stages := make([]int, 0, len(reads))
+	for id := range reads {
+		stages = append(stages, id)
+	}
+	slices.Sort(stages)
+	var out []*rpc.PartitionCapability
+	for _, id := range stages {
+		if id < 1 || id > len(g.stages) {
+			return nil, fmt.Errorf("internal: stage %d reads unknown stage %d", s.ID, id)
+		}
+		parts := producers(g.stages[id-1].Stage, placed[id-1])
+		for _, p := range reads[id] {
+			if p < 0 || p >= len(parts) {
+				return nil, fmt.Errorf("internal: stage %d reads partition %d of stage %d, which writes %d", s.ID, p, id, len(parts))
+			}
+			for _, pr := range parts[p] {
+				out = append(out, g.capability(int32(id), pr.TaskId, int32(p)))
+			}
+		}
+	}
+	return out, nil
+}
+
+// taskKey is the key of the queues of task task of stage stage.
+func (g *pipelinedGraph) taskKey(stage, task int32) []byte {
+	return rpc.PipelinedTaskKey(g.wiringKey, g.cfg.JobID, stage, task)
+}
+
+// capability is the capability of one queue: partition partition of task
+// task of stage stage.
+func (g *pipelinedGraph) capability(stage, task, partition int32) *rpc.PartitionCapability {
+	return &rpc.PartitionCapability{StageId: stage, TaskId: task, Partition: partition,
+		Capability: rpc.PipelinedCapability(g.taskKey(stage, task), partition)}
 }

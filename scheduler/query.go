@@ -57,7 +57,7 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 			st := proto.Clone(cur).(*rpc.JobStatus)
 			st.State, st.Error, st.FinalLocations, st.AnalyzedPlan = state, nil, nil, ""
 			if state == rpc.JobState_JOB_QUEUED {
-				st.FinalProducers = nil
+				st.FinalProducers, st.FinalCapabilities = nil, nil
 			}
 			if err := stream.Send(st); err != nil {
 				s.cancelIfRunning(j)

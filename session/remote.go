@@ -207,8 +207,10 @@ func (j *job) read(ctx context.Context, st *rpc.JobStatus, schema *arrow.Schema,
 		Memory:    mempool.NewPool("client", 0, nil),
 		BatchSize: int(s.Settings.Int("execution.batch_size")),
 		// The job's secret goes into the tickets: executors serve the
-		// job's results to no one else.
-		Exchange: &exchange.TaskEnv{Env: j.r.env, JobID: st.JobId, JobSecret: st.JobSecret},
+		// job's results to no one else. A pipelined job's final queues
+		// want their capabilities too.
+		Exchange: &exchange.TaskEnv{Env: j.r.env, JobID: st.JobId, JobSecret: st.JobSecret,
+			Capabilities: exchange.CapabilitiesOf(st.FinalCapabilities)},
 	}
 	stream, err := op.Execute(rctx, 0, tc)
 	if err != nil {
