@@ -334,3 +334,39 @@ func TestErrorDetailOnDemand(t *testing.T) {
 		t.Errorf(".explain after the failure: %q", out)
 	}
 }
+
+// TestDataFileArguments checks that sluice FILE... registers each Parquet
+// or CSV file as a table named after it, with -c, piped scripts and every
+// engine, and that other arguments are still refused.
+func TestDataFileArguments(t *testing.T) {
+	data, err := filepath.Abs("testdata/slt/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips, pipe := filepath.Join(data, "files_trips.parquet"), filepath.Join(data, "files_pipe.csv")
+	for _, engine := range [][]string{{"--in-process"}, {"--mode", "blocking"}, {"--mode", "pipelined"}} {
+		args := append(append([]string{}, engine...), trips, pipe, "-c", "SELECT count(*) AS n, sum(q.qty) AS q FROM files_trips, (SELECT sum(qty) AS qty FROM files_pipe) q")
+		out, errOut, code := runCLI(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", engine, code, errOut)
+		}
+		if want := "n,q\n5,50\n"; out != want {
+			t.Errorf("%v: stdout %q, want %q", engine, out, want)
+		}
+		if !strings.Contains(errOut, trips+" is table files_trips.") || !strings.Contains(errOut, "is table files_pipe.") {
+			t.Errorf("%v: stderr %q does not say which tables were registered", engine, errOut)
+		}
+	}
+	out, errOut, code := runCLI(t, "SELECT city FROM files_trips WHERE id = 2;\n", "-q", "--in-process", trips)
+	if code != 0 || out != "city\noslo\n" || errOut != "" {
+		t.Errorf("piped: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "--in-process", filepath.Join(data, "files_gone.parquet"), "-c", "SELECT 1")
+	if code == 0 || !strings.Contains(errOut, "files_gone.parquet: no such file") {
+		t.Errorf("missing file: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "--in-process", "script.sql")
+	if code != 2 || !strings.Contains(errOut, `unexpected argument "script.sql"`) {
+		t.Errorf("a non-data argument: exit %d, stderr %q", code, errOut)
+	}
+}

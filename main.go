@@ -131,7 +131,8 @@ func run(args []string) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole session to this file (for go tool pprof)")
 	fs.Usage = func() {
 		// Asked for, help goes to stdout (sluice --help | less).
-		fmt.Fprintf(os.Stdout, `Usage: sluice [flags]               the shell: interactive on a terminal; reads a script from stdin otherwise
+		fmt.Fprintf(os.Stdout, `Usage: sluice [flags] [FILE...]     the shell: interactive on a terminal; reads a script from stdin otherwise
+                                    (each FILE, .parquet or .csv, is registered as a table named after it)
 
 Commands:
   sluice scheduler --bind ADDR --policy push|pull      run a cluster's scheduler
@@ -154,8 +155,9 @@ Flags:
 		fmt.Println(versionLine())
 		return 0
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (SQL goes in -c, scripts in -f; see sluice --help)\n", fs.Arg(0))
+	dataFiles, bad := dataFileArgs(fs.Args())
+	if bad != "" {
+		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (SQL goes in -c, scripts in -f, data files end in .parquet or .csv; see sluice --help)\n", bad)
 		return 2
 	}
 	if *cpuProfile != "" {
@@ -214,6 +216,17 @@ Flags:
 	}
 	if *tpchSF > 0 {
 		if err := registerTPCH(ctx, sess, *tpchSF); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+	}
+	if len(dataFiles) > 0 {
+		notice := func(s string) {
+			if !*quiet {
+				fmt.Fprintln(os.Stderr, s)
+			}
+		}
+		if err := registerFileArgs(ctx, sess, dataFiles, notice); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 			return 1
 		}
