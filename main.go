@@ -110,6 +110,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "executor" {
 		return runExecutor(args[1:])
 	}
+	if len(args) > 0 && args[0] == "serve" {
+		return runServe(args[1:])
+	}
 	fs := pflag.NewFlagSet("sluice", pflag.ContinueOnError)
 	fs.SortFlags = false
 	var items []scriptItem
@@ -137,6 +140,7 @@ func run(args []string) int {
 Commands:
   sluice scheduler --bind ADDR --policy push|pull      run a cluster's scheduler
   sluice executor --scheduler ADDR ...                 run an executor of a cluster
+  sluice serve --flight-sql-bind ADDR [FILE...]        an embedded cluster serving Arrow Flight SQL, no shell
   sluice tpch gen --sf N --out DIR                     write the TPC-H tables as Parquet
   sluice bench tpch|tpcds|merge ...                    time queries in each mode (and DuckDB)
 Each command takes --help.
