@@ -264,4 +264,3 @@ func quote(s string) (string, error) {
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'", nil
 }
-
