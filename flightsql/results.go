@@ -17,7 +17,6 @@ import (
 // result; DoGet streams it.
 type result struct {
 	handle  string
-	cs      *clientSession
 	res     *session.Result
 	schema  *arrow.Schema
 	created time.Time
@@ -35,12 +34,12 @@ func newResults() *results { return &results{byHandle: map[string]*result{}} }
 
 // add registers a result and returns its handle: a random secret, so a
 // ticket cannot be guessed by another client.
-func (rs *results) add(cs *clientSession, res *session.Result) *result {
+func (rs *results) add(res *session.Result) *result {
 	schema := res.Schema
 	if schema == nil {
 		schema = emptySchema
 	}
-	r := &result{handle: rpc.RandomHex(16), cs: cs, res: res, schema: schema, created: time.Now()}
+	r := &result{handle: rpc.RandomHex(16), res: res, schema: schema, created: time.Now()}
 	rs.mu.Lock()
 	rs.byHandle[r.handle] = r
 	rs.mu.Unlock()
@@ -71,7 +70,6 @@ func (rs *results) finish(r *result) {
 		return
 	}
 	r.res.Close()
-	r.cs.release()
 }
 
 // cancelHandle cancels a result: a pending one is dropped, a streaming

@@ -4,8 +4,8 @@
 // and per-client sessions whose SETs change that client's settings.
 //
 // The server runs in the scheduler's process. Each Flight SQL client
-// session is a sluice session (session.ConnectWith) connected to the
-// scheduler, so a statement runs exactly as the shell's does, in the
+// session is a sluice session (a session.Fork of one connected to the
+// scheduler), so a statement runs exactly as the shell's does, in the
 // session's execution mode; metadata is read from the scheduler's catalog
 // directly.
 package flightsql
@@ -27,6 +27,7 @@ import (
 	"sluice/catalog"
 	"sluice/cluster"
 	"sluice/rpc"
+	"sluice/session"
 )
 
 // Config configures a Flight SQL server.
@@ -99,9 +100,17 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flight sql: listening on %s: %w", cfg.Bind, err)
 	}
+	// One connection to the scheduler serves every client session; it is
+	// made lazily, so a scheduler that is not up yet fails statements,
+	// not the start.
+	base, err := session.ConnectWith(cfg.SchedulerAddr, cfg.SchedulerSecurity)
+	if err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("flight sql: %w", err)
+	}
 	s := &Server{
 		cfg: cfg, log: log, addr: lis.Addr().String(),
-		sessions: newSessions(cfg.SchedulerAddr, cfg.SchedulerSecurity),
+		sessions: newSessions(base),
 		results:  newResults(),
 		prepared: preparedStatements{byHandle: map[string]*prepared{}},
 		stop:     make(chan struct{}),
@@ -109,6 +118,7 @@ func Start(cfg Config) (*Server, error) {
 	s.Alloc = memory.DefaultAllocator
 	if err := s.registerSqlInfo(); err != nil {
 		lis.Close()
+		base.Close()
 		return nil, err
 	}
 	// The token check (cluster.NewServer) runs before the session

@@ -18,50 +18,37 @@ import (
 // in Flight SQL's session management (arrow-go's flight/session uses the
 // same name): the server sets it on a client's first call; a client that
 // sends it back (arrow-go's flight.NewClientCookieMiddleware, ADBC's
-// cookie option) keeps its session, and with it its settings and prepared
-// statements. A client that drops cookies gets a fresh session per call.
+// cookie option) keeps its session, and with it its settings. A client
+// that drops cookies gets a fresh session, with default settings, per
+// call. (Prepared statements are found by their handles, whatever the
+// session.)
 const SessionCookie = "arrow_flight_session_id"
 
-// clientSession is one Flight SQL client's sluice session.
+// clientSession is one Flight SQL client's sluice session: a fork of the
+// server's session (session.Fork), so it has settings of its own and
+// shares the server's connection to the scheduler.
 type clientSession struct {
 	id string
 
 	// mu serializes the session's statements: a sluice session runs one
 	// at a time (its settings change as SETs run).
 	mu       sync.Mutex
-	sess     *session.Session // connected on first use
-	lastUsed time.Time
+	sess     *session.Session
+	lastUsed time.Time // guarded by sessions.mu
 	closed   bool
-	// open counts results of this session not yet finished: they read
-	// through the session's connections, which a closed session keeps
-	// until the last is done.
-	open int
-}
-
-// release is called when one of the session's results is finished.
-func (cs *clientSession) release() {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.open--
-	if cs.closed && cs.open == 0 && cs.sess != nil {
-		cs.sess.Close()
-		cs.sess = nil
-	}
 }
 
 // sessions are the live client sessions, by cookie value.
 type sessions struct {
-	addr string
-	sec  *rpc.Security
+	base *session.Session // the connection every client session forks
 
 	mu   sync.Mutex
 	byID map[string]*clientSession
 }
 
-func newSessions(addr string, sec *rpc.Security) *sessions {
-	return &sessions{addr: addr, sec: sec, byID: map[string]*clientSession{}}
+func newSessions(base *session.Session) *sessions {
+	return &sessions{base: base, byID: map[string]*clientSession{}}
 }
-
 type sessionKey struct{}
 
 // sessionFrom is the calling client's session (set by the interceptors).
@@ -87,7 +74,7 @@ func (s *sessions) attach(ctx context.Context) (context.Context, metadata.MD) {
 			return context.WithValue(ctx, sessionKey{}, cs), nil
 		}
 	}
-	cs := &clientSession{id: rpc.RandomHex(16), lastUsed: time.Now()}
+	cs := &clientSession{id: rpc.RandomHex(16), sess: s.base.Fork(), lastUsed: time.Now()}
 	s.mu.Lock()
 	s.byID[cs.id] = cs
 	s.mu.Unlock()
@@ -140,61 +127,36 @@ type sessionStream struct {
 func (s *sessionStream) Context() context.Context { return s.ctx }
 
 // execute runs one statement in the client's session. The result is read
-// later, by DoGet, outside the session's lock; whoever finishes it calls
-// cs.release.
+// later, by DoGet, outside the session's lock.
 func (s *sessions) execute(ctx context.Context, cs *clientSession, text string) (*session.Result, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.closed {
-		return nil, fmt.Errorf("the session was closed")
-	}
-	if cs.sess == nil {
-		sess, err := session.ConnectWith(s.addr, s.sec)
-		if err != nil {
-			return nil, err
-		}
-		cs.sess = sess
-	}
-	res, err := cs.sess.Execute(ctx, text)
-	if err != nil {
-		return nil, err
-	}
-	cs.open++
-	return res, nil
+	var res *session.Result
+	err := s.withSession(cs, func(sess *session.Session) error {
+		var err error
+		res, err = sess.Execute(ctx, text)
+		return err
+	})
+	return res, err
 }
 
-// withSession runs f on the client's sluice session under its lock (the
-// session is connected first, so its settings are the ones statements
-// will use).
+// withSession runs f on the client's sluice session under its lock.
 func (s *sessions) withSession(cs *clientSession, f func(*session.Session) error) error {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
 		return fmt.Errorf("the session was closed")
 	}
-	if cs.sess == nil {
-		sess, err := session.ConnectWith(s.addr, s.sec)
-		if err != nil {
-			return err
-		}
-		cs.sess = sess
-	}
 	return f(cs.sess)
 }
 
-// close ends a session: it is forgotten and its connections closed.
-// Results it produced and not yet read keep streaming until read.
+// close ends a session: it is forgotten with its settings. Results it
+// produced and not yet read stay readable.
 func (s *sessions) close(cs *clientSession) {
 	s.mu.Lock()
 	delete(s.byID, cs.id)
 	s.mu.Unlock()
 	cs.mu.Lock()
-	defer cs.mu.Unlock()
 	cs.closed = true
-	if cs.sess != nil && cs.open == 0 {
-		cs.sess.Close()
-		cs.sess = nil
-	}
+	cs.mu.Unlock()
 }
 
 // expire closes the sessions last used before cutoff.
@@ -212,4 +174,8 @@ func (s *sessions) expire(cutoff time.Time) {
 	}
 }
 
-func (s *sessions) closeAll() { s.expire(time.Now().Add(time.Hour)) }
+// closeAll ends every session and closes the shared connection.
+func (s *sessions) closeAll() {
+	s.expire(time.Now().Add(time.Hour))
+	s.base.Close()
+}

@@ -37,7 +37,7 @@ func (s *Server) run(ctx context.Context, text string, desc *flight.FlightDescri
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	r := s.results.add(cs, res)
+	r := s.results.add(res)
 	ticket, err := afsql.CreateStatementQueryTicket([]byte(r.handle))
 	if err != nil {
 		s.results.finish(r)
@@ -100,7 +100,6 @@ func (s *Server) update(ctx context.Context, text string) (int64, error) {
 	if err != nil {
 		return 0, statusOf(err)
 	}
-	defer cs.release()
 	defer res.Close()
 	var rows int64
 	for {
