@@ -49,6 +49,7 @@ type sessions struct {
 func newSessions(base *session.Session) *sessions {
 	return &sessions{base: base, byID: map[string]*clientSession{}}
 }
+
 type sessionKey struct{}
 
 // sessionFrom is the calling client's session (set by the interceptors).
