@@ -140,4 +140,3 @@ func checkTPCH(t *testing.T, ctx context.Context, c *afsql.Client, n int) {
 		t.Errorf("q%d does not match the official answer: %s", n, res.Detail)
 	}
 }
-
