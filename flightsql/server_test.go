@@ -372,6 +372,10 @@ func TestFlightSQL(t *testing.T) {
 	})
 
 	t.Run("cancel", func(t *testing.T) {
+		// Pipelined, so that GetFlightInfo returns while the job runs.
+		if _, err := c.ExecuteUpdate(ctx, "SET execution.mode = 'pipelined'"); err != nil {
+			t.Fatal(err)
+		}
 		info, err := c.Execute(ctx, "SELECT count(*) FROM emp, generate_series(1, 100000) g")
 		if err != nil {
 			t.Fatal(err)
@@ -387,6 +391,28 @@ func TestFlightSQL(t *testing.T) {
 		if err != nil || res.Status != flight.CancelStatusNotCancellable {
 			t.Errorf("cancelling twice: %v, %v", res, err)
 		}
+		// Cancelling a result being read ends its stream with Canceled.
+		info, err = c.Execute(ctx, "SELECT * FROM generate_series(1, 1000000000) g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdr, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rdr.Next() {
+			t.Fatalf("no first batch: %v", rdr.Err())
+		}
+		res, err = c.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
+		if err != nil || res.Status != flight.CancelStatusCancelled {
+			t.Fatalf("cancel while reading: %v, %v", res, err)
+		}
+		for rdr.Next() {
+		}
+		if status.Code(rdr.Err()) != codes.Canceled {
+			t.Errorf("reading a cancelled result: %v", rdr.Err())
+		}
+		rdr.Release()
 		// A result is read once.
 		info, err = c.Execute(ctx, "SELECT 1")
 		if err != nil {
