@@ -211,11 +211,16 @@ func workDir() string {
 }
 
 // TableNameFor derives a table name from a file path: its base name
-// without extension, lower-cased, with every character that is not a
-// letter, digit or underscore replaced by '_' and a leading digit
-// prefixed with '_' ('data/Trips 2024.parquet' -> trips_2024).
+// without extension (for a glob pattern, the directory the pattern
+// starts in: 'data/lineitem/*.parquet' -> lineitem), lower-cased, with
+// every character that is not a letter, digit or underscore replaced by
+// '_' and a leading digit prefixed with '_' ('data/Trips 2024.parquet' ->
+// trips_2024).
 func TableNameFor(path string) string {
 	base := filepath.Base(path)
+	if IsGlob(path) {
+		base = filepath.Base(globBase(path))
+	}
 	if i := strings.IndexByte(base, '.'); i > 0 {
 		base = base[:i]
 	}

@@ -118,6 +118,8 @@ func TestTableNameFor(t *testing.T) {
 		"2024-01.parquet":          "_2024_01",
 		"dir/lineitem.tbl.parquet": "lineitem",
 		".parquet":                 "_parquet",
+		"data/lineitem/*.parquet":  "lineitem",
+		"/d/part-[0-9].csv":        "d",
 	} {
 		if got := TableNameFor(in); got != want {
 			t.Errorf("TableNameFor(%q) = %q, want %q", in, got, want)
