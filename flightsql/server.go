@@ -11,6 +11,7 @@
 package flightsql
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,8 +20,10 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	afsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 
@@ -69,6 +72,7 @@ type Server struct {
 	sessions *sessions
 	results  *results
 	prepared preparedStatements
+	infos    map[uint32]bool // the SqlInfo ids registered
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -203,11 +207,21 @@ func (s *Server) registerSqlInfo() error {
 		afsql.SqlInfoNullOrdering:                int32(afsql.SqlNullOrderingSortAtEnd),
 		afsql.SqlInfoSearchStringEscape:          `\`,
 		afsql.SqlInfoSupportsColumnAliasing:      true,
+
+		afsql.SqlInfoFlightSqlServerSubstraitMinVersion:         "",
+		afsql.SqlInfoFlightSqlServerSubstraitMaxVersion:         "",
+		afsql.SqlInfoFlightSqlServerStatementTimeout:            int32(0),
+		afsql.SqlInfoFlightSqlServerTransactionTimeout:          int32(0),
+		afsql.SqlInfoFlightSqlServerBulkIngestion:               false,
+		afsql.SqlInfoFlightSqlServerIngestTransactionsSupported: false,
+		afsql.SqlInfoTransactionsSupported:                      false,
 	}
+	s.infos = map[uint32]bool{}
 	for id, v := range infos {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
 			return fmt.Errorf("flight sql: sql info %s: %w", id, err)
 		}
+		s.infos[uint32(id)] = true
 	}
 	return nil
 }
@@ -230,3 +244,33 @@ func (s *Server) flightInfo(desc *flight.FlightDescriptor, schema *arrow.Schema,
 		TotalBytes:       -1,
 	}
 }
+
+// DoGetSqlInfo answers the infos the server knows and leaves out the
+// others: drivers ask for a fixed list at connect, and one unknown id must
+// not fail the connection (arrow-go's BaseServer refuses the whole call).
+func (s *Server) DoGetSqlInfo(ctx context.Context, cmd afsql.GetSqlInfo) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	if len(cmd.GetInfo()) == 0 {
+		return s.BaseServer.DoGetSqlInfo(ctx, cmd)
+	}
+	known := knownInfos{}
+	for _, id := range cmd.GetInfo() {
+		if _, ok := s.infos[id]; ok {
+			known = append(known, id)
+		}
+	}
+	if len(known) == 0 {
+		// BaseServer reads an empty list as "all": answer none instead.
+		b := array.NewRecordBuilder(s.Alloc, schema_ref.SqlInfo)
+		defer b.Release()
+		ch := make(chan flight.StreamChunk, 1)
+		ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
+		close(ch)
+		return schema_ref.SqlInfo, ch, nil
+	}
+	return s.BaseServer.DoGetSqlInfo(ctx, known)
+}
+
+// knownInfos is a GetSqlInfo request for the given ids.
+type knownInfos []uint32
+
+func (k knownInfos) GetInfo() []uint32 { return k }

@@ -309,7 +309,9 @@ func TestFlightSQL(t *testing.T) {
 			t.Errorf("GetDBSchemas: %q, %v", rows, err)
 		}
 
-		info, err = c.GetSqlInfo(ctx, []afsql.SqlInfo{afsql.SqlInfoFlightSqlServerName, afsql.SqlInfoFlightSqlServerVersion, afsql.SqlInfoFlightSqlServerReadOnly})
+		// An id the server does not know is left out, not an error.
+		info, err = c.GetSqlInfo(ctx, []afsql.SqlInfo{afsql.SqlInfoFlightSqlServerName, afsql.SqlInfoFlightSqlServerVersion,
+			afsql.SqlInfoFlightSqlServerReadOnly, afsql.SqlInfoKeywords})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,8 +331,15 @@ func TestFlightSQL(t *testing.T) {
 			}
 		}
 		if got[uint32(afsql.SqlInfoFlightSqlServerName)] != "sluice" || got[uint32(afsql.SqlInfoFlightSqlServerVersion)] != "test" ||
-			got[uint32(afsql.SqlInfoFlightSqlServerReadOnly)] != "true" {
-			t.Errorf("GetSqlInfo: %v", got)
+			got[uint32(afsql.SqlInfoFlightSqlServerReadOnly)] != "true" || len(got) != 3 || rdr2.Err() != nil {
+			t.Errorf("GetSqlInfo: %v, %v", got, rdr2.Err())
+		}
+		info, err = c.GetSqlInfo(ctx, []afsql.SqlInfo{afsql.SqlInfoKeywords})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows, _, err := fetch(ctx, c, info); err != nil || len(rows) != 0 {
+			t.Errorf("GetSqlInfo of an unknown id: %q, %v", rows, err)
 		}
 	})
 
