@@ -1,13 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	afsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"sluice/rpc"
 )
 
 // sluiceBin builds the sluice binary once per test run.
@@ -332,5 +343,131 @@ func TestErrorDetailOnDemand(t *testing.T) {
 	out, _, _ := runCLI(t, "SELECT 1/0;\n.explain\n", "--continue-on-error")
 	if !strings.Contains(out, "the last query failed: stage 1 task") {
 		t.Errorf(".explain after the failure: %q", out)
+	}
+}
+
+// TestDataFileArguments checks that sluice FILE... registers each Parquet
+// or CSV file as a table named after it, with -c, piped scripts and every
+// engine, and that other arguments are still refused.
+func TestDataFileArguments(t *testing.T) {
+	data, err := filepath.Abs("testdata/slt/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips, pipe := filepath.Join(data, "files_trips.parquet"), filepath.Join(data, "files_pipe.csv")
+	for _, engine := range [][]string{{"--in-process"}, {"--mode", "blocking"}, {"--mode", "pipelined"}} {
+		args := append(append([]string{}, engine...), trips, pipe, "-c", "SELECT count(*) AS n, sum(q.qty) AS q FROM files_trips, (SELECT sum(qty) AS qty FROM files_pipe) q")
+		out, errOut, code := runCLI(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", engine, code, errOut)
+		}
+		if want := "n,q\n5,50\n"; out != want {
+			t.Errorf("%v: stdout %q, want %q", engine, out, want)
+		}
+		if !strings.Contains(errOut, trips+" is table files_trips.") || !strings.Contains(errOut, "is table files_pipe.") {
+			t.Errorf("%v: stderr %q does not say which tables were registered", engine, errOut)
+		}
+	}
+	out, errOut, code := runCLI(t, "SELECT city FROM files_trips WHERE id = 2;\n", "-q", "--in-process", trips)
+	if code != 0 || out != "city\noslo\n" || errOut != "" {
+		t.Errorf("piped: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "--in-process", filepath.Join(data, "files_gone.parquet"), "-c", "SELECT 1")
+	if code == 0 || !strings.Contains(errOut, "files_gone.parquet: no such file") {
+		t.Errorf("missing file: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "--in-process", "script.sql")
+	if code != 2 || !strings.Contains(errOut, `unexpected argument "script.sql"`) {
+		t.Errorf("a non-data argument: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestServeFlightSQL runs sluice serve with a data file and a token, and
+// queries it over Flight SQL with arrow-go's client: the command wires the
+// embedded cluster, the file's table and the endpoint's authentication.
+func TestServeFlightSQL(t *testing.T) {
+	data, err := filepath.Abs("testdata/slt/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("serve-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sluiceBin, "serve", "--flight-sql-bind", "127.0.0.1:0", "--executors", "2",
+		"--auth-token-file", tokenFile, filepath.Join(data, "files_trips.parquet"))
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	addrRe := regexp.MustCompile(`msg="flight sql listening" addr=(\S+)`)
+	sc := bufio.NewScanner(stderr)
+	var addr string
+	var log strings.Builder
+	for addr == "" && sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if m := addrRe.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("sluice serve did not report its Flight SQL address:\n%s", log.String())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if !strings.Contains(log.String(), "files_trips.parquet is table files_trips.") {
+		t.Errorf("no notice of the registered file:\n%s", log.String())
+	}
+
+	run := func(token string) ([]string, error) {
+		sec := &rpc.Security{Token: token}
+		c, err := afsql.NewClient(addr, nil, nil, sec.DialOptions()...)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		info, err := c.Execute(ctx, "SELECT city, count(*) FROM files_trips GROUP BY city ORDER BY city NULLS LAST")
+		if err != nil {
+			return nil, err
+		}
+		rdr, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+		if err != nil {
+			return nil, err
+		}
+		defer rdr.Release()
+		var rows []string
+		for rdr.Next() {
+			b := rdr.RecordBatch()
+			for r := 0; r < int(b.NumRows()); r++ {
+				city := "NULL"
+				if !b.Column(0).IsNull(r) {
+					city = b.Column(0).ValueStr(r)
+				}
+				rows = append(rows, city+" "+b.Column(1).ValueStr(r))
+			}
+		}
+		return rows, rdr.Err()
+	}
+	rows, err := run("serve-test-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"oslo 1", "paris 2", "rome 1", "NULL 1"}; !slices.Equal(rows, want) {
+		t.Errorf("rows %q, want %q", rows, want)
+	}
+	if _, err := run("wrong"); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a wrong token: %v", err)
 	}
 }

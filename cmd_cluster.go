@@ -26,10 +26,11 @@ func runScheduler(args []string) int {
 	bind := fs.String("bind", "127.0.0.1:50050", "gRPC listen address (host:port; port 0 picks a free one)")
 	policy := fs.String("policy", cluster.PolicyPush, "task placement: push (the scheduler launches tasks) or pull (executors poll)")
 	timeout := fs.Duration("executor-timeout", 10*time.Second, "how long an executor may miss heartbeats before it is considered lost")
+	flightBind := addFlightSQLFlag(fs, "")
 	secFlags := addSecurityFlags(fs, true)
 	allowed := addLocationsFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stdout, "Usage: sluice scheduler --bind ADDR --policy push|pull\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stdout, "Usage: sluice scheduler --bind ADDR --policy push|pull [--flight-sql-bind ADDR]\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -49,13 +50,24 @@ func runScheduler(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = cluster.ServeScheduler(ctx, cluster.SchedulerConfig{
-		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, Logger: stderrLogger(), Security: sec,
+	cat := catalog.New()
+	sched, err := cluster.StartScheduler(cluster.SchedulerConfig{
+		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, Logger: stderrLogger(), Security: sec, Catalog: cat,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
+	defer sched.Close()
+	if *flightBind != "" {
+		srv, err := startFlightSQL(*flightBind, sched.Addr(), sec, sec, cat)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+	}
+	<-ctx.Done()
 	return 0
 }
 

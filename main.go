@@ -110,6 +110,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "executor" {
 		return runExecutor(args[1:])
 	}
+	if len(args) > 0 && args[0] == "serve" {
+		return runServe(args[1:])
+	}
 	fs := pflag.NewFlagSet("sluice", pflag.ContinueOnError)
 	fs.SortFlags = false
 	var items []scriptItem
@@ -131,11 +134,13 @@ func run(args []string) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole session to this file (for go tool pprof)")
 	fs.Usage = func() {
 		// Asked for, help goes to stdout (sluice --help | less).
-		fmt.Fprintf(os.Stdout, `Usage: sluice [flags]               the shell: interactive on a terminal; reads a script from stdin otherwise
+		fmt.Fprintf(os.Stdout, `Usage: sluice [flags] [FILE...]     the shell: interactive on a terminal; reads a script from stdin otherwise
+                                    (each FILE, .parquet or .csv, is registered as a table named after it)
 
 Commands:
   sluice scheduler --bind ADDR --policy push|pull      run a cluster's scheduler
   sluice executor --scheduler ADDR ...                 run an executor of a cluster
+  sluice serve --flight-sql-bind ADDR [FILE...]        an embedded cluster serving Arrow Flight SQL, no shell
   sluice tpch gen --sf N --out DIR                     write the TPC-H tables as Parquet
   sluice bench tpch|tpcds|merge ...                    time queries in each mode (and DuckDB)
 Each command takes --help.
@@ -154,8 +159,9 @@ Flags:
 		fmt.Println(versionLine())
 		return 0
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (SQL goes in -c, scripts in -f; see sluice --help)\n", fs.Arg(0))
+	dataFiles, bad := dataFileArgs(fs.Args())
+	if bad != "" {
+		fmt.Fprintf(os.Stderr, "Error: unexpected argument %q (SQL goes in -c, scripts in -f, data files end in .parquet or .csv; see sluice --help)\n", bad)
 		return 2
 	}
 	if *cpuProfile != "" {
@@ -214,6 +220,17 @@ Flags:
 	}
 	if *tpchSF > 0 {
 		if err := registerTPCH(ctx, sess, *tpchSF); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+	}
+	if len(dataFiles) > 0 {
+		notice := func(s string) {
+			if !*quiet {
+				fmt.Fprintln(os.Stderr, s)
+			}
+		}
+		if err := registerFileArgs(ctx, sess, dataFiles, notice); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 			return 1
 		}

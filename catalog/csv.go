@@ -153,6 +153,80 @@ func sampleCSV(path string, opts CSVOptions) (*csvSample, error) {
 	return s, nil
 }
 
+// csvDelimiters are the delimiters DetectCSVDelimiter tries, preferred in
+// this order.
+var csvDelimiters = []rune{',', '|', ';', '\t'}
+
+// DetectCSVDelimiter guesses the delimiter of the CSV files at path (the
+// first file is looked at): the first of , | ; and tab that splits every
+// sampled line into the same number of fields, more than one. A file no
+// candidate splits that way is read with ','.
+func DetectCSVDelimiter(path string) (rune, error) {
+	paths, err := listFiles(path, ".csv")
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range csvDelimiters {
+		s, err := sampleCSV(paths[0], CSVOptions{Delimiter: d})
+		if err != nil || s.width < 2 {
+			continue // ragged lines, or one field: not this delimiter
+		}
+		return d, nil
+	}
+	return ',', nil
+}
+
+// DetectCSVHeader guesses whether the CSV files at path (a file, directory
+// or glob; the first file is looked at) start with a header line, as
+// DuckDB's read_csv does: the first line is a header when some column
+// whose later values have a type other than text (numbers, dates,
+// booleans) would be text with the first line's value; it is data when
+// every such column keeps its type.
+// A file whose columns are all text is taken to have a header.
+func DetectCSVHeader(path string, opts CSVOptions) (bool, error) {
+	if opts.Delimiter == 0 {
+		opts.Delimiter = ','
+	}
+	paths, err := listFiles(path, ".csv")
+	if err != nil {
+		return false, err
+	}
+	opts.Header = false
+	s, err := sampleCSV(paths[0], opts)
+	if err != nil {
+		return false, err
+	}
+	if len(s.rows) < 2 {
+		return len(s.rows) == 1 && inferCSVSchemaTypesText(s.rows), nil
+	}
+	rest := s.rows[1:]
+	typed := false
+	for c := 0; c < s.width; c++ {
+		t := inferCSVColumn(rest, c)
+		if t.ID() == typeUtf8.ID() {
+			continue
+		}
+		typed = true
+		// The first line is data if the column keeps a type other
+		// than text with it (an integer among floats is still a number).
+		if inferCSVColumn(s.rows, c).ID() == typeUtf8.ID() {
+			return true, nil
+		}
+	}
+	return !typed, nil
+}
+
+// inferCSVSchemaTypesText reports whether every value of a one-line file is
+// text (no number, date or boolean): such a line is a header.
+func inferCSVSchemaTypesText(rows [][]string) bool {
+	for c := range rows[0] {
+		if rows[0][c] == "" || inferCSVColumn(rows, c).ID() != typeUtf8.ID() {
+			return false
+		}
+	}
+	return true
+}
+
 func inferCSVSchema(s *csvSample) (*arrow.Schema, error) {
 	if s.width == 0 {
 		return nil, fmt.Errorf("cannot infer a schema from an empty file")

@@ -118,9 +118,13 @@ func OpenParquet(path string) (*ParquetTable, error) {
 	return t, nil
 }
 
-// listFiles returns path itself if it is a file, or every file under the
-// directory path whose name ends in ext (case-insensitive), sorted.
+// listFiles returns path itself if it is a file, every file under the
+// directory path whose name ends in ext (case-insensitive), or the files a
+// glob pattern (IsGlob) matches, sorted.
 func listFiles(path, ext string) ([]string, error) {
+	if IsGlob(path) {
+		return listGlob(path)
+	}
 	if err := checkAllowed(path); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -45,3 +46,14 @@ func newServer(sec *rpc.Security, unary []grpc.UnaryServerInterceptor, stream []
 		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream, sec.StreamInterceptor()}, stream...)...),
 	)...)
 }
+
+// NewServer is newServer for the servers other packages run beside the
+// cluster's own (the Flight SQL endpoint): the same panic recovery, token
+// check and TLS.
+func NewServer(sec *rpc.Security, unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) *grpc.Server {
+	return newServer(sec, unary, stream)
+}
+
+// StopGracefully stops srv, letting running calls finish for up to wait
+// before cutting them off.
+func StopGracefully(srv *grpc.Server, wait time.Duration) { stopGracefully(srv, wait) }

@@ -216,6 +216,19 @@ func TestSecuredProcessCluster(t *testing.T) {
 				t.Errorf("%s: got %v, want location not allowed", loc, err)
 			}
 		}
+		// Files queried by path pass the same check.
+		for _, q := range []string{
+			"SELECT * FROM read_csv('/etc/passwd', delim => '|')",
+			"SELECT * FROM '/etc/*.csv'",
+			"SELECT * FROM '" + filepath.Join(pc.data, "passwd.csv") + "'",
+			"SELECT * FROM '" + filepath.Join(pc.data, "..", "*.csv") + "'",
+			"SELECT * FROM read_parquet('/proc/self/*')",
+		} {
+			_, _, err := owner.query(ctx, q, nil)
+			if err == nil || !strings.Contains(err.Error(), "location not allowed") {
+				t.Errorf("%s: got %v, want location not allowed", q, err)
+			}
+		}
 	})
 
 	t.Run("terminal escapes", func(t *testing.T) {

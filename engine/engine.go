@@ -7,7 +7,6 @@ package engine
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -193,12 +192,7 @@ func (e *Engine) createExternalTable(st *sql.CreateExternalTable) (*Outcome, err
 	// A relative LOCATION is resolved here, on the scheduler, once: the
 	// executors that scan the table get the absolute path, whatever their
 	// own working directories.
-	loc := st.Location
-	if !strings.Contains(loc, "://") && !filepath.IsAbs(loc) {
-		if abs, err := filepath.Abs(loc); err == nil {
-			loc = abs
-		}
-	}
+	loc := catalog.AbsLocation(st.Location)
 	var t catalog.Table
 	var err error
 	switch st.Format {

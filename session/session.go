@@ -98,6 +98,21 @@ func (s *Session) Execute(ctx context.Context, text string) (*Result, error) {
 	return s.backend.execute(ctx, text, s)
 }
 
+// Fork returns a session with default settings of its own that runs its
+// statements over s's connection (or engine), so that many sessions cost
+// one connection; the Flight SQL endpoint makes one per client. Closing a
+// fork does nothing; closing s closes the connection every fork uses. A
+// fork is used by one goroutine at a time, as any session; forks of one
+// session may run at the same time.
+func (s *Session) Fork() *Session {
+	return &Session{Settings: engine.NewSettings(), backend: shared{s.backend}}
+}
+
+// shared is a backend borrowed from another session, which closes it.
+type shared struct{ backend }
+
+func (shared) close() {}
+
 // Address is the scheduler's address, or "" for an in-process session.
 func (s *Session) Address() string { return s.backend.address() }
 

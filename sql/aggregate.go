@@ -111,7 +111,7 @@ func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, w
 	for i := range items {
 		if items[i].expr, err = fix(items[i].expr, "the select list"); err != nil {
 			if e, ok := err.(*Error); ok && items[i].ast != nil {
-				e.Line, e.Column = b.pos.at(b.text, int(items[i].loc))
+				e.Line, e.Column, _ = b.at(items[i].loc)
 			}
 			return nil, err
 		}

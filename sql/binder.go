@@ -38,7 +38,7 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.tree == nil {
 		return nil, fmt.Errorf("sql: statement was not produced by Parse")
 	}
-	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.SQL, pos: s.pos, clock: &stmtClock{now: b.Now}}
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.text, orig: s.SQL, ins: s.ins, pos: s.pos, clock: &stmtClock{now: b.Now}}
 	switch n := s.tree.Node.(type) {
 	case *pg.Node_SelectStmt:
 		return st.query(n.SelectStmt)
@@ -95,7 +95,9 @@ func (b *Binder) checkRelation(name string) error {
 type binder struct {
 	cat  *catalog.Catalog
 	ids  *plan.IDGen
-	text string   // statement text, for error positions
+	text string // statement text as parsed; tree locations are offsets into it
+	orig string // the user's statement text, for error positions
+	ins  []insertion
 	pos  position // where text starts in the user's input
 	ctes []*cteDef
 	// viewDepth counts nested view expansions.
@@ -142,10 +144,19 @@ type cteDef struct {
 func (b *binder) errAt(kind string, loc int32, format string, args ...any) *Error {
 	e := &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 	if loc >= 0 && int(loc) <= len(b.text) {
-		e.Line, e.Column = b.pos.at(b.text, int(loc))
-		e.Near = tokenAt(b.text, int(loc))
+		e.Line, e.Column, e.Near = b.at(loc)
 	}
 	return e
+}
+
+// at locates a tree location (an offset into b.text) in the user's input.
+func (b *binder) at(loc int32) (line, col int, near string) {
+	text, off := b.text, int(loc)
+	if b.ins != nil {
+		text, off = b.orig, originalOffset(off, b.ins)
+	}
+	line, col = b.pos.at(text, off)
+	return line, col, tokenAt(text, off)
 }
 
 func (b *binder) query(sel *pg.SelectStmt) (*Query, error) {

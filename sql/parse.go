@@ -15,6 +15,8 @@ type Statement struct {
 	Line int    // 1-based line where it starts in the input
 
 	pos    position
+	text   string          // what was parsed: SQL with quoted paths in FROM rewritten (rewritePaths)
+	ins    []insertion     // what the rewrite inserted
 	tree   *pg.Node        // PostgreSQL parse tree; nil for front-end statements
 	custom customStatement // CREATE EXTERNAL TABLE / DESCRIBE; nil for pg statements
 }
@@ -45,7 +47,7 @@ func Parse(text string) ([]Statement, error) {
 		start := off + lead
 		p := position{line: 1, col: 1}
 		p.line, p.col = p.at(text, start)
-		st := Statement{SQL: body, Line: p.line, pos: p}
+		st := Statement{SQL: body, Line: p.line, pos: p, text: body}
 		if isCustom(body) {
 			c, err := parseCustom(body, p)
 			if err != nil {
@@ -53,8 +55,13 @@ func Parse(text string) ([]Statement, error) {
 			}
 			st.custom = c
 		} else {
-			res, err := pg.Parse(body)
+			st.text, st.ins = rewritePaths(body, start, pc.tokens)
+			res, err := pg.Parse(st.text)
 			if err != nil {
+				if st.ins != nil {
+					// Positions are re-read from the user's text.
+					return nil, pgErrorMapped(err, st, p)
+				}
 				return nil, pgError(err, body, p)
 			}
 			if len(res.Stmts) != 1 {
@@ -173,4 +180,28 @@ func runeOffset(s string, n int) int {
 		i++
 	}
 	return len(s)
+}
+
+// pgErrorMapped is pgError for a statement whose text was rewritten:
+// the cursor is mapped back to the user's text.
+func pgErrorMapped(err error, st Statement, p position) error {
+	var pe *pgparser.Error
+	if !errors.As(err, &pe) || pe.Cursorpos <= 0 {
+		return pgError(err, st.SQL, p)
+	}
+	off := originalOffset(runeToByte(st.text, int(pe.Cursorpos)-1), st.ins)
+	c := *pe
+	c.Cursorpos = int(byteToRune(st.SQL, off)) + 1
+	return pgError(&c, st.SQL, p)
+}
+
+// runeToByte converts a character index of s to a byte offset.
+func runeToByte(s string, n int) int { return runeOffset(s, n) }
+
+// byteToRune converts a byte offset of s to a character index.
+func byteToRune(s string, off int) int {
+	if off > len(s) {
+		off = len(s)
+	}
+	return len([]rune(s[:off]))
 }

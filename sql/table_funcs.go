@@ -8,9 +8,9 @@ import (
 	"sluice/plan"
 )
 
-// rangeFunction binds a function call in FROM. generate_series is the one
-// table function; its arguments may not refer to other FROM items (there is
-// no LATERAL).
+// rangeFunction binds a function call in FROM: generate_series, whose
+// arguments may not refer to other FROM items (there is no LATERAL), or
+// one of the functions reading files by path (fileFunction).
 func (b *binder) rangeFunction(rf *pg.RangeFunction) (plan.Node, []scopeCol, error) {
 	if len(rf.Functions) != 1 || rf.IsRowsfrom {
 		return nil, nil, &Error{Kind: "bind", Msg: "ROWS FROM is not supported"}
@@ -32,6 +32,9 @@ func (b *binder) rangeFunction(rf *pg.RangeFunction) (plan.Node, []scopeCol, err
 		return nil, nil, b.errAt("bind", f.Location, "WITH ORDINALITY is not supported")
 	case len(rf.Coldeflist) > 0:
 		return nil, nil, b.errAt("bind", f.Location, "a column definition list is not supported")
+	}
+	if _, ok := fileFunctions[name]; ok {
+		return b.fileFunction(rf, f, name)
 	}
 	def, ok := functions[name]
 	if !ok || def.kind != KindTable {
