@@ -158,17 +158,12 @@ func eager(n Node, ctx *OptContext) Node {
 		top.GroupBy = append(top.GroupBy, substitute(g, defs))
 	}
 	for _, f := range a.Aggs {
-		part := &AggCall{Func: f.Func, Arg: f.Arg, Typ: f.Typ}
-		out := Column{ID: ctx.IDs.Next(), Name: part.String(), Type: part.Typ, Nullable: true}
-		inner.Aggs = append(inner.Aggs, part)
-		inner.Cols = append(inner.Cols, out)
-		combine := &AggCall{Func: f.Func, Arg: out.Ref(), Typ: f.Typ}
-		if f.Func == AggCount || f.Func == AggCountStar || f.Func == AggSum {
-			combine.Func, combine.Typ = AggSum, SumType(part.Typ)
-		}
-		if !arrow.TypeEqual(combine.Typ, f.Typ) {
+		part, out, combine, ok := splitAgg(f, ctx)
+		if !ok {
 			return n
 		}
+		inner.Aggs = append(inner.Aggs, part)
+		inner.Cols = append(inner.Cols, out)
 		top.Aggs = append(top.Aggs, combine)
 	}
 	for _, l := range links {
@@ -176,6 +171,21 @@ func eager(n Node, ctx *OptContext) Node {
 	}
 	top.Input = innerJoinOf(append(cLeaves, inner), cConds)
 	return top
+}
+
+// splitAgg splits f (SUM, COUNT, COUNT(*), MIN or MAX) into a partial
+// call computed per group below, its output column, and the call that
+// combines the partial results above: sums and counts add, minima and
+// maxima take the minimum and maximum. ok is false when the combined
+// result would not have f's type.
+func splitAgg(f *AggCall, ctx *OptContext) (part *AggCall, out Column, combine *AggCall, ok bool) {
+	part = &AggCall{Func: f.Func, Arg: f.Arg, Typ: f.Typ}
+	out = Column{ID: ctx.IDs.Next(), Name: part.String(), Type: part.Typ, Nullable: true}
+	combine = &AggCall{Func: f.Func, Arg: out.Ref(), Typ: f.Typ}
+	if f.Func == AggCount || f.Func == AggCountStar || f.Func == AggSum {
+		combine.Func, combine.Typ = AggSum, SumType(part.Typ)
+	}
+	return part, out, combine, arrow.TypeEqual(combine.Typ, f.Typ)
 }
 
 // linkColumn returns the S column of c when c is an equality of an S
