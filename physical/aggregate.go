@@ -243,7 +243,7 @@ func aggResultType(a AggregateExpr) arrow.DataType {
 		return plan.Int64
 	case plan.AggSum:
 		return plan.SumType(a.Arg.DataType())
-	case plan.AggAvg:
+	case plan.AggAvg, plan.AggAvgMerge:
 		return plan.AvgType(a.Arg.DataType())
 	case plan.AggStddevSamp, plan.AggStddevPop, plan.AggVarSamp, plan.AggVarPop,
 		plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
@@ -258,7 +258,7 @@ func aggStateSuffix(f plan.AggFunc, i int) string {
 		return "[count]"
 	case plan.AggSum:
 		return "[sum]"
-	case plan.AggAvg:
+	case plan.AggAvg, plan.AggAvgMerge:
 		if i == 0 {
 			return "[sum]"
 		}

@@ -55,6 +55,13 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 			return nil, err
 		}
 		return &aggAvg{sum: sum, argType: argType, resultType: plan.AvgType(argType)}, nil
+	case plan.AggAvgMerge:
+		// argType is the partial sums' type, whose sum state it is.
+		sum, err := newAggSum(argType)
+		if err != nil {
+			return nil, err
+		}
+		return &aggAvgMerge{aggAvg{sum: sum, argType: argType, resultType: plan.AvgType(argType)}}, nil
 	case plan.AggMin, plan.AggMax:
 		return newAggMinMax(argType, a.Func == plan.AggMax)
 	case plan.AggBoolAnd, plan.AggBoolOr:
@@ -481,6 +488,17 @@ type aggAvg struct {
 	// sharedSum: sum is a sum(x) aggregate's accumulator, which that
 	// aggregate updates (shareAvgSums).
 	sharedSum bool
+}
+
+// aggAvgMerge is an AVG whose raw input is already partial: sums (Arg) and
+// counts (Arg2) of groups of values, which it merges as it would merge its
+// own partial states.
+type aggAvgMerge struct{ aggAvg }
+
+func (a *aggAvgMerge) update(gids []int32, arg arrow.Array) error { return errNeedsTwoArgs }
+
+func (a *aggAvgMerge) update2(gids []int32, sums, counts arrow.Array) error {
+	return a.aggAvg.merge(gids, []arrow.Array{sums, counts})
 }
 
 func (a *aggAvg) resize(n int) {

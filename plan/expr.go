@@ -176,11 +176,16 @@ const (
 	// group's one row, NULL when there is none, and an error when there
 	// is more than one (only the decorrelator introduces it).
 	AggSingleValue
+	// AggAvgMerge is AVG put together again from partial sums (Arg) and
+	// counts (Arg2) of the same values, where an aggregate was split in
+	// two (only the optimizer introduces it: eager aggregation, grouping
+	// sets). Its result is the AVG's, type and rounding included.
+	AggAvgMerge
 )
 
 var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
 	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
-	"string_agg", "bool_and", "bool_or", "single_value"}
+	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge"}
 
 // NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
 // NumAggFuncs-1).

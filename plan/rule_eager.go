@@ -30,10 +30,10 @@ import (
 // the joins with C are lookups that keep S's rows (a selective C, as in
 // q3's customers of one segment, is better joined first, and an input
 // with a filter or a semi join stays in S); S's distinct keys must be
-// estimated at most three quarters of its rows (otherwise grouping first is
+// estimated at most EagerMaxGroups of its rows (otherwise grouping first is
 // an extra pass); the aggregate has group keys (a global SUM of per-group
 // counts over no rows would be NULL where COUNT is 0); every function is
-// SUM, COUNT, COUNT(*), MIN or MAX without DISTINCT, and some argument reads
+// SUM, COUNT, COUNT(*), MIN, MAX or AVG without DISTINCT, and some argument reads
 // a column. Run it after predicate pushdown, which puts WHERE equalities
 // into the joins and filters into the scans, and before join ordering,
 // which then orders S's inputs under the new aggregate and C's around it.
@@ -63,7 +63,7 @@ func eager(n Node, ctx *OptContext) Node {
 	argCols := ColumnSet{}
 	for _, f := range a.Aggs {
 		switch f.Func {
-		case AggSum, AggCount, AggCountStar, AggMin, AggMax:
+		case AggSum, AggCount, AggCountStar, AggMin, AggMax, AggAvg:
 		default:
 			return n
 		}
@@ -158,12 +158,12 @@ func eager(n Node, ctx *OptContext) Node {
 		top.GroupBy = append(top.GroupBy, substitute(g, defs))
 	}
 	for _, f := range a.Aggs {
-		part, out, combine, ok := splitAgg(f, ctx)
+		parts, outs, combine, ok := splitAgg(f, ctx)
 		if !ok {
 			return n
 		}
-		inner.Aggs = append(inner.Aggs, part)
-		inner.Cols = append(inner.Cols, out)
+		inner.Aggs = append(inner.Aggs, parts...)
+		inner.Cols = append(inner.Cols, outs...)
 		top.Aggs = append(top.Aggs, combine)
 	}
 	for _, l := range links {
@@ -173,19 +173,30 @@ func eager(n Node, ctx *OptContext) Node {
 	return top
 }
 
-// splitAgg splits f (SUM, COUNT, COUNT(*), MIN or MAX) into a partial
-// call computed per group below, its output column, and the call that
-// combines the partial results above: sums and counts add, minima and
-// maxima take the minimum and maximum. ok is false when the combined
-// result would not have f's type.
-func splitAgg(f *AggCall, ctx *OptContext) (part *AggCall, out Column, combine *AggCall, ok bool) {
-	part = &AggCall{Func: f.Func, Arg: f.Arg, Typ: f.Typ}
-	out = Column{ID: ctx.IDs.Next(), Name: part.String(), Type: part.Typ, Nullable: true}
+// splitAgg splits f (SUM, COUNT, COUNT(*), MIN, MAX or AVG) into the
+// partial calls computed per group below, their output columns, and the
+// call that combines the partial results above: sums and counts add,
+// minima and maxima take the minimum and maximum, an average divides the
+// summed sums by the summed counts (AggAvgMerge). ok is false when the
+// combined result would not have f's type.
+func splitAgg(f *AggCall, ctx *OptContext) (parts []*AggCall, outs []Column, combine *AggCall, ok bool) {
+	part := func(fn AggFunc, typ arrow.DataType) Column {
+		c := &AggCall{Func: fn, Arg: f.Arg, Typ: typ}
+		out := Column{ID: ctx.IDs.Next(), Name: c.String(), Type: typ, Nullable: true}
+		parts, outs = append(parts, c), append(outs, out)
+		return out
+	}
+	if f.Func == AggAvg {
+		s := part(AggSum, SumType(f.Arg.Type()))
+		c := part(AggCount, Int64)
+		return parts, outs, &AggCall{Func: AggAvgMerge, Arg: s.Ref(), Arg2: c.Ref(), Typ: f.Typ}, arrow.TypeEqual(AvgType(s.Type), f.Typ)
+	}
+	out := part(f.Func, f.Typ)
 	combine = &AggCall{Func: f.Func, Arg: out.Ref(), Typ: f.Typ}
 	if f.Func == AggCount || f.Func == AggCountStar || f.Func == AggSum {
-		combine.Func, combine.Typ = AggSum, SumType(part.Typ)
+		combine.Func, combine.Typ = AggSum, SumType(out.Type)
 	}
-	return part, out, combine, arrow.TypeEqual(combine.Typ, f.Typ)
+	return parts, outs, combine, arrow.TypeEqual(combine.Typ, f.Typ)
 }
 
 // linkColumn returns the S column of c when c is an equality of an S

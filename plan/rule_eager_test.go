@@ -94,7 +94,7 @@ func TestEagerAggregateGolden(t *testing.T) {
 			d.Filters = []Expr{eq(col(d, "d_region"), i64(3))}
 			return b.agg(j, []Expr{col(d, "d_name")}, sum(col(f, "f_amount")))
 		}},
-		{name: "avg_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+		{name: "avg_as_sum_and_count", apply: EagerAggregate, build: func(b *tb) Node {
 			j, f, d := factDim(b)
 			return b.agg(j, []Expr{col(d, "d_name")}, avg(col(f, "f_amount")))
 		}},

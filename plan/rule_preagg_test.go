@@ -23,7 +23,7 @@ func TestPreAggregateGroupingSetsGolden(t *testing.T) {
 			f := b.scanStats("fact")
 			return b.rollup(f, []Expr{col(f, "f_cat")}, countStar())
 		}},
-		{name: "avg_untouched", apply: PreAggregateGroupingSets, build: func(b *tb) Node {
+		{name: "avg_as_sum_and_count", apply: PreAggregateGroupingSets, build: func(b *tb) Node {
 			f := b.scanStats("fact")
 			return b.rollup(f, []Expr{col(f, "f_cat")}, avg(col(f, "f_qty")))
 		}},
