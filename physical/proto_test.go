@@ -535,7 +535,7 @@ func TestPlanProtoErrors(t *testing.T) {
 		{"unknown aggregate mode", &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashAggregate{HashAggregate: &rpc.HashAggregateNode{
 			Input: good, Mode: 9}}}, nil, NewTableCache(), "unknown mode"},
 		{"unknown aggregate function", &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashAggregate{HashAggregate: &rpc.HashAggregateNode{
-			Input: good, Aggs: []*rpc.AggregateExpr{{Func: 17, Name: "f"}}}}}, nil, NewTableCache(), "unknown function 17"},
+			Input: good, Aggs: []*rpc.AggregateExpr{{Func: int32(plan.NumAggFuncs), Name: "f"}}}}}, nil, NewTableCache(), fmt.Sprintf("unknown function %d", plan.NumAggFuncs)},
 		{"union without inputs", &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Union{Union: &rpc.UnionNode{}}}, nil, NewTableCache(), "without inputs"},
 		{"values row too short", &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Values{Values: &rpc.ValuesNode{
 			Schema: &rpc.Schema{Fields: []*rpc.Field{{Name: "a", Type: &rpc.ArrowType{Id: rpc.ArrowType_INT64}}}},

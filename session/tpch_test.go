@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sluice/catalog"
+	"sluice/physical"
 	"sluice/plan"
 	"sluice/session"
 	"sluice/tpch"
@@ -74,7 +75,11 @@ func TestTPCH(t *testing.T) {
 	// 1: wherever the rule's other conditions hold).
 	defer func(v float64) { plan.EagerMaxGroups = v }(plan.EagerMaxGroups)
 	plan.EagerMaxGroups = rand.Float64() * 1.2
-	t.Logf("plan.EagerMaxGroups = %.3f", plan.EagerMaxGroups)
+	// So is the point where partial aggregates stream.
+	defer func(rows int64, ratio float64) { physical.PartialSkipRows, physical.PartialSkipRatio = rows, ratio }(physical.PartialSkipRows, physical.PartialSkipRatio)
+	physical.PartialSkipRows, physical.PartialSkipRatio = rand.Int64N(200_000), rand.Float64()
+	t.Logf("plan.EagerMaxGroups = %.3f, physical.PartialSkipRows = %d, physical.PartialSkipRatio = %.3f",
+		plan.EagerMaxGroups, physical.PartialSkipRows, physical.PartialSkipRatio)
 	for n := 1; n <= 22; n++ {
 		t.Run(fmt.Sprintf("q%d", n), func(t *testing.T) {
 			start := time.Now()
