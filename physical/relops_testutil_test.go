@@ -105,7 +105,6 @@ func newTestTC(mem memory.Allocator, batchSize int) *TaskContext {
 var (
 	makeBatch        = testutil.MakeBatch
 	batchRows        = testutil.BatchRows
-	cell             = testutil.Cell
 	rowsString       = testutil.RowsString
 	sortedRowsString = testutil.SortedRowsString
 )

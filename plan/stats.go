@@ -423,14 +423,6 @@ func allInts(es []Expr) bool {
 	return true
 }
 
-func conjSel(cs []Expr) float64 {
-	s := 1.0
-	for _, c := range cs {
-		s *= Selectivity(c)
-	}
-	return s
-}
-
 // Selectivity guesses the fraction of rows for which pred is true.
 func Selectivity(pred Expr) float64 {
 	switch x := pred.(type) {
