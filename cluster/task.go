@@ -238,7 +238,8 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnal
 	if !ok {
 		return nil, fmt.Errorf("internal: %s: the stage plan's root is %T, not a stage writer", k, op)
 	}
-	tc, err := e.taskContext(def)
+	_, pipelined := w.(*exchange.PipelinedWriter)
+	tc, err := e.taskContext(def, pipelined)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
 	}
@@ -264,7 +265,10 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnal
 
 // taskContext builds what the task's operators share. The memory limit
 // setting applies to each task: it is the budget one executor can enforce.
-func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, error) {
+// A blocking task's operators spill to the executor's work directory when
+// the limit is reached; a pipelined task's fail (its queues give an
+// operator no place to wait), and the error says which mode spills.
+func (e *Executor) taskContext(def *rpc.TaskDefinition, pipelined bool) (*physical.TaskContext, error) {
 	batch, err := intSetting(def.Settings, "execution.batch_size", physical.DefaultBatchSize)
 	if err != nil {
 		return nil, err
@@ -290,10 +294,15 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition) (*physical.TaskContext, 
 	if err := e.env.Secrets.Bind(id.JobId, def.JobSecret); err != nil {
 		return nil, err
 	}
+	hint, spill := "SET execution.memory_limit to a larger value (it caps each task)", e.cfg.WorkDir
+	if pipelined {
+		hint += ", or run the query in blocking mode (SET execution.mode = 'blocking'), whose sorts spill to disk; pipelined mode does not spill"
+		spill = ""
+	}
 	return &physical.TaskContext{
-		Alloc: mempool.Allocator,
-		Memory: mempool.NewPool("task "+keyOf(id).String(), int64(limit), e.memory).
-			WithHint("SET execution.memory_limit to a larger value (it caps each task)"),
+		Alloc:     mempool.Allocator,
+		Memory:    mempool.NewPool("task "+keyOf(id).String(), int64(limit), e.memory).WithHint(hint),
+		SpillDir:  spill,
 		BatchSize: batch,
 		Exchange: &exchange.TaskEnv{
 			Env: e.env, JobID: id.JobId, StageID: int(id.StageId), TaskID: int(id.TaskId), Attempt: int(id.Attempt),

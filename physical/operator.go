@@ -121,6 +121,10 @@ type TaskContext struct {
 	// exchange) the executor's services and the task's identity; it holds
 	// an *exchange.TaskEnv on executors and is nil in a purely local run.
 	Exchange any
+	// SpillDir is where operators write what they hold when the pool
+	// refuses them memory (spill.go); empty: they fail with the memory
+	// error instead (pipelined tasks).
+	SpillDir string
 	// Analyzer, when set, measures the task's operators for EXPLAIN
 	// ANALYZE (analyze.go); nil in every other run.
 	Analyzer *Analyzer

@@ -19,7 +19,11 @@ import (
 //
 // The full sort buffers the partition (reserving its bytes from the task
 // pool), sorts a permutation of row references with a multi-key comparator
-// and gathers the output in batches of tc.BatchSize.
+// and gathers the output in batches of tc.BatchSize. When the pool refuses
+// a batch and the task may spill (TaskContext.SpillDir), it sorts what it
+// holds, writes it to a spill file as one sorted run, frees it and goes on;
+// at the end the rest becomes a last run and the runs are merged with
+// SortPreservingMerge (an external merge sort).
 type Sort struct {
 	input Operator
 	keys  []SortKey
@@ -90,6 +94,11 @@ type sortStream struct {
 	closed  bool
 	err     error // sticky: consuming the input failed
 
+	// External sort: the sorted runs spilled so far, and the merge of
+	// them that produces the output once the input is read.
+	runs   []*spillFile
+	merged Stream
+
 	// top-K state
 	heap     []kernels.RowRef
 	counts   []int // heap entries per slot
@@ -123,6 +132,9 @@ func (s *sortStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if s.merged != nil {
+		return s.merged.Next(ctx)
+	}
 	if len(s.refs) == 0 {
 		return nil, io.EOF
 	}
@@ -143,7 +155,14 @@ func (s *sortStream) addBatch(b arrow.RecordBatch) (int32, error) {
 		b.Release()
 		return 0, fmt.Errorf("sort: %w", err)
 	}
-	if err := s.res.Grow(kernels.BatchBytes(b) + 8*b.NumRows()); err != nil {
+	size := kernels.BatchBytes(b) + 8*b.NumRows()
+	err = s.res.Grow(size)
+	if err != nil && s.op.fetch < 0 && s.live > 0 && canSpill(s.tc, err) {
+		if err = s.spillRun(); err == nil {
+			err = s.res.Grow(size)
+		}
+	}
+	if err != nil {
 		kernels.ReleaseAll(keys)
 		b.Release()
 		return 0, fmt.Errorf("sort: %w", err)
@@ -168,7 +187,6 @@ func (s *sortStream) dropBatch(i int32) {
 }
 
 func (s *sortStream) consumeAll(ctx context.Context) error {
-	var total int
 	for {
 		b, err := s.in.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -177,19 +195,84 @@ func (s *sortStream) consumeAll(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		slot, err := s.addBatch(b)
-		if err != nil {
+		if _, err := s.addBatch(b); err != nil {
 			return err
 		}
-		total += int(s.batches[slot].NumRows())
+	}
+	if len(s.runs) > 0 {
+		// What is still in memory is the last run; the output is the
+		// merge of the runs.
+		if s.live > 0 {
+			if err := s.spillRun(); err != nil {
+				return err
+			}
+		}
+		merge := NewSortPreservingMerge(&spillRuns{schema: s.op.input.Schema(), runs: s.runs}, s.op.keys, -1)
+		m, err := merge.Execute(ctx, 0, s.tc)
+		if err != nil {
+			return fmt.Errorf("sort: %w", err)
+		}
+		s.merged = m
+		return nil
+	}
+	s.sortRefs()
+	return nil
+}
+
+// sortRefs sorts references to every row held in memory into s.refs.
+func (s *sortStream) sortRefs() {
+	total := 0
+	for _, b := range s.batches {
+		if b != nil {
+			total += int(b.NumRows())
+		}
 	}
 	s.refs = make([]kernels.RowRef, 0, total)
 	for i, b := range s.batches {
+		if b == nil {
+			continue
+		}
 		for r := int32(0); r < int32(b.NumRows()); r++ {
 			s.refs = append(s.refs, kernels.RowRef{Batch: int32(i), Row: r})
 		}
 	}
 	slices.SortFunc(s.refs, s.cmp.compare)
+}
+
+// spillRun sorts the rows held in memory, writes them to a new spill file
+// as one sorted run and frees them.
+func (s *sortStream) spillRun() error {
+	s.sortRefs()
+	run, err := newSpillFile(s.tc.SpillDir, s.op.input.Schema(), s.tc.Alloc)
+	if err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	s.runs = append(s.runs, run)
+	step := max(s.tc.BatchSize, 1)
+	for len(s.refs) > 0 {
+		n := min(len(s.refs), step)
+		out, err := kernels.InterleaveBatches(s.tc.Alloc, s.op.input.Schema(), s.batches, s.refs[:n])
+		if err != nil {
+			return fmt.Errorf("sort: %w", err)
+		}
+		err = run.write(out)
+		out.Release()
+		if err != nil {
+			return fmt.Errorf("sort: %w", err)
+		}
+		s.refs = s.refs[n:]
+	}
+	if err := run.finish(); err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	s.refs = nil
+	for i, b := range s.batches {
+		if b != nil {
+			s.dropBatch(int32(i))
+		}
+	}
+	s.batches, s.counts = s.batches[:0], s.counts[:0]
+	s.cmp.reset()
 	return nil
 }
 
@@ -291,6 +374,13 @@ func (s *sortStream) Close() {
 	}
 	s.closed = true
 	s.in.Close()
+	if s.merged != nil {
+		s.merged.Close()
+	}
+	for _, r := range s.runs {
+		r.close()
+	}
+	s.runs = nil
 	for i, b := range s.batches {
 		if b != nil {
 			s.dropBatch(int32(i))

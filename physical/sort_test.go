@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -282,5 +284,62 @@ func BenchmarkSort(b *testing.B) {
 				s.Close()
 			}
 		})
+	}
+}
+
+// TestSortSpills: under a memory limit a fraction of what the partition
+// needs, and a random one, the sort writes sorted runs to SpillDir and
+// merges them into the same rows a sort in memory gives, for every key
+// case; the spill directory is empty afterwards, and nothing stays reserved.
+func TestSortSpills(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	for _, kc := range sortKeyCases {
+		for _, limit := range []int64{6000, 20000 + r.Int64N(40000)} {
+			t.Run(fmt.Sprintf("%s limit=%d", kc.name, limit), func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				src, _ := sortSource(t, mem, uint64(limit), 1, 2000, 50)
+				tc := newTestTC(mem, 64)
+				tc.Memory = mempool.NewPool("small", limit, nil)
+				tc.SpillDir = t.TempDir()
+				got := collectPartitions(t, NewSort(src, kc.keys, -1), tc)[0]
+				want := refSort(batchesRows(src.parts[0]), kc.keys)
+				if rowsString(got) != rowsString(want) {
+					t.Errorf("spilled sort differs: got %d rows, want %d\n%s", len(got), len(want), firstDiff(got, want))
+				}
+				if used := tc.Memory.Used(); used != 0 {
+					t.Errorf("reservation not freed: %d bytes", used)
+				}
+				if left, _ := os.ReadDir(tc.SpillDir); len(left) != 0 {
+					t.Errorf("spill files left behind: %v", left)
+				}
+				src.release()
+				mem.AssertSize(t, 0)
+			})
+		}
+	}
+}
+
+// TestSortSpillCountsRuns: a limit far below the partition's size makes
+// several runs (the merge really merges).
+func TestSortSpillCountsRuns(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src, _ := sortSource(t, mem, 3, 1, 2000, 50)
+	defer src.release()
+	tc := newTestTC(mem, 64)
+	tc.Memory = mempool.NewPool("small", 8000, nil)
+	tc.SpillDir = t.TempDir()
+	s, err := NewSort(src, sortKeyCases[0].keys, -1).Execute(context.Background(), 0, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, err := s.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	if runs := len(s.(*sortStream).runs); runs < 3 {
+		t.Errorf("%d runs spilled under a limit far below the partition's size, want several", runs)
 	}
 }

@@ -3,7 +3,9 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,6 +108,66 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 		err := drain(ctx, s, selfJoinGroupBy)
 		if err == nil || !strings.Contains(err.Error(), "memory limit reached") || !strings.Contains(err.Error(), "SET execution.memory_limit") {
 			t.Fatalf("error %v, want the query's memory limit", err)
+		}
+	})
+}
+
+// TestSortSpillsToDisk: an ORDER BY needing several times its memory limit
+// completes in process and in blocking mode, its sorts spilling runs to disk
+// and merging them, with every row in order; pipelined mode, which does not
+// spill, fails with the memory error and says which mode would.
+func TestSortSpillsToDisk(t *testing.T) {
+	ctx := context.Background()
+	const n = 300_000
+	query := fmt.Sprintf("SELECT x FROM generate_series(1, %d) t(x) ORDER BY (x::bigint * 7919) %% 300007, x", n)
+	check := func(t *testing.T, s *session.Session) {
+		t.Helper()
+		if err := s.Settings.Set("execution.memory_limit", "1048576"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runScriptCSV(ctx, s, query)
+		if err != nil {
+			t.Fatalf("spilling sort: %v", err)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")[1:]
+		if len(lines) != n {
+			t.Fatalf("%d rows, want %d", len(lines), n)
+		}
+		seen := make([]bool, n+1)
+		prev := int64(-1)
+		for i, l := range lines {
+			x, err := strconv.Atoi(l)
+			if err != nil || x < 1 || x > n || seen[x] {
+				t.Fatalf("row %d: %q is not a new value of 1..%d", i, l, n)
+			}
+			seen[x] = true
+			if key := int64(x) * 7919 % 300007; key < prev {
+				t.Fatalf("row %d: key %d after %d", i, key, prev)
+			} else {
+				prev = key
+			}
+		}
+	}
+	t.Run("in-process", func(t *testing.T) {
+		check(t, session.New(catalog.New()))
+	})
+	_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: 2})
+	t.Run("blocking", func(t *testing.T) {
+		if err := s.Settings.Set("execution.mode", "blocking"); err != nil {
+			t.Fatal(err)
+		}
+		check(t, s)
+	})
+	t.Run("pipelined", func(t *testing.T) {
+		if err := s.Settings.Set("execution.mode", "pipelined"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Settings.Set("execution.memory_limit", "1048576"); err != nil {
+			t.Fatal(err)
+		}
+		err := drain(ctx, s, query)
+		if err == nil || !strings.Contains(err.Error(), "memory limit reached") || !strings.Contains(err.Error(), "blocking mode") {
+			t.Fatalf("error %v, want the memory limit and a hint to use blocking mode", err)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -233,6 +234,8 @@ func (l *local) task(q *engine.Query, s *Session) (physical.Operator, *physical.
 		Memory: mempool.NewPool("the query", s.Settings.Int("execution.memory_limit"), processPool()).
 			WithHint("SET execution.memory_limit to a larger value"),
 		BatchSize: int(s.Settings.Int("execution.batch_size")),
+		// Sorts spill to the system's temporary directory (TMPDIR).
+		SpillDir: os.TempDir(),
 	}
 }
 
