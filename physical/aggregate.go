@@ -420,7 +420,20 @@ type hashAggStream struct {
 	rows      int64
 	streaming bool
 	inputDone bool
+
+	// Spilling (a single or final aggregate the pool refused memory, in a
+	// task that may spill): the partial states of the groups held, split
+	// by key hash into spillBuckets files; once the input is read, each
+	// bucket is aggregated on its own (bucket, bucketOut).
+	buckets   []*spillFile
+	bucket    int
+	bucketOut Stream
 }
+
+// spillBuckets is how many files a spilling aggregate splits its groups
+// into: each is then aggregated alone, so it needs about that fraction of
+// the memory the whole would.
+const spillBuckets = 16
 
 // PartialSkipRows and PartialSkipRatio decide when a partial aggregate
 // stops aggregating its whole input into one table: once it has read
@@ -452,6 +465,9 @@ func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			s.inputDone = true
 		}
 		s.table.releaseSlots()
+	}
+	if s.buckets != nil {
+		return s.nextFromBuckets(ctx)
 	}
 	for s.emitted >= s.table.numGroups() {
 		if s.inputDone {
@@ -515,6 +531,15 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 		s.rows += b.NumRows()
 		err = s.consumeBatch(b)
 		b.Release()
+		if err != nil && canSpill(s.tc, err) && s.op.mode == AggPartial && len(s.op.groupBy) > 0 {
+			// A partial aggregate need not hold every group: it passes
+			// on what it holds and goes on batch by batch.
+			s.streaming = true
+			return nil
+		}
+		if err != nil && canSpill(s.tc, err) && s.spillable() {
+			err = s.spillGroups()
+		}
 		if err != nil {
 			return err
 		}
@@ -524,6 +549,10 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 			return nil
 		}
 	}
+	if s.buckets != nil {
+		// The groups still held join the others on disk.
+		return s.spillGroups()
+	}
 	if len(s.op.groupBy) == 0 && s.table.numGroups() == 0 {
 		// Aggregates without GROUP BY produce one row even for no input.
 		s.table.n = 1
@@ -532,6 +561,146 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 		}
 	}
 	return s.addGrandTotals()
+}
+
+// spillable reports whether the aggregate can spill its groups: a single
+// or final aggregate with group keys, whose every function merges partial
+// states (no DISTINCT, no ordered string_agg) and that owes no grand-total
+// rows.
+func (s *hashAggStream) spillable() bool {
+	if s.op.mode == AggPartial || len(s.op.groupBy) == 0 || len(s.op.grandTotals) > 0 {
+		return false
+	}
+	for _, a := range s.op.aggs {
+		if a.Distinct || len(a.OrderBy) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// stateSchema is the layout of the aggregate's partial states: its keys,
+// then each function's state columns (a partial aggregate's output).
+func (s *hashAggStream) stateSchema() (*arrow.Schema, error) {
+	if s.op.mode == AggFinal {
+		return s.op.input.Schema(), nil
+	}
+	p, err := NewHashAggregate(s.op.input, AggPartial, s.op.groupBy, s.op.groupNames, s.op.aggs)
+	if err != nil {
+		return nil, err
+	}
+	return p.schema, nil
+}
+
+// spillGroups writes the partial states of every group held to the
+// bucket files (by key hash) and starts again with an empty table.
+func (s *hashAggStream) spillGroups() error {
+	schema, err := s.stateSchema()
+	if err != nil {
+		return fmt.Errorf("hash aggregate: %w", err)
+	}
+	if s.buckets == nil {
+		s.buckets = make([]*spillFile, spillBuckets)
+		for i := range s.buckets {
+			if s.buckets[i], err = newSpillFile(s.tc.SpillDir, schema, s.tc.Alloc); err != nil {
+				return fmt.Errorf("hash aggregate: %w", err)
+			}
+		}
+	}
+	n, step := s.table.numGroups(), max(s.tc.BatchSize, 1)
+	for start := 0; start < n; start += step {
+		end := min(n, start+step)
+		cols := s.table.buildKeys(start, end, s.tc.Alloc)
+		for _, acc := range s.accs {
+			st, err := acc.emitStates(start, end, s.tc.Alloc)
+			if err != nil {
+				kernels.ReleaseAll(cols)
+				return fmt.Errorf("hash aggregate: %w", err)
+			}
+			cols = append(cols, st...)
+		}
+		b := array.NewRecordBatch(schema, cols, int64(end-start))
+		kernels.ReleaseAll(cols)
+		err := s.writeBuckets(b)
+		b.Release()
+		if err != nil {
+			return err
+		}
+	}
+	table, accs, hist, err := s.op.newGroups(s.tc)
+	if err != nil {
+		return err
+	}
+	s.table, s.accs, s.hist = table, accs, hist
+	return s.account()
+}
+
+// writeBuckets splits a batch of states by the hash of its keys.
+func (s *hashAggStream) writeBuckets(b arrow.RecordBatch) error {
+	n := int(b.NumRows())
+	hashes := make([]uint64, n)
+	if err := HashRows(b.Columns()[:len(s.op.groupBy)], hashes); err != nil {
+		return fmt.Errorf("hash aggregate: %w", err)
+	}
+	idx := make([][]int32, len(s.buckets))
+	for r, h := range hashes {
+		k := h % uint64(len(s.buckets))
+		idx[k] = append(idx[k], int32(r))
+	}
+	for k, rows := range idx {
+		if len(rows) == 0 {
+			continue
+		}
+		part, err := kernels.SelectRows(s.tc.Alloc, b, rows)
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+		err = s.buckets[k].write(part)
+		part.Release()
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+	}
+	return nil
+}
+
+// nextFromBuckets outputs the spilled aggregate: each bucket's states
+// merged by a final aggregate of their own, one bucket after the other.
+func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch, error) {
+	for {
+		if s.bucketOut == nil {
+			for s.bucket < len(s.buckets) && s.buckets[s.bucket].rows == 0 {
+				s.bucket++
+			}
+			if s.bucket >= len(s.buckets) {
+				return nil, io.EOF
+			}
+			f := s.buckets[s.bucket]
+			if err := f.finish(); err != nil {
+				return nil, fmt.Errorf("hash aggregate: %w", err)
+			}
+			schema, err := s.stateSchema()
+			if err != nil {
+				return nil, fmt.Errorf("hash aggregate: %w", err)
+			}
+			merge, err := NewHashAggregate(&spillRuns{schema: schema, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
+			if err != nil {
+				return nil, fmt.Errorf("hash aggregate: %w", err)
+			}
+			if s.bucketOut, err = merge.Execute(ctx, 0, s.tc); err != nil {
+				return nil, err
+			}
+		}
+		b, err := s.bucketOut.Next(ctx)
+		if err == io.EOF {
+			s.bucketOut.Close()
+			s.bucketOut = nil
+			s.buckets[s.bucket].close()
+			s.bucket++
+			continue
+		}
+		return b, err
+	}
 }
 
 // aggregateNextBatch is the streaming partial aggregate's step: the groups
@@ -813,6 +982,12 @@ func (s *hashAggStream) Close() {
 	}
 	s.closed = true
 	s.input.Close()
+	if s.bucketOut != nil {
+		s.bucketOut.Close()
+	}
+	for _, f := range s.buckets {
+		f.close()
+	}
 	for _, acc := range s.accs {
 		if ord, ok := acc.(aggOrderedAccumulator); ok {
 			ord.release()

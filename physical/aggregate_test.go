@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -740,4 +741,73 @@ func mustGrandTotals(t *testing.T, h *HashAggregate) Operator {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// TestHashAggregateSpills: under a memory limit a fraction of what its
+// groups need, a single aggregate, and the final one of a two-stage
+// aggregate, spill their groups' states to hash buckets and merge each
+// bucket alone, giving the rows the unlimited aggregate gives; the
+// partial aggregates pass their groups on instead of failing. Nothing stays
+// reserved and no spill file is left.
+func TestHashAggregateSpills(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dt := plan.Decimal(15, 2)
+	schema := jaSchema("k", plan.Int64, "s", plan.Utf8, "d", dt, "x", plan.Int32)
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 2)}
+	defer src.release()
+	for p := range src.parts {
+		for b := 0; b < 20; b++ {
+			var rows [][]any
+			for i := 0; i < 500; i++ {
+				n := (p*20+b)*500 + i
+				row := []any{n % 6000, fmt.Sprint("g", n%7), fmt.Sprintf("%d.%02d", n%997, n%100), n % 1000}
+				if n%13 == 0 {
+					row[3] = nil
+				}
+				rows = append(rows, row)
+			}
+			src.parts[p] = append(src.parts[p], jaBatch(t, mem, schema, rows))
+		}
+	}
+	d, x := jaCol(2, "d", dt), jaCol(3, "x", plan.Int32)
+	aggs := []AggregateExpr{
+		{Func: plan.AggCountStar, Name: "cs", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: d, Name: "sd", Type: plan.SumType(dt)},
+		{Func: plan.AggAvg, Arg: x, Name: "ax", Type: plan.AvgType(plan.Int32)},
+		{Func: plan.AggMax, Arg: x, Name: "mx", Type: plan.Int32},
+	}
+	gb := []expr.Expr{jaCol(0, "k", plan.Int64), jaCol(1, "s", plan.Utf8)}
+	names := []string{"k", "s"}
+	single, err := NewHashAggregate(&jaCoalesce{in: src}, AggSingle, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jaCollect(t, single, jaTC(mem, 256, 0))
+	partial, err := NewHashAggregate(src, AggPartial, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := NewHashAggregate(&jaCoalesce{in: partial}, AggFinal, gb, names, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []Operator{single, final} {
+		tc := jaTC(mem, 256, 500_000)
+		tc.SpillDir = t.TempDir()
+		got := jaCollect(t, op, tc)
+		if len(want) < 6000 || !slices.Equal(got, want) {
+			t.Fatalf("%s under a memory limit differs from the unlimited aggregate (%d vs %d rows)", op, len(got), len(want))
+		}
+		if used := tc.Memory.Used(); used != 0 {
+			t.Errorf("%s: %d bytes still reserved", op, used)
+		}
+		if left, _ := os.ReadDir(tc.SpillDir); len(left) != 0 {
+			t.Errorf("spill files left behind: %v", left)
+		}
+		// Without a place to spill, the limit is the error.
+		if _, err := jaRun(t, op, jaTC(mem, 256, 500_000)); !errors.Is(err, mempool.ErrResourcesExhausted) {
+			t.Errorf("%s without a spill directory: err = %v, want the memory limit", op, err)
+		}
+	}
 }

@@ -112,11 +112,12 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 	})
 }
 
-// TestSortSpillsToDisk: an ORDER BY needing several times its memory limit
-// completes in process and in blocking mode, its sorts spilling runs to disk
-// and merging them, with every row in order; pipelined mode, which does not
-// spill, fails with the memory error and says which mode would.
-func TestSortSpillsToDisk(t *testing.T) {
+// TestSpillsToDisk: an ORDER BY and a GROUP BY needing several times their
+// memory limit complete in process and in blocking mode, the sorts
+// spilling runs to disk and merging them (every row in order), the
+// aggregates spilling groups; pipelined mode, which does not spill, fails
+// with the memory error and says which mode would.
+func TestSpillsToDisk(t *testing.T) {
 	ctx := context.Background()
 	const n = 300_000
 	query := fmt.Sprintf("SELECT x FROM generate_series(1, %d) t(x) ORDER BY (x::bigint * 7919) %% 300007, x", n)
@@ -148,8 +149,22 @@ func TestSortSpillsToDisk(t *testing.T) {
 			}
 		}
 	}
+	// A GROUP BY of 100,000 groups under the same limit: the partial
+	// aggregates pass groups on, the final ones spill them to hash buckets.
+	checkAgg := func(t *testing.T, s *session.Session) {
+		t.Helper()
+		out, err := runScriptCSV(ctx, s, "SELECT count(*), sum(c), min(c), max(c) FROM (SELECT x % 100000 AS k, count(*) AS c FROM generate_series(1, 300000) t(x) GROUP BY 1) g")
+		if err != nil {
+			t.Fatalf("spilling aggregate: %v", err)
+		}
+		if got := strings.TrimSpace(out); !strings.HasSuffix(got, "100000,300000,3,3") {
+			t.Fatalf("got %q, want 100000 groups of 3 rows", got)
+		}
+	}
 	t.Run("in-process", func(t *testing.T) {
-		check(t, session.New(catalog.New()))
+		s := session.New(catalog.New())
+		check(t, s)
+		checkAgg(t, s)
 	})
 	_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: 2})
 	t.Run("blocking", func(t *testing.T) {
@@ -157,6 +172,7 @@ func TestSortSpillsToDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, s)
+		checkAgg(t, s)
 	})
 	t.Run("pipelined", func(t *testing.T) {
 		if err := s.Settings.Set("execution.mode", "pipelined"); err != nil {
