@@ -146,35 +146,30 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 	if err != nil {
 		return nil, fmt.Errorf("hash join probe: %w", err)
 	}
-	s := &joinProbeStream{
-		out: h.out, tc: tc, probe: probe,
-		newCandidates: func(t *joinBuildTable) joinCandidates {
-			firstOnly := h.filter == nil && (h.joinType == JoinRightSemi || h.joinType == JoinRightAnti)
-			return &hashJoinCandidates{table: t, keys: h.rightKeys, tc: tc, firstOnly: firstOnly}
-		},
-	}
 	owner := fmt.Sprintf("HashJoin[%d]", partition)
 	if h.mode == JoinPartitioned {
+		if tc.SpillDir != "" && !h.nullAware {
+			// A build side the pool refuses spills (hash_join_spill.go).
+			return &spillingJoinStream{h: h, tc: tc, partition: partition, probe: probe}, nil
+		}
 		var table *joinBuildTable
-		s.getTable = func(ctx context.Context) (*joinBuildTable, error) {
+		return h.probeStream(tc, probe, func(ctx context.Context) (*joinBuildTable, error) {
 			t, err := buildJoinTable(ctx, h.left, []int{partition}, h.leftKeys, tc, owner)
 			table = t
 			return t, err
-		}
-		s.onClose = func() {
+		}, func() {
 			if table != nil {
 				table.release()
 				table = nil
 			}
-		}
-		return s, nil
+		}), nil
 	}
 	e := h.shared.acquire(tc)
 	parts := make([]int, h.left.OutputPartitioning().Count)
 	for i := range parts {
 		parts[i] = i
 	}
-	s.getTable = func(ctx context.Context) (*joinBuildTable, error) {
+	return h.probeStream(tc, probe, func(ctx context.Context) (*joinBuildTable, error) {
 		t, err := h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {
 			return buildJoinTable(ctx, h.left, parts, h.leftKeys, tc, "HashJoin[collect]")
 		})
@@ -184,9 +179,19 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 			}
 		}
 		return t, err
+	}, func() { h.shared.release(tc, e) }), nil
+}
+
+// probeStream probes the table getTable returns with the rows of probe;
+// onClose releases the table.
+func (h *HashJoin) probeStream(tc *TaskContext, probe Stream, getTable func(context.Context) (*joinBuildTable, error), onClose func()) *joinProbeStream {
+	return &joinProbeStream{
+		out: h.out, tc: tc, probe: probe, getTable: getTable, onClose: onClose,
+		newCandidates: func(t *joinBuildTable) joinCandidates {
+			firstOnly := h.filter == nil && (h.joinType == JoinRightSemi || h.joinType == JoinRightAnti)
+			return &hashJoinCandidates{table: t, keys: h.rightKeys, tc: tc, firstOnly: firstOnly}
+		},
 	}
-	s.onClose = func() { h.shared.release(tc, e) }
-	return s, nil
 }
 
 // hashJoinCandidates finds, for each probe row, the build rows with equal

@@ -151,16 +151,26 @@ func buildJoinTable(ctx context.Context, op Operator, partitions []int, keys []e
 		t.res.Free()
 		return nil, fmt.Errorf("reading build side: %w", err)
 	}
-	err := t.concat(op.Schema(), batches, tc)
+	err := t.finish(op.Schema(), batches, keys, tc)
 	releaseBatches()
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// finish makes the table of the build rows in batches (which the caller
+// still releases): their columns joined, then indexed by keys. On error the
+// table is released.
+func (t *joinBuildTable) finish(schema *arrow.Schema, batches []arrow.RecordBatch, keys []expr.Expr, tc *TaskContext) error {
+	err := t.concat(schema, batches, tc)
 	if err == nil && len(keys) > 0 {
 		err = t.index(keys, tc)
 	}
 	if err != nil {
 		t.release()
-		return nil, err
 	}
-	return t, nil
+	return err
 }
 
 // concat joins the batches' columns into one array per column.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -753,5 +754,61 @@ func TestRepartitionOpensEveryInputFirst(t *testing.T) {
 	}
 	if n := counting.executions.Load(); n != 3 {
 		t.Fatalf("the join's build side partitions executed %d times, want 3 (one shared build)", n)
+	}
+}
+
+// TestHashJoinSpills: a partitioned join whose build side is far over the
+// memory limit becomes a grace hash join in a task that may spill, and
+// gives, for every join type, with one and two keys and with a filter, the
+// rows the reference join gives; nothing stays reserved, no spill file is
+// left. (One partition a side: partitions running at once share the
+// pool, and one holding memory can leave another's buckets none.)
+func TestHashJoinSpills(t *testing.T) {
+	leftRows, rightRows := jaJoinRows(1200, 1), jaJoinRows(1000, 2)
+	types := []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinLeftSemi, JoinLeftAnti, JoinRightSemi, JoinRightAnti}
+	for _, jt := range types {
+		for _, multi := range []bool{false, true} {
+			for _, filter := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/multi=%v/filter=%v", jt, multi, filter), func(t *testing.T) {
+					mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+					defer mem.AssertSize(t, 0)
+					left := jaPartitioned(t, mem, jaLeftSchema, leftRows, 1, 50)
+					defer left.release()
+					right := jaPartitioned(t, mem, jaRightSchema, rightRows, 1, 70)
+					defer right.release()
+					lk := []expr.Expr{jaCol(0, "lk1", plan.Int64)}
+					rk := []expr.Expr{jaCol(0, "rk1", plan.Int64)}
+					if multi {
+						lk = append(lk, jaCol(1, "lk2", plan.Utf8))
+						rk = append(rk, jaCol(1, "rk2", plan.Utf8))
+					}
+					var f expr.Expr
+					if filter {
+						f = &jaCmp{L: 2, R: 5, Op: "<>"}
+					}
+					op, err := NewHashJoin(left, right, jt, lk, rk, f, false, JoinPartitioned)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tc := jaTC(mem, 100, 30_000)
+					tc.SpillDir = t.TempDir()
+					got := jaCollect(t, op, tc)
+					want := jaRefJoin(jt, leftRows, rightRows, jaKeyMatch(multi, filter))
+					if !slices.Equal(got, want) {
+						t.Fatalf("got %d rows, want %d", len(got), len(want))
+					}
+					if u := tc.Memory.Used(); u != 0 {
+						t.Fatalf("memory pool still holds %d bytes", u)
+					}
+					if left, _ := os.ReadDir(tc.SpillDir); len(left) != 0 {
+						t.Errorf("spill files left behind: %v", left)
+					}
+					// Without a spill directory the limit is the error.
+					if _, err := jaRun(t, op, jaTC(mem, 100, 30_000)); !errors.Is(err, mempool.ErrResourcesExhausted) {
+						t.Fatalf("without a spill directory: err = %v, want the memory limit", err)
+					}
+				})
+			}
+		}
 	}
 }

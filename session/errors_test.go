@@ -161,10 +161,27 @@ func TestSpillsToDisk(t *testing.T) {
 			t.Fatalf("got %q, want 100000 groups of 3 rows", got)
 		}
 	}
+	// A join of two 200,000-row inputs, repartitioned (a broadcast build
+	// side, one the planner judged small, does not spill): its build side
+	// goes to hash buckets joined one by one.
+	checkJoin := func(t *testing.T, s *session.Session) {
+		t.Helper()
+		if err := s.Settings.Set("optimizer.broadcast_join_threshold_bytes", "1"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runScriptCSV(ctx, s, "SELECT count(*), sum(a.x) FROM generate_series(1, 200000) a(x) JOIN generate_series(1, 200000) b(y) ON a.x = b.y")
+		if err != nil {
+			t.Fatalf("spilling join: %v", err)
+		}
+		if got := strings.TrimSpace(out); !strings.HasSuffix(got, "200000,20000100000") {
+			t.Fatalf("got %q, want 200000 rows summing to 20000100000", got)
+		}
+	}
 	t.Run("in-process", func(t *testing.T) {
 		s := session.New(catalog.New())
 		check(t, s)
 		checkAgg(t, s)
+		checkJoin(t, s)
 	})
 	_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: 2})
 	t.Run("blocking", func(t *testing.T) {
@@ -173,6 +190,7 @@ func TestSpillsToDisk(t *testing.T) {
 		}
 		check(t, s)
 		checkAgg(t, s)
+		checkJoin(t, s)
 	})
 	t.Run("pipelined", func(t *testing.T) {
 		if err := s.Settings.Set("execution.mode", "pipelined"); err != nil {
