@@ -401,7 +401,12 @@ type JobStatus struct {
 	AnalyzedPlan string `protobuf:"bytes,21,opt,name=analyzed_plan,json=analyzedPlan,proto3" json:"analyzed_plan,omitempty"`
 	// The job's secret, sent only to the session that submitted the job:
 	// its Flight tickets for the job's results must carry it.
-	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	JobSecret string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	// The job writes files (COPY TO, CREATE TABLE AS, INSERT): a client that
+	// reads its result while it runs (pipelined) waits for the job's final
+	// state before it reports the count, so the statement returns only once
+	// the write is committed and the catalog updated.
+	Write         bool `protobuf:"varint,60,opt,name=write,proto3" json:"write,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -539,6 +544,13 @@ func (x *JobStatus) GetJobSecret() string {
 		return x.JobSecret
 	}
 	return ""
+}
+
+func (x *JobStatus) GetWrite() bool {
+	if x != nil {
+		return x.Write
+	}
+	return false
 }
 
 type CancelJobRequest struct {
@@ -1893,7 +1905,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rtasks_running\x18\x04 \x01(\x05R\ftasksRunning\x12\x1d\n" +
 	"\n" +
 	"tasks_done\x18\x05 \x01(\x05R\ttasksDone\x12\x19\n" +
-	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xaa\x05\n" +
+	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xc0\x05\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x10.sluice.JobStateR\x05state\x12'\n" +
@@ -1911,7 +1923,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aanalyze\x18\x14 \x01(\bR\aanalyze\x12#\n" +
 	"\ranalyzed_plan\x18\x15 \x01(\tR\fanalyzedPlan\x12\x1d\n" +
 	"\n" +
-	"job_secret\x18\x1e \x01(\tR\tjobSecret\x1a;\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12\x14\n" +
+	"\x05write\x18< \x01(\bR\x05write\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +

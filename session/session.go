@@ -180,6 +180,8 @@ func (l *local) execute(ctx context.Context, text string, s *Session) (_ *Result
 		return &Result{Schema: out.Rows.Schema(), stream: &batchStream{batches: []arrow.RecordBatch{out.Rows}}}, nil
 	case out.Query != nil && out.Analyze:
 		return l.analyze(ctx, out.Query, s, start)
+	case out.Query != nil && out.Query.Write != nil:
+		return l.runWrite(ctx, out.Query, s, start)
 	case out.Query != nil:
 		return l.runQuery(ctx, out.Query, s, start)
 	}
@@ -199,6 +201,50 @@ func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start
 	res.stream = &timed{Stream: &renamed{Stream: stream, schema: q.Schema}, start: start, stats: &res.statsVal}
 	res.stats = &res.statsVal
 	return res, nil
+}
+
+// runWrite runs a writing statement to its end before returning: its
+// files are committed and the catalog updated (Write.Finish) by then,
+// exactly as a cluster does before the job succeeds.
+func (l *local) runWrite(ctx context.Context, q *engine.Query, s *Session, start time.Time) (_ *Result, err error) {
+	defer func() {
+		if ferr := q.Write.Finish(err == nil); err == nil && ferr != nil {
+			err = ferr
+		}
+	}()
+	res, err := l.runQuery(ctx, q, s, start)
+	if err != nil {
+		return nil, err
+	}
+	var batches []arrow.RecordBatch
+	defer func() {
+		if err != nil {
+			releaseAll(batches)
+		}
+	}()
+	for {
+		b, nerr := res.stream.Next(ctx)
+		if errors.Is(nerr, io.EOF) {
+			break
+		}
+		if nerr != nil {
+			res.Close()
+			return nil, nerr
+		}
+		batches = append(batches, b)
+	}
+	res.Close()
+	stats := res.statsVal
+	out := &Result{Schema: q.Schema, stream: &batchStream{batches: batches}}
+	out.statsVal = stats
+	out.stats = &out.statsVal
+	return out, nil
+}
+
+func releaseAll(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
+	}
 }
 
 // task returns the query's root, whose one partition is the result, and
