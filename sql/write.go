@@ -222,9 +222,12 @@ func writableType(format, name string, t arrowType) error {
 	case t.ID() == plan.Null.ID():
 		return &Error{Kind: "type", Msg: fmt.Sprintf("column %q has no type (it is always NULL)", name),
 			Hint: "cast it: CAST(NULL AS type)"}
-	case plan.IsArray(t) && format == "csv":
-		return &Error{Kind: "type", Msg: fmt.Sprintf("column %q is an array, which CSV files cannot hold", name),
-			Hint: "write Parquet (FORMAT parquet), or turn it into text with array_to_string"}
+	case plan.IsArray(t):
+		// Parquet can hold lists, but sluice's Parquet scan does not read
+		// them back: a write must not produce files its own tables cannot
+		// read.
+		return &Error{Kind: "type", Msg: fmt.Sprintf("column %q is an array (%s), which sluice does not write to files", name, plan.TypeName(t)),
+			Hint: "turn it into text with array_to_string(col, ',') or CAST(col AS VARCHAR)"}
 	}
 	return nil
 }
