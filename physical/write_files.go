@@ -91,7 +91,29 @@ func (s *WriteSpec) checkTarget() error {
 	if !filepath.IsAbs(s.Dir) {
 		return fmt.Errorf("write target %q is not an absolute path", s.Dir)
 	}
-	return catalog.CheckAllowed(s.Dir)
+	if err := catalog.CheckAllowed(s.Dir); err != nil {
+		return err
+	}
+	// A directory still to be created is checked as written, so a link on
+	// the way (allowed/link -> /etc, target allowed/link/new) must be
+	// followed here: resolve the deepest part that exists.
+	existing, rest := filepath.Clean(s.Dir), ""
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			return nil
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
+	}
+	resolved, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return fmt.Errorf("write target %s: %w", s.Dir, err)
+	}
+	return catalog.CheckAllowed(filepath.Join(resolved, rest))
 }
 
 // within reports whether path lies under the target directory (a plan's

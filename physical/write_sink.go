@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/catalog"
 )
 
 // A write (COPY TO, CREATE TABLE AS, INSERT) is planned as
@@ -281,6 +283,11 @@ func (s *fileSinkStream) file(key string) (*openFile, error) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	// The directory exists now, so the check follows every link in it (a
+	// partition directory could be a link out of the allowed locations).
+	if err := catalog.CheckAllowed(dir); err != nil {
+		return nil, err
 	}
 	k := len(s.order)
 	f := &openFile{

@@ -309,6 +309,19 @@ func TestCheckWriteTarget(t *testing.T) {
 	if err := CheckWriteTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
 		t.Fatalf("traversal out of the allowed locations: %v", err)
 	}
+	// A link inside the allowed directory leading out of it.
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	spec.Dir = filepath.Join(dir, "link", "new", "deeper")
+	if err := CheckWriteTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
+		t.Fatalf("link out of the allowed locations: %v", err)
+	}
+	spec.Dir = filepath.Join(dir, "inside", "new")
+	if err := CheckWriteTarget(&spec, false, "COPY"); err != nil {
+		t.Fatalf("new directory inside the allowed locations: %v", err)
+	}
 }
 
 func TestWriteOverwriteReplacesContents(t *testing.T) {
