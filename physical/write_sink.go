@@ -436,7 +436,9 @@ func (s *writeCommitStream) Next(ctx context.Context) (arrow.RecordBatch, error)
 		finals := b.Column(1).(*array.String)
 		counts := b.Column(2).(*array.Int64)
 		for i := 0; i < int(b.NumRows()); i++ {
-			files = append(files, file{temps.Value(i), finals.Value(i)})
+			// Value aliases the batch's buffer, which is reused once
+			// the batch is released: keep copies.
+			files = append(files, file{strings.Clone(temps.Value(i)), strings.Clone(finals.Value(i))})
 			rows += counts.Value(i)
 		}
 		b.Release()

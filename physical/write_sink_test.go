@@ -42,6 +42,18 @@ func writeTestSource(t *testing.T, mem memory.Allocator) *memSource {
 	return newMemSource(writeTestSchema, [][]arrow.RecordBatch{{b1, b2}, {b3}})
 }
 
+// poisonAllocator overwrites memory as it is freed, so a string still
+// aliasing a released batch's buffer reads garbage instead of passing by
+// luck (pooled allocators reuse freed memory at once).
+type poisonAllocator struct{ memory.Allocator }
+
+func (p poisonAllocator) Free(b []byte) {
+	for i := range b {
+		b[i] = '#'
+	}
+	p.Allocator.Free(b)
+}
+
 func writeTestSpec(dir, format string, partitionBy ...int) WriteSpec {
 	return WriteSpec{Dir: dir, Format: format, Header: true, Delimiter: ',', Names: []string{"i", "b", "f", "d", "dt", "ts", "s", "bo"},
 		PartitionBy: partitionBy, WriteID: NewWriteID()}
@@ -128,7 +140,7 @@ func TestWriteRoundTrip(t *testing.T) {
 				name += "/partition_by"
 			}
 			t.Run(name, func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				mem := memory.NewCheckedAllocator(poisonAllocator{memory.NewGoAllocator()})
 				defer mem.AssertSize(t, 0)
 				src := writeTestSource(t, mem)
 				defer src.release()
