@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -102,7 +104,14 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 		Dir: dir, Format: st.Format, Header: st.Header, Delimiter: st.Delimiter,
 		Names: append([]string(nil), st.Query.Names...), WriteID: physical.NewWriteID(), Overwrite: st.Overwrite,
 	}
-	for _, p := range st.PartitionBy {
+	partitionBy := st.PartitionBy
+	if st.Kind == sql.WriteInsert {
+		// Rows appended to a directory laid out in col=value/ directories
+		// go where they belong, so the layout stays one that readers of
+		// Hive partitions accept.
+		partitionBy = hiveKeys(dir, spec.Names)
+	}
+	for _, p := range partitionBy {
 		for i, n := range spec.Names {
 			if n == p {
 				spec.PartitionBy = append(spec.PartitionBy, i)
@@ -124,4 +133,28 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 		Logical: q.Logical, Physical: commit, Schema: commit.Schema(),
 		Write: &Write{Spec: spec, stmt: st, schema: q.Schema, cat: e.Catalog},
 	}}, nil
+}
+
+// hiveKeys returns the partition columns of a directory laid out as
+// col=value/ directories (the first such directory at each level names
+// the column), if every one is a column of the table.
+func hiveKeys(dir string, names []string) []string {
+	var keys []string
+	for {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return keys
+		}
+		next := ""
+		for _, e := range entries {
+			if k, _, ok := strings.Cut(e.Name(), "="); ok && e.IsDir() && slices.Contains(names, k) && !slices.Contains(keys, k) {
+				keys, next = append(keys, k), filepath.Join(dir, e.Name())
+				break
+			}
+		}
+		if next == "" {
+			return keys
+		}
+		dir = next
+	}
 }

@@ -177,8 +177,14 @@ func (s *fileSinkStream) writeAll(ctx context.Context) error {
 	if len(s.files) == 0 && s.partition == 0 {
 		// Partition 0 always writes a file, empty if need be, so the
 		// directory of a write of no rows still holds the schema and
-		// reads back as an empty table.
-		if _, err := s.file(""); err != nil {
+		// reads back as an empty table. A partitioned write puts it in
+		// the all-NULL partition's directory, keeping the layout one
+		// that readers of Hive partitions accept.
+		var parts []string
+		for _, c := range s.sink.spec.PartitionBy {
+			parts = append(parts, hiveValue(s.sink.spec.Names[c])+"=NULL")
+		}
+		if _, err := s.file(strings.Join(parts, "/")); err != nil {
 			return err
 		}
 	}
