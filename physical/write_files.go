@@ -257,10 +257,13 @@ func RemoveWriteLeftovers(spec *WriteSpec, failed bool) error {
 		first = err
 	}
 	if failed {
-		// Deepest first; Remove refuses a directory that is not empty, so
+		// The partition directories (name=value) and the target itself,
+		// deepest first; Remove refuses a directory that is not empty, so
 		// only what is left empty goes.
 		for i := len(dirs) - 1; i >= 0; i-- {
-			_ = os.Remove(dirs[i])
+			if dirs[i] == spec.Dir || strings.Contains(filepath.Base(dirs[i]), "=") {
+				_ = os.Remove(dirs[i])
+			}
 		}
 	}
 	return first
@@ -325,7 +328,11 @@ func CheckWriteTarget(spec *WriteSpec, appendTo bool, statement string) error {
 	}
 	defer d.Close()
 	if _, err := d.Readdirnames(1); err == nil {
-		return fmt.Errorf("%s: directory %s is not empty; add the option OVERWRITE true to replace its contents", statement, spec.Dir)
+		how := "add the option OVERWRITE true"
+		if statement == "CREATE TABLE" {
+			how = "add OPTIONS ('overwrite' 'true')"
+		}
+		return fmt.Errorf("%s: directory %s is not empty; %s to replace its contents", statement, spec.Dir, how)
 	} else if !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: %w", statement, err)
 	}

@@ -427,6 +427,58 @@ func createTableAsRefused(what string) error {
 		Hint: "CREATE TABLE name STORED AS PARQUET LOCATION 'dir' AS SELECT ..., or CREATE EXTERNAL TABLE over existing files"}
 }
 
+// writeOptions parses CREATE TABLE AS's OPTIONS ('key' 'value', ...):
+// CREATE EXTERNAL TABLE's CSV keys, and overwrite.
+func (f *frontParser) writeOptions(w *Write) error {
+	if err := f.expectPunct("("); err != nil {
+		return err
+	}
+	for {
+		kt := f.peek()
+		var key string
+		var err error
+		if kt.kind == 's' {
+			key, err = f.str("option key")
+		} else {
+			key, err = f.name("option key")
+		}
+		if err != nil {
+			return err
+		}
+		vt := f.peek()
+		if vt.kind != 's' && vt.kind != 'i' && vt.kind != 'n' {
+			return f.errAt(vt, "expected option value")
+		}
+		f.i++
+		val := vt.text
+		switch strings.ToLower(key) {
+		case "format.has_header", "has_header", "header", "overwrite":
+			b, err := strconv.ParseBool(strings.ToLower(val))
+			if err != nil {
+				return f.errAt(vt, "option %s wants true or false", key)
+			}
+			if strings.EqualFold(key, "overwrite") {
+				w.Overwrite = b
+			} else {
+				w.Header = b
+			}
+		case "format.delimiter", "delimiter":
+			if utf8.RuneCountInString(val) != 1 {
+				return f.errAt(vt, "delimiter must be a single character")
+			}
+			w.Delimiter, _ = utf8.DecodeRuneInString(val)
+		default:
+			return f.errAt(kt, "unknown option %q (CREATE TABLE AS takes has_header, delimiter and overwrite)", key)
+		}
+		if f.acceptPunct(")") {
+			return nil
+		}
+		if err := f.expectPunct(","); err != nil {
+			return err
+		}
+	}
+}
+
 // createTableAs parses CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name
 // STORED AS PARQUET|CSV [WITH HEADER ROW] [DELIMITER 'c']
 // [PARTITIONED BY (cols)] [OPTIONS (...)] LOCATION 'dir' AS query.
@@ -515,11 +567,9 @@ func (f *frontParser) createTableAs() (Bound, error) {
 				}
 			}
 		case f.acceptWord("options"):
-			ext := &CreateExternalTable{Header: w.Header, Delimiter: w.Delimiter}
-			if err := f.options(ext); err != nil {
+			if err := f.writeOptions(w); err != nil {
 				return nil, err
 			}
-			w.Header, w.Delimiter = ext.Header, ext.Delimiter
 		case f.acceptWord("location"):
 			if w.Location, err = f.str("location"); err != nil {
 				return nil, err
