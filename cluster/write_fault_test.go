@@ -62,47 +62,62 @@ func checkWritten(t *testing.T, cat *catalog.Catalog, dir string) {
 // An executor killed after the write tasks finished, before the commit
 // read their listings: the lost tasks are written again, under new
 // temporary names, and only the attempts the commit reads are renamed.
-// Exactly one copy of every row is left, and no temporary file.
+// Exactly one copy of every row is left, and no temporary file; a CREATE
+// TABLE AS registers the table over them.
 func TestWriteSurvivesKilledExecutor(t *testing.T) {
-	var (
-		slot hookSlot
-		once sync.Once
-		dead = make(chan struct{})
-	)
-	hook := func(def *rpc.TaskDefinition) error {
-		if def.Id.StageId >= 2 {
-			once.Do(func() {
-				victim := slot.executor("exec-2")
-				if !holdsShuffleFiles(victim.WorkDir()) {
-					victim = slot.executor("exec-1")
+	for _, stmt := range []string{"copy", "ctas"} {
+		t.Run(stmt, func(t *testing.T) {
+			var (
+				slot hookSlot
+				once sync.Once
+				dead = make(chan struct{})
+			)
+			hook := func(def *rpc.TaskDefinition) error {
+				if def.Id.StageId >= 2 {
+					once.Do(func() {
+						victim := slot.executor("exec-2")
+						if !holdsShuffleFiles(victim.WorkDir()) {
+							victim = slot.executor("exec-1")
+						}
+						go func() {
+							victim.Kill()
+							close(dead)
+						}()
+					})
+					select {
+					case <-dead:
+					case <-time.After(2 * time.Second):
+					}
 				}
-				go func() {
-					victim.Kill()
-					close(dead)
-				}()
-			})
-			select {
-			case <-dead:
-			case <-time.After(2 * time.Second):
+				return nil
 			}
-		}
-		return nil
+			emb, cat := startCluster(t, faultConfig(PolicyPush, hook))
+			slot.emb.Store(emb)
+			c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
+			dir := filepath.Join(t.TempDir(), "out")
+			q := strings.ReplaceAll(writeQuery, "%s", dir)
+			if stmt == "ctas" {
+				q = "CREATE TABLE created STORED AS PARQUET PARTITIONED BY (l_flag) LOCATION '" + dir +
+					"' AS SELECT l_orderkey, l_price, l_flag FROM lineitem"
+			}
+			got, st, err := c.query(testContext(t, 60*time.Second), q, nil)
+			<-dead
+			if err != nil {
+				t.Fatalf("write after losing an executor: %v\n%s", err, st.GetStages())
+			}
+			t.Logf("stages:\n%s", st.Stages)
+			if !strings.Contains(st.Stages, "lost") && !strings.Contains(st.Stages, "failed") {
+				t.Errorf("no task was lost or failed; the kill came too late to test anything:\n%s", st.Stages)
+			}
+			sameRows(t, "count", got, []string{"50000"}, true)
+			checkWritten(t, cat, dir)
+			if stmt == "ctas" {
+				const check = `SELECT count(*), sum(l_price) FROM %s`
+				sameRows(t, "created table", localRows(t, cat, strings.ReplaceAll(check, "%s", "created")),
+					localRows(t, cat, strings.ReplaceAll(check, "%s", "lineitem")), true)
+			}
+		})
 	}
-	emb, cat := startCluster(t, faultConfig(PolicyPush, hook))
-	slot.emb.Store(emb)
-	c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
-	dir := filepath.Join(t.TempDir(), "out")
-	got, st, err := c.query(testContext(t, 60*time.Second), strings.ReplaceAll(writeQuery, "%s", dir), nil)
-	<-dead
-	if err != nil {
-		t.Fatalf("write after losing an executor: %v\n%s", err, st.GetStages())
-	}
-	t.Logf("stages:\n%s", st.Stages)
-	if !strings.Contains(st.Stages, "lost") && !strings.Contains(st.Stages, "failed") {
-		t.Errorf("no task was lost or failed; the kill came too late to test anything:\n%s", st.Stages)
-	}
-	sameRows(t, "count", got, []string{"50000"}, true)
-	checkWritten(t, cat, dir)
 }
 
 // Injected failures of the write tasks' first attempts: the retries'
