@@ -15,11 +15,11 @@ import (
 )
 
 // Write is the part of a writing statement (COPY TO, CREATE TABLE AS,
-// INSERT) that happens after its query ran: removing the files of
-// attempts that did not count and, when the write succeeded, registering
-// the created table or reopening the one appended to. Whoever runs the
-// query (the scheduler, or the in-process session) calls Finish exactly
-// once, when the job has ended.
+// INSERT) that happens after its query ran: renaming the files of the
+// attempts that count, removing the others and, when the write succeeded,
+// registering the created table or reopening the one appended to. Whoever
+// runs the query (the scheduler, or the in-process session) calls Finish
+// exactly once, when the job has ended.
 type Write struct {
 	Spec physical.WriteSpec
 	stmt *sql.Write
@@ -28,10 +28,17 @@ type Write struct {
 	cat    *catalog.Catalog
 }
 
-// Finish ends the write: on success the catalog learns of the new files;
-// either way the write's temporary files are removed (on failure, its
-// committed files and the directories it created too).
-func (w *Write) Finish(success bool) error {
+// Finish ends the write. On success it commits files (the commit task's
+// list: renamed to their final names) and the catalog learns of them;
+// either way the write's temporary files are removed (on failure, or a
+// failed commit, its committed files and the directories it created too).
+func (w *Write) Finish(success bool, files []physical.CommitFile) error {
+	if success {
+		if err := physical.CommitWrite(&w.Spec, files); err != nil {
+			_ = physical.RemoveWriteLeftovers(&w.Spec, true)
+			return fmt.Errorf("%s: committing the written files: %w", w.stmt.Kind, err)
+		}
+	}
 	cleanErr := physical.RemoveWriteLeftovers(&w.Spec, !success)
 	if !success {
 		return cleanErr

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/csv"
@@ -204,12 +205,63 @@ func (c *csvFileWriter) close() error {
 	return err
 }
 
+// CommitFile is one file a write commits: written under Temp, renamed to
+// Final.
+type CommitFile struct{ Temp, Final string }
+
+// CommitList collects the files a write's WriteCommit decided on, for
+// whoever runs the write to commit once the job has succeeded. Safe for
+// concurrent use.
+type CommitList struct {
+	mu    sync.Mutex
+	files []CommitFile
+}
+
+// Set replaces the list (a task reports one listing).
+func (l *CommitList) Set(files []CommitFile) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.files = files
+}
+
+// Files returns the list.
+func (l *CommitList) Files() []CommitFile {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.files
+}
+
+// CommitWrite commits a write that succeeded: it renames each file to its
+// final name and, with Overwrite, then removes whatever else the directory
+// held. Renaming is the write's one visible step, done once, by the
+// scheduler (or the in-process session) after the job's result is
+// complete; a commit repeated after a crash finds the renames done.
+func CommitWrite(spec *WriteSpec, files []CommitFile) error {
+	if err := spec.checkTarget(); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := commitFile(spec, f.Temp, f.Final); err != nil {
+			return err
+		}
+	}
+	if spec.Overwrite {
+		return removeOthers(spec)
+	}
+	return nil
+}
+
 // commitFile renames a written temporary file to its final name. A
-// retried commit finds the rename already done: that is success.
+// retried commit finds the rename already done: that is success. The
+// names come from executors' reports, so they are checked to be files of
+// this write, in a directory inside the allowed locations.
 func commitFile(spec *WriteSpec, temp, final string) error {
-	if !spec.within(temp) || !spec.within(final) ||
+	if !spec.within(temp) || !spec.within(final) || filepath.Dir(temp) != filepath.Dir(final) ||
 		!strings.HasPrefix(filepath.Base(temp), spec.tempPrefix()) || !strings.HasPrefix(filepath.Base(final), "part-"+spec.WriteID+"-") {
 		return fmt.Errorf("commit: %s -> %s is not a file of write %s under %s", temp, final, spec.WriteID, spec.Dir)
+	}
+	if err := catalog.CheckAllowed(filepath.Dir(final)); err != nil {
+		return err
 	}
 	err := os.Rename(temp, final)
 	if err == nil {

@@ -26,12 +26,13 @@ import (
 //
 // FileSink writes each input partition to files of its own under
 // temporary names and outputs one row per file: (temp, final, rows).
-// WriteCommit, in the write's single final task, renames exactly the files
-// it is handed to their final names and outputs the row count. On a
-// cluster the CoalescePartitions is a stage boundary, so the final task
-// sees the output of exactly one successful attempt of each FileSink task:
-// files of failed, cancelled or superseded attempts are never renamed, and
-// are removed with RemoveWriteLeftovers when the job ends.
+// WriteCommit, in the write's single final task, hands the files it is
+// given to the task's CommitList and outputs the row count; whoever runs
+// the job renames them (CommitWrite) once it has succeeded. On a cluster
+// the CoalescePartitions is a stage boundary, so the final task sees the
+// output of exactly one successful attempt of each FileSink task: files of
+// failed, cancelled or superseded attempts are never renamed, and are
+// removed with RemoveWriteLeftovers when the job ends.
 
 // Compile-time interface checks.
 var (
@@ -359,10 +360,10 @@ func (s *fileSinkStream) Close() {
 	}
 }
 
-// WriteCommit commits a write: it renames the files its single input
-// partition lists (FileSink's output, coalesced) to their final names,
-// with OVERWRITE removes whatever else the directory held, and outputs the
-// number of rows written.
+// WriteCommit decides a write's files: it puts the files its single input
+// partition lists (FileSink's output, coalesced) in the task's CommitList,
+// to be renamed once the job has succeeded, and outputs the number of rows
+// written.
 type WriteCommit struct {
 	input Operator
 	spec  WriteSpec
@@ -405,8 +406,8 @@ func (c *WriteCommit) Execute(ctx context.Context, partition int, tc *TaskContex
 	if n := c.input.OutputPartitioning().Count; n != 1 {
 		return nil, fmt.Errorf("write commit: input has %d partitions, want 1", n)
 	}
-	if err := c.spec.checkTarget(); err != nil {
-		return nil, err
+	if tc.Commit == nil {
+		return nil, fmt.Errorf("internal: write commit: the task has no commit list")
 	}
 	in, err := ExecuteOp(ctx, c.input, 0, tc)
 	if err != nil {
@@ -427,8 +428,7 @@ func (s *writeCommitStream) Next(ctx context.Context) (arrow.RecordBatch, error)
 		return nil, io.EOF
 	}
 	s.done = true
-	type file struct{ temp, final string }
-	var files []file
+	var files []CommitFile
 	var rows int64
 	for {
 		b, err := s.in.Next(ctx)
@@ -444,23 +444,14 @@ func (s *writeCommitStream) Next(ctx context.Context) (arrow.RecordBatch, error)
 		for i := 0; i < int(b.NumRows()); i++ {
 			// Value aliases the batch's buffer, which is reused once
 			// the batch is released: keep copies.
-			files = append(files, file{strings.Clone(temps.Value(i)), strings.Clone(finals.Value(i))})
+			files = append(files, CommitFile{strings.Clone(temps.Value(i)), strings.Clone(finals.Value(i))})
 			rows += counts.Value(i)
 		}
 		b.Release()
 	}
-	// Every file is written: from here on the commit runs to its end, a
-	// cancellation no longer stops it half way.
-	for _, f := range files {
-		if err := commitFile(&s.c.spec, f.temp, f.final); err != nil {
-			return nil, err
-		}
-	}
-	if s.c.spec.Overwrite {
-		if err := removeOthers(&s.c.spec); err != nil {
-			return nil, err
-		}
-	}
+	// The rename waits for the job's success: a job that fails or is
+	// cancelled after this point commits nothing.
+	s.tc.Commit.Set(files)
 	bld := array.NewInt64Builder(s.tc.Alloc)
 	defer bld.Release()
 	bld.Append(rows)

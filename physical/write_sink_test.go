@@ -59,7 +59,8 @@ func writeTestSpec(dir, format string, partitionBy ...int) WriteSpec {
 		PartitionBy: partitionBy, WriteID: NewWriteID()}
 }
 
-// runWrite runs WriteCommit(Coalesce(FileSink(src))) and returns the count.
+// runWrite runs WriteCommit(Coalesce(FileSink(src))) and, as the job's
+// runner does once it succeeded, commits the files; it returns the count.
 func runWrite(t *testing.T, src Operator, spec WriteSpec, tc *TaskContext) (int64, error) {
 	t.Helper()
 	sink, err := NewFileSink(src, spec)
@@ -70,11 +71,18 @@ func runWrite(t *testing.T, src Operator, spec WriteSpec, tc *TaskContext) (int6
 	if err != nil {
 		t.Fatal(err)
 	}
-	return execCount(t, commit, tc)
+	n, err := execCount(t, commit, tc)
+	if err != nil {
+		return 0, err
+	}
+	return n, CommitWrite(&spec, tc.Commit.Files())
 }
 
 func execCount(t *testing.T, op Operator, tc *TaskContext) (int64, error) {
 	t.Helper()
+	if tc.Commit == nil {
+		tc.Commit = &CommitList{}
+	}
 	s, err := op.Execute(context.Background(), 0, tc)
 	if err != nil {
 		return 0, err
@@ -238,9 +246,22 @@ func TestWriteRetriedAttemptsCommitOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := execCount(t, commit, newTestTC(mem, 8192))
+	tc := newTestTC(mem, 8192)
+	n, err := execCount(t, commit, tc)
 	if err != nil || n != 6 {
-		t.Fatalf("commit: %d, %v", n, err)
+		t.Fatalf("commit task: %d, %v", n, err)
+	}
+	// Nothing is renamed before the job's runner commits.
+	for _, f := range filesUnder(t, dir) {
+		if !strings.HasPrefix(f, ".tmp-") {
+			t.Fatalf("%s renamed before the commit", f)
+		}
+	}
+	if len(tc.Commit.Files()) != 2 {
+		t.Fatalf("commit list %v, want one file per partition", tc.Commit.Files())
+	}
+	if err := CommitWrite(&spec, tc.Commit.Files()); err != nil {
+		t.Fatal(err)
 	}
 	if err := RemoveWriteLeftovers(&spec, false); err != nil {
 		t.Fatal(err)
@@ -252,10 +273,9 @@ func TestWriteRetriedAttemptsCommitOnce(t *testing.T) {
 	if got := len(readBack(t, dir, "parquet")); got != 6 {
 		t.Fatalf("read back %d rows, want 6", got)
 	}
-	// A commit retried after it renamed (its task lost before reporting)
-	// finds the renames done.
-	spec2 := spec
-	if err := commitFile(&spec2, filepath.Join(dir, spec.tempName(0, 0, "gone")), filepath.Join(dir, spec.finalName(0, 0))); err != nil {
+	// A commit repeated (the scheduler restarted half way) finds the
+	// renames done.
+	if err := CommitWrite(&spec, tc.Commit.Files()); err != nil {
 		t.Fatalf("repeated commit: %v", err)
 	}
 	// A failed job's committed files go too.
@@ -401,8 +421,12 @@ func TestWritePlanProtoRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(gs.Spec(), spec) {
 		t.Fatalf("sink spec %+v, want %+v", gs.Spec(), spec)
 	}
-	n, err := execCount(t, got, newTestTC(mem, 8192))
+	tc := newTestTC(mem, 8192)
+	n, err := execCount(t, got, tc)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CommitWrite(&spec, tc.Commit.Files()); err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 {

@@ -1526,8 +1526,10 @@ type TaskStatus struct {
 	OperatorMetrics []*OperatorMetrics `protobuf:"bytes,20,rep,name=operator_metrics,json=operatorMetrics,proto3" json:"operator_metrics,omitempty"`
 	MemoryPeakBytes int64              `protobuf:"varint,21,opt,name=memory_peak_bytes,json=memoryPeakBytes,proto3" json:"memory_peak_bytes,omitempty"`
 	ElapsedNs       int64              `protobuf:"varint,22,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A write's commit task: the files to rename once the job succeeds.
+	WrittenFiles  []*WrittenFile `protobuf:"bytes,60,rep,name=written_files,json=writtenFiles,proto3" json:"written_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
@@ -1635,6 +1637,13 @@ func (x *TaskStatus) GetElapsedNs() int64 {
 		return x.ElapsedNs
 	}
 	return 0
+}
+
+func (x *TaskStatus) GetWrittenFiles() []*WrittenFile {
+	if x != nil {
+		return x.WrittenFiles
+	}
+	return nil
 }
 
 type FetchFailure struct {
@@ -1874,6 +1883,60 @@ func (x *OperatorMetrics) GetReserved() bool {
 	return false
 }
 
+// A file a write wrote under a temporary name and commits under its final
+// one (both absolute, in the write's directory).
+type WrittenFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Temp          string                 `protobuf:"bytes,1,opt,name=temp,proto3" json:"temp,omitempty"`
+	Final         string                 `protobuf:"bytes,2,opt,name=final,proto3" json:"final,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WrittenFile) Reset() {
+	*x = WrittenFile{}
+	mi := &file_scheduler_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WrittenFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WrittenFile) ProtoMessage() {}
+
+func (x *WrittenFile) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WrittenFile.ProtoReflect.Descriptor instead.
+func (*WrittenFile) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *WrittenFile) GetTemp() string {
+	if x != nil {
+		return x.Temp
+	}
+	return ""
+}
+
+func (x *WrittenFile) GetFinal() string {
+	if x != nil {
+		return x.Final
+	}
+	return ""
+}
+
 var File_scheduler_proto protoreflect.FileDescriptor
 
 const file_scheduler_proto_rawDesc = "" +
@@ -1997,7 +2060,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rclient_output\x18( \x01(\bR\fclientOutput\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x04\n" +
 	"\n" +
 	"TaskStatus\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1f\n" +
@@ -2013,7 +2076,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x10operator_metrics\x18\x14 \x03(\v2\x17.sluice.OperatorMetricsR\x0foperatorMetrics\x12*\n" +
 	"\x11memory_peak_bytes\x18\x15 \x01(\x03R\x0fmemoryPeakBytes\x12\x1d\n" +
 	"\n" +
-	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\"o\n" +
+	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\x128\n" +
+	"\rwritten_files\x18< \x03(\v2\x13.sluice.WrittenFileR\fwrittenFiles\"o\n" +
 	"\fFetchFailure\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x19\n" +
@@ -2030,7 +2094,10 @@ const file_scheduler_proto_rawDesc = "" +
 	"\abatches\x18\x03 \x01(\x03R\abatches\x12\x17\n" +
 	"\atime_ns\x18\x04 \x01(\x03R\x06timeNs\x12*\n" +
 	"\x11memory_peak_bytes\x18\x05 \x01(\x03R\x0fmemoryPeakBytes\x12\x1a\n" +
-	"\breserved\x18\x06 \x01(\bR\breserved*b\n" +
+	"\breserved\x18\x06 \x01(\bR\breserved\"7\n" +
+	"\vWrittenFile\x12\x12\n" +
+	"\x04temp\x18\x01 \x01(\tR\x04temp\x12\x14\n" +
+	"\x05final\x18\x02 \x01(\tR\x05final*b\n" +
 	"\bJobState\x12\x0e\n" +
 	"\n" +
 	"JOB_QUEUED\x10\x00\x12\x0f\n" +
@@ -2070,7 +2137,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_scheduler_proto_goTypes = []any{
 	(JobState)(0),                    // 0: sluice.JobState
 	(TaskState)(0),                   // 1: sluice.TaskState
@@ -2100,60 +2167,62 @@ var file_scheduler_proto_goTypes = []any{
 	(*UpdateTaskStatusRequest)(nil),  // 25: sluice.UpdateTaskStatusRequest
 	(*UpdateTaskStatusResponse)(nil), // 26: sluice.UpdateTaskStatusResponse
 	(*OperatorMetrics)(nil),          // 27: sluice.OperatorMetrics
-	nil,                              // 28: sluice.ExecuteQueryRequest.SettingsEntry
-	nil,                              // 29: sluice.JobStatus.SettingsEntry
-	nil,                              // 30: sluice.TaskDefinition.SettingsEntry
-	(*Schema)(nil),                   // 31: sluice.Schema
-	(*PartitionLocation)(nil),        // 32: sluice.PartitionLocation
-	(*PipelinedProducers)(nil),       // 33: sluice.PipelinedProducers
-	(*PhysicalPlan)(nil),             // 34: sluice.PhysicalPlan
+	(*WrittenFile)(nil),              // 28: sluice.WrittenFile
+	nil,                              // 29: sluice.ExecuteQueryRequest.SettingsEntry
+	nil,                              // 30: sluice.JobStatus.SettingsEntry
+	nil,                              // 31: sluice.TaskDefinition.SettingsEntry
+	(*Schema)(nil),                   // 32: sluice.Schema
+	(*PartitionLocation)(nil),        // 33: sluice.PartitionLocation
+	(*PipelinedProducers)(nil),       // 34: sluice.PipelinedProducers
+	(*PhysicalPlan)(nil),             // 35: sluice.PhysicalPlan
 }
 var file_scheduler_proto_depIdxs = []int32{
-	28, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
+	29, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
 	0,  // 1: sluice.JobStatus.state:type_name -> sluice.JobState
 	3,  // 2: sluice.JobStatus.error:type_name -> sluice.UserError
-	31, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
-	32, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
-	33, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
+	32, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
+	33, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
+	34, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
 	4,  // 6: sluice.JobStatus.progress:type_name -> sluice.JobProgress
-	29, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
+	30, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
 	12, // 8: sluice.ExecutorState.meta:type_name -> sluice.ExecutorMetadata
 	13, // 9: sluice.ClusterState.executors:type_name -> sluice.ExecutorState
 	5,  // 10: sluice.ClusterState.running_jobs:type_name -> sluice.JobStatus
 	12, // 11: sluice.RegisterExecutorRequest.meta:type_name -> sluice.ExecutorMetadata
 	22, // 12: sluice.PollWorkResponse.tasks:type_name -> sluice.TaskDefinition
 	21, // 13: sluice.TaskDefinition.id:type_name -> sluice.TaskId
-	34, // 14: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
-	30, // 15: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
+	35, // 14: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
+	31, // 15: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
 	21, // 16: sluice.TaskStatus.id:type_name -> sluice.TaskId
 	1,  // 17: sluice.TaskStatus.state:type_name -> sluice.TaskState
 	24, // 18: sluice.TaskStatus.fetch_failure:type_name -> sluice.FetchFailure
-	32, // 19: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
+	33, // 19: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
 	27, // 20: sluice.TaskStatus.operator_metrics:type_name -> sluice.OperatorMetrics
-	23, // 21: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
-	2,  // 22: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
-	6,  // 23: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
-	8,  // 24: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
-	9,  // 25: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
-	11, // 26: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
-	15, // 27: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
-	17, // 28: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
-	19, // 29: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
-	25, // 30: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
-	5,  // 31: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
-	7,  // 32: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
-	5,  // 33: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
-	10, // 34: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
-	14, // 35: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
-	16, // 36: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
-	18, // 37: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
-	20, // 38: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
-	26, // 39: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	28, // 21: sluice.TaskStatus.written_files:type_name -> sluice.WrittenFile
+	23, // 22: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
+	2,  // 23: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
+	6,  // 24: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
+	8,  // 25: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
+	9,  // 26: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
+	11, // 27: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
+	15, // 28: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
+	17, // 29: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
+	19, // 30: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
+	25, // 31: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
+	5,  // 32: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
+	7,  // 33: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
+	5,  // 34: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
+	10, // 35: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
+	14, // 36: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
+	16, // 37: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
+	18, // 38: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
+	20, // 39: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
+	26, // 40: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
+	32, // [32:41] is the sub-list for method output_type
+	23, // [23:32] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -2168,7 +2237,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

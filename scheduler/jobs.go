@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"sluice/engine"
+	"sluice/physical"
 	"sluice/rpc"
 )
 
@@ -39,9 +40,13 @@ type job struct {
 	ended   time.Time
 	// analysis follows an EXPLAIN ANALYZE job's metrics; nil otherwise.
 	analysis *analysis
-	// write is set for a job that writes files: finished (catalog
-	// updated, leftovers removed) once, when the job ends.
+	// write is set for a job that writes files: finished (files
+	// committed, catalog updated, leftovers removed) once, when the job
+	// ends.
 	write *engine.Write
+	// written are the files the write's commit task reported, renamed
+	// when the job succeeds.
+	written []physical.CommitFile
 }
 
 func (j *job) finished() bool {
@@ -138,7 +143,7 @@ func (s *Scheduler) endLocked(j *job, state rpc.JobState) {
 		// The write's files go, whatever of them its tasks left; a task
 		// still running removes its own when its cancellation reaches it.
 		s.goLocked(func() {
-			if err := w.Finish(false); err != nil {
+			if err := w.Finish(false, nil); err != nil {
 				s.cfg.Logger.Warn("removing a failed write's files", "job", j.id, "err", err.Error())
 			}
 		})
@@ -171,10 +176,10 @@ func (s *Scheduler) syncJobLocked(j *job) {
 			}
 		}
 		if j.write != nil {
-			// The final task committed the files; the job succeeds once
-			// the catalog knows them, so the next statement sees the
-			// table.
-			if err := j.write.Finish(true); err != nil {
+			// The result is complete: the write's files are renamed
+			// now, once, and the job succeeds once the catalog knows
+			// them, so the next statement sees the table.
+			if err := j.write.Finish(true, j.written); err != nil {
 				s.failJobLocked(j, err)
 				return
 			}

@@ -207,15 +207,20 @@ func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start
 // files are committed and the catalog updated (Write.Finish) by then,
 // exactly as a cluster does before the job succeeds.
 func (l *local) runWrite(ctx context.Context, q *engine.Query, s *Session, start time.Time) (_ *Result, err error) {
+	op, tc := l.task(q, s)
+	tc.Commit = &physical.CommitList{}
 	defer func() {
-		if ferr := q.Write.Finish(err == nil); err == nil && ferr != nil {
+		if ferr := q.Write.Finish(err == nil, tc.Commit.Files()); err == nil && ferr != nil {
 			err = ferr
 		}
 	}()
-	res, err := l.runQuery(ctx, q, s, start)
+	defer tc.Memory.Release()
+	stream, err := op.Execute(ctx, 0, tc)
 	if err != nil {
 		return nil, err
 	}
+	// Closed before Finish runs: every task of the write has ended.
+	defer stream.Close()
 	var batches []arrow.RecordBatch
 	defer func() {
 		if err != nil {
@@ -223,20 +228,20 @@ func (l *local) runWrite(ctx context.Context, q *engine.Query, s *Session, start
 		}
 	}()
 	for {
-		b, nerr := res.stream.Next(ctx)
+		b, nerr := stream.Next(ctx)
 		if errors.Is(nerr, io.EOF) {
 			break
 		}
 		if nerr != nil {
-			res.Close()
 			return nil, nerr
 		}
 		batches = append(batches, b)
 	}
-	res.Close()
-	stats := res.statsVal
 	out := &Result{Schema: q.Schema, stream: &batchStream{batches: batches}}
-	out.statsVal = stats
+	out.statsVal = Stats{Total: time.Since(start)}
+	for _, b := range batches {
+		out.statsVal.Rows += b.NumRows()
+	}
 	out.stats = &out.statsVal
 	return out, nil
 }
