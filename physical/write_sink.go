@@ -125,6 +125,12 @@ func (s *FileSink) Execute(ctx context.Context, partition int, tc *TaskContext) 
 	return &fileSinkStream{sink: s, in: in, partition: partition, tc: tc, nonce: NewWriteID()}, nil
 }
 
+// maxPartitionFiles bounds the files one task keeps open: every partition
+// value has its own, with its buffered row group, so a PARTITION_BY over a
+// column of millions of values fails clearly instead of exhausting file
+// descriptors and memory.
+const maxPartitionFiles = 1024
+
 // openFile is one file a sink stream is writing.
 type openFile struct {
 	w           fileWriter
@@ -282,6 +288,9 @@ func (s *fileSinkStream) writeTo(key string, b arrow.RecordBatch) error {
 func (s *fileSinkStream) file(key string) (*openFile, error) {
 	if f, ok := s.files[key]; ok {
 		return f, nil
+	}
+	if len(s.files) >= maxPartitionFiles {
+		return nil, fmt.Errorf("PARTITION_BY: one task met more than %d distinct partition values; partition by a column with fewer values", maxPartitionFiles)
 	}
 	spec := &s.sink.spec
 	dir := filepath.Join(spec.Dir, filepath.FromSlash(key))
