@@ -139,7 +139,11 @@ func hiveValue(v string) string {
 		fmt.Fprintf(&b, "%%%02X", c)
 	}
 	// The value follows "name=", so even "" or ".." names a directory of
-	// its own.
+	// its own. The text NULL is escaped, so that readers of Hive
+	// partitions (DuckDB) do not take it for a NULL.
+	if v == "NULL" {
+		return "%4EULL"
+	}
 	return b.String()
 }
 

@@ -440,3 +440,14 @@ func TestWritePlanProtoRoundTrip(t *testing.T) {
 		t.Fatalf("read back %d rows, wrote %d", len(rows), n)
 	}
 }
+
+func TestHiveValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"abc": "abc", "a/b": "a%2Fb", "../x": "..%2Fx", "c d": "c%20d", "x=y": "x%3Dy", "100%": "100%25",
+		"": "", "NULL": "%4EULL", "2024-01-02 03:04:05": "2024-01-02%2003%3A04%3A05", "é": "%C3%A9",
+	} {
+		if got := hiveValue(in); got != want {
+			t.Errorf("hiveValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
