@@ -173,7 +173,16 @@ func openFileWriter(spec *WriteSpec, path string, schema *arrow.Schema, mem memo
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithStats(true),
+		// Dictionaries for every column, as DuckDB writes: a column
+		// with many distinct values falls back to plain pages. Without
+		// them for numbers and dates a lineitem copy took 30% less CPU
+		// but its files were 16% larger and q1 read them 15% slower;
+		// files are read more often than written.
 		parquet.WithDictionaryDefault(true),
+		// Decimals of up to 18 digits as INT32/INT64, as sluice's own
+		// TPC-H writer stores them: smaller, and much cheaper to decode
+		// than big-endian fixed-length bytes.
+		parquet.WithStoreDecimalAsInteger(true),
 		parquet.WithMaxRowGroupLength(parquetRowGroupRows),
 	)
 	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))

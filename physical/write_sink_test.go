@@ -27,6 +27,10 @@ var writeTestSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "ts", Type: plan.Timestamp, Nullable: true},
 	{Name: "s", Type: plan.Utf8, Nullable: true},
 	{Name: "bo", Type: plan.Bool, Nullable: true},
+	// Decimals of up to 9 digits are stored as INT32, up to 18 as INT64,
+	// wider ones as fixed-length bytes.
+	{Name: "d9", Type: plan.Decimal(9, 3), Nullable: true},
+	{Name: "d38", Type: plan.Decimal(38, 6), Nullable: true},
 }, nil)
 
 // writeTestSource is two partitions of rows of every writable type,
@@ -34,11 +38,13 @@ var writeTestSchema = arrow.NewSchema([]arrow.Field{
 func writeTestSource(t *testing.T, mem memory.Allocator) *memSource {
 	b1 := makeBatch(t, mem, writeTestSchema,
 		[]any{1, 2, nil}, []any{10, nil, 30}, []any{1.5, nil, -2.25}, []any{12345, -1, nil},
-		[]any{19000, nil, 0}, []any{int64(1_700_000_000_000_000), nil, 0}, []any{"a", "../x", nil}, []any{true, false, nil})
+		[]any{19000, nil, 0}, []any{int64(1_700_000_000_000_000), nil, 0}, []any{"a", "../x", nil}, []any{true, false, nil},
+		[]any{-999999999, nil, 1}, []any{nil, 123456789012345, -1})
 	b2 := makeBatch(t, mem, writeTestSchema,
-		[]any{4}, []any{40}, []any{4.0}, []any{400}, []any{19001}, []any{int64(1)}, []any{"a"}, []any{true})
+		[]any{4}, []any{40}, []any{4.0}, []any{400}, []any{19001}, []any{int64(1)}, []any{"a"}, []any{true}, []any{4}, []any{4})
 	b3 := makeBatch(t, mem, writeTestSchema,
-		[]any{5, 6}, []any{50, 60}, []any{5.0, 6.0}, []any{500, 600}, []any{1, 2}, []any{int64(5), int64(6)}, []any{"a/b", "c d"}, []any{false, false})
+		[]any{5, 6}, []any{50, 60}, []any{5.0, 6.0}, []any{500, 600}, []any{1, 2}, []any{int64(5), int64(6)}, []any{"a/b", "c d"}, []any{false, false},
+		[]any{5, 6}, []any{5, 6})
 	return newMemSource(writeTestSchema, [][]arrow.RecordBatch{{b1, b2}, {b3}})
 }
 
@@ -55,7 +61,7 @@ func (p poisonAllocator) Free(b []byte) {
 }
 
 func writeTestSpec(dir, format string, partitionBy ...int) WriteSpec {
-	return WriteSpec{Dir: dir, Format: format, Header: true, Delimiter: ',', Names: []string{"i", "b", "f", "d", "dt", "ts", "s", "bo"},
+	return WriteSpec{Dir: dir, Format: format, Header: true, Delimiter: ',', Names: []string{"i", "b", "f", "d", "dt", "ts", "s", "bo", "d9", "d38"},
 		PartitionBy: partitionBy, WriteID: NewWriteID()}
 }
 
@@ -120,6 +126,8 @@ func filesUnder(t *testing.T, dir string) []string {
 	return out
 }
 
+var allColumns = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+
 // readBack scans the written directory with sluice's own scans.
 func readBack(t *testing.T, dir, format string) [][]any {
 	t.Helper()
@@ -129,13 +137,13 @@ func readBack(t *testing.T, dir, format string) [][]any {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scan = NewParquetScan("t", pt, []int{0, 1, 2, 3, 4, 5, 6, 7}, nil, 2)
+		scan = NewParquetScan("t", pt, allColumns, nil, 2)
 	} else {
 		ct, err := catalog.OpenCSV(dir, catalog.CSVOptions{Header: true, Delimiter: ','}, writeTestSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		scan = NewCSVScan("t", ct, []int{0, 1, 2, 3, 4, 5, 6, 7}, 2)
+		scan = NewCSVScan("t", ct, allColumns, 2)
 	}
 	return collectAll(t, scan, NewTaskContext())
 }
