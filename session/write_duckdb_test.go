@@ -41,7 +41,8 @@ func TestWrittenFilesReadByDuckDB(t *testing.T) {
 	const rows = `SELECT x::int AS i, x::bigint * 1000000000 AS b, x * 1.5::double precision AS f,
 		CAST(x AS DECIMAL(12,2)) / 4 AS d, DATE '2024-01-01' + x::int AS dt,
 		CAST(DATE '2024-01-01' + x::int AS TIMESTAMP) + INTERVAL '1 hour' AS ts,
-		'v' || x AS s, x % 2 = 0 AS bo, CASE WHEN x % 10 = 0 THEN NULL ELSE x END AS n, x % 3 AS k
+		'v' || x AS s, x % 2 = 0 AS bo, CASE WHEN x % 10 = 0 THEN NULL ELSE x END AS n, x % 3 AS k,
+		CAST(x AS DECIMAL(9,2)) AS d9, CAST(x AS DECIMAL(18,3)) AS d18
 		FROM generate_series(1, 1000) AS g(x)`
 	data := filepath.Join(dir, "data")
 	for _, stmt := range []string{
@@ -58,7 +59,8 @@ func TestWrittenFilesReadByDuckDB(t *testing.T) {
 	checks := `count(*) = 1000 AND sum(i) = 500500 AND sum(b) = 500500000000000 AND sum(f) = 750750
 		AND sum(d) = 125125 AND min(dt) = DATE '2024-01-02' AND max(dt) = DATE '2026-09-27'
 		AND min(ts) = TIMESTAMP '2024-01-02 01:00:00' AND max(ts) = TIMESTAMP '2026-09-27 01:00:00'
-		AND max(s) = 'v999' AND count(n) = 900 AND sum(CASE WHEN bo THEN 1 ELSE 0 END) = 500`
+		AND max(s) = 'v999' AND count(n) = 900 AND sum(CASE WHEN bo THEN 1 ELSE 0 END) = 500
+		AND sum(d9) = 500500 AND sum(d18) = 500500`
 	queries := filepath.Join(dir, "q")
 	if err := os.MkdirAll(queries, 0o755); err != nil {
 		t.Fatal(err)
