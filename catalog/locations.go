@@ -110,3 +110,8 @@ func inside(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
+
+// CheckAllowed refuses a path outside this process's allowed locations
+// (see RestrictLocations): writes check their target directory with it,
+// so a server writes only where it may read.
+func CheckAllowed(path string) error { return checkAllowed(path) }

@@ -166,11 +166,17 @@ func (a *taskAnalysis) report(st *rpc.TaskStatus) {
 
 // outcome runs a task and returns its final status.
 func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis) *rpc.TaskStatus {
-	locs, err := e.run(ctx, def, a)
+	commit := &physical.CommitList{}
+	locs, err := e.run(ctx, def, a, commit)
 	if err == nil {
 		st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_SUCCESSFUL, Outputs: locs}
 		for _, l := range locs {
 			st.RowsOut += l.NumRows
+		}
+		// A write's commit task: the scheduler renames these files once
+		// the job has succeeded.
+		for _, f := range commit.Files() {
+			st.WrittenFiles = append(st.WrittenFiles, &rpc.WrittenFile{Temp: f.Temp, Final: f.Final})
 		}
 		return st
 	}
@@ -218,7 +224,7 @@ func (e *Executor) interrupted(ctx context.Context, def *rpc.TaskDefinition) *rp
 // log), so one bad task fails its job instead of the executor; in test
 // binaries runtime errors (nil dereferences, index out of range) still
 // crash, so bugs are not hidden (see physical.Recovered).
-func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis) (locs []*rpc.PartitionLocation, err error) {
+func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis, commit *physical.CommitList) (locs []*rpc.PartitionLocation, err error) {
 	k := keyOf(def.Id)
 	defer func() {
 		if r := recover(); r != nil {
@@ -243,6 +249,7 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnal
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
 	}
+	tc.Commit = commit
 	defer func() {
 		if n := tc.Memory.Release(); n > 0 {
 			e.log.Debug("task ended holding reserved memory", "task", k.String(), "bytes", n)

@@ -58,6 +58,9 @@ type Query struct {
 	Physical physical.Operator
 	// Schema is the result schema with the user's column names.
 	Schema *arrow.Schema
+	// Write is set when the query writes files: its runner calls
+	// Write.Finish once the query has ended.
+	Write *Write
 }
 
 // Explain is set on an Outcome's Rows for EXPLAIN; distributed runners
@@ -101,6 +104,8 @@ func (e *Engine) Prepare(text string, settings *Settings) (*Outcome, error) {
 			{"logical_plan", strings.TrimRight(plan.Format(q.Logical), "\n")},
 			{"physical_plan", strings.TrimRight(physical.Format(q.Physical), "\n")},
 		})}, nil
+	case *sql.Write:
+		return e.PlanWrite(st, settings)
 	case *sql.CreateExternalTable:
 		return e.createExternalTable(st)
 	case *sql.CreateView:

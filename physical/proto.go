@@ -219,6 +219,18 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		}
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_GenerateSeries{GenerateSeries: &rpc.GenerateSeriesNode{
 			Schema: schema, Start: args[0], Stop: args[1], Step: args[2]}}}, nil
+	case *FileSink:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_FileSink{FileSink: &rpc.FileSinkNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
+	case *WriteCommit:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WriteCommit{WriteCommit: &rpc.WriteCommitNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
 	case *SetOp:
 		l, r, err := c.encode2(op.left, op.right)
 		if err != nil {
@@ -454,6 +466,18 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			ins[i] = in
 		}
 		return NewFoldedUnion(ins, int(m.Union.GetFolded())), nil
+	case *rpc.PhysicalPlan_FileSink:
+		in, err := c.decode(m.FileSink.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		return NewFileSink(in, writeSpecFromProto(m.FileSink.GetSpec()))
+	case *rpc.PhysicalPlan_WriteCommit:
+		in, err := c.decode(m.WriteCommit.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		return NewWriteCommit(in, writeSpecFromProto(m.WriteCommit.GetSpec()))
 	case *rpc.PhysicalPlan_SetOp:
 		left, right, err := c.decode2(m.SetOp.GetLeft(), m.SetOp.GetRight())
 		if err != nil {
@@ -913,4 +937,26 @@ func (c *planCodec) decodeWindow(w *rpc.WindowNode) (Operator, error) {
 			Frame: plan.WindowFrame{Rows: f.GetFrame().GetRows(), Start: start, End: end}}
 	}
 	return NewWindow(in, parts, order, funcs)
+}
+
+func writeSpecToProto(s WriteSpec) *rpc.WriteSpec {
+	parts := make([]int32, len(s.PartitionBy))
+	for i, c := range s.PartitionBy {
+		parts[i] = int32(c)
+	}
+	return &rpc.WriteSpec{
+		Dir: s.Dir, Format: s.Format, Header: s.Header, Delimiter: int32(s.Delimiter),
+		Names: s.Names, PartitionBy: parts, WriteId: s.WriteID, Overwrite: s.Overwrite,
+	}
+}
+
+func writeSpecFromProto(m *rpc.WriteSpec) WriteSpec {
+	var parts []int
+	for _, c := range m.GetPartitionBy() {
+		parts = append(parts, int(c))
+	}
+	return WriteSpec{
+		Dir: m.GetDir(), Format: m.GetFormat(), Header: m.GetHeader(), Delimiter: rune(m.GetDelimiter()),
+		Names: m.GetNames(), PartitionBy: parts, WriteID: m.GetWriteId(), Overwrite: m.GetOverwrite(),
+	}
 }

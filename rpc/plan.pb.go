@@ -1603,6 +1603,8 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_GenerateSeries
 	//	*PhysicalPlan_Window
 	//	*PhysicalPlan_SetOp
+	//	*PhysicalPlan_FileSink
+	//	*PhysicalPlan_WriteCommit
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1852,6 +1854,24 @@ func (x *PhysicalPlan) GetSetOp() *SetOpNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetFileSink() *FileSinkNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_FileSink); ok {
+			return x.FileSink
+		}
+	}
+	return nil
+}
+
+func (x *PhysicalPlan) GetWriteCommit() *WriteCommitNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_WriteCommit); ok {
+			return x.WriteCommit
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -1948,6 +1968,14 @@ type PhysicalPlan_SetOp struct {
 	SetOp *SetOpNode `protobuf:"bytes,40,opt,name=set_op,json=setOp,proto3,oneof"`
 }
 
+type PhysicalPlan_FileSink struct {
+	FileSink *FileSinkNode `protobuf:"bytes,60,opt,name=file_sink,json=fileSink,proto3,oneof"`
+}
+
+type PhysicalPlan_WriteCommit struct {
+	WriteCommit *WriteCommitNode `protobuf:"bytes,61,opt,name=write_commit,json=writeCommit,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -1993,6 +2021,10 @@ func (*PhysicalPlan_GenerateSeries) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_Window) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_SetOp) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_FileSink) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_WriteCommit) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -4480,6 +4512,215 @@ func (x *SetOpNode) GetSchema() *Schema {
 	return nil
 }
 
+// Where and how a write (COPY TO, CREATE TABLE AS, INSERT) puts its files.
+type WriteSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	Format        string                 `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"` // "parquet" or "csv"
+	Header        bool                   `protobuf:"varint,3,opt,name=header,proto3" json:"header,omitempty"`
+	Delimiter     int32                  `protobuf:"varint,4,opt,name=delimiter,proto3" json:"delimiter,omitempty"`
+	Names         []string               `protobuf:"bytes,5,rep,name=names,proto3" json:"names,omitempty"`
+	PartitionBy   []int32                `protobuf:"varint,6,rep,packed,name=partition_by,json=partitionBy,proto3" json:"partition_by,omitempty"`
+	WriteId       string                 `protobuf:"bytes,7,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
+	Overwrite     bool                   `protobuf:"varint,8,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteSpec) Reset() {
+	*x = WriteSpec{}
+	mi := &file_plan_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteSpec) ProtoMessage() {}
+
+func (x *WriteSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteSpec.ProtoReflect.Descriptor instead.
+func (*WriteSpec) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *WriteSpec) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *WriteSpec) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *WriteSpec) GetHeader() bool {
+	if x != nil {
+		return x.Header
+	}
+	return false
+}
+
+func (x *WriteSpec) GetDelimiter() int32 {
+	if x != nil {
+		return x.Delimiter
+	}
+	return 0
+}
+
+func (x *WriteSpec) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *WriteSpec) GetPartitionBy() []int32 {
+	if x != nil {
+		return x.PartitionBy
+	}
+	return nil
+}
+
+func (x *WriteSpec) GetWriteId() string {
+	if x != nil {
+		return x.WriteId
+	}
+	return ""
+}
+
+func (x *WriteSpec) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
+}
+
+// Writes each input partition to files under temporary names; outputs
+// one row per file (temp, final, rows).
+type FileSinkNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Spec          *WriteSpec             `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileSinkNode) Reset() {
+	*x = FileSinkNode{}
+	mi := &file_plan_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileSinkNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileSinkNode) ProtoMessage() {}
+
+func (x *FileSinkNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileSinkNode.ProtoReflect.Descriptor instead.
+func (*FileSinkNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *FileSinkNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *FileSinkNode) GetSpec() *WriteSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// Renames the files its single input partition lists to their final
+// names; outputs the number of rows written.
+type WriteCommitNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Spec          *WriteSpec             `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteCommitNode) Reset() {
+	*x = WriteCommitNode{}
+	mi := &file_plan_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteCommitNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteCommitNode) ProtoMessage() {}
+
+func (x *WriteCommitNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteCommitNode.ProtoReflect.Descriptor instead.
+func (*WriteCommitNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *WriteCommitNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *WriteCommitNode) GetSpec() *WriteSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -4604,7 +4845,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\x80\v\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xf3\v\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -4631,7 +4872,9 @@ const file_plan_proto_rawDesc = "" +
 	"\x06expand\x18# \x01(\v2\x12.sluice.ExpandNodeH\x00R\x06expand\x12E\n" +
 	"\x0fgenerate_series\x18- \x01(\v2\x1a.sluice.GenerateSeriesNodeH\x00R\x0egenerateSeries\x12,\n" +
 	"\x06window\x18\x1e \x01(\v2\x12.sluice.WindowNodeH\x00R\x06window\x12*\n" +
-	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOpB\x06\n" +
+	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOp\x123\n" +
+	"\tfile_sink\x18< \x01(\v2\x14.sluice.FileSinkNodeH\x00R\bfileSink\x12<\n" +
+	"\fwrite_commit\x18= \x01(\v2\x17.sluice.WriteCommitNodeH\x00R\vwriteCommitB\x06\n" +
 	"\x04node\"\xce\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -4837,7 +5080,22 @@ const file_plan_proto_rawDesc = "" +
 	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x05right\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\x05R\x04kind\x12\x10\n" +
 	"\x03all\x18\x04 \x01(\bR\x03all\x12&\n" +
-	"\x06schema\x18\x05 \x01(\v2\x0e.sluice.SchemaR\x06schemaB\fZ\n" +
+	"\x06schema\x18\x05 \x01(\v2\x0e.sluice.SchemaR\x06schema\"\xdd\x01\n" +
+	"\tWriteSpec\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
+	"\x06header\x18\x03 \x01(\bR\x06header\x12\x1c\n" +
+	"\tdelimiter\x18\x04 \x01(\x05R\tdelimiter\x12\x14\n" +
+	"\x05names\x18\x05 \x03(\tR\x05names\x12!\n" +
+	"\fpartition_by\x18\x06 \x03(\x05R\vpartitionBy\x12\x19\n" +
+	"\bwrite_id\x18\a \x01(\tR\awriteId\x12\x1c\n" +
+	"\toverwrite\x18\b \x01(\bR\toverwrite\"a\n" +
+	"\fFileSinkNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12%\n" +
+	"\x04spec\x18\x02 \x01(\v2\x11.sluice.WriteSpecR\x04spec\"d\n" +
+	"\x0fWriteCommitNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12%\n" +
+	"\x04spec\x18\x02 \x01(\v2\x11.sluice.WriteSpecR\x04specB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -4853,7 +5111,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -4913,6 +5171,9 @@ var file_plan_proto_goTypes = []any{
 	(*WindowFuncExpr)(nil),          // 55: sluice.WindowFuncExpr
 	(*WindowNode)(nil),              // 56: sluice.WindowNode
 	(*SetOpNode)(nil),               // 57: sluice.SetOpNode
+	(*WriteSpec)(nil),               // 58: sluice.WriteSpec
+	(*FileSinkNode)(nil),            // 59: sluice.FileSinkNode
+	(*WriteCommitNode)(nil),         // 60: sluice.WriteCommitNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -4982,78 +5243,84 @@ var file_plan_proto_depIdxs = []int32{
 	50,  // 64: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
 	56,  // 65: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
 	57,  // 66: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
-	20,  // 67: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 68: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 69: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 70: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 71: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 72: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 73: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 74: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	6,   // 75: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	18,  // 76: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	21,  // 77: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 78: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 79: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 80: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 81: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 82: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 83: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 84: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 85: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 86: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 87: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 88: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 89: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 90: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 91: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 92: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 93: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 94: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 95: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 96: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 97: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 98: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 99: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 100: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 101: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 102: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 103: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 104: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 105: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 106: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 107: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 108: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 109: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 110: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 111: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 112: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 113: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 114: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 115: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 116: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 117: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	21,  // 118: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 119: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	51,  // 120: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	5,   // 121: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	53,  // 122: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	53,  // 123: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	6,   // 124: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	54,  // 125: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	1,   // 126: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	21,  // 127: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 128: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	18,  // 129: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	55,  // 130: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	21,  // 131: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 132: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	3,   // 133: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	134, // [134:134] is the sub-list for method output_type
-	134, // [134:134] is the sub-list for method input_type
-	134, // [134:134] is the sub-list for extension type_name
-	134, // [134:134] is the sub-list for extension extendee
-	0,   // [0:134] is the sub-list for field type_name
+	59,  // 67: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
+	60,  // 68: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
+	20,  // 69: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	3,   // 70: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	21,  // 71: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 72: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 73: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 74: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 75: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 76: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 77: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	18,  // 78: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 79: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 80: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 81: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 82: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 83: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 84: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 85: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 86: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 87: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 88: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 89: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 90: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 91: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 92: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 93: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 94: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 95: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 96: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 97: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 98: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 99: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 100: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 101: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 102: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 103: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 104: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 105: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 106: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 107: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 108: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 109: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 110: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 111: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 112: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 113: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 114: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 115: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	3,   // 116: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	6,   // 117: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	6,   // 118: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	6,   // 119: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	21,  // 120: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 121: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	51,  // 122: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	5,   // 123: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	53,  // 124: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	53,  // 125: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	6,   // 126: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	54,  // 127: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	1,   // 128: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	21,  // 129: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 130: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	18,  // 131: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	55,  // 132: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	21,  // 133: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 134: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	3,   // 135: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	21,  // 136: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	58,  // 137: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	21,  // 138: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	58,  // 139: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	140, // [140:140] is the sub-list for method output_type
+	140, // [140:140] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -5109,6 +5376,8 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_GenerateSeries)(nil),
 		(*PhysicalPlan_Window)(nil),
 		(*PhysicalPlan_SetOp)(nil),
+		(*PhysicalPlan_FileSink)(nil),
+		(*PhysicalPlan_WriteCommit)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -5120,7 +5389,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

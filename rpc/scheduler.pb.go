@@ -407,8 +407,13 @@ type JobStatus struct {
 	// submitted the job. A ticket for a pipelined queue must carry the
 	// queue's own capability besides the job's secret.
 	FinalCapabilities []*PartitionCapability `protobuf:"bytes,50,rep,name=final_capabilities,json=finalCapabilities,proto3" json:"final_capabilities,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The job writes files (COPY TO, CREATE TABLE AS, INSERT): a client that
+	// reads its result while it runs (pipelined) waits for the job's final
+	// state before it reports the count, so the statement returns only once
+	// the write is committed and the catalog updated.
+	Write         bool `protobuf:"varint,60,opt,name=write,proto3" json:"write,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -551,6 +556,13 @@ func (x *JobStatus) GetFinalCapabilities() []*PartitionCapability {
 		return x.FinalCapabilities
 	}
 	return nil
+}
+
+func (x *JobStatus) GetWrite() bool {
+	if x != nil {
+		return x.Write
+	}
+	return false
 }
 
 type CancelJobRequest struct {
@@ -1549,8 +1561,10 @@ type TaskStatus struct {
 	OperatorMetrics []*OperatorMetrics `protobuf:"bytes,20,rep,name=operator_metrics,json=operatorMetrics,proto3" json:"operator_metrics,omitempty"`
 	MemoryPeakBytes int64              `protobuf:"varint,21,opt,name=memory_peak_bytes,json=memoryPeakBytes,proto3" json:"memory_peak_bytes,omitempty"`
 	ElapsedNs       int64              `protobuf:"varint,22,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A write's commit task: the files to rename once the job succeeds.
+	WrittenFiles  []*WrittenFile `protobuf:"bytes,60,rep,name=written_files,json=writtenFiles,proto3" json:"written_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
@@ -1658,6 +1672,13 @@ func (x *TaskStatus) GetElapsedNs() int64 {
 		return x.ElapsedNs
 	}
 	return 0
+}
+
+func (x *TaskStatus) GetWrittenFiles() []*WrittenFile {
+	if x != nil {
+		return x.WrittenFiles
+	}
+	return nil
 }
 
 type FetchFailure struct {
@@ -1967,6 +1988,60 @@ func (x *PartitionCapability) GetCapability() []byte {
 	return nil
 }
 
+// A file a write wrote under a temporary name and commits under its final
+// one (both absolute, in the write's directory).
+type WrittenFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Temp          string                 `protobuf:"bytes,1,opt,name=temp,proto3" json:"temp,omitempty"`
+	Final         string                 `protobuf:"bytes,2,opt,name=final,proto3" json:"final,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WrittenFile) Reset() {
+	*x = WrittenFile{}
+	mi := &file_scheduler_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WrittenFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WrittenFile) ProtoMessage() {}
+
+func (x *WrittenFile) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WrittenFile.ProtoReflect.Descriptor instead.
+func (*WrittenFile) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *WrittenFile) GetTemp() string {
+	if x != nil {
+		return x.Temp
+	}
+	return ""
+}
+
+func (x *WrittenFile) GetFinal() string {
+	if x != nil {
+		return x.Final
+	}
+	return ""
+}
+
 var File_scheduler_proto protoreflect.FileDescriptor
 
 const file_scheduler_proto_rawDesc = "" +
@@ -1998,7 +2073,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rtasks_running\x18\x04 \x01(\x05R\ftasksRunning\x12\x1d\n" +
 	"\n" +
 	"tasks_done\x18\x05 \x01(\x05R\ttasksDone\x12\x19\n" +
-	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xf6\x05\n" +
+	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\x8c\x06\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x10.sluice.JobStateR\x05state\x12'\n" +
@@ -2017,7 +2092,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\ranalyzed_plan\x18\x15 \x01(\tR\fanalyzedPlan\x12\x1d\n" +
 	"\n" +
 	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12J\n" +
-	"\x12final_capabilities\x182 \x03(\v2\x1b.sluice.PartitionCapabilityR\x11finalCapabilities\x1a;\n" +
+	"\x12final_capabilities\x182 \x03(\v2\x1b.sluice.PartitionCapabilityR\x11finalCapabilities\x12\x14\n" +
+	"\x05write\x18< \x01(\bR\x05write\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
@@ -2093,7 +2169,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11read_capabilities\x183 \x03(\v2\x1b.sluice.PartitionCapabilityR\x10readCapabilities\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x04\n" +
 	"\n" +
 	"TaskStatus\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1f\n" +
@@ -2109,7 +2185,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x10operator_metrics\x18\x14 \x03(\v2\x17.sluice.OperatorMetricsR\x0foperatorMetrics\x12*\n" +
 	"\x11memory_peak_bytes\x18\x15 \x01(\x03R\x0fmemoryPeakBytes\x12\x1d\n" +
 	"\n" +
-	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\"o\n" +
+	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\x128\n" +
+	"\rwritten_files\x18< \x03(\v2\x13.sluice.WrittenFileR\fwrittenFiles\"o\n" +
 	"\fFetchFailure\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x19\n" +
@@ -2133,7 +2210,10 @@ const file_scheduler_proto_rawDesc = "" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1e\n" +
 	"\n" +
 	"capability\x18\x04 \x01(\fR\n" +
-	"capability*b\n" +
+	"capability\"7\n" +
+	"\vWrittenFile\x12\x12\n" +
+	"\x04temp\x18\x01 \x01(\tR\x04temp\x12\x14\n" +
+	"\x05final\x18\x02 \x01(\tR\x05final*b\n" +
 	"\bJobState\x12\x0e\n" +
 	"\n" +
 	"JOB_QUEUED\x10\x00\x12\x0f\n" +
@@ -2173,7 +2253,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_scheduler_proto_goTypes = []any{
 	(JobState)(0),                    // 0: sluice.JobState
 	(TaskState)(0),                   // 1: sluice.TaskState
@@ -2204,23 +2284,24 @@ var file_scheduler_proto_goTypes = []any{
 	(*UpdateTaskStatusResponse)(nil), // 26: sluice.UpdateTaskStatusResponse
 	(*OperatorMetrics)(nil),          // 27: sluice.OperatorMetrics
 	(*PartitionCapability)(nil),      // 28: sluice.PartitionCapability
-	nil,                              // 29: sluice.ExecuteQueryRequest.SettingsEntry
-	nil,                              // 30: sluice.JobStatus.SettingsEntry
-	nil,                              // 31: sluice.TaskDefinition.SettingsEntry
-	(*Schema)(nil),                   // 32: sluice.Schema
-	(*PartitionLocation)(nil),        // 33: sluice.PartitionLocation
-	(*PipelinedProducers)(nil),       // 34: sluice.PipelinedProducers
-	(*PhysicalPlan)(nil),             // 35: sluice.PhysicalPlan
+	(*WrittenFile)(nil),              // 29: sluice.WrittenFile
+	nil,                              // 30: sluice.ExecuteQueryRequest.SettingsEntry
+	nil,                              // 31: sluice.JobStatus.SettingsEntry
+	nil,                              // 32: sluice.TaskDefinition.SettingsEntry
+	(*Schema)(nil),                   // 33: sluice.Schema
+	(*PartitionLocation)(nil),        // 34: sluice.PartitionLocation
+	(*PipelinedProducers)(nil),       // 35: sluice.PipelinedProducers
+	(*PhysicalPlan)(nil),             // 36: sluice.PhysicalPlan
 }
 var file_scheduler_proto_depIdxs = []int32{
-	29, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
+	30, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
 	0,  // 1: sluice.JobStatus.state:type_name -> sluice.JobState
 	3,  // 2: sluice.JobStatus.error:type_name -> sluice.UserError
-	32, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
-	33, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
-	34, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
+	33, // 3: sluice.JobStatus.schema:type_name -> sluice.Schema
+	34, // 4: sluice.JobStatus.final_locations:type_name -> sluice.PartitionLocation
+	35, // 5: sluice.JobStatus.final_producers:type_name -> sluice.PipelinedProducers
 	4,  // 6: sluice.JobStatus.progress:type_name -> sluice.JobProgress
-	30, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
+	31, // 7: sluice.JobStatus.settings:type_name -> sluice.JobStatus.SettingsEntry
 	28, // 8: sluice.JobStatus.final_capabilities:type_name -> sluice.PartitionCapability
 	12, // 9: sluice.ExecutorState.meta:type_name -> sluice.ExecutorMetadata
 	13, // 10: sluice.ClusterState.executors:type_name -> sluice.ExecutorState
@@ -2228,38 +2309,39 @@ var file_scheduler_proto_depIdxs = []int32{
 	12, // 12: sluice.RegisterExecutorRequest.meta:type_name -> sluice.ExecutorMetadata
 	22, // 13: sluice.PollWorkResponse.tasks:type_name -> sluice.TaskDefinition
 	21, // 14: sluice.TaskDefinition.id:type_name -> sluice.TaskId
-	35, // 15: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
-	31, // 16: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
+	36, // 15: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
+	32, // 16: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
 	28, // 17: sluice.TaskDefinition.read_capabilities:type_name -> sluice.PartitionCapability
 	21, // 18: sluice.TaskStatus.id:type_name -> sluice.TaskId
 	1,  // 19: sluice.TaskStatus.state:type_name -> sluice.TaskState
 	24, // 20: sluice.TaskStatus.fetch_failure:type_name -> sluice.FetchFailure
-	33, // 21: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
+	34, // 21: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
 	27, // 22: sluice.TaskStatus.operator_metrics:type_name -> sluice.OperatorMetrics
-	23, // 23: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
-	2,  // 24: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
-	6,  // 25: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
-	8,  // 26: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
-	9,  // 27: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
-	11, // 28: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
-	15, // 29: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
-	17, // 30: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
-	19, // 31: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
-	25, // 32: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
-	5,  // 33: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
-	7,  // 34: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
-	5,  // 35: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
-	10, // 36: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
-	14, // 37: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
-	16, // 38: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
-	18, // 39: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
-	20, // 40: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
-	26, // 41: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
-	33, // [33:42] is the sub-list for method output_type
-	24, // [24:33] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	29, // 23: sluice.TaskStatus.written_files:type_name -> sluice.WrittenFile
+	23, // 24: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
+	2,  // 25: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
+	6,  // 26: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
+	8,  // 27: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
+	9,  // 28: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
+	11, // 29: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
+	15, // 30: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
+	17, // 31: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
+	19, // 32: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
+	25, // 33: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
+	5,  // 34: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
+	7,  // 35: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
+	5,  // 36: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
+	10, // 37: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
+	14, // 38: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
+	16, // 39: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
+	18, // 40: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
+	20, // 41: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
+	26, // 42: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
+	34, // [34:43] is the sub-list for method output_type
+	25, // [25:34] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -2274,7 +2356,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"sluice/physical"
 	"sluice/rpc"
 )
 
@@ -250,6 +251,14 @@ func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskSta
 		if ff := st.GetFetchFailure(); ff != nil && ff.ExecutorId != "" && ff.ExecutorId != req.ExecutorId {
 			s.wg.Add(1)
 			go s.probeExecutor(ff.ExecutorId)
+		}
+		if j.write != nil && st.State == rpc.TaskState_TASK_SUCCESSFUL && int(st.GetId().GetStageId()) == j.graph.FinalStageID() {
+			// The commit task's report ends the job's final stage: its
+			// files are the ones to rename.
+			j.written = j.written[:0]
+			for _, f := range st.WrittenFiles {
+				j.written = append(j.written, physical.CommitFile{Temp: f.GetTemp(), Final: f.GetFinal()})
+			}
 		}
 		j.graph.UpdateTask(st)
 		s.syncJobLocked(j)

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"sluice/engine"
+	"sluice/physical"
 	"sluice/rpc"
 )
 
@@ -38,6 +40,13 @@ type job struct {
 	ended   time.Time
 	// analysis follows an EXPLAIN ANALYZE job's metrics; nil otherwise.
 	analysis *analysis
+	// write is set for a job that writes files: finished (files
+	// committed, catalog updated, leftovers removed) once, when the job
+	// ends.
+	write *engine.Write
+	// written are the files the write's commit task reported, renamed
+	// when the job succeeds.
+	written []physical.CommitFile
 }
 
 func (j *job) finished() bool {
@@ -90,6 +99,7 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 		JobId: j.id, State: j.state, Error: j.err, Schema: j.schema,
 		FinalStageId: int32(j.graph.FinalStageID()), Progress: j.graph.Progress(),
 		Stages: j.graph.Describe(), Settings: j.settings, JobSecret: j.secret,
+		Write: j.write != nil,
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
 		// Clients fetch by job, stage and partitions, which name the file
@@ -130,6 +140,15 @@ func (s *Scheduler) endLocked(j *job, state rpc.JobState) {
 		s.cfg.Logger.Info("job ended", "job", j.id, "state", state.String(), "took", j.ended.Sub(j.created).Round(time.Millisecond))
 	}
 	s.order = slices.DeleteFunc(s.order, func(o *job) bool { return o == j })
+	if w := j.write; w != nil && state != rpc.JobState_JOB_SUCCESSFUL {
+		// The write's files go, whatever of them its tasks left; a task
+		// still running removes its own when its cancellation reaches it.
+		s.goLocked(func() {
+			if err := w.Finish(false, nil); err != nil {
+				s.cfg.Logger.Warn("removing a failed write's files", "job", j.id, "err", err.Error())
+			}
+		})
+	}
 }
 
 // syncJobLocked carries the graph's state over to the job. A failed job's
@@ -154,6 +173,15 @@ func (s *Scheduler) syncJobLocked(j *job) {
 					}
 				}
 				j.notify()
+				return
+			}
+		}
+		if j.write != nil {
+			// The result is complete: the write's files are renamed
+			// now, once, and the job succeeds once the catalog knows
+			// them, so the next statement sees the table.
+			if err := j.write.Finish(true, j.written); err != nil {
+				s.failJobLocked(j, err)
 				return
 			}
 		}

@@ -9,7 +9,7 @@ import (
 // submitPipelined registers a pipelined job. The graph is built under the
 // lock because it checks the job against the executors registered now: a
 // job that can never fit fails here, at submission.
-func (s *Scheduler) submitPipelined(key jobKey, dg *dplan.Graph, schema *rpc.Schema, settings *engine.Settings, analyze bool) (*job, error) {
+func (s *Scheduler) submitPipelined(key jobKey, dg *dplan.Graph, schema *rpc.Schema, settings *engine.Settings, analyze bool, write *engine.Write) (*job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, err := NewPipelinedGraph(PipelinedConfig{
@@ -22,6 +22,7 @@ func (s *Scheduler) submitPipelined(key jobKey, dg *dplan.Graph, schema *rpc.Sch
 		return nil, err
 	}
 	j := newJob(key, g, schema, settings.Map())
+	j.write = write
 	if analyze {
 		j.analysis = newAnalysis(dg)
 	}

@@ -128,6 +128,20 @@ func (s *Scheduler) prepare(key jobKey, req *rpc.ExecuteQueryRequest) (*rpc.JobS
 			return failed(err)
 		}
 		return nil, j
+	case *sql.Write:
+		out, err := s.engine.PlanWrite(st, settings)
+		if err != nil {
+			return failed(err)
+		}
+		if out.Query == nil { // CREATE TABLE IF NOT EXISTS of an existing table
+			done.Message = out.Message
+			return done, nil
+		}
+		j, err := s.submit(key, out.Query, settings, false)
+		if err != nil {
+			return failed(err)
+		}
+		return nil, j
 	case *sql.Explain:
 		if st.Analyze {
 			// EXPLAIN ANALYZE runs the query as a job whose tasks report
@@ -221,7 +235,7 @@ func (s *Scheduler) submit(key jobKey, q *engine.Query, settings *engine.Setting
 		return nil, err
 	}
 	if mode == ModePipelined {
-		return s.submitPipelined(key, dg, schema, settings, analyze)
+		return s.submitPipelined(key, dg, schema, settings, analyze, q.Write)
 	}
 	g, err := NewBlockingGraph(BlockingConfig{
 		JobID: key.id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
@@ -232,6 +246,7 @@ func (s *Scheduler) submit(key jobKey, q *engine.Query, settings *engine.Setting
 		return nil, err
 	}
 	j := newJob(key, g, schema, settings.Map())
+	j.write = q.Write
 	if analyze {
 		j.analysis = newAnalysis(dg)
 	}

@@ -219,7 +219,7 @@ func (j *job) read(ctx context.Context, st *rpc.JobStatus, schema *arrow.Schema,
 		j.cancelStream()
 		return nil, err
 	}
-	w := &jobStream{job: j, inner: stream, ctx: ctx, cancelRead: rcancel, start: start, failed: make(chan error, 1)}
+	w := &jobStream{job: j, inner: stream, ctx: ctx, cancelRead: rcancel, start: start, failed: make(chan error, 1), write: st.Write}
 	if st.State != rpc.JobState_JOB_SUCCESSFUL {
 		w.watchers.Add(1)
 		go w.watch()
@@ -257,6 +257,45 @@ type jobStream struct {
 	done       bool
 	// final is the job's last status, fetched by Close.
 	final *rpc.JobStatus
+	// write: the job writes files, and its count is reported only once
+	// the job has succeeded (committed, catalog updated).
+	write bool
+}
+
+// awaitWrite waits for a writing job's final state once its result is
+// read, and returns its error if it did not succeed.
+func (w *jobStream) awaitWrite(ctx context.Context) error {
+	if err := w.awaitEnd(ctx); err != nil {
+		return err
+	}
+	w.job.mu.Lock()
+	st := w.job.last
+	w.job.mu.Unlock()
+	if st != nil && st.State == rpc.JobState_JOB_SUCCESSFUL {
+		return nil
+	}
+	// The status stream broke before the end: ask.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		fresh, err := w.job.r.client.GetJobStatus(cctx, &rpc.GetJobStatusRequest{JobId: w.job.id})
+		if err != nil {
+			return fmt.Errorf("the write's outcome is unknown: %w", err)
+		}
+		switch fresh.State {
+		case rpc.JobState_JOB_SUCCESSFUL:
+			return nil
+		case rpc.JobState_JOB_FAILED:
+			return userError(fresh.Error)
+		case rpc.JobState_JOB_CANCELLED:
+			return fmt.Errorf("query cancelled")
+		}
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("the write's outcome is unknown: %w", cctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // watch follows the status stream of a running (pipelined) job.
@@ -299,6 +338,11 @@ func (w *jobStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	case ferr := <-w.failed:
 		return nil, ferr
 	default:
+	}
+	if errors.Is(err, io.EOF) && w.write {
+		if werr := w.awaitWrite(ctx); werr != nil {
+			return nil, werr
+		}
 	}
 	if errors.Is(err, io.EOF) {
 		w.done = true

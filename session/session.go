@@ -197,6 +197,8 @@ func (l *local) execute(ctx context.Context, text string, s *Session) (_ *Result
 		return &Result{Schema: out.Rows.Schema(), stream: &batchStream{batches: []arrow.RecordBatch{out.Rows}}}, nil
 	case out.Query != nil && out.Analyze:
 		return l.analyze(ctx, out.Query, s, start)
+	case out.Query != nil && out.Query.Write != nil:
+		return l.runWrite(ctx, out.Query, s, start)
 	case out.Query != nil:
 		return l.runQuery(ctx, out.Query, s, start)
 	}
@@ -216,6 +218,55 @@ func (l *local) runQuery(ctx context.Context, q *engine.Query, s *Session, start
 	res.stream = &timed{Stream: &renamed{Stream: stream, schema: q.Schema}, start: start, stats: &res.statsVal}
 	res.stats = &res.statsVal
 	return res, nil
+}
+
+// runWrite runs a writing statement to its end before returning: its
+// files are committed and the catalog updated (Write.Finish) by then,
+// exactly as a cluster does before the job succeeds.
+func (l *local) runWrite(ctx context.Context, q *engine.Query, s *Session, start time.Time) (_ *Result, err error) {
+	op, tc := l.task(q, s)
+	tc.Commit = &physical.CommitList{}
+	defer func() {
+		if ferr := q.Write.Finish(err == nil, tc.Commit.Files()); err == nil && ferr != nil {
+			err = ferr
+		}
+	}()
+	defer tc.Memory.Release()
+	stream, err := op.Execute(ctx, 0, tc)
+	if err != nil {
+		return nil, err
+	}
+	// Closed before Finish runs: every task of the write has ended.
+	defer stream.Close()
+	var batches []arrow.RecordBatch
+	defer func() {
+		if err != nil {
+			releaseAll(batches)
+		}
+	}()
+	for {
+		b, nerr := stream.Next(ctx)
+		if errors.Is(nerr, io.EOF) {
+			break
+		}
+		if nerr != nil {
+			return nil, nerr
+		}
+		batches = append(batches, b)
+	}
+	out := &Result{Schema: q.Schema, stream: &batchStream{batches: batches}}
+	out.statsVal = Stats{Total: time.Since(start)}
+	for _, b := range batches {
+		out.statsVal.Rows += b.NumRows()
+	}
+	out.stats = &out.statsVal
+	return out, nil
+}
+
+func releaseAll(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
+	}
 }
 
 // task returns the query's root, whose one partition is the result, and

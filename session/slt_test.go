@@ -27,7 +27,8 @@ import (
 //
 // Rows print their values separated by one space; NULL prints as NULL and an
 // empty string as (empty). Paths in SQL may use ${SLT_DIR} for the folder of
-// the .slt file.
+// the .slt file, and ${SLT_TMPDIR} for an empty directory of the run's own
+// (a new one for every run of the file), for statements that write files.
 func TestSQLLogic(t *testing.T) {
 	files, err := filepath.Glob("../testdata/slt/*.slt")
 	if err != nil {
@@ -111,7 +112,7 @@ type sltRecord struct {
 	expected []string
 }
 
-func parseSLT(path string) ([]sltRecord, error) {
+func parseSLT(path, tmpDir string) ([]sltRecord, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -121,7 +122,8 @@ func parseSLT(path string) ([]sltRecord, error) {
 	sc := bufio.NewScanner(f)
 	var lines []string
 	for sc.Scan() {
-		lines = append(lines, strings.ReplaceAll(sc.Text(), "${SLT_DIR}", dir))
+		line := strings.ReplaceAll(sc.Text(), "${SLT_DIR}", dir)
+		lines = append(lines, strings.ReplaceAll(line, "${SLT_TMPDIR}", tmpDir))
 	}
 	var out []sltRecord
 	for i := 0; i < len(lines); i++ {
@@ -161,7 +163,7 @@ func parseSLT(path string) ([]sltRecord, error) {
 }
 
 func runSLT(t *testing.T, path string, s *session.Session, label string, settings map[string]string) {
-	recs, err := parseSLT(path)
+	recs, err := parseSLT(path, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

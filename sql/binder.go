@@ -33,6 +33,9 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 				return nil, err
 			}
 		}
+		if c, ok := s.custom.(*createTableAs); ok {
+			return b.bindCreateTableAs(c)
+		}
 		return s.custom, nil
 	}
 	if s.tree == nil {
@@ -56,6 +59,16 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 			return nil, err
 		}
 		return &Explain{Query: q, Analyze: analyze}, nil
+	case *pg.Node_CopyStmt:
+		return st.copyStmt(n.CopyStmt)
+	case *pg.Node_InsertStmt:
+		return st.insertStmt(n.InsertStmt)
+	case *pg.Node_CreateTableAsStmt:
+		if n.CreateTableAsStmt.Objtype == pg.ObjectType_OBJECT_TABLE {
+			return nil, createTableAsRefused("CREATE TABLE ... AS")
+		}
+	case *pg.Node_CreateStmt:
+		return nil, createTableAsRefused("CREATE TABLE")
 	case *pg.Node_ViewStmt:
 		return st.createView(n.ViewStmt)
 	case *pg.Node_DropStmt:

@@ -91,14 +91,31 @@ func isCustom(sql string) bool {
 	case "describe", "desc":
 		return true
 	case "create":
-		for _, w := range words[1:] {
+		for i, w := range words[1:] {
 			switch w {
 			case "or", "replace", "unbounded":
 				continue
 			case "external":
 				return true
+			case "table":
+				return storedTable(words[i+2:])
 			}
 			return false
+		}
+	}
+	return false
+}
+
+// storedTable reports whether the words after CREATE TABLE have STORED AS
+// before the first AS: a CREATE TABLE AS writing files, which PostgreSQL's
+// grammar does not know.
+func storedTable(words []string) bool {
+	for i, w := range words {
+		switch w {
+		case "as":
+			return false
+		case "stored":
+			return i+1 < len(words) && words[i+1] == "as"
 		}
 	}
 	return false
@@ -209,7 +226,27 @@ func parseCustom(sql string, p position) (Bound, error) {
 		}
 		return &Describe{Name: name}, nil
 	}
+	if isCreateTable(toks) {
+		return f.createTableAs()
+	}
 	return f.createExternal()
+}
+
+// isCreateTable says whether the tokens start CREATE [OR REPLACE] TABLE.
+func isCreateTable(toks []token) bool {
+	for _, t := range toks[1:] {
+		if t.kind != 'i' {
+			return false
+		}
+		switch strings.ToLower(t.text) {
+		case "or", "replace":
+			continue
+		case "table":
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // createExternal parses DataFusion's CREATE EXTERNAL TABLE:

@@ -49,6 +49,10 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 		return physical.NewCoalescePartitions(children[0]), nil
 	case *physical.Repartition:
 		return physical.NewRepartition(children[0], o.OutputPartitioning()), nil
+	case *physical.FileSink:
+		return physical.NewFileSink(children[0], o.Spec())
+	case *physical.WriteCommit:
+		return physical.NewWriteCommit(children[0], o.Spec())
 	case *physical.SetOp:
 		return physical.NewSetOp(children[0], children[1], o.Kind(), o.All(), o.Schema())
 	}

@@ -97,7 +97,9 @@ func childPartitions(op physical.Operator, p int) ([][]int, error) {
 	}
 	switch o := op.(type) {
 	case *physical.Filter, *physical.Projection, *physical.HashAggregate, *physical.Expand,
-		*physical.Sort, *physical.Limit, *physical.Window, *physical.SharedOutput:
+		*physical.Sort, *physical.Limit, *physical.Window, *physical.SharedOutput,
+		*physical.FileSink, *physical.WriteCommit:
+		// (A write commit has one partition over one.)
 		return [][]int{{p}}, nil
 	case *physical.SetOp:
 		return [][]int{{p}, {p}}, nil

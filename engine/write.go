@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/catalog"
+	"sluice/physical"
+	"sluice/sql"
+)
+
+// Write is the part of a writing statement (COPY TO, CREATE TABLE AS,
+// INSERT) that happens after its query ran: renaming the files of the
+// attempts that count, removing the others and, when the write succeeded,
+// registering the created table or reopening the one appended to. Whoever
+// runs the query (the scheduler, or the in-process session) calls Finish
+// exactly once, when the job has ended.
+type Write struct {
+	Spec physical.WriteSpec
+	stmt *sql.Write
+	// schema is the written columns' schema (declared for CSV tables).
+	schema *arrow.Schema
+	cat    *catalog.Catalog
+}
+
+// Finish ends the write. On success it commits files (the commit task's
+// list: renamed to their final names) and the catalog learns of them;
+// either way the write's temporary files are removed (on failure, or a
+// failed commit, its committed files and the directories it created too).
+func (w *Write) Finish(success bool, files []physical.CommitFile) error {
+	if success {
+		if err := physical.CommitWrite(&w.Spec, files); err != nil {
+			_ = physical.RemoveWriteLeftovers(&w.Spec, true)
+			return fmt.Errorf("%s: committing the written files: %w", w.stmt.Kind, err)
+		}
+	}
+	cleanErr := physical.RemoveWriteLeftovers(&w.Spec, !success)
+	if !success {
+		return cleanErr
+	}
+	switch w.stmt.Kind {
+	case sql.WriteCreate:
+		t, err := w.open(nil)
+		if err != nil {
+			return fmt.Errorf("CREATE TABLE %s: the files were written to %s but cannot be read back: %w", w.stmt.Table, w.Spec.Dir, err)
+		}
+		if err := w.cat.RegisterTable(w.stmt.Table, t, w.stmt.OrReplace); err != nil {
+			return fmt.Errorf("CREATE TABLE %s: the files were written to %s: %w", w.stmt.Table, w.Spec.Dir, err)
+		}
+	case sql.WriteInsert:
+		old, ok := w.cat.Table(w.stmt.Table)
+		var keep catalog.Table
+		if ok {
+			keep = old
+		}
+		t, err := w.open(keep)
+		if err != nil {
+			return fmt.Errorf("INSERT INTO %s: the rows were written to %s but the table cannot be reopened: %w", w.stmt.Table, w.Spec.Dir, err)
+		}
+		if err := w.cat.RegisterTable(w.stmt.Table, t, true); err != nil {
+			return err
+		}
+	}
+	return cleanErr
+}
+
+// open opens the written directory as a table; like is the table appended
+// to, whose CSV layout and schema are kept.
+func (w *Write) open(like catalog.Table) (catalog.Table, error) {
+	if w.Spec.Format == "parquet" {
+		return catalog.OpenParquet(w.Spec.Dir)
+	}
+	opts := catalog.CSVOptions{Header: w.Spec.Header, Delimiter: w.Spec.Delimiter}
+	schema := w.schema
+	if c, ok := like.(*catalog.CSVTable); ok {
+		opts, schema = c.Options(), c.Schema()
+	}
+	return catalog.OpenCSV(w.Spec.Dir, opts, schema)
+}
+
+// PlanWrite plans a writing statement: the query's plan under a FileSink
+// and a WriteCommit (see physical/write_sink.go).
+func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) {
+	if st.Kind == sql.WriteCreate {
+		if _, ok := e.Catalog.Table(st.Table); ok && !st.OrReplace {
+			if st.IfNotExists {
+				return &Outcome{Message: "CREATE TABLE"}, nil
+			}
+			return nil, fmt.Errorf("table %q already exists (use CREATE OR REPLACE TABLE, or DROP TABLE first)", st.Table)
+		}
+	}
+	q, err := e.PlanQuery(st.Query, settings)
+	if err != nil {
+		return nil, err
+	}
+	dir := st.Location
+	if strings.Contains(dir, "://") {
+		return nil, fmt.Errorf("%s: only local directories can be written, not %s", st.Kind, dir)
+	}
+	// Resolved once, here: every task writes to the same absolute path,
+	// whatever its process's working directory.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", st.Kind, err)
+	}
+	spec := physical.WriteSpec{
+		Dir: dir, Format: st.Format, Header: st.Header, Delimiter: st.Delimiter,
+		Names: append([]string(nil), st.Query.Names...), WriteID: physical.NewWriteID(), Overwrite: st.Overwrite,
+	}
+	partitionBy := st.PartitionBy
+	if st.Kind == sql.WriteInsert {
+		// Rows appended to a directory laid out in col=value/ directories
+		// go where they belong, so the layout stays one that readers of
+		// Hive partitions accept.
+		partitionBy = hiveKeys(dir, spec.Names)
+	}
+	for _, p := range partitionBy {
+		for i, n := range spec.Names {
+			if n == p {
+				spec.PartitionBy = append(spec.PartitionBy, i)
+			}
+		}
+	}
+	if err := physical.CheckWriteTarget(&spec, st.Kind == sql.WriteInsert, st.Kind); err != nil {
+		return nil, err
+	}
+	sink, err := physical.NewFileSink(q.Physical, spec)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := physical.NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Query: &Query{
+		Logical: q.Logical, Physical: commit, Schema: commit.Schema(),
+		Write: &Write{Spec: spec, stmt: st, schema: q.Schema, cat: e.Catalog},
+	}}, nil
+}
+
+// hiveKeys returns the partition columns of a directory laid out as
+// col=value/ directories (the first such directory at each level names
+// the column), if every one is a column of the table.
+func hiveKeys(dir string, names []string) []string {
+	var keys []string
+	for {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return keys
+		}
+		next := ""
+		for _, e := range entries {
+			if k, _, ok := strings.Cut(e.Name(), "="); ok && e.IsDir() && slices.Contains(names, k) && !slices.Contains(keys, k) {
+				keys, next = append(keys, k), filepath.Join(dir, e.Name())
+				break
+			}
+		}
+		if next == "" {
+			return keys
+		}
+		dir = next
+	}
+}

@@ -1,0 +1,479 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/catalog"
+	"sluice/physical/kernels"
+	"sluice/physical/mempool"
+)
+
+// A write (COPY TO, CREATE TABLE AS, INSERT) is planned as
+//
+//	WriteCommit
+//	  CoalescePartitions
+//	    FileSink
+//	      <query>
+//
+// FileSink writes each input partition to files of its own under
+// temporary names and outputs one row per file: (temp, final, rows).
+// WriteCommit, in the write's single final task, hands the files it is
+// given to the task's CommitList and outputs the row count; whoever runs
+// the job renames them (CommitWrite) once it has succeeded. On a cluster
+// the CoalescePartitions is a stage boundary, so the final task sees the
+// output of exactly one successful attempt of each FileSink task: files of
+// failed, cancelled or superseded attempts are never renamed, and are
+// removed with RemoveWriteLeftovers when the job ends.
+
+// Compile-time interface checks.
+var (
+	_ Operator = (*FileSink)(nil)
+	_ Operator = (*WriteCommit)(nil)
+)
+
+// writtenFilesSchema is FileSink's output: one row per file written.
+var writtenFilesSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "temp", Type: arrow.BinaryTypes.String},
+	{Name: "final", Type: arrow.BinaryTypes.String},
+	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
+}, nil)
+
+// writeCountSchema is WriteCommit's output, as DuckDB answers a COPY.
+var writeCountSchema = arrow.NewSchema([]arrow.Field{{Name: "count", Type: arrow.PrimitiveTypes.Int64}}, nil)
+
+// FileSink writes its input's partitions to files: one file per partition
+// (per partition value with PartitionBy), under a temporary name.
+type FileSink struct {
+	input Operator
+	spec  WriteSpec
+	// fileSchema is the input schema with the written column names, all
+	// nullable.
+	fileSchema *arrow.Schema
+}
+
+// NewFileSink returns a FileSink writing input as spec says.
+func NewFileSink(input Operator, spec WriteSpec) (*FileSink, error) {
+	fields := input.Schema().Fields()
+	if len(spec.Names) != len(fields) {
+		return nil, fmt.Errorf("file sink: %d column names for %d columns", len(spec.Names), len(fields))
+	}
+	out := make([]arrow.Field, len(fields))
+	for i, f := range fields {
+		out[i] = arrow.Field{Name: spec.Names[i], Type: f.Type, Nullable: true}
+	}
+	for _, c := range spec.PartitionBy {
+		if c < 0 || c >= len(fields) {
+			return nil, fmt.Errorf("file sink: partition column %d out of range", c)
+		}
+	}
+	if spec.Format != "parquet" && spec.Format != "csv" {
+		return nil, fmt.Errorf("file sink: unknown format %q", spec.Format)
+	}
+	if spec.WriteID == "" || strings.ContainsAny(spec.WriteID, `/\.`) {
+		return nil, fmt.Errorf("file sink: bad write id %q", spec.WriteID)
+	}
+	return &FileSink{input: input, spec: spec, fileSchema: arrow.NewSchema(out, nil)}, nil
+}
+
+// Spec is what the sink writes where.
+func (s *FileSink) Spec() WriteSpec { return s.spec }
+
+// Schema implements Operator.
+func (s *FileSink) Schema() *arrow.Schema { return writtenFilesSchema }
+
+// Children implements Operator.
+func (s *FileSink) Children() []Operator { return []Operator{s.input} }
+
+// OutputPartitioning implements Operator: one output partition per input
+// partition.
+func (s *FileSink) OutputPartitioning() Partitioning {
+	return Partitioning{Kind: PartUnknown, Count: s.input.OutputPartitioning().Count}
+}
+
+func (s *FileSink) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "FileSink: format=%s dir=%s", s.spec.Format, s.spec.Dir)
+	if len(s.spec.PartitionBy) > 0 {
+		names := make([]string, len(s.spec.PartitionBy))
+		for i, c := range s.spec.PartitionBy {
+			names[i] = s.spec.Names[c]
+		}
+		fmt.Fprintf(&b, " partition_by=[%s]", strings.Join(names, ", "))
+	}
+	return b.String()
+}
+
+// Execute implements Operator. The stream writes the whole partition on
+// its first Next and then returns the list of files written.
+func (s *FileSink) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	if err := s.spec.checkTarget(); err != nil {
+		return nil, err
+	}
+	in, err := ExecuteOp(ctx, s.input, partition, tc)
+	if err != nil {
+		return nil, err
+	}
+	return &fileSinkStream{sink: s, in: in, partition: partition, tc: tc, nonce: NewWriteID()}, nil
+}
+
+// maxPartitionFiles bounds the files one task keeps open: every partition
+// value has its own, with its buffered row group, so a PARTITION_BY over a
+// column of millions of values fails clearly instead of exhausting file
+// descriptors and memory.
+const maxPartitionFiles = 1024
+
+// openFile is one file a sink stream is writing.
+type openFile struct {
+	w           fileWriter
+	temp, final string
+	rows        int64
+}
+
+type fileSinkStream struct {
+	sink      *FileSink
+	in        Stream
+	partition int
+	tc        *TaskContext
+	nonce     string // tells this attempt's temporary files from others'
+	done      bool
+	files     map[string]*openFile // by partition directory ("" without PartitionBy)
+	order     []string
+	res       *mempool.Reservation
+}
+
+func (s *fileSinkStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.done {
+		return nil, io.EOF
+	}
+	s.done = true
+	if err := s.writeAll(ctx); err != nil {
+		s.abort()
+		return nil, err
+	}
+	return s.listing()
+}
+
+// writeAll drains the input into files and closes them.
+func (s *fileSinkStream) writeAll(ctx context.Context) error {
+	s.files = map[string]*openFile{}
+	s.res = s.tc.Memory.NewReservation("FileSink")
+	mem := s.tc.Alloc
+	for {
+		b, err := s.in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		err = s.writeBatch(ctx, b, mem)
+		b.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if len(s.files) == 0 && s.partition == 0 {
+		// Partition 0 always writes a file, empty if need be, so the
+		// directory of a write of no rows still holds the schema and
+		// reads back as an empty table. A partitioned write puts it in
+		// the all-NULL partition's directory, keeping the layout one
+		// that readers of Hive partitions accept.
+		var parts []string
+		for _, c := range s.sink.spec.PartitionBy {
+			parts = append(parts, hiveValue(s.sink.spec.Names[c])+"=NULL")
+		}
+		if _, err := s.file(strings.Join(parts, "/")); err != nil {
+			return err
+		}
+	}
+	for _, k := range s.order {
+		f := s.files[k]
+		w := f.w
+		f.w = nil
+		if err := w.close(); err != nil {
+			return fmt.Errorf("write %s: %w", f.temp, err)
+		}
+	}
+	s.res.Free()
+	return nil
+}
+
+// writeBatch writes b (with the file schema's names) to the file of each
+// of its rows' partition directories.
+func (s *fileSinkStream) writeBatch(ctx context.Context, b arrow.RecordBatch, mem memory.Allocator) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b = array.NewRecordBatch(s.sink.fileSchema, b.Columns(), b.NumRows())
+	defer b.Release()
+	if len(s.sink.spec.PartitionBy) == 0 {
+		return s.writeTo("", b)
+	}
+	keys := s.partitionKeys(b)
+	rows := map[string][]int32{}
+	var order []string
+	for i, k := range keys {
+		if _, ok := rows[k]; !ok {
+			order = append(order, k)
+		}
+		rows[k] = append(rows[k], int32(i))
+	}
+	if len(order) == 1 {
+		return s.writeTo(order[0], b)
+	}
+	for _, k := range order {
+		part, err := kernels.SelectRows(mem, b, rows[k])
+		if err != nil {
+			return err
+		}
+		err = s.writeTo(k, part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partitionKeys returns each row's partition directory, name=value/...
+func (s *fileSinkStream) partitionKeys(b arrow.RecordBatch) []string {
+	n := int(b.NumRows())
+	keys := make([]string, n)
+	for _, c := range s.sink.spec.PartitionBy {
+		col := b.Column(c)
+		name := hiveValue(s.sink.spec.Names[c])
+		for i := 0; i < n; i++ {
+			v := "NULL"
+			if !col.IsNull(i) {
+				v = hiveValue(col.ValueStr(i))
+			}
+			if keys[i] != "" {
+				keys[i] += "/"
+			}
+			keys[i] += name + "=" + v
+		}
+	}
+	return keys
+}
+
+// writeTo writes b to the file of partition directory key.
+func (s *fileSinkStream) writeTo(key string, b arrow.RecordBatch) error {
+	f, err := s.file(key)
+	if err != nil {
+		return err
+	}
+	before := f.w.buffered()
+	if err := f.w.write(b); err != nil {
+		return fmt.Errorf("write %s: %w", f.temp, err)
+	}
+	f.rows += b.NumRows()
+	if grown := f.w.buffered() - before; grown > 0 {
+		return s.res.Grow(grown)
+	} else if grown < 0 {
+		s.res.Shrink(min(-grown, s.res.Size()))
+	}
+	return nil
+}
+
+// file returns the open file of partition directory key, creating it.
+func (s *fileSinkStream) file(key string) (*openFile, error) {
+	if f, ok := s.files[key]; ok {
+		return f, nil
+	}
+	if len(s.files) >= maxPartitionFiles {
+		return nil, fmt.Errorf("PARTITION_BY: one task met more than %d distinct partition values; partition by a column with fewer values", maxPartitionFiles)
+	}
+	spec := &s.sink.spec
+	dir := filepath.Join(spec.Dir, filepath.FromSlash(key))
+	if !spec.within(filepath.Join(dir, "x")) {
+		return nil, fmt.Errorf("partition directory %q escapes %s", key, spec.Dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	// The directory exists now, so the check follows every link in it (a
+	// partition directory could be a link out of the allowed locations).
+	if err := catalog.CheckAllowed(dir); err != nil {
+		return nil, err
+	}
+	k := len(s.order)
+	f := &openFile{
+		temp:  filepath.Join(dir, spec.tempName(s.partition, k, s.nonce)),
+		final: filepath.Join(dir, spec.finalName(s.partition, k)),
+	}
+	w, err := openFileWriter(spec, f.temp, s.sink.fileSchema, s.tc.Alloc)
+	if err != nil {
+		return nil, err
+	}
+	f.w = w
+	s.files[key] = f
+	s.order = append(s.order, key)
+	return f, nil
+}
+
+// listing is the output batch: one row per file written.
+func (s *fileSinkStream) listing() (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(s.tc.Alloc, writtenFilesSchema)
+	defer b.Release()
+	keys := append([]string(nil), s.order...)
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := s.files[k]
+		b.Field(0).(*array.StringBuilder).Append(f.temp)
+		b.Field(1).(*array.StringBuilder).Append(f.final)
+		b.Field(2).(*array.Int64Builder).Append(f.rows)
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// abort closes and removes every file this attempt wrote: a failed or
+// cancelled attempt leaves nothing behind (a killed process does; the
+// scheduler removes that when the job ends).
+func (s *fileSinkStream) abort() {
+	for _, k := range s.order {
+		f := s.files[k]
+		if f.w != nil {
+			_ = f.w.close()
+			f.w = nil
+		}
+		_ = os.Remove(f.temp)
+	}
+	if s.res != nil {
+		s.res.Free()
+	}
+}
+
+func (s *fileSinkStream) Close() {
+	if s.in != nil {
+		s.in.Close()
+		s.in = nil
+	}
+	for _, k := range s.order {
+		if f := s.files[k]; f.w != nil {
+			// Closed before finishing: the attempt is abandoned.
+			s.abort()
+			return
+		}
+	}
+	if s.res != nil {
+		s.res.Free()
+	}
+}
+
+// WriteCommit decides a write's files: it puts the files its single input
+// partition lists (FileSink's output, coalesced) in the task's CommitList,
+// to be renamed once the job has succeeded, and outputs the number of rows
+// written.
+type WriteCommit struct {
+	input Operator
+	spec  WriteSpec
+}
+
+// NewWriteCommit returns a WriteCommit of input, a FileSink's output
+// coalesced to one partition.
+func NewWriteCommit(input Operator, spec WriteSpec) (*WriteCommit, error) {
+	if !input.Schema().Equal(writtenFilesSchema) {
+		return nil, fmt.Errorf("write commit: input is not a file listing: %s", input.Schema())
+	}
+	return &WriteCommit{input: input, spec: spec}, nil
+}
+
+// Spec is the write being committed.
+func (c *WriteCommit) Spec() WriteSpec { return c.spec }
+
+// Schema implements Operator.
+func (c *WriteCommit) Schema() *arrow.Schema { return writeCountSchema }
+
+// Children implements Operator.
+func (c *WriteCommit) Children() []Operator { return []Operator{c.input} }
+
+// OutputPartitioning implements Operator.
+func (c *WriteCommit) OutputPartitioning() Partitioning { return SinglePartition }
+
+func (c *WriteCommit) String() string {
+	s := "WriteCommit: dir=" + c.spec.Dir
+	if c.spec.Overwrite {
+		s += " overwrite"
+	}
+	return s
+}
+
+// Execute implements Operator.
+func (c *WriteCommit) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	if partition != 0 {
+		return nil, fmt.Errorf("write commit: partition %d out of range", partition)
+	}
+	if n := c.input.OutputPartitioning().Count; n != 1 {
+		return nil, fmt.Errorf("write commit: input has %d partitions, want 1", n)
+	}
+	if tc.Commit == nil {
+		return nil, fmt.Errorf("internal: write commit: the task has no commit list")
+	}
+	in, err := ExecuteOp(ctx, c.input, 0, tc)
+	if err != nil {
+		return nil, err
+	}
+	return &writeCommitStream{c: c, in: in, tc: tc}, nil
+}
+
+type writeCommitStream struct {
+	c    *WriteCommit
+	in   Stream
+	tc   *TaskContext
+	done bool
+}
+
+func (s *writeCommitStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.done {
+		return nil, io.EOF
+	}
+	s.done = true
+	var files []CommitFile
+	var rows int64
+	for {
+		b, err := s.in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		temps := b.Column(0).(*array.String)
+		finals := b.Column(1).(*array.String)
+		counts := b.Column(2).(*array.Int64)
+		for i := 0; i < int(b.NumRows()); i++ {
+			// Value aliases the batch's buffer, which is reused once
+			// the batch is released: keep copies.
+			files = append(files, CommitFile{strings.Clone(temps.Value(i)), strings.Clone(finals.Value(i))})
+			rows += counts.Value(i)
+		}
+		b.Release()
+	}
+	// The rename waits for the job's success: a job that fails or is
+	// cancelled after this point commits nothing.
+	s.tc.Commit.Set(files)
+	bld := array.NewInt64Builder(s.tc.Alloc)
+	defer bld.Release()
+	bld.Append(rows)
+	col := bld.NewArray()
+	defer col.Release()
+	return array.NewRecordBatch(writeCountSchema, []arrow.Array{col}, 1), nil
+}
+
+func (s *writeCommitStream) Close() {
+	if s.in != nil {
+		s.in.Close()
+		s.in = nil
+	}
+}

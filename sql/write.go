@@ -1,0 +1,601 @@
+package sql
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"sluice/catalog"
+	"sluice/plan"
+)
+
+// Write kinds: the statement a Write comes from, named as the status line
+// and errors name it.
+const (
+	WriteCopy   = "COPY"
+	WriteCreate = "CREATE TABLE"
+	WriteInsert = "INSERT"
+)
+
+// Write is a statement that writes a query's rows to files under a
+// directory: COPY ... TO, CREATE TABLE ... STORED AS ... AS SELECT, or
+// INSERT INTO an external table. Query's columns are exactly the columns
+// written, in order, with the types written.
+type Write struct {
+	Kind     string // WriteCopy, WriteCreate or WriteInsert
+	Query    *Query
+	Location string // the target directory, as written
+	Format   string // "parquet" or "csv"
+	// Header and Delimiter lay out CSV files.
+	Header    bool
+	Delimiter rune
+	// PartitionBy names output columns: rows are written under
+	// col=value/ directories, one level per column.
+	PartitionBy []string
+	// Overwrite lets COPY and CREATE TABLE replace a non-empty directory's
+	// contents.
+	Overwrite bool
+	// Table is the table CREATE TABLE registers, or the one INSERT appends
+	// to (reopened afterwards so it sees the new files).
+	Table                  string
+	OrReplace, IfNotExists bool
+}
+
+func (*Write) bound() {}
+
+// copyStmt binds COPY (query) TO 'dir' (options) and COPY table TO 'dir'.
+func (b *binder) copyStmt(c *pg.CopyStmt) (Bound, error) {
+	if c.IsFrom {
+		return nil, &Error{Kind: "bind", Msg: "COPY FROM is not supported",
+			Hint: "register the files with CREATE EXTERNAL TABLE name STORED AS PARQUET|CSV LOCATION 'path'"}
+	}
+	if c.IsProgram {
+		return nil, &Error{Kind: "bind", Msg: "COPY TO PROGRAM is not supported"}
+	}
+	if c.Filename == "" {
+		return nil, &Error{Kind: "bind", Msg: "COPY TO STDOUT is not supported: COPY writes files",
+			Hint: "COPY (SELECT ...) TO 'directory' (FORMAT parquet)"}
+	}
+	w := &Write{Kind: WriteCopy, Location: c.Filename, Format: "parquet", Header: true, Delimiter: ','}
+	var q *Query
+	var err error
+	switch {
+	case c.Query != nil:
+		sel, ok := c.Query.Node.(*pg.Node_SelectStmt)
+		if !ok {
+			return nil, &Error{Kind: "bind", Msg: "COPY (...) TO takes a query"}
+		}
+		q, err = b.query(sel.SelectStmt)
+	case c.Relation != nil:
+		q, err = b.tableQuery(c.Relation, stringList(c.Attlist))
+	default:
+		return nil, &Error{Kind: "bind", Msg: "COPY needs a table or a (query)"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.Query = q
+	if err := copyOptions(w, c.Options); err != nil {
+		return nil, err
+	}
+	return w, w.check()
+}
+
+// tableQuery binds SELECT cols FROM rel (every column when cols is empty).
+func (b *binder) tableQuery(rel *pg.RangeVar, cols []string) (*Query, error) {
+	list := "*"
+	if len(cols) > 0 {
+		quoted := make([]string, len(cols))
+		for i, c := range cols {
+			quoted[i] = quoteIdent(c)
+		}
+		list = strings.Join(quoted, ", ")
+	}
+	name := quoteIdent(rel.Relname)
+	if rel.Schemaname != "" {
+		name = quoteIdent(rel.Schemaname) + "." + name
+	}
+	res, err := pg.Parse("SELECT " + list + " FROM " + name)
+	if err != nil {
+		return nil, pgError(err, b.text, b.pos)
+	}
+	return b.query(res.Stmts[0].Stmt.GetSelectStmt())
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// copyOptions reads COPY's generic options: FORMAT parquet|csv,
+// PARTITION_BY (cols), HEADER, DELIMITER and OVERWRITE.
+func copyOptions(w *Write, opts []*pg.Node) error {
+	for _, o := range opts {
+		d := o.GetDefElem()
+		if d == nil {
+			return &Error{Kind: "bind", Msg: "unexpected COPY option"}
+		}
+		name := strings.ToLower(d.Defname)
+		var val string
+		var list []string
+		if d.Arg != nil {
+			switch a := d.Arg.Node.(type) {
+			case *pg.Node_String_:
+				val = a.String_.Sval
+			case *pg.Node_Integer:
+				val = strconv.Itoa(int(a.Integer.Ival))
+			case *pg.Node_Boolean:
+				val = strconv.FormatBool(a.Boolean.Boolval)
+			case *pg.Node_List:
+				list = stringList(a.List.Items)
+			default:
+				return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s: unsupported value", strings.ToUpper(name))}
+			}
+		}
+		boolVal := func() (bool, error) {
+			if d.Arg == nil {
+				return true, nil
+			}
+			switch strings.ToLower(val) {
+			case "true", "on", "1":
+				return true, nil
+			case "false", "off", "0":
+				return false, nil
+			}
+			return false, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s takes a boolean, not %q", strings.ToUpper(name), val)}
+		}
+		var err error
+		switch name {
+		case "format":
+			f := strings.ToLower(val)
+			if f != "parquet" && f != "csv" {
+				return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY format %q is not supported (want parquet or csv)", val)}
+			}
+			w.Format = f
+		case "partition_by":
+			if list == nil && val != "" {
+				list = []string{val}
+			}
+			if len(list) == 0 {
+				return &Error{Kind: "bind", Msg: "PARTITION_BY needs a list of columns: PARTITION_BY (col, ...)"}
+			}
+			w.PartitionBy = list
+		case "header":
+			w.Header, err = boolVal()
+		case "overwrite", "overwrite_or_ignore":
+			w.Overwrite, err = boolVal()
+		case "delimiter", "delim", "sep":
+			if utf8.RuneCountInString(val) != 1 {
+				return &Error{Kind: "bind", Msg: "COPY option DELIMITER must be a single character"}
+			}
+			w.Delimiter, _ = utf8.DecodeRuneInString(val)
+		default:
+			return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s is not supported", strings.ToUpper(name)),
+				Hint: "COPY takes FORMAT parquet|csv, PARTITION_BY (cols), HEADER, DELIMITER and OVERWRITE"}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check validates what every write needs: supported column types, unique
+// column names, partition columns that exist and leave a column to write.
+func (w *Write) check() error {
+	names := w.Query.Names
+	seen := map[string]bool{}
+	for i, c := range w.Query.Plan.Schema() {
+		n := names[i]
+		if seen[n] {
+			return &Error{Kind: "bind", Msg: fmt.Sprintf("%s: the query has two columns named %q", w.Kind, n),
+				Hint: "give the columns distinct names with AS"}
+		}
+		seen[n] = true
+		if err := writableType(w.Format, n, c.Type); err != nil {
+			return err
+		}
+	}
+	pseen := map[string]bool{}
+	for _, p := range w.PartitionBy {
+		if !seen[p] {
+			return &Error{Kind: "bind", Msg: fmt.Sprintf("PARTITION_BY column %q is not a column of the query (it has %s)", p, strings.Join(names, ", "))}
+		}
+		if pseen[p] {
+			return &Error{Kind: "bind", Msg: fmt.Sprintf("PARTITION_BY names column %q twice", p)}
+		}
+		pseen[p] = true
+	}
+	if w.Location == "" {
+		return &Error{Kind: "bind", Msg: fmt.Sprintf("%s needs a directory to write to", w.Kind)}
+	}
+	return nil
+}
+
+// writableType refuses the column types a format cannot hold.
+func writableType(format, name string, t arrowType) error {
+	switch {
+	case t.ID() == plan.Interval.ID():
+		return &Error{Kind: "type", Msg: fmt.Sprintf("column %q is an INTERVAL, which %s files cannot hold", name, strings.ToUpper(format)),
+			Hint: "cast it to VARCHAR"}
+	case t.ID() == plan.Null.ID():
+		return &Error{Kind: "type", Msg: fmt.Sprintf("column %q has no type (it is always NULL)", name),
+			Hint: "cast it: CAST(NULL AS type)"}
+	case plan.IsArray(t):
+		// Parquet can hold lists, but sluice's Parquet scan does not read
+		// them back: a write must not produce files its own tables cannot
+		// read.
+		return &Error{Kind: "type", Msg: fmt.Sprintf("column %q is an array (%s), which sluice does not write to files", name, plan.TypeName(t)),
+			Hint: "turn it into text with array_to_string(col, ',') or CAST(col AS VARCHAR)"}
+	}
+	return nil
+}
+
+// insertStmt binds INSERT INTO table [(cols)] query: the query's columns
+// are assigned to the named columns (all of them, in order, by default)
+// with PostgreSQL's assignment casts, and the table's other columns are
+// NULL.
+func (b *binder) insertStmt(ins *pg.InsertStmt) (Bound, error) {
+	if ins.OnConflictClause != nil || len(ins.ReturningList) > 0 {
+		return nil, &Error{Kind: "bind", Msg: "INSERT ... ON CONFLICT and RETURNING are not supported"}
+	}
+	name := ins.Relation.GetRelname()
+	t, ok := b.cat.Table(name)
+	if !ok {
+		e := &Error{Kind: "bind", Msg: fmt.Sprintf("table %q does not exist", name), Near: name}
+		if c := closest(name, b.cat.Names()); c != "" {
+			e.Hint = fmt.Sprintf("did you mean %q?", c)
+		}
+		return nil, e
+	}
+	w := &Write{Kind: WriteInsert, Table: name, Delimiter: ','}
+	switch tt := t.(type) {
+	case *catalog.ParquetTable:
+		w.Format, w.Location = "parquet", tt.Path()
+	case *catalog.CSVTable:
+		w.Format, w.Location = "csv", tt.Path()
+		w.Header = tt.Options().Header
+		if d := tt.Options().Delimiter; d != 0 {
+			w.Delimiter = d
+		}
+	default:
+		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is not backed by Parquet or CSV files; INSERT appends files to an external table's directory", name)}
+	}
+	if st, err := os.Stat(w.Location); err != nil || !st.IsDir() {
+		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is backed by the single file %s; INSERT adds files to a directory", name, w.Location),
+			Hint: "create the table over a directory (LOCATION 'dir/'), which INSERT can add files to"}
+	}
+	if ins.SelectStmt == nil {
+		return nil, &Error{Kind: "bind", Msg: "INSERT ... DEFAULT VALUES is not supported"}
+	}
+	sel := ins.SelectStmt.GetSelectStmt()
+	if sel == nil {
+		return nil, &Error{Kind: "bind", Msg: "INSERT needs VALUES or a query"}
+	}
+	if ins.WithClause != nil {
+		if sel.WithClause != nil {
+			return nil, &Error{Kind: "bind", Msg: "INSERT has two WITH clauses"}
+		}
+		sel.WithClause = ins.WithClause
+	}
+	r, err := b.selectStmt(sel, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkArrayUse(r.node); err != nil {
+		return nil, err
+	}
+	tcols := t.Schema().Fields()
+	target := make([]int, 0, len(tcols)) // table column of each query column
+	if len(ins.Cols) == 0 {
+		for i := range tcols {
+			target = append(target, i)
+		}
+	} else {
+		used := map[int]bool{}
+		for _, c := range ins.Cols {
+			rt := c.GetResTarget()
+			if rt == nil || len(rt.Indirection) > 0 {
+				return nil, &Error{Kind: "bind", Msg: "INSERT column list must name plain columns"}
+			}
+			idx := -1
+			for i, f := range tcols {
+				if strings.EqualFold(f.Name, rt.Name) {
+					idx = i
+					break
+				}
+			}
+			if idx < 0 {
+				return nil, b.errAt("bind", rt.Location, "column %q of table %q does not exist", rt.Name, name)
+			}
+			if used[idx] {
+				return nil, b.errAt("bind", rt.Location, "column %q specified more than once", rt.Name)
+			}
+			used[idx] = true
+			target = append(target, idx)
+		}
+	}
+	schema := r.node.Schema()
+	if len(schema) > len(target) {
+		return nil, &Error{Kind: "bind", Msg: "INSERT has more expressions than target columns"}
+	}
+	if len(schema) < len(target) {
+		return nil, &Error{Kind: "bind", Msg: "INSERT has more target columns than expressions"}
+	}
+	exprs := make([]plan.Expr, len(tcols))
+	names := make([]string, len(tcols))
+	for i, f := range tcols {
+		names[i] = f.Name
+		exprs[i] = &plan.Literal{Typ: f.Type}
+	}
+	values, _ := r.node.(*plan.Values)
+	for qi, ti := range target {
+		c := schema[qi]
+		want := tcols[ti].Type
+		var src plan.Expr = refName(c, r.names[qi])
+		if !typeEq(c.Type, want) {
+			if !assignable(c.Type, want, literalColumn(values, qi)) {
+				return nil, &Error{Kind: "type", Msg: fmt.Sprintf("column %q is of type %s but expression is of type %s",
+					tcols[ti].Name, plan.TypeName(want), plan.TypeName(c.Type)),
+					Hint: "rewrite or cast the expression"}
+			}
+			src = castExpr(src, want)
+		}
+		exprs[ti] = src
+	}
+	w.Query = &Query{Plan: b.project(r.node, exprs, names), Names: names, IDs: b.ids}
+	return w, w.check()
+}
+
+// assignable reports whether PostgreSQL assigns a value of type from to a
+// column of type to without an explicit cast: numbers to numbers, dates
+// and timestamps to each other, anything to text, and text literals
+// (untyped in PostgreSQL) to whatever they parse as.
+func assignable(from, to arrowType, literal bool) bool {
+	switch {
+	case from.ID() == plan.Null.ID():
+		return true
+	case plan.IsNumeric(from) && plan.IsNumeric(to):
+		return true
+	case plan.IsTemporal(from) && plan.IsTemporal(to):
+		return true
+	case to.ID() == plan.Utf8.ID():
+		return !plan.IsArray(from)
+	case from.ID() == plan.Utf8.ID():
+		return literal && castAllowed(from, to)
+	}
+	return false
+}
+
+// literalColumn says whether column c of a VALUES list holds only
+// literals (PostgreSQL's untyped constants).
+func literalColumn(v *plan.Values, c int) bool {
+	if v == nil {
+		return false
+	}
+	for _, row := range v.Rows {
+		if _, ok := row[c].(*plan.Literal); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// createTableAs is CREATE TABLE ... STORED AS ... LOCATION ... AS query as
+// the front-end parsed it; Bind binds the query.
+type createTableAs struct {
+	w     *Write
+	query *pg.SelectStmt
+	text  string   // the query's text
+	pos   position // where it starts in the input
+}
+
+func (*createTableAs) bound() {}
+
+// bindCreateTableAs binds the query of a CREATE TABLE AS.
+func (b *Binder) bindCreateTableAs(c *createTableAs) (Bound, error) {
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: c.text, pos: c.pos, clock: &stmtClock{now: b.Now}}
+	q, err := st.query(c.query)
+	if err != nil {
+		return nil, err
+	}
+	w := *c.w
+	w.Query = q
+	if !w.OrReplace && !w.IfNotExists {
+		if err := st.checkNameFree(w.Table); err != nil {
+			return nil, err
+		}
+	}
+	return &w, w.check()
+}
+
+// checkNameFree refuses a table name already taken.
+func (b *binder) checkNameFree(name string) error {
+	if _, ok := b.cat.Table(name); ok {
+		return &Error{Kind: "bind", Msg: fmt.Sprintf("table %q already exists", name), Hint: "use CREATE OR REPLACE TABLE, or DROP TABLE first"}
+	}
+	if _, ok := b.cat.View(name); ok {
+		return &Error{Kind: "bind", Msg: fmt.Sprintf("%q already exists as a view", name)}
+	}
+	return nil
+}
+
+// createTableAsRefused explains what plain CREATE TABLE needs.
+func createTableAsRefused(what string) error {
+	return &Error{Kind: "bind", Msg: fmt.Sprintf("%s without STORED AS and LOCATION is not supported: sluice tables are files", what),
+		Hint: "CREATE TABLE name STORED AS PARQUET LOCATION 'dir' AS SELECT ..., or CREATE EXTERNAL TABLE over existing files"}
+}
+
+// writeOptions parses CREATE TABLE AS's OPTIONS ('key' 'value', ...):
+// CREATE EXTERNAL TABLE's CSV keys, and overwrite.
+func (f *frontParser) writeOptions(w *Write) error {
+	if err := f.expectPunct("("); err != nil {
+		return err
+	}
+	for {
+		kt := f.peek()
+		var key string
+		var err error
+		if kt.kind == 's' {
+			key, err = f.str("option key")
+		} else {
+			key, err = f.name("option key")
+		}
+		if err != nil {
+			return err
+		}
+		vt := f.peek()
+		if vt.kind != 's' && vt.kind != 'i' && vt.kind != 'n' {
+			return f.errAt(vt, "expected option value")
+		}
+		f.i++
+		val := vt.text
+		switch strings.ToLower(key) {
+		case "format.has_header", "has_header", "header", "overwrite":
+			b, err := strconv.ParseBool(strings.ToLower(val))
+			if err != nil {
+				return f.errAt(vt, "option %s wants true or false", key)
+			}
+			if strings.EqualFold(key, "overwrite") {
+				w.Overwrite = b
+			} else {
+				w.Header = b
+			}
+		case "format.delimiter", "delimiter":
+			if utf8.RuneCountInString(val) != 1 {
+				return f.errAt(vt, "delimiter must be a single character")
+			}
+			w.Delimiter, _ = utf8.DecodeRuneInString(val)
+		default:
+			return f.errAt(kt, "unknown option %q (CREATE TABLE AS takes has_header, delimiter and overwrite)", key)
+		}
+		if f.acceptPunct(")") {
+			return nil
+		}
+		if err := f.expectPunct(","); err != nil {
+			return err
+		}
+	}
+}
+
+// createTableAs parses CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name
+// STORED AS PARQUET|CSV [WITH HEADER ROW] [DELIMITER 'c']
+// [PARTITIONED BY (cols)] [OPTIONS (...)] LOCATION 'dir' AS query.
+func (f *frontParser) createTableAs() (Bound, error) {
+	w := &Write{Kind: WriteCreate, Delimiter: ',', Header: true}
+	if err := f.expectWord("create"); err != nil {
+		return nil, err
+	}
+	if f.acceptWord("or") {
+		if err := f.expectWord("replace"); err != nil {
+			return nil, err
+		}
+		w.OrReplace = true
+	}
+	if err := f.expectWord("table"); err != nil {
+		return nil, err
+	}
+	if f.acceptWord("if") {
+		if err := f.expectWord("not"); err != nil {
+			return nil, err
+		}
+		if err := f.expectWord("exists"); err != nil {
+			return nil, err
+		}
+		w.IfNotExists = true
+	}
+	var err error
+	if w.Table, err = f.name("table name"); err != nil {
+		return nil, err
+	}
+	haveLoc := false
+	for !f.isWord("as") {
+		t := f.peek()
+		switch {
+		case t.kind == 0:
+			return nil, f.errAt(t, "expected AS query")
+		case f.acceptWord("stored"):
+			if err := f.expectWord("as"); err != nil {
+				return nil, err
+			}
+			ft := f.peek()
+			format, err := f.name("file format")
+			if err != nil {
+				return nil, err
+			}
+			if format != "parquet" && format != "csv" {
+				return nil, f.errAt(ft, "unsupported file format %s (want PARQUET or CSV)", strings.ToUpper(format))
+			}
+			w.Format = format
+		case f.acceptWord("with"):
+			if err := f.expectWord("header"); err != nil {
+				return nil, err
+			}
+			if err := f.expectWord("row"); err != nil {
+				return nil, err
+			}
+			w.Header = true
+		case f.acceptWord("delimiter"):
+			dt := f.peek()
+			d, err := f.str("delimiter")
+			if err != nil {
+				return nil, err
+			}
+			if utf8.RuneCountInString(d) != 1 {
+				return nil, f.errAt(dt, "delimiter must be a single character")
+			}
+			w.Delimiter, _ = utf8.DecodeRuneInString(d)
+		case f.acceptWord("partitioned"):
+			if err := f.expectWord("by"); err != nil {
+				return nil, err
+			}
+			if err := f.expectPunct("("); err != nil {
+				return nil, err
+			}
+			for {
+				c, err := f.name("column name")
+				if err != nil {
+					return nil, err
+				}
+				w.PartitionBy = append(w.PartitionBy, c)
+				if f.acceptPunct(")") {
+					break
+				}
+				if err := f.expectPunct(","); err != nil {
+					return nil, err
+				}
+			}
+		case f.acceptWord("options"):
+			if err := f.writeOptions(w); err != nil {
+				return nil, err
+			}
+		case f.acceptWord("location"):
+			if w.Location, err = f.str("location"); err != nil {
+				return nil, err
+			}
+			haveLoc = true
+		default:
+			return nil, f.errAt(t, "expected STORED AS, WITH HEADER ROW, DELIMITER, PARTITIONED BY, OPTIONS, LOCATION or AS")
+		}
+	}
+	asTok := f.peek()
+	f.i++
+	if w.Format == "" {
+		return nil, f.errAt(asTok, "missing STORED AS PARQUET|CSV")
+	}
+	if !haveLoc {
+		return nil, f.errAt(asTok, "missing LOCATION 'dir'")
+	}
+	start := f.peek().off
+	text := f.sql[start:]
+	line, col := f.pos.at(f.sql, start)
+	res, err := pg.Parse(text)
+	if err != nil {
+		return nil, pgError(err, text, position{line: line, col: col})
+	}
+	if len(res.Stmts) != 1 || res.Stmts[0].Stmt.GetSelectStmt() == nil {
+		return nil, f.errAt(f.peek(), "CREATE TABLE ... AS needs a query")
+	}
+	return &createTableAs{w: w, query: res.Stmts[0].Stmt.GetSelectStmt(), text: text, pos: position{line: line, col: col}}, nil
+}
