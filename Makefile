@@ -49,7 +49,7 @@ DIFF_QUERIES ?= 1000
 RACE_PKGS    ?= ./scheduler/ ./exchange/ ./cluster/
 RACE_SESSION ?= TestExplainAnalyze|TestRelativeLocation|TestRecreatedTable|TestQueryErrorsReadClean|TestMemoryCapFailsQuery|TestIdleClient|TestSlowClient|TestParquetUnsupported|TestPipelined|TestZeroColumn|TestPanicInQueryCode|TestSQLLogic$$
 test: vet
-	SLUICE_ALLOC_POISON=1 $(GO) test -timeout 60m -p 1 ./...
+	SLUICE_ALLOC_POISON=1 SLUICE_TEST_S3_TPCH=1 $(GO) test -timeout 60m -p 1 ./...
 	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -p 1 $(RACE_PKGS)
 	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -run '$(RACE_SESSION)' ./session/
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \

@@ -81,6 +81,8 @@ type s3Client struct {
 	endpoint string
 	// anonymous: no credentials were found, requests are unsigned.
 	anonymous bool
+	// custom: the endpoint came from AWS_ENDPOINT_URL(_S3).
+	custom bool
 }
 
 var (
@@ -117,7 +119,7 @@ func s3ClientFor() (*s3Client, error) {
 			opts.Region = "us-east-1"
 		}
 	}
-	c := &s3Client{endpoint: host}
+	c := &s3Client{endpoint: host, custom: cfg.endpoint != ""}
 	switch {
 	case cfg.keyID != "" && cfg.secret != "":
 		opts.Creds = credentials.NewStaticV4(cfg.keyID, cfg.secret, cfg.token)
@@ -142,7 +144,11 @@ func (c *s3Client) explain(loc string, err error) error {
 	var ne net.Error
 	var ue *url.Error
 	if errors.As(err, &ne) || errors.As(err, &ue) {
-		return fmt.Errorf("%s: cannot reach the object store at %s: %w (for an S3-compatible store set AWS_ENDPOINT_URL)", loc, c.endpoint, err)
+		hint := "for an S3-compatible store set AWS_ENDPOINT_URL"
+		if c.custom {
+			hint = "check AWS_ENDPOINT_URL, and that the store is running"
+		}
+		return fmt.Errorf("%s: cannot reach the object store at %s: %w (%s)", loc, c.endpoint, err, hint)
 	}
 	r := minio.ToErrorResponse(err)
 	creds := "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -153,5 +154,25 @@ func TestS3Locations(t *testing.T) {
 	none, _ := NewLocations(nil)
 	if err := none.checkURL("s3://bkt/x"); err == nil || !strings.Contains(err.Error(), "reads no object store locations") {
 		t.Errorf("no locations: %v", err)
+	}
+}
+
+// TestS3EndpointErrors: an endpoint nothing listens on, and one that is
+// not a URL, fail with errors naming the variable.
+func TestS3EndpointErrors(t *testing.T) {
+	s3fake.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	t.Setenv("AWS_ENDPOINT_URL", "http://"+addr)
+	if _, err := listFiles("s3://bkt/x.csv", ".csv"); err == nil || !strings.Contains(err.Error(), "cannot reach the object store at "+addr) || !strings.Contains(err.Error(), "check AWS_ENDPOINT_URL") {
+		t.Errorf("closed port: %v", err)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", "127.0.0.1:9000")
+	if _, err := listFiles("s3://bkt/x.csv", ".csv"); err == nil || !strings.Contains(err.Error(), `AWS_ENDPOINT_URL "127.0.0.1:9000" is not an http:// or https:// URL`) {
+		t.Errorf("endpoint without scheme: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,6 +20,7 @@ import (
 	"sluice/catalog/s3fake"
 	"sluice/cluster"
 	"sluice/session"
+	"sluice/tpch"
 )
 
 // s3Rows is the row count of the generated table; s3RowGroup its row
@@ -310,5 +312,51 @@ func TestS3AllowedLocations(t *testing.T) {
 		if n := len(srv.Log()); n != 0 {
 			t.Errorf("%s: %d requests made before refusing", loc, n)
 		}
+	}
+}
+
+// TestTPCHFromS3 runs the 22 TPC-H queries at SF 1 on tables in the S3
+// fake, in both cluster modes, against the official answers. It uploads
+// the whole data set into the fake's memory, so it runs only when
+// SLUICE_TEST_S3_TPCH is set (make test sets it).
+func TestTPCHFromS3(t *testing.T) {
+	if testing.Short() || os.Getenv("SLUICE_TEST_S3_TPCH") == "" {
+		t.Skip("set SLUICE_TEST_S3_TPCH=1 to run TPC-H SF 1 from the S3 fake")
+	}
+	dir := tpchData(t)
+	srv := s3fake.Start(t)
+	srv.CreateBucket(t, "tpch")
+	for _, name := range tpch.TableNames {
+		files, err := filepath.Glob(filepath.Join(dir, name, "*.parquet"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: %v %v", name, files, err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Put(t, "tpch", "sf1/"+name+"/"+filepath.Base(f), data)
+		}
+	}
+	ctx := context.Background()
+	for _, mode := range []string{"blocking", "pipelined"} {
+		t.Run(mode, func(t *testing.T) {
+			_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: 2, Policy: cluster.PolicyPush})
+			if err := s.Settings.Set("execution.mode", mode); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range tpch.TableNames {
+				if err := drain(ctx, s, fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION 's3://tpch/sf1/%s/'", name, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv.Reset()
+			start := time.Now()
+			for n := 1; n <= 22; n++ {
+				checkTPCH(t, ctx, s, n)
+			}
+			t.Logf("22 queries in %v: %d object requests, %d bytes", time.Since(start), srv.Gets(), srv.GetBytes())
+		})
 	}
 }
