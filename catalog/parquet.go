@@ -41,7 +41,15 @@ type ParquetFile struct {
 	ModTime   int64  // modification time, Unix nanoseconds
 	ETag      string // an object's entity tag; "" for local files
 	RowGroups []RowGroup
+	// footer is the parsed footer of a remote file, kept so that scans
+	// do not fetch it again for every part of the file they read; nil
+	// for local files, whose footers are read from the page cache.
+	footer *metadata.FileMetaData
 }
+
+// Footer is the file's parsed footer when the table keeps it (remote
+// files), else nil; pass it to OpenParquetReader.
+func (f ParquetFile) Footer() *metadata.FileMetaData { return f.footer }
 
 // Info is the file's identity, for reading it (OpenFile).
 func (f ParquetFile) Info() FileInfo {
@@ -258,18 +266,22 @@ func CheckParquetMagicAt(r io.ReaderAt, size int64, path string) error {
 }
 
 // OpenParquetReader opens the Parquet file f with props (nil for the
-// defaults), after checking its magic bytes. Closing the reader closes the
+// defaults), after checking its magic bytes. Given the file's footer
+// (ParquetFile.Footer), it neither reads nor checks the footer again: the
+// object's entity tag pins its content. Closing the reader closes the
 // file.
-func OpenParquetReader(ctx context.Context, f FileInfo, props *parquet.ReaderProperties) (*file.Reader, error) {
+func OpenParquetReader(ctx context.Context, f FileInfo, props *parquet.ReaderProperties, footer *metadata.FileMetaData) (*file.Reader, error) {
 	r, err := OpenFile(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckParquetMagicAt(r, r.Size(), f.Path); err != nil {
+	var opts []file.ReadOption
+	if footer != nil {
+		opts = append(opts, file.WithMetadata(footer))
+	} else if err := CheckParquetMagicAt(r, r.Size(), f.Path); err != nil {
 		r.Close()
 		return nil, err
 	}
-	var opts []file.ReadOption
 	if props != nil {
 		opts = append(opts, file.WithReadProps(props))
 	}
@@ -284,11 +296,17 @@ func OpenParquetReader(ctx context.Context, f FileInfo, props *parquet.ReaderPro
 func readParquetFooter(fi FileInfo) (ParquetFile, *arrow.Schema, [][]int, error) {
 	path := fi.Path
 	pf := ParquetFile{Path: path, Size: fi.Size, ModTime: fi.ModTime, ETag: fi.ETag}
-	rdr, err := OpenParquetReader(context.Background(), fi, nil)
+	rdr, err := OpenParquetReader(context.Background(), fi, nil, nil)
 	if err != nil {
 		return pf, nil, nil, err
 	}
 	defer rdr.Close()
+	if fi.Remote() {
+		pf.footer = rdr.MetaData()
+		// Set the writer version it computes lazily now, before scans
+		// share the footer between goroutines.
+		pf.footer.WriterVersion()
+	}
 	manifest, err := ParquetArrowSchema(rdr)
 	if err != nil {
 		return pf, nil, nil, fmt.Errorf("parquet file %s: schema: %w", path, err)

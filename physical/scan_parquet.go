@@ -254,7 +254,8 @@ func emitRowCounts(ctx context.Context, schema *arrow.Schema, units []parquetUni
 // readFile reads the projected columns of units, which all belong to one
 // file, and emits them batch by batch.
 func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, rfs *runtimeFilterState, emit func(arrow.RecordBatch, bool) error) error {
-	fi := s.table.Files[units[0].file].Info()
+	pf := s.table.Files[units[0].file]
+	fi := pf.Info()
 	path := fi.Path
 	props := parquet.NewReaderProperties(mem)
 	// Stream column chunks instead of reading each whole into a fresh
@@ -269,7 +270,7 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	// Not for an object in an object store, though: there every read is a
 	// request, so each column chunk is fetched whole, in one.
 	props.BufferedStreamEnabled = !fi.Remote()
-	rdr, err := catalog.OpenParquetReader(ctx, fi, props)
+	rdr, err := catalog.OpenParquetReader(ctx, fi, props, pf.Footer())
 	if err != nil {
 		return err
 	}
