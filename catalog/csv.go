@@ -47,7 +47,7 @@ type CSVFile struct {
 
 // Info is the file's identity, for reading it (OpenStream).
 func (f CSVFile) Info() FileInfo {
-	return FileInfo{Path: f.Path, Size: f.Size, ModTime: f.ModTime, ETag: f.ETag}
+	return FileInfo(f)
 }
 
 // FileInfos are the identities of the table's files.
@@ -98,7 +98,7 @@ func OpenCSVFiles(path string, files []FileInfo, opts CSVOptions, schema *arrow.
 	}
 	t := &CSVTable{path: path, opts: opts}
 	for _, f := range files {
-		t.Files = append(t.Files, CSVFile{Path: f.Path, Size: f.Size, ModTime: f.ModTime, ETag: f.ETag})
+		t.Files = append(t.Files, CSVFile(f))
 		t.bytes += f.Size
 	}
 	first := files[0].Path

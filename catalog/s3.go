@@ -125,7 +125,7 @@ func s3ClientFor() (*s3Client, error) {
 		opts.Creds = credentials.NewStaticV4(cfg.keyID, cfg.secret, cfg.token)
 	default:
 		opts.Creds = credentials.NewFileAWSCredentials(cfg.sharedCredFile, cfg.profile)
-		if v, err := opts.Creds.Get(); err != nil || v.AccessKeyID == "" {
+		if v, err := opts.Creds.GetWithContext(nil); err != nil || v.AccessKeyID == "" {
 			opts.Creds = credentials.NewStaticV4("", "", "")
 			c.anonymous = true
 		}
