@@ -122,6 +122,7 @@ func s3Queries(root string) (ddl, queries []string) {
 		"SELECT e.name, d.floor, e.salary FROM emp e JOIN dept d ON e.dept = d.name ORDER BY e.id",
 		"SELECT d.name, count(g.id) FROM dept d LEFT JOIN gen g ON g.id = d.floor GROUP BY d.name ORDER BY d.name",
 		fmt.Sprintf("SELECT count(*), sum(amount) FROM '%s/gen/*.parquet'", root),
+		fmt.Sprintf("SELECT count(*), max(name) FROM '%s/gen/'", root),
 		fmt.Sprintf("SELECT * FROM read_parquet('%s/ref/files_part_1.parquet') ORDER BY 1", root),
 		fmt.Sprintf("SELECT * FROM '%s/ref/emp.csv' ORDER BY id", root),
 		fmt.Sprintf("SELECT count(*) FROM read_csv('%s/ref/dept.csv', header => true)", root),
