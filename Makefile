@@ -3,16 +3,20 @@ GO      ?= go
 BIN     := bin/sluice
 SF      ?= 1
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+PREFIX  ?= /usr/local
 
 .PHONY: build run test vet bench bench-engine clean install fuzz
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
-# Install the sluice command into $(go env GOBIN) (default ~/go/bin).
-install:
-	$(GO) install -ldflags "$(LDFLAGS)" .
+# Install bin/sluice as $(DESTDIR)$(PREFIX)/bin/sluice (PREFIX defaults to
+# /usr/local; DESTDIR stages it for a package).
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/sluice
 
 # Start the shell with the TPC-H tables registered (generated on first use).
 run: build
@@ -45,7 +49,7 @@ DIFF_QUERIES ?= 1000
 RACE_PKGS    ?= ./scheduler/ ./exchange/ ./cluster/
 RACE_SESSION ?= TestExplainAnalyze|TestRelativeLocation|TestRecreatedTable|TestQueryErrorsReadClean|TestMemoryCapFailsQuery|TestIdleClient|TestSlowClient|TestParquetUnsupported|TestPipelined|TestZeroColumn|TestPanicInQueryCode|TestSQLLogic$$
 test: vet
-	SLUICE_ALLOC_POISON=1 $(GO) test -timeout 60m -p 1 ./...
+	SLUICE_ALLOC_POISON=1 SLUICE_TEST_S3_TPCH=1 $(GO) test -timeout 60m -p 1 ./...
 	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -p 1 $(RACE_PKGS)
 	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -run '$(RACE_SESSION)' ./session/
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \

@@ -197,7 +197,7 @@ func (f *securityFlags) load(envToken string) (*rpc.Security, error) {
 
 // addLocationsFlag declares --allowed-locations on a server command.
 func addLocationsFlag(fs *pflag.FlagSet) *[]string {
-	return fs.StringSlice("allowed-locations", nil, "directories (comma-separated) whose files tables may be read from; none by default, so CREATE EXTERNAL TABLE fails until it is set")
+	return fs.StringSlice("allowed-locations", nil, "directories and s3://bucket/prefix URLs (comma-separated) whose files tables may be read from; none by default, so CREATE EXTERNAL TABLE fails until it is set")
 }
 
 // restrictLocations makes this server process read table files only under

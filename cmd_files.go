@@ -47,7 +47,7 @@ func registerFileArgs(ctx context.Context, sess *session.Session, files []fileAr
 			name = fmt.Sprintf("%s_%d", base, i)
 		}
 		taken[name] = true
-		if !catalog.IsGlob(f.path) {
+		if !catalog.IsGlob(f.path) && !catalog.IsS3(f.path) {
 			if _, err := os.Stat(f.path); err != nil {
 				return fmt.Errorf("%s: no such file (data files named on the command line are registered as tables)", f.path)
 			}

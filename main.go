@@ -70,21 +70,26 @@ func (f scriptFlag) Set(v string) error {
 // build and make install stamp git describe).
 var version = "dev"
 
+// commit is the git commit the binary was built from, set at build time
+// with -ldflags "-X main.commit=..." where Go cannot record it itself: a
+// build from a tree without .git (a container build context) or with
+// -buildvcs=false. Go's own vcs.revision wins when present.
+var commit = ""
+
 // versionLine is what --version prints: the stamped version, and the
-// commit the binary was built from when Go recorded it.
+// commit the binary was built from (recorded by Go, or stamped).
 func versionLine() string {
 	line := "sluice " + version
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return line
-	}
-	var rev, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
+	rev, modified, goVersion := commit, "", ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		goVersion = info.GoVersion
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
 		}
 	}
 	if rev != "" && !strings.Contains(version, rev[:min(len(rev), 7)]) {
@@ -94,7 +99,10 @@ func versionLine() string {
 		}
 		line += ")"
 	}
-	return line + ", " + info.GoVersion
+	if goVersion != "" {
+		line += ", " + goVersion
+	}
+	return line
 }
 
 func run(args []string) int {

@@ -1,11 +1,11 @@
 package catalog
 
 import (
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -40,8 +40,23 @@ type CSVTable struct {
 // CSVFile is one file of a CSVTable.
 type CSVFile struct {
 	Path    string
-	Size    int64 // bytes on disk
-	ModTime int64 // modification time, Unix nanoseconds
+	Size    int64  // bytes on disk
+	ModTime int64  // modification time, Unix nanoseconds
+	ETag    string // an object's entity tag; "" for local files
+}
+
+// Info is the file's identity, for reading it (OpenStream).
+func (f CSVFile) Info() FileInfo {
+	return FileInfo(f)
+}
+
+// FileInfos are the identities of the table's files.
+func (t *CSVTable) FileInfos() []FileInfo {
+	out := make([]FileInfo, len(t.Files))
+	for i, f := range t.Files {
+		out[i] = f.Info()
+	}
+	return out
 }
 
 // Schema implements Table.
@@ -65,44 +80,50 @@ func (t *CSVTable) Path() string { return t.path }
 // (int64, float64, date32 for YYYY-MM-DD, bool for true/false, else utf8)
 // and names come from the header, or are column_1, column_2… without one.
 func OpenCSV(path string, opts CSVOptions, schema *arrow.Schema) (*CSVTable, error) {
-	if opts.Delimiter == 0 {
-		opts.Delimiter = ','
-	}
-	paths, err := listFiles(path, ".csv")
+	files, err := listFiles(path, ".csv")
 	if err != nil {
 		return nil, err
 	}
-	t := &CSVTable{path: path, opts: opts}
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", p, err)
-		}
-		t.Files = append(t.Files, CSVFile{Path: p, Size: st.Size(), ModTime: st.ModTime().UnixNano()})
-		t.bytes += st.Size()
+	return OpenCSVFiles(path, files, opts, schema)
+}
+
+// OpenCSVFiles opens the CSV table at path made of the given files (as
+// listed by the process that planned the query; see OpenParquetFiles).
+func OpenCSVFiles(path string, files []FileInfo, opts CSVOptions, schema *arrow.Schema) (*CSVTable, error) {
+	if opts.Delimiter == 0 {
+		opts.Delimiter = ','
 	}
-	sample, err := sampleCSV(paths[0], opts)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no *.csv files under %s", path)
+	}
+	t := &CSVTable{path: path, opts: opts}
+	for _, f := range files {
+		t.Files = append(t.Files, CSVFile(f))
+		t.bytes += f.Size
+	}
+	first := files[0].Path
+	sample, err := sampleCSV(files[0], opts)
 	if err != nil {
 		return nil, err
 	}
 	if schema == nil {
 		schema, err = inferCSVSchema(sample)
 		if err != nil {
-			return nil, fmt.Errorf("csv %s: %w", paths[0], err)
+			return nil, fmt.Errorf("csv %s: %w", first, err)
 		}
 	} else if sample.width > 0 && sample.width != schema.NumFields() {
-		return nil, fmt.Errorf("csv %s has %d columns, the schema %d", paths[0], sample.width, schema.NumFields())
+		return nil, fmt.Errorf("csv %s has %d columns, the schema %d", first, sample.width, schema.NumFields())
 	}
 	t.schema = schema
 	t.rows = -1
 	if len(sample.rows) > 0 && sample.bytes > 0 {
-		if sample.complete && len(paths) == 1 {
+		if sample.complete && len(files) == 1 {
 			t.rows = int64(len(sample.rows))
 		} else {
 			t.rows = int64(float64(t.bytes) * float64(len(sample.rows)) / float64(sample.bytes))
 		}
 	}
-	t.version = filesVersion(t.Files, func(f CSVFile) fileID { return fileID{f.Path, f.Size, f.ModTime} })
+	t.version = filesVersion(t.Files, func(f CSVFile) FileInfo { return f.Info() })
 	return t, nil
 }
 
@@ -115,8 +136,9 @@ type csvSample struct {
 	complete bool  // the sample is the whole file
 }
 
-func sampleCSV(path string, opts CSVOptions) (*csvSample, error) {
-	f, err := OpenRegular(path)
+func sampleCSV(fi FileInfo, opts CSVOptions) (*csvSample, error) {
+	path := fi.Path
+	f, err := OpenStream(context.Background(), fi)
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +184,12 @@ var csvDelimiters = []rune{',', '|', ';', '\t'}
 // sampled line into the same number of fields, more than one. A file no
 // candidate splits that way is read with ','.
 func DetectCSVDelimiter(path string) (rune, error) {
-	paths, err := listFiles(path, ".csv")
+	files, err := listFiles(path, ".csv")
 	if err != nil {
 		return 0, err
 	}
 	for _, d := range csvDelimiters {
-		s, err := sampleCSV(paths[0], CSVOptions{Delimiter: d})
+		s, err := sampleCSV(files[0], CSVOptions{Delimiter: d})
 		if err != nil || s.width < 2 {
 			continue // ragged lines, or one field: not this delimiter
 		}
@@ -187,12 +209,12 @@ func DetectCSVHeader(path string, opts CSVOptions) (bool, error) {
 	if opts.Delimiter == 0 {
 		opts.Delimiter = ','
 	}
-	paths, err := listFiles(path, ".csv")
+	files, err := listFiles(path, ".csv")
 	if err != nil {
 		return false, err
 	}
 	opts.Header = false
-	s, err := sampleCSV(paths[0], opts)
+	s, err := sampleCSV(files[0], opts)
 	if err != nil {
 		return false, err
 	}

@@ -18,18 +18,38 @@ import (
 // they set no Locations and every path is allowed.
 type Locations struct {
 	dirs []string // absolute, symlinks resolved
+	// urls are allowed object store prefixes, s3://bucket/ or
+	// s3://bucket/prefix/ (always ending in a slash).
+	urls []string
 }
 
 // AllowedLocationsFlag names the flag that sets a server's Locations, for
 // the errors that point at it.
-const AllowedLocationsFlag = "--allowed-locations DIR[,DIR...]"
+const AllowedLocationsFlag = "--allowed-locations DIR|s3://BUCKET/PREFIX[,...]"
 
 // NewLocations resolves dirs (absolute, symlinks followed); each must be
-// an existing directory. No dirs allows no location at all.
+// an existing directory, or an s3://bucket/prefix URL allowing the objects
+// under that prefix (s3://bucket: the whole bucket). No dirs allows no
+// location at all.
 func NewLocations(dirs []string) (*Locations, error) {
 	l := &Locations{}
 	for _, d := range dirs {
 		if strings.TrimSpace(d) == "" {
+			continue
+		}
+		if strings.Contains(d, "://") {
+			if !IsS3(d) {
+				return nil, fmt.Errorf("allowed location %s: only local directories and s3:// URLs can be allowed", d)
+			}
+			bucket, key, err := parseS3(d)
+			if err != nil {
+				return nil, fmt.Errorf("allowed location %s: %w", d, err)
+			}
+			if IsGlob(key) || strings.Contains("/"+key+"/", "/../") {
+				return nil, fmt.Errorf("allowed location %s: a prefix, not a pattern", d)
+			}
+			u := "s3://" + bucket + "/" + strings.TrimSuffix(key, "/")
+			l.urls = append(l.urls, strings.TrimSuffix(u, "/")+"/")
 			continue
 		}
 		abs, err := filepath.Abs(d)
@@ -79,6 +99,9 @@ func checkAllowed(path string) error {
 	if l == nil {
 		return nil
 	}
+	if IsS3(path) {
+		return l.checkURL(path)
+	}
 	if len(l.dirs) == 0 {
 		return fmt.Errorf("%s: %w: this server reads no table files unless started with %s naming the directories tables may be read from",
 			path, ErrLocationNotAllowed, AllowedLocationsFlag)
@@ -115,3 +138,28 @@ func inside(dir, path string) bool {
 // (see RestrictLocations): writes check their target directory with it,
 // so a server writes only where it may read.
 func CheckAllowed(path string) error { return checkAllowed(path) }
+
+// checkURL refuses an s3:// location outside the allowed prefixes. A
+// prefix allows what lies under it as a folder: s3://b/data/ allows
+// s3://b/data/x.parquet and s3://b/data itself, not s3://b/database/.
+// Keys holding ".." are refused outright: some stores normalize them.
+func (l *Locations) checkURL(loc string) error {
+	bucket, key, err := parseS3(loc)
+	if err != nil {
+		return err
+	}
+	if strings.Contains("/"+key+"/", "/../") {
+		return fmt.Errorf("%s: %w: \"..\" in an object key", loc, ErrLocationNotAllowed)
+	}
+	u := "s3://" + bucket + "/" + key
+	for _, p := range l.urls {
+		if strings.HasPrefix(u, p) || u+"/" == p {
+			return nil
+		}
+	}
+	if len(l.urls) == 0 {
+		return fmt.Errorf("%s: %w: this server reads no object store locations unless started with %s naming the s3:// prefixes tables may be read from",
+			loc, ErrLocationNotAllowed, AllowedLocationsFlag)
+	}
+	return fmt.Errorf("%s: %w: it is outside the object store prefixes this server allows (%s)", loc, ErrLocationNotAllowed, strings.Join(l.urls, ", "))
+}

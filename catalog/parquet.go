@@ -1,8 +1,10 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -34,9 +37,23 @@ type ParquetTable struct {
 type ParquetFile struct {
 	Path      string
 	NumRows   int64
-	Size      int64 // bytes on disk
-	ModTime   int64 // modification time, Unix nanoseconds
+	Size      int64  // bytes on disk
+	ModTime   int64  // modification time, Unix nanoseconds
+	ETag      string // an object's entity tag; "" for local files
 	RowGroups []RowGroup
+	// footer is the parsed footer of a remote file, kept so that scans
+	// do not fetch it again for every part of the file they read; nil
+	// for local files, whose footers are read from the page cache.
+	footer *metadata.FileMetaData
+}
+
+// Footer is the file's parsed footer when the table keeps it (remote
+// files), else nil; pass it to OpenParquetReader.
+func (f ParquetFile) Footer() *metadata.FileMetaData { return f.footer }
+
+// Info is the file's identity, for reading it (OpenFile).
+func (f ParquetFile) Info() FileInfo {
+	return FileInfo{Path: f.Path, Size: f.Size, ModTime: f.ModTime, ETag: f.ETag}
 }
 
 // RowGroup is one row group of a Parquet file.
@@ -88,14 +105,26 @@ func (t *ParquetTable) NumRowGroups() int {
 // directory (recursively, sorted by path). All files must have the same
 // schema.
 func OpenParquet(path string) (*ParquetTable, error) {
-	paths, err := listFiles(path, ".parquet")
+	files, err := listFiles(path, ".parquet")
 	if err != nil {
 		return nil, err
 	}
+	return OpenParquetFiles(path, files)
+}
+
+// OpenParquetFiles opens the table at path made of the given files (as
+// listed by the process that planned the query), reading their footers.
+// An object store's files are not listed again: every executor reads the
+// files the planner saw, and fails if one of them changed since.
+func OpenParquetFiles(path string, files []FileInfo) (*ParquetTable, error) {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no *.parquet files under %s", path)
+	}
 	t := &ParquetTable{path: path}
 	var firstPath string
-	for _, p := range paths {
-		pf, schema, leaves, err := readParquetFooter(p)
+	for _, fi := range files {
+		p := fi.Path
+		pf, schema, leaves, err := readParquetFooter(fi)
 		if err != nil {
 			return nil, err
 		}
@@ -114,14 +143,23 @@ func OpenParquet(path string) (*ParquetTable, error) {
 			t.dataBytes += rg.Bytes
 		}
 	}
-	t.version = filesVersion(t.Files, func(f ParquetFile) fileID { return fileID{f.Path, f.Size, f.ModTime} })
+	t.version = filesVersion(t.Files, func(f ParquetFile) FileInfo { return f.Info() })
 	return t, nil
 }
 
-// listFiles returns path itself if it is a file, every file under the
+// FileInfos are the identities of the table's files.
+func (t *ParquetTable) FileInfos() []FileInfo {
+	out := make([]FileInfo, len(t.Files))
+	for i, f := range t.Files {
+		out[i] = f.Info()
+	}
+	return out
+}
+
+// listLocal returns path itself if it is a file, every file under the
 // directory path whose name ends in ext (case-insensitive), or the files a
 // glob pattern (IsGlob) matches, sorted.
-func listFiles(path, ext string) ([]string, error) {
+func listLocal(path, ext string) ([]string, error) {
 	if IsGlob(path) {
 		return listGlob(path)
 	}
@@ -200,14 +238,25 @@ func CheckParquetMagic(path string) error {
 	if err != nil {
 		return err
 	}
+	return CheckParquetMagicAt(f, st.Size(), path)
+}
+
+// CheckParquetMagicAt is CheckParquetMagic for an open file r of size
+// bytes. Only the end is checked for a remote file: every read there is a
+// request, the end is fetched with the footer anyway, and a file of
+// something else rarely ends in PAR1.
+func CheckParquetMagicAt(r io.ReaderAt, size int64, path string) error {
 	var head, tail [4]byte
-	if st.Size() < 12 {
-		return fmt.Errorf("%s: %w (%d bytes)", path, ErrNotParquet, st.Size())
+	if size < 12 {
+		return fmt.Errorf("%s: %w (%d bytes)", path, ErrNotParquet, size)
 	}
-	if _, err := f.ReadAt(head[:], 0); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	copy(head[:], "PAR1")
+	if !IsS3(path) {
+		if _, err := r.ReadAt(head[:], 0); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	if _, err := f.ReadAt(tail[:], st.Size()-4); err != nil {
+	if _, err := r.ReadAt(tail[:], size-4); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if string(head[:]) != "PAR1" || (string(tail[:]) != "PAR1" && string(tail[:]) != "PARE") {
@@ -216,18 +265,47 @@ func CheckParquetMagic(path string) error {
 	return nil
 }
 
-func readParquetFooter(path string) (ParquetFile, *arrow.Schema, [][]int, error) {
-	pf := ParquetFile{Path: path}
-	if err := CheckParquetMagic(path); err != nil {
+// OpenParquetReader opens the Parquet file f with props (nil for the
+// defaults), after checking its magic bytes. Given the file's footer
+// (ParquetFile.Footer), it neither reads nor checks the footer again: the
+// object's entity tag pins its content. Closing the reader closes the
+// file.
+func OpenParquetReader(ctx context.Context, f FileInfo, props *parquet.ReaderProperties, footer *metadata.FileMetaData) (*file.Reader, error) {
+	r, err := OpenFile(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	var opts []file.ReadOption
+	if footer != nil {
+		opts = append(opts, file.WithMetadata(footer))
+	} else if err := CheckParquetMagicAt(r, r.Size(), f.Path); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if props != nil {
+		opts = append(opts, file.WithReadProps(props))
+	}
+	rdr, err := file.NewParquetReader(r, opts...)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open parquet file %s: %w", f.Path, err)
+	}
+	return rdr, nil
+}
+
+func readParquetFooter(fi FileInfo) (ParquetFile, *arrow.Schema, [][]int, error) {
+	path := fi.Path
+	pf := ParquetFile{Path: path, Size: fi.Size, ModTime: fi.ModTime, ETag: fi.ETag}
+	rdr, err := OpenParquetReader(context.Background(), fi, nil, nil)
+	if err != nil {
 		return pf, nil, nil, err
 	}
-	rdr, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		return pf, nil, nil, fmt.Errorf("open parquet file %s: %w", path, err)
-	}
 	defer rdr.Close()
-	if st, err := os.Stat(path); err == nil {
-		pf.Size, pf.ModTime = st.Size(), st.ModTime().UnixNano()
+	if fi.Remote() {
+		pf.footer = rdr.MetaData()
+		// Set the writer version it computes lazily now, before scans
+		// share the footer between goroutines.
+		pf.footer.WriterVersion()
 	}
 	manifest, err := ParquetArrowSchema(rdr)
 	if err != nil {

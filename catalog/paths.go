@@ -83,7 +83,13 @@ func FormatOf(path string) (FileFormat, error) {
 	case strings.HasSuffix(name, ".csv"), strings.HasSuffix(name, ".tsv"), strings.HasSuffix(name, ".tbl"):
 		return FormatCSV, nil
 	}
-	if !IsGlob(path) {
+	if IsS3(path) && !IsGlob(path) {
+		if files, err := listFiles(path, ""); err == nil {
+			if f, ok := filesFormat(files); ok {
+				return f, nil
+			}
+		}
+	} else if !IsGlob(path) && checkScheme(path) == nil {
 		if st, err := os.Stat(path); err == nil && st.IsDir() && checkAllowed(path) == nil {
 			if f, ok := dirFormat(path); ok {
 				return f, nil
@@ -91,6 +97,28 @@ func FormatOf(path string) (FileFormat, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: %w: the name ends in neither .parquet nor .csv (use read_parquet('...') or read_csv('...') to say how to read it)", path, ErrUnknownFormat)
+}
+
+// filesFormat says which format files are, when they are all of one
+// (other files are ignored).
+func filesFormat(files []FileInfo) (FileFormat, bool) {
+	var seen FileFormat
+	for _, fi := range files {
+		var f FileFormat
+		switch n := strings.ToLower(fi.Path); {
+		case strings.HasSuffix(n, ".parquet"):
+			f = FormatParquet
+		case strings.HasSuffix(n, ".csv"):
+			f = FormatCSV
+		default:
+			continue
+		}
+		if seen != "" && seen != f {
+			return "", false
+		}
+		seen = f
+	}
+	return seen, seen != ""
 }
 
 // dirFormat says which format a directory's table files are, when they are
@@ -146,8 +174,8 @@ func OpenPath(path string, format FileFormat, csvOpts CSVOptions, headerKnown bo
 	if strings.TrimSpace(path) == "" {
 		return nil, fmt.Errorf("empty file path")
 	}
-	if strings.Contains(path, "://") {
-		return nil, fmt.Errorf("%s: only local files can be read by path", path)
+	if err := checkScheme(path); err != nil {
+		return nil, err
 	}
 	loc := AbsLocation(path)
 	if format == "" {
@@ -176,7 +204,7 @@ func OpenPath(path string, format FileFormat, csvOpts CSVOptions, headerKnown bo
 		return nil, fmt.Errorf("%s: %w %q", path, ErrUnknownFormat, format)
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && checkAllowed(loc) == nil {
+		if errors.Is(err, fs.ErrNotExist) && !IsS3(loc) && checkAllowed(loc) == nil {
 			return nil, fmt.Errorf("file %s does not exist (paths are relative to %s)", path, workDir())
 		}
 		return nil, renamePath(err, loc, path)

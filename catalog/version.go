@@ -22,18 +22,18 @@ func (t *ParquetTable) Version() string { return t.version }
 // ParquetTable.Version).
 func (t *CSVTable) Version() string { return t.version }
 
-type fileID struct {
-	path        string
-	size, mtime int64
-}
-
-// filesVersion is the Version of files, each identified by id.
-func filesVersion[F any](files []F, idOf func(F) fileID) string {
+// filesVersion is the Version of files, each identified by id. An
+// object's entity tag counts with its path and size: it changes whenever
+// the object is written again, and is the same for every reader.
+func filesVersion[F any](files []F, idOf func(F) FileInfo) string {
 	h, times := fnv.New64a(), fnv.New64a()
 	for _, f := range files {
 		id := idOf(f)
-		fmt.Fprintf(h, "%s\x00%d\n", id.path, id.size)
-		fmt.Fprintf(times, "%d\n", id.mtime)
+		fmt.Fprintf(h, "%s\x00%d\n", id.Path, id.Size)
+		if id.ETag != "" {
+			fmt.Fprintf(h, "%s\n", id.ETag)
+		}
+		fmt.Fprintf(times, "%d\n", id.ModTime)
 	}
 	return fmt.Sprintf("%016x-%016x", h.Sum64(), times.Sum64())
 }

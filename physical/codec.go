@@ -32,3 +32,11 @@ type TableResolver interface {
 	Parquet(location, version string) (*catalog.ParquetTable, error)
 	CSV(location, version string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error)
 }
+
+// ListedTableResolver opens tables from the file list the planner made
+// (object store locations, which executors do not list again). A
+// TableResolver that implements it caches those tables too.
+type ListedTableResolver interface {
+	ParquetFiles(location, version string, files []catalog.FileInfo) (*catalog.ParquetTable, error)
+	CSVFiles(location, version string, files []catalog.FileInfo, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error)
+}

@@ -62,7 +62,7 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		}
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_ParquetScan{ParquetScan: &rpc.ParquetScanNode{
 			Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
-			Pruning: pruning, Partitions: int32(len(op.parts)),
+			Pruning: pruning, Partitions: int32(len(op.parts)), Files: tableFilesToProto(op.table.Path(), op.table.FileInfos()),
 		}}}, nil
 	case *CSVScan:
 		schema, err := expr.SchemaToProto(op.table.Schema())
@@ -73,6 +73,7 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CsvScan{CsvScan: &rpc.CsvScanNode{
 			Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
 			Partitions: int32(len(op.parts)), Header: opts.Header, Delimiter: int32(opts.Delimiter), Schema: schema,
+			Files: tableFilesToProto(op.table.Path(), op.table.FileInfos()),
 		}}}, nil
 	case *MemScan:
 		return nil, fmt.Errorf("table %s is an in-memory table, which exists only in the process that created it and cannot be shipped to executors; "+
@@ -653,7 +654,13 @@ func (c *planCodec) decodeParquetScan(s *rpc.ParquetScanNode) (Operator, error) 
 	if c.tables == nil {
 		return nil, fmt.Errorf("table %s: no table resolver to open %s", s.GetName(), s.GetLocation())
 	}
-	t, err := c.tables.Parquet(s.GetLocation(), s.GetVersion())
+	var t *catalog.ParquetTable
+	var err error
+	if files := tableFilesFromProto(s.GetFiles()); files != nil {
+		t, err = c.listed().ParquetFiles(s.GetLocation(), s.GetVersion(), files)
+	} else {
+		t, err = c.tables.Parquet(s.GetLocation(), s.GetVersion())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
 	}
@@ -691,7 +698,12 @@ func (c *planCodec) decodeCSVScan(s *rpc.CsvScanNode) (Operator, error) {
 		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
 	}
 	opts := catalog.CSVOptions{Header: s.GetHeader(), Delimiter: rune(s.GetDelimiter())}
-	t, err := c.tables.CSV(s.GetLocation(), s.GetVersion(), opts, schema)
+	var t *catalog.CSVTable
+	if files := tableFilesFromProto(s.GetFiles()); files != nil {
+		t, err = c.listed().CSVFiles(s.GetLocation(), s.GetVersion(), files, opts, schema)
+	} else {
+		t, err = c.tables.CSV(s.GetLocation(), s.GetVersion(), opts, schema)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", s.GetName(), err)
 	}
@@ -703,6 +715,51 @@ func (c *planCodec) decodeCSVScan(s *rpc.CsvScanNode) (Operator, error) {
 		return nil, fmt.Errorf("table %s: %d partitions", s.GetName(), s.GetPartitions())
 	}
 	return NewCSVScan(s.GetName(), t, proj, int(s.GetPartitions())), nil
+}
+
+// tableFilesToProto lists an object store table's files for the plan, so
+// executors read what the planner listed; local tables send none (each
+// host lists its own copy of the files).
+func tableFilesToProto(location string, files []catalog.FileInfo) []*rpc.TableFile {
+	if !catalog.IsS3(location) {
+		return nil
+	}
+	out := make([]*rpc.TableFile, len(files))
+	for i, f := range files {
+		out[i] = &rpc.TableFile{Path: f.Path, Size: f.Size, ModTime: f.ModTime, Etag: f.ETag}
+	}
+	return out
+}
+
+func tableFilesFromProto(files []*rpc.TableFile) []catalog.FileInfo {
+	if len(files) == 0 {
+		return nil
+	}
+	out := make([]catalog.FileInfo, len(files))
+	for i, f := range files {
+		out[i] = catalog.FileInfo{Path: f.GetPath(), Size: f.GetSize(), ModTime: f.GetModTime(), ETag: f.GetEtag()}
+	}
+	return out
+}
+
+// listed returns the resolver as a ListedTableResolver; one that is not
+// opens the files itself, uncached.
+func (c *planCodec) listed() ListedTableResolver {
+	if l, ok := c.tables.(ListedTableResolver); ok {
+		return l
+	}
+	return uncachedListed{}
+}
+
+// uncachedListed opens listed tables without caching them.
+type uncachedListed struct{}
+
+func (uncachedListed) ParquetFiles(location, _ string, files []catalog.FileInfo) (*catalog.ParquetTable, error) {
+	return catalog.OpenParquetFiles(location, files)
+}
+
+func (uncachedListed) CSVFiles(location, _ string, files []catalog.FileInfo, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error) {
+	return catalog.OpenCSVFiles(location, files, opts, schema)
 }
 
 // PartitioningToProto converts a partitioning (for exchange operators too).

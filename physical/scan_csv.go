@@ -73,7 +73,7 @@ func (s *CSVScan) Execute(ctx context.Context, partition int, tc *TaskContext) (
 	}
 	return startPrefetch(ctx, func(ctx context.Context, emit func(arrow.RecordBatch) error) error {
 		for _, fi := range files {
-			if err := s.readFile(ctx, tc.Alloc, batchSize, s.table.Files[fi].Path, emit); err != nil {
+			if err := s.readFile(ctx, tc.Alloc, batchSize, s.table.Files[fi].Info(), emit); err != nil {
 				return fmt.Errorf("csv scan %s: %w", s.name, err)
 			}
 		}
@@ -81,8 +81,9 @@ func (s *CSVScan) Execute(ctx context.Context, partition int, tc *TaskContext) (
 	}), nil
 }
 
-func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, path string, emit func(arrow.RecordBatch) error) error {
-	f, err := catalog.OpenRegular(path)
+func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, fi catalog.FileInfo, emit func(arrow.RecordBatch) error) error {
+	path := fi.Path
+	f, err := catalog.OpenStream(ctx, fi)
 	if err != nil {
 		return err
 	}

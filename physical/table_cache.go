@@ -55,9 +55,21 @@ func NewTableCache() *TableCache {
 
 // Parquet implements TableResolver.
 func (c *TableCache) Parquet(location, version string) (*catalog.ParquetTable, error) {
+	return c.ParquetFiles(location, version, nil)
+}
+
+// ParquetFiles implements ListedTableResolver; nil files lists the
+// location.
+func (c *TableCache) ParquetFiles(location, version string, files []catalog.FileInfo) (*catalog.ParquetTable, error) {
 	key := parquetKey{location, version}
 	t, err := cached(&c.mu, c.parquet, key, func() (*catalog.ParquetTable, error) {
-		t, err := catalog.OpenParquet(location)
+		var t *catalog.ParquetTable
+		var err error
+		if files != nil {
+			t, err = catalog.OpenParquetFiles(location, files)
+		} else {
+			t, err = catalog.OpenParquet(location)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -75,12 +87,23 @@ func (c *TableCache) Parquet(location, version string) (*catalog.ParquetTable, e
 
 // CSV implements TableResolver.
 func (c *TableCache) CSV(location, version string, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error) {
+	return c.CSVFiles(location, version, nil, opts, schema)
+}
+
+// CSVFiles implements ListedTableResolver; nil files lists the location.
+func (c *TableCache) CSVFiles(location, version string, files []catalog.FileInfo, opts catalog.CSVOptions, schema *arrow.Schema) (*catalog.CSVTable, error) {
 	key := csvKey{location: location, version: version, opts: opts}
 	if schema != nil {
 		key.schema = schema.String()
 	}
 	t, err := cached(&c.mu, c.csv, key, func() (*catalog.CSVTable, error) {
-		t, err := catalog.OpenCSV(location, opts, schema)
+		var t *catalog.CSVTable
+		var err error
+		if files != nil {
+			t, err = catalog.OpenCSVFiles(location, files, opts, schema)
+		} else {
+			t, err = catalog.OpenCSV(location, opts, schema)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -166,4 +189,7 @@ func cached[K comparable, T any](mu *sync.Mutex, m map[K]*tableEntry[T], key K, 
 	return e.t, e.err
 }
 
-var _ TableResolver = (*TableCache)(nil)
+var (
+	_ TableResolver       = (*TableCache)(nil)
+	_ ListedTableResolver = (*TableCache)(nil)
+)

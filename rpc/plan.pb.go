@@ -2036,7 +2036,10 @@ type ParquetScanNode struct {
 	Partitions int32                  `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	// The files the planner saw (catalog's Version): an executor whose
 	// cached table has other files opens it again.
-	Version       string `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	Version string `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	// An object store table's files as the planner listed them: executors
+	// read these, never listing the location again. Empty for local paths.
+	Files         []*TableFile `protobuf:"bytes,70,rep,name=files,proto3" json:"files,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2113,6 +2116,13 @@ func (x *ParquetScanNode) GetVersion() string {
 	return ""
 }
 
+func (x *ParquetScanNode) GetFiles() []*TableFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
 type CsvScanNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2123,6 +2133,7 @@ type CsvScanNode struct {
 	Delimiter     int32                  `protobuf:"varint,6,opt,name=delimiter,proto3" json:"delimiter,omitempty"`
 	Schema        *Schema                `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`   // the table's declared or inferred schema
 	Version       string                 `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"` // as ParquetScanNode's
+	Files         []*TableFile           `protobuf:"bytes,70,rep,name=files,proto3" json:"files,omitempty"`    // as ParquetScanNode's
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2211,6 +2222,13 @@ func (x *CsvScanNode) GetVersion() string {
 		return x.Version
 	}
 	return ""
+}
+
+func (x *CsvScanNode) GetFiles() []*TableFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
 }
 
 type FilterNode struct {
@@ -4721,6 +4739,75 @@ func (x *WriteCommitNode) GetSpec() *WriteSpec {
 	return nil
 }
 
+// One file of a table as the planner saw it (catalog.FileInfo).
+type TableFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	ModTime       int64                  `protobuf:"varint,3,opt,name=mod_time,json=modTime,proto3" json:"mod_time,omitempty"` // Unix nanoseconds
+	Etag          string                 `protobuf:"bytes,4,opt,name=etag,proto3" json:"etag,omitempty"`                       // an object's entity tag; empty for local files
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableFile) Reset() {
+	*x = TableFile{}
+	mi := &file_plan_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableFile) ProtoMessage() {}
+
+func (x *TableFile) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableFile.ProtoReflect.Descriptor instead.
+func (*TableFile) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *TableFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TableFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *TableFile) GetModTime() int64 {
+	if x != nil {
+		return x.ModTime
+	}
+	return 0
+}
+
+func (x *TableFile) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -4875,7 +4962,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOp\x123\n" +
 	"\tfile_sink\x18< \x01(\v2\x14.sluice.FileSinkNodeH\x00R\bfileSink\x12<\n" +
 	"\fwrite_commit\x18= \x01(\v2\x17.sluice.WriteCommitNodeH\x00R\vwriteCommitB\x06\n" +
-	"\x04node\"\xce\x01\n" +
+	"\x04node\"\xf7\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\blocation\x18\x02 \x01(\tR\blocation\x12\x1e\n" +
@@ -4886,7 +4973,8 @@ const file_plan_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\x05 \x01(\x05R\n" +
 	"partitions\x12\x18\n" +
-	"\aversion\x18\x06 \x01(\tR\aversion\"\xf5\x01\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\x12'\n" +
+	"\x05files\x18F \x03(\v2\x11.sluice.TableFileR\x05files\"\x9e\x02\n" +
 	"\vCsvScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\blocation\x18\x02 \x01(\tR\blocation\x12\x1e\n" +
@@ -4899,7 +4987,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x06header\x18\x05 \x01(\bR\x06header\x12\x1c\n" +
 	"\tdelimiter\x18\x06 \x01(\x05R\tdelimiter\x12&\n" +
 	"\x06schema\x18\a \x01(\v2\x0e.sluice.SchemaR\x06schema\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\"l\n" +
+	"\aversion\x18\b \x01(\tR\aversion\x12'\n" +
+	"\x05files\x18F \x03(\v2\x11.sluice.TableFileR\x05files\"l\n" +
 	"\n" +
 	"FilterNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x122\n" +
@@ -5095,7 +5184,12 @@ const file_plan_proto_rawDesc = "" +
 	"\x04spec\x18\x02 \x01(\v2\x11.sluice.WriteSpecR\x04spec\"d\n" +
 	"\x0fWriteCommitNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12%\n" +
-	"\x04spec\x18\x02 \x01(\v2\x11.sluice.WriteSpecR\x04specB\fZ\n" +
+	"\x04spec\x18\x02 \x01(\v2\x11.sluice.WriteSpecR\x04spec\"b\n" +
+	"\tTableFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x19\n" +
+	"\bmod_time\x18\x03 \x01(\x03R\amodTime\x12\x12\n" +
+	"\x04etag\x18\x04 \x01(\tR\x04etagB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -5111,7 +5205,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -5174,6 +5268,7 @@ var file_plan_proto_goTypes = []any{
 	(*WriteSpec)(nil),               // 58: sluice.WriteSpec
 	(*FileSinkNode)(nil),            // 59: sluice.FileSinkNode
 	(*WriteCommitNode)(nil),         // 60: sluice.WriteCommitNode
+	(*TableFile)(nil),               // 61: sluice.TableFile
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -5246,81 +5341,83 @@ var file_plan_proto_depIdxs = []int32{
 	59,  // 67: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
 	60,  // 68: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
 	20,  // 69: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	3,   // 70: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	21,  // 71: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 72: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 73: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 74: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 75: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 76: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	6,   // 77: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	18,  // 78: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	21,  // 79: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 80: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 81: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 82: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 83: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 84: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 85: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 86: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 87: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 88: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 89: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 90: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 91: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 92: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 93: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 94: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 95: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 96: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 97: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 98: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 99: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 100: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 101: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 102: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 103: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 104: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 105: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 106: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 107: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 108: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 109: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 110: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 111: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 112: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 113: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 114: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 115: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 116: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 117: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 118: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 119: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	21,  // 120: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 121: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	51,  // 122: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	5,   // 123: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	53,  // 124: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	53,  // 125: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	6,   // 126: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	54,  // 127: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	1,   // 128: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	21,  // 129: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 130: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	18,  // 131: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	55,  // 132: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	21,  // 133: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 134: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	3,   // 135: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	21,  // 136: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
-	58,  // 137: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
-	21,  // 138: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
-	58,  // 139: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
-	140, // [140:140] is the sub-list for method output_type
-	140, // [140:140] is the sub-list for method input_type
-	140, // [140:140] is the sub-list for extension type_name
-	140, // [140:140] is the sub-list for extension extendee
-	0,   // [0:140] is the sub-list for field type_name
+	61,  // 70: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
+	3,   // 71: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	61,  // 72: sluice.CsvScanNode.files:type_name -> sluice.TableFile
+	21,  // 73: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 74: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 75: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 76: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 77: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 78: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 79: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	18,  // 80: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 81: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 82: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 83: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 84: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 85: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 86: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 87: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 88: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 89: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 90: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 91: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 92: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 93: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 94: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 95: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 96: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 97: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 98: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 99: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 100: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 101: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 102: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 103: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 104: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 105: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 106: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 107: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 108: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 109: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 110: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 111: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 112: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 113: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 114: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 115: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 116: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 117: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	3,   // 118: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	6,   // 119: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	6,   // 120: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	6,   // 121: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	21,  // 122: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 123: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	51,  // 124: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	5,   // 125: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	53,  // 126: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	53,  // 127: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	6,   // 128: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	54,  // 129: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	1,   // 130: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	21,  // 131: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 132: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	18,  // 133: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	55,  // 134: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	21,  // 135: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 136: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	3,   // 137: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	21,  // 138: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	58,  // 139: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	21,  // 140: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	58,  // 141: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	142, // [142:142] is the sub-list for method output_type
+	142, // [142:142] is the sub-list for method input_type
+	142, // [142:142] is the sub-list for extension type_name
+	142, // [142:142] is the sub-list for extension extendee
+	0,   // [0:142] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -5389,7 +5486,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   60,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

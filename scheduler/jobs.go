@@ -276,8 +276,10 @@ func (s *Scheduler) ReleaseJob(ctx context.Context, req *rpc.ReleaseJobRequest) 
 		return &rpc.ReleaseJobResponse{}, nil
 	}
 	if !j.finished() {
+		// Read the state under the lock: the job may end meanwhile.
+		state := j.state
 		s.mu.Unlock()
-		return nil, status.Errorf(codes.FailedPrecondition, "release: job %q is still %s (cancel it instead)", req.JobId, j.state)
+		return nil, status.Errorf(codes.FailedPrecondition, "release: job %q is still %s (cancel it instead)", req.JobId, state)
 	}
 	delete(s.jobs, j.id)
 	executors := j.graph.Executors()
