@@ -14,7 +14,7 @@ import (
 // Callers hold s.mu, which guards what the graph's Cluster reads.
 func (s *Scheduler) newPipelinedGraphLocked(id string, dg *dplan.Graph, settings *engine.Settings, avoid []string) (ExecutionGraph, error) {
 	return NewPipelinedGraph(PipelinedConfig{
-		JobID: id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode, Settings: settings.Map(),
+		JobID: id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode, Settings: taskSettings(settings, ModePipelined),
 		MaxPartitionsPerTask: int(settings.Int("scheduler.max_partitions_per_task")),
 		QueueBatches:         int(settings.Int("exchange.queue_batches")),
 		Cluster:              func() ClusterCapacity { return s.clusterWithoutLocked(avoid) },
@@ -51,6 +51,15 @@ func (s *Scheduler) freeVcoresLocked(avoid []string) int {
 		}
 	}
 	return n
+}
+
+// taskSettings are the settings a job's tasks carry: the session's, with
+// the mode the job runs in (auto mode's choice) in place of "auto", since
+// executors treat a pipelined job's tasks differently.
+func taskSettings(settings *engine.Settings, mode string) map[string]string {
+	m := settings.Map()
+	m["execution.mode"] = mode
+	return m
 }
 
 // jobSpec is what a job is built from; a retry builds its next attempt

@@ -264,7 +264,7 @@ func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, att
 	} else {
 		g, err = NewBlockingGraph(BlockingConfig{
 			JobID: key.id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
-			Settings: spec.settings.Map(), MaxPartitionsPerTask: int(spec.settings.Int("scheduler.max_partitions_per_task")),
+			Settings: taskSettings(spec.settings, ModeBlocking), MaxPartitionsPerTask: int(spec.settings.Int("scheduler.max_partitions_per_task")),
 			TaskRetries: s.cfg.TaskRetries,
 		})
 	}
