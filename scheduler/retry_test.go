@@ -84,7 +84,6 @@ func TestPipelinedLostExecutorRetried(t *testing.T) {
 	}
 }
 
-
 // Once the client claimed a row, losing an executor fails the job for
 // good: no second job is launched.
 func TestPipelinedDeliveredJobNotRetried(t *testing.T) {
