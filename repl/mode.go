@@ -66,7 +66,9 @@ type modeRun struct {
 // side by side on stderr.
 func (r *Runner) runCompare(ctx context.Context, p Piece) error {
 	orig, _ := r.Session.Settings.Get("execution.mode")
-	defer r.Session.Settings.Set("execution.mode", orig)
+	// A closure: a cluster session replaces its Settings with each
+	// statement's, so the object to restore is the one current then.
+	defer func() { _ = r.Session.Settings.Set("execution.mode", orig) }()
 	if err := r.Session.Settings.Set("execution.mode", "blocking"); err != nil {
 		return err
 	}
@@ -100,7 +102,9 @@ func (r *Runner) runCompare(ctx context.Context, p Piece) error {
 // the EXPLAIN fails: compare's runs are shown anyway).
 func (r *Runner) autoChoice(ctx context.Context, text string) string {
 	orig, _ := r.Session.Settings.Get("execution.mode")
-	defer r.Session.Settings.Set("execution.mode", orig)
+	// A closure: a cluster session replaces its Settings with each
+	// statement's, so the object to restore is the one current then.
+	defer func() { _ = r.Session.Settings.Set("execution.mode", orig) }()
 	if err := r.Session.Settings.Set("execution.mode", "auto"); err != nil {
 		return ""
 	}
