@@ -42,10 +42,10 @@ type job struct {
 	modeChoice string
 	// Whole-query retry (pipelined jobs): attempt counts from 1, of at
 	// most attempts; spec builds a new attempt (nil: the job is never
-	// retried). delivered is set once the client claimed
-	// its first row: from then on a failure is final. retry is the job
-	// that replaced this one; the status stream moves on to it. notice is
-	// what the client shows about this attempt.
+	// retried). delivered is set once the client claimed its first row:
+	// from then on a failure is final. retry is the job that replaced
+	// this one; the status stream moves on to it. notice is what the
+	// client shows about this attempt.
 	attempt, attempts int
 	spec              *jobSpec
 	delivered         bool

@@ -22,12 +22,6 @@ func (s *Scheduler) newPipelinedGraphLocked(id string, dg *dplan.Graph, settings
 	})
 }
 
-// clusterLocked is the cluster's size: registered executors and their
-// vcores. Callers hold s.mu.
-func (s *Scheduler) clusterLocked() ClusterCapacity {
-	return s.clusterWithoutLocked(nil)
-}
-
 // clusterWithoutLocked is the cluster's size without the executors named
 // in avoid. Callers hold s.mu.
 func (s *Scheduler) clusterWithoutLocked(avoid []string) ClusterCapacity {
@@ -67,7 +61,6 @@ func taskSettings(settings *engine.Settings, mode string) map[string]string {
 type jobSpec struct {
 	// mode is the setting's value: blocking, pipelined or auto.
 	mode     string
-	query    *engine.Query
 	schema   *rpc.Schema
 	settings *engine.Settings
 	analyze  bool

@@ -233,7 +233,7 @@ func (s *Scheduler) submit(key jobKey, st *sql.Query, q *engine.Query, settings 
 	if err != nil {
 		return nil, err
 	}
-	spec := &jobSpec{mode: mode, query: q, schema: schema, settings: settings, analyze: analyze,
+	spec := &jobSpec{mode: mode, schema: schema, settings: settings, analyze: analyze,
 		replan: func() (*engine.Query, error) { return s.engine.PlanQuery(st, settings) }}
 	s.mu.Lock()
 	defer s.mu.Unlock()
