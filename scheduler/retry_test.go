@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -175,44 +174,5 @@ func TestPipelinedFetchFailureRetriedElsewhere(t *testing.T) {
 	launchedAll(t, second.JobId, 4, a, b, c)
 	if n := len(tasksOf(suspect, second.JobId)); n != 0 {
 		t.Errorf("the retry placed %d tasks on the suspect %s", n, suspect.id)
-	}
-}
-
-// Auto mode runs a job pipelined when it fits the free vcores now and
-// its intermediates are small, blocking otherwise; EXPLAIN says which
-// and why.
-func TestAutoMode(t *testing.T) {
-	h := newPipelinedHarness(t, Config{})
-	h.addExecutor("a", 2, false, pipelinedSuccess)
-	h.addExecutor("b", 2, false, pipelinedSuccess)
-	cases := []struct {
-		settings map[string]string
-		want     string
-	}{
-		{map[string]string{"execution.mode": "auto", "execution.target_partitions": "4"}, "auto: pipelined (needs 4 vcores at once, 4 free"},
-		{map[string]string{"execution.mode": "auto", "execution.target_partitions": "8"}, "auto: blocking (pipelined needs 8 vcores at once, 4 are free now)"},
-		{map[string]string{"execution.mode": "auto", "execution.target_partitions": "4", "execution.auto_max_pipelined_rows": "0"}, "auto: blocking (largest estimated intermediate"},
-		{map[string]string{"execution.mode": "pipelined", "execution.target_partitions": "4"}, "pipelined"},
-	}
-	for _, c := range cases {
-		explain := last(t, h.execute("explain "+groupBySQL, c.settings))
-		if c.settings["execution.mode"] == "auto" && !bytes.Contains(explain.InlineResult, []byte(c.want)) {
-			t.Errorf("%v: EXPLAIN does not say %q", c.settings, c.want)
-		}
-		if c.settings["execution.mode"] != "auto" && bytes.Contains(explain.InlineResult, []byte("execution_mode")) {
-			t.Errorf("%v: EXPLAIN has an execution_mode line outside auto mode", c.settings)
-		}
-		sts := h.execute(groupBySQL, c.settings)
-		final := last(t, sts)
-		if !strings.HasPrefix(final.ModeChoice, c.want) {
-			t.Errorf("%v: mode %q, want %q...", c.settings, final.ModeChoice, c.want)
-		}
-		if final.State != rpc.JobState_JOB_SUCCESSFUL {
-			t.Errorf("%v: %v %v", c.settings, final.State, final.Error)
-		}
-		pipelinedRun := len(final.FinalProducers) > 0
-		if want := strings.HasPrefix(c.want, "auto: pipelined") || c.want == "pipelined"; pipelinedRun != want {
-			t.Errorf("%v: ran pipelined=%v, chose %q", c.settings, pipelinedRun, final.ModeChoice)
-		}
 	}
 }
