@@ -357,6 +357,9 @@ func (w *jobStream) watch(id string, failed chan<- error, retried chan<- *rpc.Jo
 
 func (w *jobStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	for {
+		if w.inner == nil {
+			return nil, errors.New("the query's retry could not be read (its error was returned before)")
+		}
 		b, err := w.inner.Next(ctx)
 		if err == nil {
 			if !w.delivered && w.pipelined && w.claim && !w.claimDelivery() {
@@ -459,7 +462,10 @@ func (w *jobStream) awaitRetry(ctx context.Context, readErr error) error {
 	case <-timer.C:
 	}
 	if st != nil {
+		// The failed attempt's reads end here; until the new attempt's
+		// start, there is no stream to read or close.
 		w.inner.Close()
+		w.inner = nil
 		w.cancelRead()
 		w.watchers.Wait()
 		w.noteAttempt(st)
@@ -516,7 +522,9 @@ func (w *jobStream) jobError() error {
 }
 
 func (w *jobStream) Close() {
-	w.inner.Close()
+	if w.inner != nil {
+		w.inner.Close()
+	}
 	w.cancelRead()
 	if !w.done {
 		w.job.cancelJob()
