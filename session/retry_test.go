@@ -246,3 +246,26 @@ func TestPipelinedLossAfterDeliveryFails(t *testing.T) {
 	}
 	t.Logf("%d rows read, then: %v", len(seen), readErr)
 }
+
+// TestPipelinedRetryExplainAnalyze: EXPLAIN ANALYZE reads its job's rows
+// as a query does, so a lost executor before the first row retries it
+// too, and the metrics shown are the second attempt's.
+func TestPipelinedRetryExplainAnalyze(t *testing.T) {
+	k := newKiller("exec-1")
+	_, s := retryCluster(t, k)
+	k.armed.Store(true)
+	var notices []string
+	s.OnNotice = func(m string) { notices = append(notices, m) }
+	rows, _, err := runQuery(t, s, "EXPLAIN ANALYZE "+retryQuery)
+	<-k.killed
+	if err != nil {
+		t.Fatalf("EXPLAIN ANALYZE with a retry: %v", err)
+	}
+	text := strings.Join(rows, "\n")
+	if !strings.Contains(text, "rows=") || len(notices) != 1 {
+		t.Errorf("notices %q; plan:\n%s", notices, text)
+	}
+	if k.jobCount() != 2 {
+		t.Errorf("%d jobs ran, want 2", k.jobCount())
+	}
+}
