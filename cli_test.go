@@ -177,13 +177,38 @@ SELECT dept, count(*) AS n FROM emp GROUP BY dept ORDER BY dept NULLS LAST;
 	if want := "dept,n\neng,2\nhr,1\nsales,2\n,1\n"; out != want {
 		t.Errorf("stdout = %q, want the pipelined result %q", out, want)
 	}
-	for _, want := range []string{"blocking", "pipelined", "time to first row", "total time", "rows", "stages", "tasks", "results agree (in order)"} {
+	for _, want := range []string{"blocking", "pipelined", "time to first row", "total time", "rows", "stages", "tasks", "results agree (in order)", "auto would run it "} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("comparison lacks %q:\n%s", want, errOut)
 		}
 	}
 	if !strings.HasSuffix(errOut, "pipelined\n") {
 		t.Errorf(".mode after compare off should print the mode: %q", errOut)
+	}
+}
+
+// TestModeAuto: --mode auto starts the shell in auto mode, .mode switches
+// to it, and EXPLAIN says which mode auto chooses and why.
+func TestModeAuto(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/slt/data/emp.csv")
+	script := fmt.Sprintf(`CREATE EXTERNAL TABLE emp (id INT, name VARCHAR, dept VARCHAR, salary DECIMAL(10,2), hired DATE, manager INT) STORED AS CSV WITH HEADER ROW LOCATION '%s';
+.mode
+SELECT count(*) AS n FROM emp;
+EXPLAIN SELECT dept, count(*) AS n FROM emp GROUP BY dept;
+.mode blocking
+.mode
+.mode auto
+.mode
+`, abs)
+	out, errOut, code := runCLI(t, script, "--mode", "auto")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, "n\n6\n") || !strings.Contains(out, "auto: pipelined (needs ") {
+		t.Errorf("stdout lacks the count or the EXPLAIN's auto line:\n%s", out)
+	}
+	if errOut != "auto\nblocking\nauto\n" {
+		t.Errorf(".mode printed %q", errOut)
 	}
 }
 

@@ -135,7 +135,7 @@ func run(args []string) int {
 	verbose := fs.Bool("verbose", false, "under an error of the query itself, print where it happened (stage, task, executor, operators)")
 	schedulerAddr := fs.String("scheduler", "", "use the scheduler at HOST:PORT (default: start an embedded cluster in this process)")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
-	mode := fs.String("mode", "", "initial execution mode: blocking or pipelined (default pipelined)")
+	mode := fs.String("mode", "", "initial execution mode: blocking, pipelined or auto (default pipelined)")
 	inProcess := fs.Bool("in-process", false, "run queries on the engine in this process, without a cluster")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	secFlags := addSecurityFlags(fs, true)

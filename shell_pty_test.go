@@ -328,7 +328,7 @@ func TestShellCountsRowsPastMaxRows(t *testing.T) {
 }
 
 // TestShellNewUserHabits drives the shell through what a new user tries:
-// a bare NULL in CSV and JSON, a division by zero in both modes (only the
+// a bare NULL in CSV and JSON, a division by zero in every mode (only the
 // clean message, no cluster detail), EXPLAIN as plain text, .mode csv as a
 // format, and .timer alone showing its state.
 func TestShellNewUserHabits(t *testing.T) {
@@ -348,7 +348,7 @@ func TestShellNewUserHabits(t *testing.T) {
 	step(".format json", "")
 	step("SELECT NULL AS a;", `\{"a":null\}`)
 	step(".format table", "")
-	for _, mode := range []string{"blocking", "pipelined"} {
+	for _, mode := range []string{"blocking", "pipelined", "auto"} {
 		step(".mode "+mode, "")
 		out := step("SELECT 1/0;", `Error: division by zero in \(1 / 0\)`)
 		for _, internal := range []string{"stage", "task", "executor", "retried", "rpc error"} {

@@ -17,8 +17,8 @@ const longQuery = `SELECT count(*), sum(c) FROM (SELECT x % 1000 AS k, count(*) 
 // TestFrozenExecutorsPipelined freezes both executors (SIGSTOP) while a
 // pipelined query runs: the query must not wait for good. Their heartbeats
 // stop, the scheduler drops them after its executor timeout and fails the
-// job, saying which executor was lost and that pipelined jobs are not
-// retried. Once thawed, the executors register again and the cluster runs
+// job, saying which executor was lost (retries are off here: with them, the
+// retry fails too, as no executor is left). Once thawed, the executors register again and the cluster runs
 // queries.
 func TestFrozenExecutorsPipelined(t *testing.T) {
 	if testing.Short() {
@@ -26,7 +26,7 @@ func TestFrozenExecutorsPipelined(t *testing.T) {
 	}
 	ctx := testContext(t, 120*time.Second)
 	sched, execs, c, _ := startProcessCluster(t, ctx)
-	j, err := c.submit(ctx, longQuery, map[string]string{"execution.mode": "pipelined"})
+	j, err := c.submit(ctx, longQuery, map[string]string{"execution.mode": "pipelined", "execution.query_retries": "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestFrozenExecutorsPipelined(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the query succeeded with both executors frozen\n%s", st.GetStages())
 	}
-	if st.GetState() != rpc.JobState_JOB_FAILED || !strings.Contains(err.Error(), "was lost") || !strings.Contains(err.Error(), "not retried") {
+	if st.GetState() != rpc.JobState_JOB_FAILED || !strings.Contains(err.Error(), "was lost") || !strings.Contains(err.Error(), "execution.query_retries") {
 		t.Fatalf("want the job failed naming the lost executor, got %v", err)
 	}
 	t.Logf("failed %v after the freeze: %v", time.Since(start), err)

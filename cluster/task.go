@@ -215,6 +215,7 @@ func (e *Executor) interrupted(ctx context.Context, def *rpc.TaskDefinition) *rp
 	if errors.Is(context.Cause(ctx), errShuttingDown) {
 		st.State = rpc.TaskState_TASK_FAILED
 		st.Error = fmt.Sprintf("executor %s is shutting down", e.id)
+		st.ExecutorStopping = true
 	}
 	return st
 }

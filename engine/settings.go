@@ -51,6 +51,12 @@ const (
 	MaxQueueBatches = 1024
 	// MaxBytesSetting bounds the byte-valued settings (1 PiB).
 	MaxBytesSetting = 1 << 50
+	// MaxQueryRetries bounds execution.query_retries: each retry runs the
+	// whole query again.
+	MaxQueryRetries = 5
+	// DefaultAutoMaxPipelinedRows is execution.auto_max_pipelined_rows'
+	// default (see docs/architecture.md, auto mode, for how it was chosen).
+	DefaultAutoMaxPipelinedRows = 10_000_000
 )
 
 func oneOf(opts ...string) func(string) (string, error) {
@@ -95,8 +101,18 @@ var knownSettings = map[string]setting{
 	},
 	"execution.mode": {
 		def:      constant("pipelined"),
-		validate: oneOf("blocking", "pipelined"),
-		help:     "how the cluster runs a query: stage by stage through shuffle files (blocking) or all stages at once, streaming (pipelined)",
+		validate: oneOf("blocking", "pipelined", "auto"),
+		help:     "how the cluster runs a query: stage by stage through shuffle files (blocking), all stages at once, streaming (pipelined), or pipelined when it fits the free vcores now and its estimated intermediates are small, else blocking (auto)",
+	},
+	"execution.query_retries": {
+		def:      constant("1"),
+		validate: intRange(0, MaxQueryRetries, ""),
+		help:     "how often a pipelined query that lost an executor before any row reached the client is run again from the start",
+	},
+	"execution.auto_max_pipelined_rows": {
+		def:      constant(strconv.Itoa(DefaultAutoMaxPipelinedRows)),
+		validate: intRange(0, MaxBytesSetting, ""),
+		help:     "auto mode runs a query blocking when its largest estimated intermediate result (join input, grouped output, sort input) has more rows than this",
 	},
 	"scheduler.max_partitions_per_task": {
 		def:      constant("4"),

@@ -38,7 +38,7 @@ func init() {
 		".timer":     {".timer [on|off]", "print time to first row and total time after each query", (*Runner).dotTimer},
 		".cluster":   {".cluster", "show the scheduler, executors (vcores free/total) and running jobs", (*Runner).dotCluster},
 		".explain":   {".explain [QUERY]", "show a query's logical, physical and stage plans; alone: the last query's stages and tasks", (*Runner).dotExplain},
-		".mode":      {".mode [blocking|pipelined|compare [off]]", "show or switch the execution mode; compare runs each query in both", (*Runner).dotMode},
+		".mode":      {".mode [blocking|pipelined|auto|compare [off]]", "show or switch the execution mode; compare runs each query in both and says what auto would choose", (*Runner).dotMode},
 	}
 }
 

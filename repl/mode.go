@@ -25,7 +25,7 @@ func (r *Runner) dotMode(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintln(r.Err, mode)
 		return nil
-	case len(args) == 1 && (args[0] == "blocking" || args[0] == "pipelined"):
+	case len(args) == 1 && (args[0] == "blocking" || args[0] == "pipelined" || args[0] == "auto"):
 		r.compare = false
 		return r.Session.Settings.Set("execution.mode", args[0])
 	case len(args) == 1 && args[0] == "compare":
@@ -37,10 +37,10 @@ func (r *Runner) dotMode(ctx context.Context, args []string) error {
 	case len(args) == 1 && isFormat(args[0]):
 		// sqlite3's and duckdb's .mode sets the output format.
 		r.Format = strings.ToLower(args[0])
-		fmt.Fprintf(r.Err, "output format %s (as .format %s); .mode also switches the execution mode: .mode blocking|pipelined|compare\n", r.Format, r.Format)
+		fmt.Fprintf(r.Err, "output format %s (as .format %s); .mode also switches the execution mode: .mode blocking|pipelined|auto|compare\n", r.Format, r.Format)
 		return nil
 	}
-	return fmt.Errorf("usage: .mode [blocking|pipelined|compare|compare off], or an output format as .format takes: %s", strings.Join(render.Formats, ", "))
+	return fmt.Errorf("usage: .mode [blocking|pipelined|auto|compare|compare off], or an output format as .format takes: %s", strings.Join(render.Formats, ", "))
 }
 
 // isFormat reports whether name is an output format.
@@ -66,7 +66,9 @@ type modeRun struct {
 // side by side on stderr.
 func (r *Runner) runCompare(ctx context.Context, p Piece) error {
 	orig, _ := r.Session.Settings.Get("execution.mode")
-	defer r.Session.Settings.Set("execution.mode", orig)
+	// A closure: a cluster session replaces its Settings with each
+	// statement's, so the object to restore is the one current then.
+	defer func() { _ = r.Session.Settings.Set("execution.mode", orig) }()
 	if err := r.Session.Settings.Set("execution.mode", "blocking"); err != nil {
 		return err
 	}
@@ -86,14 +88,41 @@ func (r *Runner) runCompare(ctx context.Context, p Piece) error {
 		return fmt.Errorf("query cancelled")
 	}
 	r.printCompare(p.SQL, []modeRun{blocking, pipelined})
+	if choice := r.autoChoice(ctx, p.SQL); choice != "" {
+		fmt.Fprintln(r.Err, choice)
+	}
 	if pipelined.err != nil {
 		return pipelined.err
 	}
 	return blocking.err
 }
 
+// autoChoice is what auto mode would choose for the query now, from the
+// execution_mode line of its EXPLAIN in auto mode ("" in process, or if
+// the EXPLAIN fails: compare's runs are shown anyway).
+func (r *Runner) autoChoice(ctx context.Context, text string) string {
+	orig, _ := r.Session.Settings.Get("execution.mode")
+	// A closure: a cluster session replaces its Settings with each
+	// statement's, so the object to restore is the one current then.
+	defer func() { _ = r.Session.Settings.Set("execution.mode", orig) }()
+	if err := r.Session.Settings.Set("execution.mode", "auto"); err != nil {
+		return ""
+	}
+	lines, _, err := r.collect(ctx, "EXPLAIN "+text)
+	if err != nil {
+		return ""
+	}
+	for _, l := range lines {
+		if kind, plan, ok := strings.Cut(l, "\x1f"); ok && kind == "execution_mode" {
+			return "auto would run it " + strings.TrimPrefix(plan, "auto: ")
+		}
+	}
+	return ""
+}
+
 // collect runs a query and returns its rows as text lines.
 func (r *Runner) collect(ctx context.Context, text string) ([]string, session.Stats, error) {
+	defer r.showNotices()()
 	res, err := r.Session.Execute(ctx, text)
 	if err != nil {
 		return nil, session.Stats{}, err
@@ -191,4 +220,12 @@ func (r *Runner) printCompare(text string, runs []modeRun) {
 	} else {
 		fmt.Fprintf(r.Err, "RESULTS DIFFER (%s)\n", how)
 	}
+}
+
+// showNotices prints the cluster's notices about the statement about to
+// run (a retry after a lost executor) on stderr as they come; the
+// returned function stops it.
+func (r *Runner) showNotices() func() {
+	r.Session.OnNotice = func(msg string) { fmt.Fprintf(r.Err, "NOTICE: %s\n", msg) }
+	return func() { r.Session.OnNotice = nil }
 }

@@ -181,6 +181,7 @@ func (r *Runner) render(ctx context.Context, p Piece, observe func(arrow.RecordB
 	r.lastErrDetail = ""
 	prog := r.startProgress()
 	defer prog.stop()
+	defer r.showNotices()()
 	res, err := r.Session.Execute(ctx, p.SQL)
 	if err != nil {
 		return session.Stats{}, err

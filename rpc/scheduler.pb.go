@@ -411,7 +411,17 @@ type JobStatus struct {
 	// reads its result while it runs (pipelined) waits for the job's final
 	// state before it reports the count, so the statement returns only once
 	// the write is committed and the catalog updated.
-	Write         bool `protobuf:"varint,60,opt,name=write,proto3" json:"write,omitempty"`
+	Write bool `protobuf:"varint,60,opt,name=write,proto3" json:"write,omitempty"`
+	// Pipelined mode, whole-query retry: the job's attempt (1 for the
+	// first run). A retried job is a new job with a new ID, secret and
+	// capabilities; the status stream the client follows moves on to it,
+	// and retry_notice says why ("query retried after executor X was
+	// lost (attempt 2 of 2)").
+	Attempt     int32  `protobuf:"varint,80,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	RetryNotice string `protobuf:"bytes,81,opt,name=retry_notice,json=retryNotice,proto3" json:"retry_notice,omitempty"`
+	// How the job runs and, in auto mode, why: "pipelined", "blocking",
+	// "auto: pipelined (...)".
+	ModeChoice    string `protobuf:"bytes,82,opt,name=mode_choice,json=modeChoice,proto3" json:"mode_choice,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -565,6 +575,27 @@ func (x *JobStatus) GetWrite() bool {
 	return false
 }
 
+func (x *JobStatus) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *JobStatus) GetRetryNotice() string {
+	if x != nil {
+		return x.RetryNotice
+	}
+	return ""
+}
+
+func (x *JobStatus) GetModeChoice() string {
+	if x != nil {
+		return x.ModeChoice
+	}
+	return ""
+}
+
 type CancelJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -654,10 +685,18 @@ func (x *CancelJobResponse) GetCancelled() bool {
 }
 
 type GetJobStatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Pipelined mode: the client is about to hand the job's first row to
+	// its user. The scheduler records that a row was delivered, unless the
+	// job already failed (and may be retried): the status returned says
+	// which. Once recorded, the job is never retried.
+	ClaimDelivery bool `protobuf:"varint,80,opt,name=claim_delivery,json=claimDelivery,proto3" json:"claim_delivery,omitempty"`
+	// The client could not read the job's results from this executor: the
+	// scheduler checks on it at once, as it does for a task's fetch failure.
+	UnreachableExecutor string `protobuf:"bytes,81,opt,name=unreachable_executor,json=unreachableExecutor,proto3" json:"unreachable_executor,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetJobStatusRequest) Reset() {
@@ -693,6 +732,20 @@ func (*GetJobStatusRequest) Descriptor() ([]byte, []int) {
 func (x *GetJobStatusRequest) GetJobId() string {
 	if x != nil {
 		return x.JobId
+	}
+	return ""
+}
+
+func (x *GetJobStatusRequest) GetClaimDelivery() bool {
+	if x != nil {
+		return x.ClaimDelivery
+	}
+	return false
+}
+
+func (x *GetJobStatusRequest) GetUnreachableExecutor() string {
+	if x != nil {
+		return x.UnreachableExecutor
 	}
 	return ""
 }
@@ -1555,6 +1608,9 @@ type TaskStatus struct {
 	// Such a failure is the same on any executor, so the job fails at once,
 	// without retries.
 	QueryError string `protobuf:"bytes,8,opt,name=query_error,json=queryError,proto3" json:"query_error,omitempty"`
+	// The task failed because its own executor is shutting down: the work
+	// was lost with the executor, not refused by the query.
+	ExecutorStopping bool `protobuf:"varint,80,opt,name=executor_stopping,json=executorStopping,proto3" json:"executor_stopping,omitempty"`
 	// EXPLAIN ANALYZE (TaskDefinition.analyze): the metrics of the stage
 	// body's operators in pre-order (the writer's input first), the task's
 	// memory pool peak and how long the task ran.
@@ -1651,6 +1707,13 @@ func (x *TaskStatus) GetQueryError() string {
 		return x.QueryError
 	}
 	return ""
+}
+
+func (x *TaskStatus) GetExecutorStopping() bool {
+	if x != nil {
+		return x.ExecutorStopping
+	}
+	return false
 }
 
 func (x *TaskStatus) GetOperatorMetrics() []*OperatorMetrics {
@@ -2073,7 +2136,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rtasks_running\x18\x04 \x01(\x05R\ftasksRunning\x12\x1d\n" +
 	"\n" +
 	"tasks_done\x18\x05 \x01(\x05R\ttasksDone\x12\x19\n" +
-	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\x8c\x06\n" +
+	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xea\x06\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x10.sluice.JobStateR\x05state\x12'\n" +
@@ -2093,16 +2156,22 @@ const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12J\n" +
 	"\x12final_capabilities\x182 \x03(\v2\x1b.sluice.PartitionCapabilityR\x11finalCapabilities\x12\x14\n" +
-	"\x05write\x18< \x01(\bR\x05write\x1a;\n" +
+	"\x05write\x18< \x01(\bR\x05write\x12\x18\n" +
+	"\aattempt\x18P \x01(\x05R\aattempt\x12!\n" +
+	"\fretry_notice\x18Q \x01(\tR\vretryNotice\x12\x1f\n" +
+	"\vmode_choice\x18R \x01(\tR\n" +
+	"modeChoice\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
 	"\x10CancelJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"1\n" +
 	"\x11CancelJobResponse\x12\x1c\n" +
-	"\tcancelled\x18\x01 \x01(\bR\tcancelled\",\n" +
+	"\tcancelled\x18\x01 \x01(\bR\tcancelled\"\x86\x01\n" +
 	"\x13GetJobStatusRequest\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"*\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12%\n" +
+	"\x0eclaim_delivery\x18P \x01(\bR\rclaimDelivery\x121\n" +
+	"\x14unreachable_executor\x18Q \x01(\tR\x13unreachableExecutor\"*\n" +
 	"\x11ReleaseJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x14\n" +
 	"\x12ReleaseJobResponse\"\x18\n" +
@@ -2169,7 +2238,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11read_capabilities\x183 \x03(\v2\x1b.sluice.PartitionCapabilityR\x10readCapabilities\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xae\x04\n" +
 	"\n" +
 	"TaskStatus\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1f\n" +
@@ -2181,7 +2250,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aoutputs\x18\x06 \x03(\v2\x19.sluice.PartitionLocationR\aoutputs\x12\x19\n" +
 	"\brows_out\x18\a \x01(\x03R\arowsOut\x12\x1f\n" +
 	"\vquery_error\x18\b \x01(\tR\n" +
-	"queryError\x12B\n" +
+	"queryError\x12+\n" +
+	"\x11executor_stopping\x18P \x01(\bR\x10executorStopping\x12B\n" +
 	"\x10operator_metrics\x18\x14 \x03(\v2\x17.sluice.OperatorMetricsR\x0foperatorMetrics\x12*\n" +
 	"\x11memory_peak_bytes\x18\x15 \x01(\x03R\x0fmemoryPeakBytes\x12\x1d\n" +
 	"\n" +

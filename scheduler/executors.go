@@ -139,6 +139,9 @@ func (s *Scheduler) removeExecutorLocked(id string) *executor {
 		return nil
 	}
 	delete(s.executors, id)
+	// Before the jobs hear of it: a pipelined job retried now is planned
+	// for the vcores that remain.
+	s.totalVcores.Add(-int64(e.meta.Vcores))
 	for _, j := range slices.Clone(s.order) {
 		j.graph.ExecutorLost(id)
 		if j.analysis != nil {
@@ -146,7 +149,6 @@ func (s *Scheduler) removeExecutorLocked(id string) *executor {
 		}
 		s.syncJobLocked(j)
 	}
-	s.totalVcores.Add(-int64(e.meta.Vcores))
 	return e
 }
 

@@ -47,6 +47,19 @@ type job struct {
 	// written are the files the write's commit task reported, renamed
 	// when the job succeeds.
 	written []physical.CommitFile
+	// modeChoice is how the job runs and, in auto mode, why.
+	modeChoice string
+	// Whole-query retry (pipelined jobs): attempt counts from 1, of at
+	// most attempts; spec builds a new attempt (nil: the job is never
+	// retried). delivered is set once the client claimed its first row:
+	// from then on a failure is final. retry is the job that replaced
+	// this one; the status stream moves on to it. notice is what the
+	// client shows about this attempt.
+	attempt, attempts int
+	spec              *jobSpec
+	delivered         bool
+	retry             *job
+	notice            string
 }
 
 func (j *job) finished() bool {
@@ -100,6 +113,7 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 		FinalStageId: int32(j.graph.FinalStageID()), Progress: j.graph.Progress(),
 		Stages: j.graph.Describe(), Settings: j.settings, JobSecret: j.secret,
 		Write: j.write != nil,
+		Attempt: int32(j.attempt), RetryNotice: j.notice, ModeChoice: j.modeChoice,
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
 		// Clients fetch by job, stage and partitions, which name the file
@@ -193,6 +207,9 @@ func (s *Scheduler) syncJobLocked(j *job) {
 			s.goLocked(func() { s.cleanup(j, running, nil) })
 		}
 	case GraphFailed:
+		if s.retryLocked(j, err) {
+			return
+		}
 		s.failJobLocked(j, err)
 		return
 	}
@@ -261,6 +278,20 @@ func (s *Scheduler) GetJobStatus(ctx context.Context, req *rpc.GetJobStatusReque
 	j := s.ownedLocked(ctx, req.JobId)
 	if j == nil {
 		return nil, status.Errorf(codes.NotFound, "unknown job %q (finished jobs are forgotten once released or after their TTL)", req.JobId)
+	}
+	if id := req.UnreachableExecutor; id != "" && !j.finished() && slices.Contains(j.graph.Executors(), id) {
+		// Only an executor holding part of the caller's job: a client
+		// cannot make the scheduler probe arbitrary executors.
+		if !s.closed {
+			s.wg.Add(1)
+			go s.probeExecutor(id)
+		}
+	}
+	if req.ClaimDelivery && (j.state == rpc.JobState_JOB_RUNNING || j.state == rpc.JobState_JOB_SUCCESSFUL) {
+		// Decided under the lock that also decides retries: either this
+		// claim is recorded and the job is never retried, or the job has
+		// already failed and the client drops the rows it read.
+		j.delivered = true
 	}
 	return s.statusLocked(j), nil
 }

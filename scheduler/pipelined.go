@@ -31,7 +31,24 @@ type PipelinedConfig struct {
 	// fails). NewPipelinedGraph and Offer call it; the scheduler calls
 	// both under its lock, which guards what Cluster reads.
 	Cluster func() ClusterCapacity
+	// Avoid names executors the job must not be placed on: a retried
+	// job's suspects (an executor its first attempt could not reach, or
+	// one that was stopping), which may still be registered while the
+	// scheduler checks on them.
+	Avoid []string
 }
+
+// LostExecutorError is why a pipelined job failed when the cause was not
+// the query: an executor was lost, could not be reached, or was stopping
+// while it held part of the job. Such a job may be run again from the
+// start (whole-query retry) if none of its rows reached the client.
+type LostExecutorError struct {
+	// Executor is the executor lost or unreachable.
+	Executor string
+	Msg      string
+}
+
+func (e *LostExecutorError) Error() string { return e.Msg }
 
 // ClusterCapacity is the size of the cluster: how many executors are
 // registered and their vcores in total, busy or not.
@@ -56,7 +73,9 @@ type StreamingGraph interface {
 // NewPipelinedGraph returns the graph of a pipelined job, as proposed for
 // Apache Ballista (#2652): every task of every stage is placed at once or
 // none is, stages stream to each other through bounded queues, and any
-// failure fails the job. There is no re-planning and no retry.
+// failure fails the job. The graph itself re-runs nothing: when the
+// cause was a lost executor (LostExecutorError) the scheduler may run the
+// whole query again as a new job (execution.query_retries).
 //
 // It fails when the job can never fit the cluster as it is now: some stage
 // runs more partitions than the cluster has vcores, and every partition of
@@ -250,11 +269,18 @@ func (g *pipelinedGraph) UpdateTask(st *rpc.TaskStatus) {
 		}
 	case rpc.TaskState_TASK_FAILED:
 		t.state = rpc.TaskState_TASK_FAILED
-		if st.QueryError != "" {
+		switch ff := st.GetFetchFailure(); {
+		case st.QueryError != "":
 			g.fail(&QueryError{Msg: st.QueryError, Detail: fmt.Sprintf("%s failed: %s", where, st.Error)})
-			break
+		case ff != nil && ff.ExecutorId != "":
+			// A producer's executor could not be reached: the work is
+			// lost with it, whatever the task itself would have done.
+			g.fail(&LostExecutorError{Executor: ff.ExecutorId, Msg: fmt.Sprintf("%s failed: %s", where, st.Error)})
+		case st.ExecutorStopping:
+			g.fail(&LostExecutorError{Executor: t.executor, Msg: fmt.Sprintf("%s failed: %s", where, st.Error)})
+		default:
+			g.fail(fmt.Errorf("%s failed: %s", where, st.Error))
 		}
-		g.fail(fmt.Errorf("%s failed: %s (pipelined jobs are not retried)", where, st.Error))
 	case rpc.TaskState_TASK_CANCELLED:
 		t.state = rpc.TaskState_TASK_CANCELLED
 		g.fail(fmt.Errorf("%s was cancelled on its executor", where))
@@ -287,8 +313,8 @@ func (g *pipelinedGraph) ExecutorLost(executorID string) {
 	if len(held) == 0 {
 		return
 	}
-	g.fail(fmt.Errorf("executor %s was lost while it held %s of this pipelined job; pipelined jobs are not retried (run the query again, or SET execution.mode = 'blocking' to survive lost executors)",
-		executorID, strings.Join(held, ", ")))
+	g.fail(&LostExecutorError{Executor: executorID, Msg: fmt.Sprintf("executor %s was lost while it held %s of this pipelined job (a pipelined job is retried from the start only while no row has reached the client, up to execution.query_retries times; SET execution.mode = 'blocking' re-runs only the lost tasks)",
+		executorID, strings.Join(held, ", "))})
 }
 
 // Cancel stops the job unless it already ended, and returns every task

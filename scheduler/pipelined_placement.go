@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 
 	"sluice/rpc"
 )
@@ -31,6 +32,9 @@ func (g *pipelinedGraph) checkFits() error {
 func (g *pipelinedGraph) Offer(offers []*Offer) []*Assignment {
 	if g.state != GraphRunning || g.placed {
 		return nil
+	}
+	if len(g.cfg.Avoid) > 0 {
+		offers = slices.DeleteFunc(slices.Clone(offers), func(o *Offer) bool { return slices.Contains(g.cfg.Avoid, o.ExecutorID) })
 	}
 	placed := make([][]*pTask, len(g.stages))
 	for i, s := range g.stages {

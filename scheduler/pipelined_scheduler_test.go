@@ -251,19 +251,19 @@ func TestPipelinedTaskFailureFailsJob(t *testing.T) {
 	}
 }
 
-// A lost executor fails the job with an error naming it; the tasks on the
-// other executors are cancelled.
+// A lost executor fails the job with an error naming it when retries are
+// off; the tasks on the other executors are cancelled.
 func TestPipelinedLostExecutorFailsJob(t *testing.T) {
 	h := newPipelinedHarness(t, Config{ExecutorTimeout: 150 * time.Millisecond})
 	a := h.addExecutor("a", 2, false, hang)
 	b := h.addExecutor("b", 2, false, hang)
-	f := h.follow(groupBySQL, pipelined("scheduler.max_partitions_per_task", "2"))
+	f := h.follow(groupBySQL, pipelined("scheduler.max_partitions_per_task", "2", "execution.query_retries", "0"))
 	st := f.until("running", running)
 	launchedAll(t, st.JobId, 4, a, b)
 	a.vanish()
 	final := f.rest()
 	msg := final.Error.GetMessage()
-	if final.State != rpc.JobState_JOB_FAILED || !strings.Contains(msg, "executor a was lost") || !strings.Contains(msg, "not retried") {
+	if final.State != rpc.JobState_JOB_FAILED || !strings.Contains(msg, "executor a was lost") || !strings.Contains(msg, "execution.query_retries") {
 		t.Fatalf("%v: %q", final.State, msg)
 	}
 	eventually(t, "tasks cancelled on b", func() bool { return cancelledJob(b, final.JobId) })

@@ -23,6 +23,9 @@ import (
 const (
 	ModeBlocking  = "blocking"
 	ModePipelined = "pipelined"
+	// ModeAuto runs a query pipelined when it fits the free vcores now and
+	// its estimated intermediates are small, blocking otherwise.
+	ModeAuto = "auto"
 )
 
 // ExecuteQuery runs one statement. Statements the scheduler answers itself
@@ -38,6 +41,13 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 	var last *rpc.JobStatus
 	for {
 		s.mu.Lock()
+		for j.retry != nil {
+			// The job failed and runs again as a new job (whole-query
+			// retry): the stream follows the new one, whose statuses carry
+			// its ID and the notice, and never shows the failed attempt's
+			// end.
+			j, last = j.retry, nil
+		}
 		cur := s.statusLocked(j)
 		ran := j.ran
 		changed := j.changed
@@ -123,7 +133,7 @@ func (s *Scheduler) prepare(key jobKey, req *rpc.ExecuteQueryRequest) (*rpc.JobS
 		if err != nil {
 			return failed(err)
 		}
-		j, err := s.submit(key, q, settings, false)
+		j, err := s.submit(key, st, q, settings, false)
 		if err != nil {
 			return failed(err)
 		}
@@ -137,7 +147,7 @@ func (s *Scheduler) prepare(key jobKey, req *rpc.ExecuteQueryRequest) (*rpc.JobS
 			done.Message = out.Message
 			return done, nil
 		}
-		j, err := s.submit(key, out.Query, settings, false)
+		j, err := s.submit(key, nil, out.Query, settings, false)
 		if err != nil {
 			return failed(err)
 		}
@@ -151,7 +161,7 @@ func (s *Scheduler) prepare(key jobKey, req *rpc.ExecuteQueryRequest) (*rpc.JobS
 			if err != nil {
 				return failed(err)
 			}
-			j, err := s.submit(key, q, settings, true)
+			j, err := s.submit(key, st.Query, q, settings, true)
 			if err != nil {
 				return failed(err)
 			}
@@ -205,54 +215,91 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 	if err != nil {
 		return nil, err
 	}
-	rows := engine.StringRows([]string{"plan_type", "plan"}, [][]string{
+	out := [][]string{
 		{"logical_plan", strings.TrimRight(plan.Format(q.Logical), "\n")},
 		{"physical_plan", strings.TrimRight(physical.Format(q.Physical), "\n")},
 		{"distributed_plan", strings.TrimRight(dplan.Format(g), "\n")},
-	})
-	return rows, nil
+	}
+	if mode, _ := settings.Get("execution.mode"); mode == ModeAuto {
+		// What auto mode would choose were the query run now.
+		s.mu.Lock()
+		c := s.chooseModeLocked(q, g, settings, nil)
+		s.mu.Unlock()
+		out = append(out, []string{"execution_mode", c.String()})
+	}
+	return engine.StringRows([]string{"plan_type", "plan"}, out), nil
 }
 
 // submit plans a query into stages and registers its job; analyze makes
 // it an EXPLAIN ANALYZE's.
-func (s *Scheduler) submit(key jobKey, q *engine.Query, settings *engine.Settings, analyze bool) (*job, error) {
+func (s *Scheduler) submit(key jobKey, st *sql.Query, q *engine.Query, settings *engine.Settings, analyze bool) (*job, error) {
 	mode, _ := settings.Get("execution.mode")
 	switch mode {
-	case ModeBlocking:
+	case ModeBlocking, ModeAuto:
 	case ModePipelined:
 		if s.cfg.Policy == PolicyPull {
 			return nil, errors.New("pipelined mode needs the push scheduling policy, and this scheduler runs with pull (SET execution.mode = 'blocking')")
 		}
 	default:
-		return nil, fmt.Errorf("unknown execution mode %q (expected blocking or pipelined)", mode)
+		return nil, fmt.Errorf("unknown execution mode %q (expected blocking, pipelined or auto)", mode)
 	}
 	schema, err := expr.SchemaToProto(q.Schema)
 	if err != nil {
 		return nil, err
 	}
+	spec := &jobSpec{mode: mode, schema: schema, settings: settings, analyze: analyze}
+	if st != nil {
+		// A write (st nil) is never run again.
+		spec.replan = func() (*engine.Query, error) { return s.engine.PlanQuery(st, settings) }
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, err := s.newJobLocked(key, spec, q, 1, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.addJobLocked(j)
+	return j, nil
+}
+
+// newJobLocked builds attempt number attempt of a job from its spec and
+// its plan q, not placed on the executors in avoid. The caller registers
+// it. Callers hold s.mu (auto mode and pipelined graphs read the cluster).
+func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, attempt int, avoid []string) (*job, error) {
 	dg, err := dplan.Plan(q.Physical)
 	if err != nil {
 		return nil, err
 	}
-	if mode == ModePipelined {
-		return s.submitPipelined(key, dg, schema, settings, analyze, q.Write)
+	mode, choice := spec.mode, spec.mode
+	if mode == ModeAuto {
+		c := s.chooseModeLocked(q, dg, spec.settings, avoid)
+		mode, choice = c.Mode, c.String()
 	}
-	g, err := NewBlockingGraph(BlockingConfig{
-		JobID: key.id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
-		Settings: settings.Map(), MaxPartitionsPerTask: int(settings.Int("scheduler.max_partitions_per_task")),
-		TaskRetries: s.cfg.TaskRetries,
-	})
+	var g ExecutionGraph
+	if mode == ModePipelined {
+		g, err = s.newPipelinedGraphLocked(key.id, dg, spec.settings, avoid)
+	} else {
+		g, err = NewBlockingGraph(BlockingConfig{
+			JobID: key.id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
+			Settings: taskSettings(spec.settings, ModeBlocking), MaxPartitionsPerTask: int(spec.settings.Int("scheduler.max_partitions_per_task")),
+			TaskRetries: s.cfg.TaskRetries,
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
-	j := newJob(key, g, schema, settings.Map())
+	j := newJob(key, g, spec.schema, spec.settings.Map())
+	j.modeChoice, j.attempt, j.attempts = choice, attempt, attempt
 	j.write = q.Write
-	if analyze {
+	if spec.analyze {
 		j.analysis = newAnalysis(dg)
 	}
-	s.mu.Lock()
-	s.addJobLocked(j)
-	s.mu.Unlock()
+	if mode == ModePipelined {
+		// Blocking jobs re-run lost tasks instead; pipelined ones may run
+		// again whole.
+		j.spec = spec
+		j.attempts = 1 + int(spec.settings.Int("execution.query_retries"))
+	}
 	return j, nil
 }
 

@@ -72,7 +72,7 @@ func (r *remote) execute(ctx context.Context, text string, s *Session) (*Result,
 		cancel()
 		return nil, fmt.Errorf("scheduler %s: %w", r.addr, err)
 	}
-	j := &job{r: r, stream: stream, cancelStream: cancel, progress: s.OnProgress}
+	j := &job{r: r, stream: stream, cancelStream: cancel, progress: s.OnProgress, onNotice: s.OnNotice}
 	st, err := j.waitReady(ctx)
 	if err != nil {
 		j.cancelStream()
@@ -110,6 +110,7 @@ type job struct {
 	id           string
 
 	progress func(Progress)
+	onNotice func(string)
 
 	mu   sync.Mutex
 	last *rpc.JobStatus
@@ -146,26 +147,32 @@ func (j *job) waitReady(ctx context.Context) (*rpc.JobStatus, error) {
 				}
 				return nil, fmt.Errorf("scheduler %s: %w", j.r.addr, rv.err)
 			}
-			st := rv.st
-			j.id = st.JobId
-			j.setLast(st)
-			if j.progress != nil && st.Progress != nil {
-				j.progress(progressOf(st.Progress))
-			}
-			switch st.State {
-			case rpc.JobState_JOB_FAILED:
-				return nil, userError(st.Error)
-			case rpc.JobState_JOB_CANCELLED:
-				return nil, fmt.Errorf("query cancelled")
-			case rpc.JobState_JOB_SUCCESSFUL:
-				return st, nil
-			case rpc.JobState_JOB_RUNNING:
-				if len(st.FinalProducers) > 0 {
-					return st, nil
-				}
+			if ready, err := j.follow(rv.st); ready || err != nil {
+				return rv.st, err
 			}
 		}
 	}
+}
+
+// follow records a status of the job (or of the job retrying it) and says
+// whether its results can be read now, or the error it ended with.
+func (j *job) follow(st *rpc.JobStatus) (ready bool, err error) {
+	j.id = st.JobId
+	j.setLast(st)
+	if j.progress != nil && st.Progress != nil {
+		j.progress(progressOf(st.Progress))
+	}
+	switch st.State {
+	case rpc.JobState_JOB_FAILED:
+		return false, userError(st.Error)
+	case rpc.JobState_JOB_CANCELLED:
+		return false, fmt.Errorf("query cancelled")
+	case rpc.JobState_JOB_SUCCESSFUL:
+		return true, nil
+	case rpc.JobState_JOB_RUNNING:
+		return len(st.FinalProducers) > 0, nil
+	}
+	return false, nil
 }
 
 func (j *job) setLast(st *rpc.JobStatus) {
@@ -185,47 +192,80 @@ func (j *job) cancelJob() {
 
 // read starts reading the final stage's partitions; for a pipelined job it
 // keeps following the status stream so a failure surfaces even if no data
-// stream breaks.
+// stream breaks, and a retry of the job is followed.
 func (j *job) read(ctx context.Context, st *rpc.JobStatus, schema *arrow.Schema, s *Session, start time.Time) (*Result, error) {
+	w := &jobStream{job: j, schema: schema, batchSize: int(s.Settings.Int("execution.batch_size")),
+		claim: s.Settings.Int("execution.query_retries") > 0, ctx: ctx, start: start}
+	w.noteAttempt(st)
+	if err := w.open(st); err != nil {
+		j.cancelJob()
+		j.cancelStream()
+		return nil, err
+	}
+	res := &Result{Schema: w.schema, stream: w, stats: &w.stats}
+	return res, nil
+}
+
+// open starts reading the final partitions st names and, unless the job
+// already succeeded, following its status stream.
+func (w *jobStream) open(st *rpc.JobStatus) error {
 	var reader physical.Operator
 	if len(st.FinalProducers) > 0 {
 		parts := make([][]*rpc.PipelinedProducer, len(st.FinalProducers))
 		for i, p := range st.FinalProducers {
 			parts[i] = p.Producers
 		}
-		reader = exchange.NewPipelinedReader(st.JobId, int(st.FinalStageId), schema, parts)
+		reader = exchange.NewPipelinedReader(st.JobId, int(st.FinalStageId), w.schema, parts)
 	} else {
-		reader = exchange.NewShuffleReader(int(st.FinalStageId), schema, groupLocations(st.FinalLocations))
+		reader = exchange.NewShuffleReader(int(st.FinalStageId), w.schema, groupLocations(st.FinalLocations))
 	}
 	op := reader
 	if op.OutputPartitioning().Count != 1 {
 		op = physical.NewCoalescePartitions(reader)
 	}
-	rctx, rcancel := context.WithCancel(ctx)
+	rctx, rcancel := context.WithCancel(w.ctx)
 	tc := &physical.TaskContext{
 		Alloc:     memory.DefaultAllocator,
 		Memory:    mempool.NewPool("client", 0, nil),
-		BatchSize: int(s.Settings.Int("execution.batch_size")),
+		BatchSize: w.batchSize,
 		// The job's secret goes into the tickets: executors serve the
 		// job's results to no one else. A pipelined job's final queues
 		// want their capabilities too.
-		Exchange: &exchange.TaskEnv{Env: j.r.env, JobID: st.JobId, JobSecret: st.JobSecret,
+		Exchange: &exchange.TaskEnv{Env: w.job.r.env, JobID: st.JobId, JobSecret: st.JobSecret,
 			Capabilities: exchange.CapabilitiesOf(st.FinalCapabilities)},
 	}
 	stream, err := op.Execute(rctx, 0, tc)
 	if err != nil {
 		rcancel()
-		j.cancelJob()
-		j.cancelStream()
-		return nil, err
+		return err
 	}
-	w := &jobStream{job: j, inner: stream, ctx: ctx, cancelRead: rcancel, start: start, failed: make(chan error, 1), write: st.Write}
+	w.inner, w.cancelRead = stream, rcancel
+	// Only a pipelined job's rows are read while it may still fail; a
+	// blocking job's are read once it succeeded.
+	w.pipelined = len(st.FinalProducers) > 0
+	w.write = st.Write
+	w.failed, w.retried, w.watchEnded = make(chan error, 1), make(chan *rpc.JobStatus, 1), make(chan struct{})
 	if st.State != rpc.JobState_JOB_SUCCESSFUL {
 		w.watchers.Add(1)
-		go w.watch()
+		go w.watch(st.JobId, w.failed, w.retried, w.watchEnded, rcancel)
+	} else {
+		close(w.watchEnded)
 	}
-	res := &Result{Schema: schema, stream: w, stats: &w.stats}
-	return res, nil
+	return nil
+}
+
+// noteAttempt records the attempt and notices a status carries.
+func (w *jobStream) noteAttempt(st *rpc.JobStatus) {
+	w.stats.Attempts = max(int(st.Attempt), 1)
+	if st.ModeChoice != "" {
+		w.stats.Mode = st.ModeChoice
+	}
+	if st.RetryNotice != "" {
+		w.stats.Notices = append(w.stats.Notices, st.RetryNotice)
+		if w.job.onNotice != nil {
+			w.job.onNotice(st.RetryNotice)
+		}
+	}
 }
 
 // groupLocations arranges final-stage locations by output partition.
@@ -245,13 +285,35 @@ func groupLocations(locs []*rpc.PartitionLocation) [][]*rpc.PartitionLocation {
 }
 
 // jobStream is the result stream of a cluster query.
+//
+// Whole-query retry: a pipelined job's rows are read while it runs, and
+// the scheduler may run a job that lost an executor again, as a new job,
+// only while none of its rows reached the user. The stream decides which
+// with the scheduler: before handing out its first row it claims delivery
+// (GetJobStatus with claim_delivery), which the scheduler grants under the
+// same lock with which it decides retries. Granted, the job is never
+// retried and a failure is final. Refused (the job had failed), the
+// stream drops what it read and, if the status stream moves on to a new
+// job, reads that one from the start; so a row is never shown twice or
+// left out.
 type jobStream struct {
-	job        *job
+	job       *job
+	schema    *arrow.Schema
+	batchSize int
+	// claim: the session allows retries, so the first row is claimed.
+	claim      bool
 	inner      physical.Stream
 	ctx        context.Context
 	cancelRead context.CancelFunc
 	start      time.Time
+	pipelined  bool
+	// delivered: a row was handed out (claimed when claim is set).
+	delivered bool
+	// The current attempt's watcher reports a final failure on failed, a
+	// new job (a retry) on retried, and closes watchEnded when it stops.
 	failed     chan error
+	retried    chan *rpc.JobStatus
+	watchEnded chan struct{}
 	watchers   sync.WaitGroup
 	stats      Stats
 	done       bool
@@ -298,12 +360,20 @@ func (w *jobStream) awaitWrite(ctx context.Context) error {
 	}
 }
 
-// watch follows the status stream of a running (pipelined) job.
-func (w *jobStream) watch() {
+// watch follows the status stream of a running (pipelined) job id.
+func (w *jobStream) watch(id string, failed chan<- error, retried chan<- *rpc.JobStatus, ended chan<- struct{}, cancelRead context.CancelFunc) {
 	defer w.watchers.Done()
+	defer close(ended)
 	for {
 		st, err := w.job.stream.Recv()
 		if err != nil {
+			return
+		}
+		if st.JobId != id {
+			// The scheduler runs the query again as a new job: this
+			// attempt's reads stop, and Next starts over from the new one.
+			retried <- st
+			cancelRead()
 			return
 		}
 		w.job.setLast(st)
@@ -312,12 +382,12 @@ func (w *jobStream) watch() {
 		}
 		switch st.State {
 		case rpc.JobState_JOB_FAILED:
-			w.failed <- userError(st.Error)
-			w.cancelRead()
+			failed <- userError(st.Error)
+			cancelRead()
 			return
 		case rpc.JobState_JOB_CANCELLED:
-			w.failed <- fmt.Errorf("query cancelled")
-			w.cancelRead()
+			failed <- fmt.Errorf("query cancelled")
+			cancelRead()
 			return
 		case rpc.JobState_JOB_SUCCESSFUL:
 			return
@@ -326,41 +396,141 @@ func (w *jobStream) watch() {
 }
 
 func (w *jobStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	b, err := w.inner.Next(ctx)
-	if err == nil {
-		if w.stats.FirstRow == 0 {
-			w.stats.FirstRow = time.Since(w.start)
+	for {
+		if w.inner == nil {
+			return nil, errors.New("the query's retry could not be read (its error was returned before)")
 		}
-		w.stats.Rows += b.NumRows()
-		return b, nil
-	}
-	select {
-	case ferr := <-w.failed:
-		return nil, ferr
-	default:
-	}
-	if errors.Is(err, io.EOF) && w.write {
-		if werr := w.awaitWrite(ctx); werr != nil {
-			return nil, werr
+		b, err := w.inner.Next(ctx)
+		if err == nil {
+			if !w.delivered && w.pipelined && w.claim && !w.claimDelivery() {
+				// The job failed before this row could be handed out: drop
+				// it and wait for the scheduler's retry, or its error.
+				b.Release()
+				if err := w.awaitRetry(ctx, nil); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			w.delivered = true
+			if w.stats.FirstRow == 0 {
+				w.stats.FirstRow = time.Since(w.start)
+			}
+			w.stats.Rows += b.NumRows()
+			return b, nil
 		}
-	}
-	if errors.Is(err, io.EOF) {
-		w.done = true
-		w.stats.Total = time.Since(w.start)
-		return nil, io.EOF
-	}
-	if w.ctx.Err() != nil {
+		select {
+		case ferr := <-w.failed:
+			return nil, ferr
+		default:
+		}
+		if errors.Is(err, io.EOF) && w.write {
+			if werr := w.awaitWrite(ctx); werr != nil {
+				return nil, werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			w.done = true
+			w.stats.Total = time.Since(w.start)
+			return nil, io.EOF
+		}
+		if w.ctx.Err() != nil {
+			w.job.cancelJob()
+			return nil, fmt.Errorf("query cancelled")
+		}
+		if !w.delivered && w.pipelined && w.claim {
+			// Nothing was handed out yet: the job may be run again.
+			if err := w.awaitRetry(ctx, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// A broken data stream: prefer the job's own error when it has one. A
+		// failed job's queues are released, so the read may break before the
+		// status stream delivers the failure: ask the scheduler.
+		if jerr := w.jobError(); jerr != nil {
+			return nil, jerr
+		}
 		w.job.cancelJob()
-		return nil, fmt.Errorf("query cancelled")
+		return nil, err
 	}
-	// A broken data stream: prefer the job's own error when it has one. A
-	// failed job's queues are released, so the read may break before the
-	// status stream delivers the failure: ask the scheduler.
+}
+
+// claimDelivery asks the scheduler to record that the job's first row is
+// handed out, which it grants unless the job already failed.
+func (w *jobStream) claimDelivery() bool {
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := w.job.r.client.GetJobStatus(cctx, &rpc.GetJobStatusRequest{JobId: w.job.id, ClaimDelivery: true})
+	return err == nil && (st.State == rpc.JobState_JOB_RUNNING || st.State == rpc.JobState_JOB_SUCCESSFUL)
+}
+
+// retryWait bounds how long a read that broke before any row was handed
+// out waits for the scheduler to retry or fail the job: longer than an
+// executor's default heartbeat timeout (10s), by which the scheduler
+// notices any executor lost.
+const retryWait = 15 * time.Second
+
+// awaitRetry waits, after the job's read broke (readErr) or its claim was
+// refused (readErr nil) before any row was handed out, for the scheduler
+// to run the query again or fail it. On a retry it starts reading the new
+// job; otherwise it returns the error the user sees.
+func (w *jobStream) awaitRetry(ctx context.Context, readErr error) error {
+	var fe *exchange.FetchError
+	if errors.As(readErr, &fe) && fe.ExecutorID != "" {
+		// The scheduler may not know yet: tell it which executor did not
+		// answer, so it checks at once rather than after the heartbeats.
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = w.job.r.client.GetJobStatus(cctx, &rpc.GetJobStatusRequest{JobId: w.job.id, UnreachableExecutor: fe.ExecutorID})
+		cancel()
+	}
+	if readErr == nil {
+		readErr = errors.New("the scheduler refused the result's first row without saying why")
+	}
+	timer := time.NewTimer(retryWait)
+	defer timer.Stop()
+	var st *rpc.JobStatus
+	select {
+	case st = <-w.retried:
+	case ferr := <-w.failed:
+		return ferr
+	case <-ctx.Done():
+		w.job.cancelJob()
+		return fmt.Errorf("query cancelled")
+	case <-w.watchEnded:
+		// The watcher stopped; what it saw last, if anything, is waiting.
+		select {
+		case st = <-w.retried:
+		case ferr := <-w.failed:
+			return ferr
+		default:
+		}
+	case <-timer.C:
+	}
+	if st != nil {
+		// The failed attempt's reads end here; until the new attempt's
+		// start, there is no stream to read or close.
+		w.inner.Close()
+		w.inner = nil
+		w.cancelRead()
+		w.watchers.Wait()
+		w.noteAttempt(st)
+		ready, err := w.job.follow(st)
+		if err != nil {
+			return err
+		}
+		if !ready {
+			if st, err = w.job.waitReady(ctx); err != nil {
+				return err
+			}
+		}
+		return w.open(st)
+	}
+	// Neither a retry nor a failure came: as for a delivered row.
 	if jerr := w.jobError(); jerr != nil {
-		return nil, jerr
+		return jerr
 	}
 	w.job.cancelJob()
-	return nil, err
+	return readErr
 }
 
 // jobErrorWait is how long a broken data stream waits for the job's status
@@ -397,7 +567,9 @@ func (w *jobStream) jobError() error {
 }
 
 func (w *jobStream) Close() {
-	w.inner.Close()
+	if w.inner != nil {
+		w.inner.Close()
+	}
 	w.cancelRead()
 	if !w.done {
 		w.job.cancelJob()

@@ -41,6 +41,13 @@ type Stats struct {
 	// Report is the cluster's description of the finished job: its stages,
 	// their tasks and the executors they ran on.
 	Report string
+	// Attempts is how many times a cluster query ran (more than 1 when a
+	// pipelined query was retried after losing an executor); Notices are
+	// what the cluster said about it, such as each retry's reason.
+	Attempts int
+	Notices  []string
+	// Mode is how the cluster ran the query and, in auto mode, why.
+	Mode string
 }
 
 // Stats returns the query's statistics, or nil for statements that ran no

@@ -33,7 +33,11 @@ type Session struct {
 	// OnProgress, when set, receives a cluster job's progress while it runs
 	// (called from the goroutine running the statement).
 	OnProgress func(Progress)
-	backend    backend
+	// OnNotice, when set, receives the cluster's notices about a running
+	// query, such as "query retried after executor exec-2 was lost
+	// (attempt 2 of 2)" (called from the goroutine reading the result).
+	OnNotice func(string)
+	backend  backend
 }
 
 // Progress is a running job's progress.
