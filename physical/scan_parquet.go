@@ -526,6 +526,19 @@ func (s *ParquetScan) shape(ctx context.Context, mem memory.Allocator, rec arrow
 			cols[i] = col
 			continue
 		}
+		if col.DataType().ID() == arrow.LIST || want.ID() == arrow.LIST {
+			// A list read under other field names or nullability is the
+			// same data: relabel it. arrow-go's cast of lists runs kernels
+			// in goroutines of its own, where a panic takes the process
+			// down, so it is never used for them.
+			relabeled, err := relabelList(col, want)
+			if err != nil {
+				release()
+				return nil, fmt.Errorf("column %s: %w", s.schema.Field(i).Name, err)
+			}
+			cols[i] = relabeled
+			continue
+		}
 		cast, err := compute.CastArray(ctx, col, compute.SafeCastOptions(want))
 		if err != nil {
 			release()
@@ -1112,6 +1125,20 @@ func (f *dictFilter) evaluate(mem memory.Allocator, dict arrow.Array, readSchema
 		f.truth[i] = bools.IsValid(i) && bools.Value(i)
 	}
 	return true
+}
+
+// relabelList returns col, a list, as type want, a list of the same element
+// type under other field names or nullability, sharing its buffers.
+func relabelList(col arrow.Array, want arrow.DataType) (arrow.Array, error) {
+	have, ok1 := col.DataType().(*arrow.ListType)
+	w, ok2 := want.(*arrow.ListType)
+	if !ok1 || !ok2 || !arrow.TypeEqual(have.Elem(), w.Elem()) {
+		return nil, fmt.Errorf("cannot read %s as %s", col.DataType(), want)
+	}
+	d := col.Data()
+	nd := array.NewData(want, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+	defer nd.Release()
+	return array.MakeFromData(nd), nil
 }
 
 // integersToDecimal turns the unscaled integers of a decimal column into a

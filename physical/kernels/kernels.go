@@ -350,6 +350,10 @@ func TakeArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array,
 		return TakeString(mem, a, idx), nil
 	case *array.Null:
 		return array.NewNull(len(idx)), nil
+	case *array.List:
+		// arrow-go's take kernel for lists panics in a goroutine of its
+		// own, out of reach of any recover.
+		return expr.TakeList(mem, a, idx)
 	}
 	return takeGeneric(mem, arr, idx)
 }
