@@ -67,19 +67,32 @@ func drain(ctx context.Context, s *session.Session, sql string) error {
 // groups by both sides: 500K groups, far more than the caps below allow.
 const selfJoinGroupBy = "SELECT a.x, b.y, count(*) FROM generate_series(1, 1000) a(x) JOIN generate_series(1, 1000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x, b.y"
 
+// selfJoinDistinct needs memory no operator can spill: a DISTINCT
+// aggregate keeps every distinct value of each group.
+const selfJoinDistinct = "SELECT a.x, count(DISTINCT b.y) FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x"
+
 // TestMemoryCapFailsQuery: a query whose operators need more memory than
-// an executor's cap, or than execution.memory_limit, fails at once (no
-// retry in blocking mode) with a memory limit error naming what to change,
-// in both modes and in process, and the executors take the next query
-// (the self-join GROUP BY, which used to kill the process).
+// an executor's cap, or than execution.memory_limit, and cannot spill,
+// fails at once (no retry in blocking mode) with a memory limit error
+// naming what to change, in both modes and in process, and the executors
+// take the next query. The self-join GROUP BY, which used to kill
+// the process, now completes under the caps by spilling, in blocking mode
+// and in process; pipelined mode, which does not spill, refuses it.
 func TestMemoryCapFailsQuery(t *testing.T) {
 	ctx := context.Background()
 	_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: 2, ExecutorMemoryLimit: 4 << 20})
-	check := func(t *testing.T, s *session.Session, hint string) {
+	check := func(t *testing.T, s *session.Session, query, hint string) {
 		t.Helper()
-		err := drain(ctx, s, selfJoinGroupBy)
+		err := drain(ctx, s, query)
 		if err == nil || !strings.HasPrefix(err.Error(), "resources exhausted: memory limit reached: ") || !strings.Contains(err.Error(), hint) {
 			t.Fatalf("error %v, want at once a memory limit saying %q", err, hint)
+		}
+	}
+	spills := func(t *testing.T, s *session.Session) {
+		t.Helper()
+		out, err := runScriptCSV(ctx, s, "SELECT count(*) FROM ("+selfJoinGroupBy+") g")
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "500000") {
+			t.Fatalf("the self-join GROUP BY under the cap: %q, %v; want 500000 groups", out, err)
 		}
 	}
 	for _, mode := range []string{"blocking", "pipelined"} {
@@ -87,11 +100,16 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 			if err := s.Settings.Set("execution.mode", mode); err != nil {
 				t.Fatal(err)
 			}
-			check(t, s, "--memory-limit")
+			check(t, s, selfJoinDistinct, "--memory-limit")
+			if mode == "blocking" {
+				spills(t, s)
+			} else {
+				check(t, s, selfJoinGroupBy, "--memory-limit")
+			}
 			if err := s.Settings.Set("execution.memory_limit", "1048576"); err != nil {
 				t.Fatal(err)
 			}
-			check(t, s, "SET execution.memory_limit to a larger value")
+			check(t, s, selfJoinDistinct, "SET execution.memory_limit to a larger value")
 			if err := s.Settings.Reset("execution.memory_limit"); err != nil {
 				t.Fatal(err)
 			}
@@ -105,10 +123,11 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 		if err := s.Settings.Set("execution.memory_limit", "4194304"); err != nil {
 			t.Fatal(err)
 		}
-		err := drain(ctx, s, selfJoinGroupBy)
+		err := drain(ctx, s, selfJoinDistinct)
 		if err == nil || !strings.Contains(err.Error(), "memory limit reached") || !strings.Contains(err.Error(), "SET execution.memory_limit") {
 			t.Fatalf("error %v, want the query's memory limit", err)
 		}
+		spills(t, s)
 	})
 }
 
@@ -169,6 +188,12 @@ func TestSpillsToDisk(t *testing.T) {
 		if err := s.Settings.Set("optimizer.broadcast_join_threshold_bytes", "1"); err != nil {
 			t.Fatal(err)
 		}
+		// One partition: partitions running at once share the limit, and
+		// one holding its whole table can leave another's buckets no room.
+		if err := s.Settings.Set("execution.target_partitions", "1"); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Settings.Reset("execution.target_partitions")
 		out, err := runScriptCSV(ctx, s, "SELECT count(*), sum(a.x) FROM generate_series(1, 200000) a(x) JOIN generate_series(1, 200000) b(y) ON a.x = b.y")
 		if err != nil {
 			t.Fatalf("spilling join: %v", err)
