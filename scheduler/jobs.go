@@ -112,7 +112,7 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 		JobId: j.id, State: j.state, Error: j.err, Schema: j.schema,
 		FinalStageId: int32(j.graph.FinalStageID()), Progress: j.graph.Progress(),
 		Stages: j.graph.Describe(), Settings: j.settings, JobSecret: j.secret,
-		Write: j.write != nil,
+		Write:   j.write != nil,
 		Attempt: int32(j.attempt), RetryNotice: j.notice, ModeChoice: j.modeChoice,
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
