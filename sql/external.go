@@ -324,37 +324,10 @@ func (f *frontParser) createExternal() (Bound, error) {
 	for f.peek().kind != 0 {
 		t := f.peek()
 		switch {
-		case f.acceptWord("stored"):
-			if err := f.expectWord("as"); err != nil {
+		case f.isWord("stored") || f.isWord("with") || f.isWord("delimiter"):
+			if err := f.fileClause(&c.Format, &c.Header, &c.Delimiter); err != nil {
 				return nil, err
 			}
-			ft := f.peek()
-			format, err := f.name("file format")
-			if err != nil {
-				return nil, err
-			}
-			if format != "parquet" && format != "csv" {
-				return nil, f.errAt(ft, "unsupported file format %s (want PARQUET or CSV)", strings.ToUpper(format))
-			}
-			c.Format = format
-		case f.acceptWord("with"):
-			if err := f.expectWord("header"); err != nil {
-				return nil, err
-			}
-			if err := f.expectWord("row"); err != nil {
-				return nil, err
-			}
-			c.Header = true
-		case f.acceptWord("delimiter"):
-			dt := f.peek()
-			d, err := f.str("delimiter")
-			if err != nil {
-				return nil, err
-			}
-			if utf8.RuneCountInString(d) != 1 {
-				return nil, f.errAt(dt, "delimiter must be a single character")
-			}
-			c.Delimiter, _ = utf8.DecodeRuneInString(d)
 		case f.acceptWord("location"):
 			if c.Location, err = f.str("location"); err != nil {
 				return nil, err
@@ -511,4 +484,44 @@ func typeFromName(name string, mods []int) (arrow.DataType, error) {
 		return plan.Interval, nil
 	}
 	return nil, fmt.Errorf("unknown type %s", strings.ToUpper(name))
+}
+
+// fileClause parses one of the clauses that say how a table's files are
+// written, shared by CREATE EXTERNAL TABLE and CREATE TABLE ... AS:
+// STORED AS PARQUET|CSV, WITH HEADER ROW, DELIMITER 'c'.
+func (f *frontParser) fileClause(format *string, header *bool, delimiter *rune) error {
+	switch {
+	case f.acceptWord("stored"):
+		if err := f.expectWord("as"); err != nil {
+			return err
+		}
+		ft := f.peek()
+		name, err := f.name("file format")
+		if err != nil {
+			return err
+		}
+		if name != "parquet" && name != "csv" {
+			return f.errAt(ft, "unsupported file format %s (want PARQUET or CSV)", strings.ToUpper(name))
+		}
+		*format = name
+	case f.acceptWord("with"):
+		if err := f.expectWord("header"); err != nil {
+			return err
+		}
+		if err := f.expectWord("row"); err != nil {
+			return err
+		}
+		*header = true
+	case f.acceptWord("delimiter"):
+		dt := f.peek()
+		d, err := f.str("delimiter")
+		if err != nil {
+			return err
+		}
+		if utf8.RuneCountInString(d) != 1 {
+			return f.errAt(dt, "delimiter must be a single character")
+		}
+		*delimiter, _ = utf8.DecodeRuneInString(d)
+	}
+	return nil
 }

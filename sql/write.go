@@ -515,37 +515,10 @@ func (f *frontParser) createTableAs() (Bound, error) {
 		switch {
 		case t.kind == 0:
 			return nil, f.errAt(t, "expected AS query")
-		case f.acceptWord("stored"):
-			if err := f.expectWord("as"); err != nil {
+		case f.isWord("stored") || f.isWord("with") || f.isWord("delimiter"):
+			if err := f.fileClause(&w.Format, &w.Header, &w.Delimiter); err != nil {
 				return nil, err
 			}
-			ft := f.peek()
-			format, err := f.name("file format")
-			if err != nil {
-				return nil, err
-			}
-			if format != "parquet" && format != "csv" {
-				return nil, f.errAt(ft, "unsupported file format %s (want PARQUET or CSV)", strings.ToUpper(format))
-			}
-			w.Format = format
-		case f.acceptWord("with"):
-			if err := f.expectWord("header"); err != nil {
-				return nil, err
-			}
-			if err := f.expectWord("row"); err != nil {
-				return nil, err
-			}
-			w.Header = true
-		case f.acceptWord("delimiter"):
-			dt := f.peek()
-			d, err := f.str("delimiter")
-			if err != nil {
-				return nil, err
-			}
-			if utf8.RuneCountInString(d) != 1 {
-				return nil, f.errAt(dt, "delimiter must be a single character")
-			}
-			w.Delimiter, _ = utf8.DecodeRuneInString(d)
 		case f.acceptWord("partitioned"):
 			if err := f.expectWord("by"); err != nil {
 				return nil, err
