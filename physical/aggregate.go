@@ -425,9 +425,10 @@ type hashAggStream struct {
 	// task that may spill): the partial states of the groups held, split
 	// by key hash into spillBuckets files; once the input is read, each
 	// bucket is aggregated on its own (bucket, bucketOut).
-	buckets   []*spillFile
-	bucket    int
-	bucketOut Stream
+	buckets     []*spillFile
+	bucketState *arrow.Schema // the layout of the rows in buckets
+	bucket      int
+	bucketOut   Stream
 }
 
 // spillBuckets is how many files a spilling aggregate splits its groups
@@ -595,14 +596,15 @@ func (s *hashAggStream) stateSchema() (*arrow.Schema, error) {
 // spillGroups writes the partial states of every group held to the
 // bucket files (by key hash) and starts again with an empty table.
 func (s *hashAggStream) spillGroups() error {
-	schema, err := s.stateSchema()
-	if err != nil {
-		return fmt.Errorf("hash aggregate: %w", err)
-	}
 	if s.buckets == nil {
+		schema, err := s.stateSchema()
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
+		s.bucketState = schema
 		s.buckets = make([]*spillFile, spillBuckets)
 		for i := range s.buckets {
-			if s.buckets[i], err = newSpillFile(s.tc.SpillDir, schema, s.tc.Alloc); err != nil {
+			if s.buckets[i], err = newSpillFile(s.tc.SpillDir, s.bucketState, s.tc.Alloc); err != nil {
 				return fmt.Errorf("hash aggregate: %w", err)
 			}
 		}
@@ -619,7 +621,7 @@ func (s *hashAggStream) spillGroups() error {
 			}
 			cols = append(cols, st...)
 		}
-		b := array.NewRecordBatch(schema, cols, int64(end-start))
+		b := array.NewRecordBatch(s.bucketState, cols, int64(end-start))
 		kernels.ReleaseAll(cols)
 		err := s.writeBuckets(b)
 		b.Release()
@@ -637,29 +639,8 @@ func (s *hashAggStream) spillGroups() error {
 
 // writeBuckets splits a batch of states by the hash of its keys.
 func (s *hashAggStream) writeBuckets(b arrow.RecordBatch) error {
-	n := int(b.NumRows())
-	hashes := make([]uint64, n)
-	if err := HashRows(b.Columns()[:len(s.op.groupBy)], hashes); err != nil {
+	if err := splitRows(s.tc, b, b.Columns()[:len(s.op.groupBy)], s.buckets); err != nil {
 		return fmt.Errorf("hash aggregate: %w", err)
-	}
-	idx := make([][]int32, len(s.buckets))
-	for r, h := range hashes {
-		k := h % uint64(len(s.buckets))
-		idx[k] = append(idx[k], int32(r))
-	}
-	for k, rows := range idx {
-		if len(rows) == 0 {
-			continue
-		}
-		part, err := kernels.SelectRows(s.tc.Alloc, b, rows)
-		if err != nil {
-			return fmt.Errorf("hash aggregate: %w", err)
-		}
-		err = s.buckets[k].write(part)
-		part.Release()
-		if err != nil {
-			return fmt.Errorf("hash aggregate: %w", err)
-		}
 	}
 	return nil
 }
@@ -679,11 +660,7 @@ func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch,
 			if err := f.finish(); err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
-			schema, err := s.stateSchema()
-			if err != nil {
-				return nil, fmt.Errorf("hash aggregate: %w", err)
-			}
-			merge, err := NewHashAggregate(&spillRuns{schema: schema, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
+			merge, err := NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
 			if err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}

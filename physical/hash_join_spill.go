@@ -139,13 +139,7 @@ func (s *spillingJoinStream) readBuild(ctx context.Context) (*joinBuildTable, er
 		err = t.res.Grow(kernels.BatchBytes(b))
 		if err != nil && canSpill(s.tc, err) && !s.h.nullAware {
 			// Split what is held, and everything after it.
-			if err = s.createBuckets(); err == nil {
-				for _, held := range append(batches, b) {
-					if err = splitByKey(s.tc, held, s.h.leftKeys, s.build); err != nil {
-						break
-					}
-				}
-			}
+			err = s.spillBuild(append(batches, b))
 			kernels.ReleaseAll(batches)
 			batches = nil
 			b.Release()
@@ -168,22 +162,26 @@ func (s *spillingJoinStream) readBuild(ctx context.Context) (*joinBuildTable, er
 	err = t.finish(s.h.left.Schema(), batches, s.h.leftKeys, s.tc)
 	if err != nil && canSpill(s.tc, err) && !s.h.nullAware {
 		// The rows fit, their index does not (finish released the table).
-		if err = s.createBuckets(); err == nil {
-			for _, held := range batches {
-				if err = splitByKey(s.tc, held, s.h.leftKeys, s.build); err != nil {
-					break
-				}
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		return nil, nil
+		return nil, s.spillBuild(batches)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// spillBuild creates the bucket files and splits the build rows held so
+// far (the caller still releases them) into them.
+func (s *spillingJoinStream) spillBuild(held []arrow.RecordBatch) error {
+	if err := s.createBuckets(); err != nil {
+		return err
+	}
+	for _, b := range held {
+		if err := splitByKey(s.tc, b, s.h.leftKeys, s.build); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *spillingJoinStream) createBuckets() error {
@@ -267,28 +265,5 @@ func splitByKey(tc *TaskContext, b arrow.RecordBatch, keys []expr.Expr, files []
 		}
 		cols[i] = a
 	}
-	hashes := make([]uint64, n)
-	if err := HashRows(cols, hashes); err != nil {
-		return err
-	}
-	idx := make([][]int32, len(files))
-	for r, h := range hashes {
-		k := h % uint64(len(files))
-		idx[k] = append(idx[k], int32(r))
-	}
-	for k, rows := range idx {
-		if len(rows) == 0 {
-			continue
-		}
-		part, err := kernels.SelectRows(tc.Alloc, b, rows)
-		if err != nil {
-			return err
-		}
-		err = files[k].write(part)
-		part.Release()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return splitRows(tc, b, cols, files)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 )
 
@@ -88,6 +89,37 @@ func (s *spillFile) close() {
 		s.f.Close()
 		s.f = nil
 	}
+}
+
+// splitRows writes each row of b to the file of its key's hash bucket
+// (keys: the key columns evaluated on b). A row's equal keys hash alike,
+// so a spilling aggregate or join finds all of a key's rows in one file.
+func splitRows(tc *TaskContext, b arrow.RecordBatch, keys []arrow.Array, files []*spillFile) error {
+	n := int(b.NumRows())
+	hashes := make([]uint64, n)
+	if err := HashRows(keys, hashes); err != nil {
+		return err
+	}
+	idx := make([][]int32, len(files))
+	for r, h := range hashes {
+		k := h % uint64(len(files))
+		idx[k] = append(idx[k], int32(r))
+	}
+	for k, rows := range idx {
+		if len(rows) == 0 {
+			continue
+		}
+		part, err := kernels.SelectRows(tc.Alloc, b, rows)
+		if err != nil {
+			return err
+		}
+		err = files[k].write(part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // spillRuns is an operator whose partition i reads back spill file i, a
