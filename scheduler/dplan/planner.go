@@ -36,11 +36,21 @@ import (
 // Only stages that end in an aggregate, or are broadcast, are merged so:
 // their output is small enough for a pipelined writer to keep it for every
 // reader, which a shared stage needs.
+//
+// The comparison is made twice. Before a cut's subtree is planned, the
+// whole subtree (the physical operators below the cut, not yet cut) is
+// looked up among the subtrees already planned into a mergeable stage: if
+// it is there, the consumer reads that stage and the subtree's own stages
+// are never made. This is what merges a CTE used twice whose aggregate
+// reads big scans (TPC-DS q2): the scans are not mergeable themselves, so
+// comparing stage bodies alone would make them twice, and then the two
+// aggregates, reading different scan stages, would differ too. After the
+// subtree is planned, its stage body is compared as above.
 func Plan(root physical.Operator) (*Graph, error) {
 	if root == nil {
 		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
 	}
-	p := &planner{seen: map[string]*Stage{}}
+	p := &planner{seen: map[string]*Stage{}, subtrees: map[string]*Stage{}}
 	body, inputs, err := p.visit(root)
 	if err != nil {
 		return nil, fmt.Errorf("distributed planning: %w", err)
@@ -56,6 +66,51 @@ func Plan(root physical.Operator) (*Graph, error) {
 type planner struct {
 	stages []*Stage
 	seen   map[string]*Stage // stages that may be shared, by reuseKey
+	// subtrees holds the mergeable stages by the key of the uncut
+	// subtree they were planned from (subtreeKey).
+	subtrees map[string]*Stage
+}
+
+// reuse returns the stage planned earlier from a subtree equal to the one
+// under key, marked Shared, or nil.
+func (p *planner) reuse(key string) *Stage {
+	if key == "" {
+		return nil
+	}
+	s := p.subtrees[key]
+	if s != nil {
+		s.Shared = true
+	}
+	return s
+}
+
+// remember records that s was planned from the subtree under key, when s
+// may be shared (see Plan).
+func (p *planner) remember(key string, s *Stage) {
+	if key != "" && mergeable(s.Body, s.Broadcast) {
+		p.subtrees[key] = s
+	}
+}
+
+// subtreeKey identifies the computation of the uncut subtree in, split as
+// out, or is "" when it cannot be encoded.
+func subtreeKey(in physical.Operator, out physical.Partitioning, broadcast bool) string {
+	m, err := physical.EncodePlan(in, nil)
+	if err != nil {
+		return ""
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s|%v|%s", outputString(out), broadcast, b)
+}
+
+// mergeable says whether a stage with this body may be read by several
+// consumers: see Plan.
+func mergeable(body physical.Operator, broadcast bool) bool {
+	_, agg := body.(*physical.HashAggregate)
+	return agg || broadcast
 }
 
 func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
@@ -76,18 +131,10 @@ func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs 
 // names its input stages, and its output split), or is "" for a stage that
 // is not merged with an equal one (see Plan).
 func reuseKey(body physical.Operator, out physical.Partitioning, broadcast bool) string {
-	if _, agg := body.(*physical.HashAggregate); !agg && !broadcast {
+	if !mergeable(body, broadcast) {
 		return ""
 	}
-	m, err := physical.EncodePlan(body, nil)
-	if err != nil {
-		return ""
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%s|%v|%s", outputString(out), broadcast, b)
+	return subtreeKey(body, out, broadcast)
 }
 
 // passThrough is the output of a stage that writes its body's partitions
@@ -101,11 +148,16 @@ func passThrough(body physical.Operator) physical.Partitioning {
 func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) {
 	switch o := op.(type) {
 	case *physical.Repartition:
+		key := subtreeKey(o.Children()[0], o.OutputPartitioning(), false)
+		if s := p.reuse(key); s != nil {
+			return physical.NewUnresolvedExchange(s.ID, o.Schema(), o.OutputPartitioning()), []int{s.ID}, nil
+		}
 		in, ins, err := p.visit(o.Children()[0])
 		if err != nil {
 			return nil, nil, err
 		}
 		s := p.add(in, o.OutputPartitioning(), ins, false)
+		p.remember(key, s)
 		return physical.NewUnresolvedExchange(s.ID, o.Schema(), o.OutputPartitioning()), []int{s.ID}, nil
 	case *physical.CoalescePartitions, *physical.SortPreservingMerge:
 		in, ins, err := p.visit(op.Children()[0])
@@ -129,11 +181,11 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 		outs := make([]physical.Operator, len(children))
 		var all []int
 		for i, c := range children {
-			in, ins, err := p.visit(c)
+			in, ins, err := p.visitCut(c, false)
 			if err != nil {
 				return nil, nil, err
 			}
-			outs[i], ins = p.cut(in, ins, false)
+			outs[i] = in
 			all = append(all, ins...)
 		}
 		out, err := WithNewChildren(op, outs)
@@ -161,17 +213,34 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 // side becomes a broadcast stage, the right side stays in this stage.
 func (p *planner) collectLeft(op physical.Operator) (physical.Operator, []int, error) {
 	children := op.Children()
-	left, lins, err := p.visit(children[0])
+	left, lins, err := p.visitCut(children[0], true)
 	if err != nil {
 		return nil, nil, err
 	}
-	left, lins = p.cut(left, lins, true)
 	right, rins, err := p.visit(children[1])
 	if err != nil {
 		return nil, nil, err
 	}
 	out, err := WithNewChildren(op, []physical.Operator{left, right})
 	return out, normalize(append(lins, rins...)), err
+}
+
+// visitCut plans the subtree c as a stage of its own (see cut), or reads
+// the stage planned earlier from an equal subtree.
+func (p *planner) visitCut(c physical.Operator, broadcast bool) (physical.Operator, []int, error) {
+	key := subtreeKey(c, passThrough(c), broadcast)
+	if s := p.reuse(key); s != nil {
+		return physical.NewUnresolvedExchange(s.ID, c.Schema(), c.OutputPartitioning()), []int{s.ID}, nil
+	}
+	in, ins, err := p.visit(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, ins := p.cut(in, ins, broadcast)
+	if u, ok := out.(*physical.UnresolvedExchange); ok {
+		p.remember(key, p.stages[u.StageID-1])
+	}
+	return out, ins, nil
 }
 
 // cut makes in (reading stages ins) a pass-through stage of its own and
