@@ -376,48 +376,79 @@ func columnStats(cc *metadata.ColumnChunkMetaData, typ arrow.DataType) ColumnSta
 	var lo, hi any
 	switch s := st.(type) {
 	case *metadata.Int32Statistics:
-		switch typ.ID() {
-		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.DATE32:
-			lo, hi = s.Min(), s.Max()
-		case arrow.DECIMAL128:
-			lo, hi = decimal128.FromI64(int64(s.Min())), decimal128.FromI64(int64(s.Max()))
-		}
+		lo, hi = s.Min(), s.Max()
 	case *metadata.Int64Statistics:
-		switch typ.ID() {
-		case arrow.INT64:
-			lo, hi = s.Min(), s.Max()
-		case arrow.DECIMAL128:
-			lo, hi = decimal128.FromI64(s.Min()), decimal128.FromI64(s.Max())
-		}
+		lo, hi = s.Min(), s.Max()
 	case *metadata.Float64Statistics:
-		if typ.ID() == arrow.FLOAT64 && s.Min() == s.Min() && s.Max() == s.Max() {
-			lo, hi = s.Min(), s.Max()
-		}
+		lo, hi = s.Min(), s.Max()
 	case *metadata.Float32Statistics:
-		if typ.ID() == arrow.FLOAT32 && s.Min() == s.Min() && s.Max() == s.Max() {
-			lo, hi = float64(s.Min()), float64(s.Max())
-		}
+		lo, hi = s.Min(), s.Max()
 	case *metadata.BooleanStatistics:
-		if typ.ID() == arrow.BOOL {
-			lo, hi = s.Min(), s.Max()
-		}
+		lo, hi = s.Min(), s.Max()
 	case *metadata.ByteArrayStatistics:
-		switch typ.ID() {
-		case arrow.STRING:
-			lo, hi = string(s.Min()), string(s.Max())
-		case arrow.DECIMAL128:
-			lo, hi = decimalFromBigEndian(s.Min()), decimalFromBigEndian(s.Max())
-		}
+		lo, hi = s.Min(), s.Max()
 	case *metadata.FixedLenByteArrayStatistics:
-		if typ.ID() == arrow.DECIMAL128 {
-			lo, hi = decimalFromBigEndian(s.Min()), decimalFromBigEndian(s.Max())
-		}
+		lo, hi = s.Min(), s.Max()
 	}
+	lo, hi = statBounds(lo, hi, typ)
 	if lo == nil || hi == nil {
 		return out
 	}
 	out.HasMinMax, out.Min, out.Max = true, lo, hi
 	return out
+}
+
+// statBounds converts a minimum and maximum as a Parquet reader gives them
+// (int32, int64, float32, float64, bool, parquet.ByteArray or
+// parquet.FixedLenByteArray) to the values ColumnStats holds for a column
+// read as arrow type typ; nil, nil for a combination not handled here or a
+// NaN bound.
+func statBounds(min, max any, typ arrow.DataType) (lo, hi any) {
+	switch a := min.(type) {
+	case int32:
+		b := max.(int32)
+		switch typ.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.DATE32:
+			return a, b
+		case arrow.DECIMAL128:
+			return decimal128.FromI64(int64(a)), decimal128.FromI64(int64(b))
+		}
+	case int64:
+		b := max.(int64)
+		switch typ.ID() {
+		case arrow.INT64:
+			return a, b
+		case arrow.DECIMAL128:
+			return decimal128.FromI64(a), decimal128.FromI64(b)
+		}
+	case float64:
+		b := max.(float64)
+		if typ.ID() == arrow.FLOAT64 && a == a && b == b {
+			return a, b
+		}
+	case float32:
+		b := max.(float32)
+		if typ.ID() == arrow.FLOAT32 && a == a && b == b {
+			return float64(a), float64(b)
+		}
+	case bool:
+		if typ.ID() == arrow.BOOL {
+			return a, max.(bool)
+		}
+	case parquet.ByteArray:
+		b := max.(parquet.ByteArray)
+		switch typ.ID() {
+		case arrow.STRING:
+			return string(a), string(b)
+		case arrow.DECIMAL128:
+			return decimalFromBigEndian(a), decimalFromBigEndian(b)
+		}
+	case parquet.FixedLenByteArray:
+		if typ.ID() == arrow.DECIMAL128 {
+			return decimalFromBigEndian(a), decimalFromBigEndian(max.(parquet.FixedLenByteArray))
+		}
+	}
+	return nil, nil
 }
 
 // decimalFromBigEndian decodes Parquet's big-endian two's complement

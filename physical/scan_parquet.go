@@ -42,6 +42,9 @@ type ParquetScan struct {
 	// parts[p] are partition p's units, in file order.
 	parts [][]parquetUnit
 	units int
+	// pageRowsSkipped counts the rows the page index ruled out, over
+	// every read of this scan.
+	pageRowsSkipped atomic.Int64
 }
 
 // parquetUnit is one row group to read.
@@ -310,11 +313,31 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	}
 	facts := readFacts{rawDecimals: pqcol.ReadDecimalsRaw(fr.Manifest, rdr, fields)}
 	rawDates := pqcol.ReadDatesRaw(fr.Manifest, rdr, fields)
+	// The page index, where the writer wrote one, may rule out pages of
+	// the row groups; only the rows of the others are read then.
+	var ranges []rowRange
+	var rowsTotal int64
+	if len(s.pruning) > 0 {
+		ranges, rowsTotal = s.pageRanges(rdr, rowGroups, int64(batchSize))
+		if ranges != nil && float64(rowsIn(ranges)) > PagePruneMaxKept*float64(rowsTotal) {
+			ranges = nil
+		}
+		if ranges != nil {
+			s.pageRowsSkipped.Add(rowsTotal - rowsIn(ranges))
+			if len(ranges) == 0 {
+				return nil
+			}
+		}
+	}
 	// The decoders of physical/datasource/parquet read the columns they
 	// can (delta-encoded integers, dictionary codes, dictionary integers,
 	// flat numbers, decimals and strings); arrow's record reader reads the
-	// rest.
-	own, dict := pqcol.OpenColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
+	// rest, and every column when pages are skipped: it can seek to a row
+	// (through the offset index) and they cannot.
+	own, dict := make([]pqcol.Column, len(fields)), make([]bool, len(fields))
+	if ranges == nil {
+		own, dict = pqcol.OpenColumns(fr.Manifest, rdr, fields, rowGroups, dictLeaves)
+	}
 	facts.checkedCodes = dict
 	var arrowLeaves []int
 	for j, c := range fields {
@@ -331,47 +354,74 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		}
 		defer rr.Release()
 	}
-	var rowsLeft int64
-	for _, rg := range rowGroups {
-		rowsLeft += rdr.MetaData().RowGroup(rg).NumRows()
+	if ranges == nil {
+		rowsTotal = 0
+		for _, rg := range rowGroups {
+			rowsTotal += rdr.MetaData().RowGroup(rg).NumRows()
+		}
+		ranges = []rowRange{{0, rowsTotal}}
 	}
 	var readSchema *arrow.Schema
 	castCtx := compute.WithAllocator(ctx, mem)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
+	var pos int64 // the next row the readers give
+	for _, r := range ranges {
+		if r.start != pos {
+			// Only arrow's reader reads when there is more than one
+			// range (see above), and ranges are far enough apart that
+			// a batch read past one's end stops before the next.
+			if rr == nil || r.start < pos {
+				return fmt.Errorf("read %s: internal: cannot seek from row %d to %d", path, pos, r.start)
+			}
+			if err := rr.SeekToRow(r.start); err != nil {
+				return fmt.Errorf("read %s: seek to row %d: %w", path, r.start, err)
+			}
+			pos = r.start
 		}
-		rec, err := nextReadBatch(mem, rr, own, rawDates, fr.Manifest, fields, &readSchema, batchSize, rowsLeft)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		if rec == nil {
-			break
-		}
-		rowsLeft -= rec.NumRows()
-		if rec.NumRows() == 0 {
+		for rowsLeft := r.end - r.start; rowsLeft > 0; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rec, err := nextReadBatch(mem, rr, own, rawDates, fr.Manifest, fields, &readSchema, batchSize, rowsLeft)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", path, err)
+			}
+			if rec == nil {
+				if rr != nil {
+					if err := rr.Err(); err != nil && err != io.EOF {
+						return fmt.Errorf("read %s: %w", path, err)
+					}
+				}
+				return fmt.Errorf("read %s: %d rows of the row groups were not read", path, rowsLeft)
+			}
+			pos += rec.NumRows()
+			if rec.NumRows() > rowsLeft {
+				// Read past the range's end: those rows are ruled out.
+				cut := rec.NewSlice(0, rowsLeft)
+				rec.Release()
+				rec = cut
+			}
+			rowsLeft -= rec.NumRows()
+			if rec.NumRows() == 0 {
+				rec.Release()
+				continue
+			}
+			out, exact, err := s.filterAndShape(castCtx, mem, rec, readPos, facts, filters, &vf, df, rfs)
 			rec.Release()
-			continue
-		}
-		out, exact, err := s.filterAndShape(castCtx, mem, rec, readPos, facts, filters, &vf, df, rfs)
-		rec.Release()
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		if out == nil {
-			continue
-		}
-		if err := emit(out, exact); err != nil {
-			return err
+			if err != nil {
+				return fmt.Errorf("read %s: %w", path, err)
+			}
+			if out == nil {
+				continue
+			}
+			if err := emit(out, exact); err != nil {
+				return err
+			}
 		}
 	}
 	if rr != nil {
 		if err := rr.Err(); err != nil && err != io.EOF {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
-	}
-	if rowsLeft != 0 {
-		return fmt.Errorf("read %s: %d rows of the row groups were not read", path, rowsLeft)
 	}
 	return nil
 }

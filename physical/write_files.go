@@ -184,6 +184,10 @@ func openFileWriter(spec *WriteSpec, path string, schema *arrow.Schema, mem memo
 		// than big-endian fixed-length bytes.
 		parquet.WithStoreDecimalAsInteger(true),
 		parquet.WithMaxRowGroupLength(parquetRowGroupRows),
+		// A page index (each page's min/max and first row), as Spark
+		// writes: a reader filtering on a column the data is sorted or
+		// clustered by skips the pages that cannot match.
+		parquet.WithPageIndexEnabled(true),
 	)
 	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
 	if err != nil {

@@ -33,7 +33,8 @@ import (
 // same input stages, the same output split: a view or subquery used twice,
 // as TPC-H q15's revenue view) is not added again: its readers read the
 // first one, which is marked Shared (Spark calls this reusing an exchange).
-// Only stages that end in an aggregate, or are broadcast, are merged so:
+// Only stages that end in an aggregate (perhaps under projections and
+// filters), or are broadcast, are merged so:
 // their output is small enough for a pipelined writer to keep it for every
 // reader, which a shared stage needs.
 //
@@ -109,8 +110,17 @@ func subtreeKey(in physical.Operator, out physical.Partitioning, broadcast bool)
 // mergeable says whether a stage with this body may be read by several
 // consumers: see Plan.
 func mergeable(body physical.Operator, broadcast bool) bool {
-	_, agg := body.(*physical.HashAggregate)
-	return agg || broadcast
+	for {
+		switch body.(type) {
+		case *physical.Projection, *physical.Filter:
+			// Their output is at most the aggregate's below.
+			body = body.Children()[0]
+			continue
+		case *physical.HashAggregate:
+			return true
+		}
+		return broadcast
+	}
 }
 
 func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {

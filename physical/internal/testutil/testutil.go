@@ -220,3 +220,19 @@ func OpenWithManifest(t *testing.T, path string) (*file.Reader, *pqarrow.SchemaM
 	}
 	return rdr, m
 }
+
+// NewParquetWriter creates path and returns a Parquet writer of schema on
+// it, with the given properties; the caller writes and closes it.
+func NewParquetWriter(t testing.TB, path string, schema *arrow.Schema, aprops pqarrow.ArrowWriterProperties, props ...parquet.WriterProperty) *pqarrow.FileWriter {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(props...), aprops)
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return fw
+}
