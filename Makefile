@@ -37,7 +37,9 @@ vet:
 # Then the differential test (bench/duckdb, its own module): 1000 generated
 # queries on sluice in process, blocking and pipelined against DuckDB on a
 # sample of the TPC-DS tables in $(TPCDS) (skipped without them), and 250
-# on a sample of TPC-H SF 1 (.cache/tpch-sf1).
+# on a sample of TPC-H SF 1 (.cache/tpch-sf1). And a client written with
+# database/sql and the ADBC Flight SQL driver (clients/adbc, its own module)
+# runs the 22 TPC-H queries against `sluice serve` in both modes.
 #
 # The packages whose tests run schedulers, executors and exchanges
 # concurrently run again under the race detector (about 2 minutes), and so
@@ -48,12 +50,13 @@ vet:
 DIFF_QUERIES ?= 1000
 RACE_PKGS    ?= ./scheduler/ ./exchange/ ./cluster/
 RACE_SESSION ?= TestExplainAnalyze|TestRelativeLocation|TestRecreatedTable|TestQueryErrorsReadClean|TestMemoryCapFailsQuery|TestIdleClient|TestSlowClient|TestParquetUnsupported|TestPipelined|TestZeroColumn|TestPanicInQueryCode|TestSQLLogic$$
-test: vet
+test: vet build
 	SLUICE_ALLOC_POISON=1 SLUICE_TEST_S3_TPCH=1 $(GO) test -timeout 60m -p 1 ./...
 	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -p 1 $(RACE_PKGS)
 	SLUICE_ALLOC_POISON=1 $(GO) test -race -timeout 30m -run '$(RACE_SESSION)' ./session/
 	cd bench/duckdb && SLUICE_ALLOC_POISON=1 SLUICE_TPCDS=$(abspath $(TPCDS)) SLUICE_DIFF_QUERIES=$(DIFF_QUERIES) \
 		$(GO) test -tags duckdb_arrow -timeout 20m -run "TestDifferential|TestCompareRows" ./...
+	cd clients/adbc && SLUICE_BIN=$(abspath $(BIN)) $(GO) test -timeout 20m ./...
 
 # Long randomized testing for FUZZ_DURATION (default 30m: whole s, m or
 # h): two thirds to the differential test from a random first seed
