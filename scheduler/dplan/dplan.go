@@ -30,6 +30,13 @@ type Stage struct {
 	// reads its output (each reading every partition it needs once). A
 	// pipelined writer keeps the output for every reader to replay.
 	Shared bool
+	// Estimated says the physical planner guessed the size of the stage's
+	// output: about EstRows rows of EstBytes bytes (see
+	// physical.Estimates). Blocking mode shows the guess beside the exact
+	// figures its shuffle files report.
+	Estimated bool
+	EstRows   float64
+	EstBytes  float64
 }
 
 // Retained reports whether a pipelined writer must keep the stage's output

@@ -37,16 +37,24 @@ import (
 // their output is small enough for a pipelined writer to keep it for every
 // reader, which a shared stage needs.
 func Plan(root physical.Operator) (*Graph, error) {
+	return PlanEstimated(root, nil)
+}
+
+// PlanEstimated is Plan, recording in each stage the estimate est has of
+// the operator the stage's body was cut from (nil: none).
+func PlanEstimated(root physical.Operator, est *physical.Estimates) (*Graph, error) {
 	if root == nil {
 		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
 	}
-	p := &planner{seen: map[string]*Stage{}}
+	p := &planner{seen: map[string]*Stage{}, est: est}
 	body, inputs, err := p.visit(root)
 	if err != nil {
 		return nil, fmt.Errorf("distributed planning: %w", err)
 	}
 	// The final stage is always a stage of its own (never merged).
-	p.stages = append(p.stages, &Stage{ID: len(p.stages) + 1, Body: body, Output: passThrough(body), Inputs: inputs})
+	final := &Stage{ID: len(p.stages) + 1, Body: body, Output: passThrough(body), Inputs: inputs}
+	p.estimate(final, root)
+	p.stages = append(p.stages, final)
 	return &Graph{Stages: p.stages}, nil
 }
 
@@ -56,15 +64,25 @@ func Plan(root physical.Operator) (*Graph, error) {
 type planner struct {
 	stages []*Stage
 	seen   map[string]*Stage // stages that may be shared, by reuseKey
+	est    *physical.Estimates
 }
 
-func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
+// estimate records in s the estimate of orig, the operator of the
+// original plan whose output s writes.
+func (p *planner) estimate(s *Stage, orig physical.Operator) {
+	s.EstRows, s.EstBytes, s.Estimated = p.est.Of(orig)
+}
+
+// add adds a stage writing body (cut from orig, the original plan's
+// operator) split by out.
+func (p *planner) add(body, orig physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
 	key := reuseKey(body, out, broadcast)
 	if s := p.seen[key]; key != "" && s != nil {
 		s.Shared = true
 		return s
 	}
 	s := &Stage{ID: len(p.stages) + 1, Body: body, Output: out, Inputs: inputs, Broadcast: broadcast}
+	p.estimate(s, orig)
 	p.stages = append(p.stages, s)
 	if key != "" {
 		p.seen[key] = s
@@ -105,7 +123,7 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		s := p.add(in, o.OutputPartitioning(), ins, false)
+		s := p.add(in, o.Children()[0], o.OutputPartitioning(), ins, false)
 		return physical.NewUnresolvedExchange(s.ID, o.Schema(), o.OutputPartitioning()), []int{s.ID}, nil
 	case *physical.CoalescePartitions, *physical.SortPreservingMerge:
 		in, ins, err := p.visit(op.Children()[0])
@@ -113,7 +131,7 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 			return nil, nil, err
 		}
 		if in.OutputPartitioning().Count > 1 {
-			in, ins = p.cut(in, ins, false)
+			in, ins = p.cut(in, op.Children()[0], ins, false)
 		}
 		out, err := WithNewChildren(op, []physical.Operator{in})
 		return out, ins, err
@@ -133,7 +151,7 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 			if err != nil {
 				return nil, nil, err
 			}
-			outs[i], ins = p.cut(in, ins, false)
+			outs[i], ins = p.cut(in, c, ins, false)
 			all = append(all, ins...)
 		}
 		out, err := WithNewChildren(op, outs)
@@ -165,7 +183,7 @@ func (p *planner) collectLeft(op physical.Operator) (physical.Operator, []int, e
 	if err != nil {
 		return nil, nil, err
 	}
-	left, lins = p.cut(left, lins, true)
+	left, lins = p.cut(left, children[0], lins, true)
 	right, rins, err := p.visit(children[1])
 	if err != nil {
 		return nil, nil, err
@@ -176,15 +194,16 @@ func (p *planner) collectLeft(op physical.Operator) (physical.Operator, []int, e
 
 // cut makes in (reading stages ins) a pass-through stage of its own and
 // returns the placeholder the consumer reads instead. An input that already
-// is a placeholder is returned as it is (marked broadcast if asked).
-func (p *planner) cut(in physical.Operator, ins []int, broadcast bool) (physical.Operator, []int) {
+// is a placeholder is returned as it is (marked broadcast if asked). orig
+// is the original plan's operator in is planned from.
+func (p *planner) cut(in, orig physical.Operator, ins []int, broadcast bool) (physical.Operator, []int) {
 	if u, ok := in.(*physical.UnresolvedExchange); ok {
 		if broadcast {
 			p.stages[u.StageID-1].Broadcast = true
 		}
 		return in, ins
 	}
-	s := p.add(in, passThrough(in), ins, broadcast)
+	s := p.add(in, orig, passThrough(in), ins, broadcast)
 	return physical.NewUnresolvedExchange(s.ID, in.Schema(), in.OutputPartitioning()), []int{s.ID}
 }
 
