@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"sluice/physical"
 	"sluice/physical/metrics"
@@ -162,7 +163,7 @@ func (g *blockingGraph) decideSwitches() {
 			sw.decided = true
 		case bytes > threshold:
 			sw.decided = true
-			c.notes = append(c.notes, fmt.Sprintf("adaptive: kept partitioned join (build stage %d wrote %s, over the broadcast threshold %s)",
+			c.notes = append(c.notes, fmt.Sprintf("kept partitioned join (build stage %d wrote %s, over the broadcast threshold %s)",
 				b.ID, metrics.FormatBytes(bytes), metrics.FormatBytes(threshold)))
 		case complete:
 			sw.decided = true
@@ -170,9 +171,9 @@ func (g *blockingGraph) decideSwitches() {
 				g.fail(c, fmt.Errorf("stage %d: adaptive broadcast join: %w", c.ID, err))
 				return
 			}
-			c.notes = append(c.notes, fmt.Sprintf("adaptive: partitioned -> broadcast join (build stage %d: %d rows, %s; stage %d merged in)",
+			c.notes = append(c.notes, fmt.Sprintf("partitioned -> broadcast join (build stage %d: %d rows, %s; stage %d merged in)",
 				b.ID, rows, metrics.FormatBytes(bytes), p.ID))
-			p.notes = append(p.notes, fmt.Sprintf("adaptive: merged into stage %d (its join broadcasts stage %d)", c.ID, b.ID))
+			p.notes = append(p.notes, fmt.Sprintf("merged into stage %d (its join broadcasts stage %d)", c.ID, b.ID))
 		}
 	}
 }
@@ -300,7 +301,7 @@ func (g *blockingGraph) coalesce(s *bStage) {
 		return
 	}
 	s.ranges = ranges
-	s.notes = append(s.notes, fmt.Sprintf("adaptive: %d -> %d partitions (inputs %s, target %s per partition)",
+	s.notes = append(s.notes, fmt.Sprintf("%d -> %d partitions (inputs %s, target %s per partition)",
 		n, len(ranges), metrics.FormatBytes(total), metrics.FormatBytes(target)))
 }
 
@@ -342,24 +343,30 @@ func (g *blockingGraph) StagePlan() *dplan.Graph {
 	return out
 }
 
-// StageReport says, for EXPLAIN ANALYZE, what the planner estimated of a
-// stage's output, what its files held and what adaptive execution
-// decided: one line each, or nothing for an unknown stage.
-func (g *blockingGraph) StageReport(id int) []string {
+// StageReport says, for EXPLAIN ANALYZE's stage line, what the planner
+// estimated of a stage's output, what its files held and what adaptive
+// execution decided about it ("" for an unknown stage).
+func (g *blockingGraph) StageReport(id int) string {
 	s := g.stage(int32(id))
 	if s == nil {
-		return nil
+		return ""
 	}
-	var out []string
-	est := "unknown"
-	if s.Estimated {
-		est = fmt.Sprintf("rows=%.0f, bytes=%s", s.EstRows, metrics.FormatBytes(int64(s.EstBytes)))
-	}
+	var b strings.Builder
 	if s.state != StageSkipped {
+		est := "unknown"
+		if s.Estimated {
+			est = fmt.Sprintf("rows=%.0f, bytes=%s", s.EstRows, metrics.FormatBytes(int64(s.EstBytes)))
+		}
 		rows, bytes, _ := s.stageBytes()
-		out = append(out, fmt.Sprintf("output: estimated [%s], actual [rows=%d, bytes=%s]", est, rows, metrics.FormatBytes(bytes)))
+		fmt.Fprintf(&b, "estimated=[%s] actual=[rows=%d, bytes=%s]", est, rows, metrics.FormatBytes(bytes))
 	}
-	return append(out, s.notes...)
+	if len(s.notes) > 0 {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "adaptive=[%s]", strings.Join(s.notes, "; "))
+	}
+	return b.String()
 }
 
 // Skipped reports whether stage id was merged into its consumer.

@@ -122,7 +122,7 @@ func TestAdaptiveCoalescesPartitions(t *testing.T) {
 			t.Errorf("file %s read by %d of %d tasks' plans", p, n, len(next))
 		}
 	}
-	if !strings.Contains(strings.Join(g.StageReport(2), "\n"), "adaptive: 8 -> 6 partitions") {
+	if !strings.Contains(g.StageReport(2), "adaptive=[8 -> 6 partitions") {
 		t.Errorf("report: %v", g.StageReport(2))
 	}
 	finishAll(t, g, next)
@@ -176,8 +176,8 @@ func TestAdaptiveBroadcastJoin(t *testing.T) {
 			t.Fatalf("join task reads %v", rs)
 		}
 	}
-	report := strings.Join(g.StageReport(sw.consumer), "\n")
-	if !strings.Contains(report, "adaptive: partitioned -> broadcast join") {
+	report := g.StageReport(sw.consumer)
+	if !strings.Contains(report, "adaptive=[partitioned -> broadcast join") {
 		t.Errorf("report: %s", report)
 	}
 	finishAll(t, g, next)
@@ -210,7 +210,7 @@ func TestAdaptiveKeepsLargeBuildPartitioned(t *testing.T) {
 			t.Errorf("partitioned join task reads %d stages", len(rs))
 		}
 	}
-	if report := strings.Join(g.StageReport(sw.consumer), "\n"); !strings.Contains(report, "kept partitioned join") {
+	if report := g.StageReport(sw.consumer); !strings.Contains(report, "kept partitioned join") {
 		t.Errorf("report: %s", report)
 	}
 }

@@ -110,9 +110,9 @@ func (a *analysis) waiting() bool { return !a.succeeded.IsZero() }
 type adaptiveGraph interface {
 	// StagePlan is the job's stages as they run now.
 	StagePlan() *dplan.Graph
-	// StageReport is lines on a stage's estimated and actual output and
-	// the adaptive decisions about it.
-	StageReport(id int) []string
+	// StageReport is what the stage line adds: the stage's estimated and
+	// actual output and the adaptive decisions about it.
+	StageReport(id int) string
 	// Skipped reports whether a stage was merged into its consumer and
 	// never ran (its body is shown there).
 	Skipped(id int) bool
@@ -166,14 +166,14 @@ func (a *analysis) format(g ExecutionGraph) string {
 		if reported < tasks {
 			fmt.Fprintf(&b, " (%d of %d tasks reported metrics)", reported, tasks)
 		}
-		b.WriteByte('\n')
 		if adaptive {
-			for _, line := range ag.StageReport(s.ID) {
-				b.WriteString("  -- " + line + "\n")
+			if r := ag.StageReport(s.ID); r != "" {
+				b.WriteString(" " + r)
 			}
-			if ag.Skipped(s.ID) {
-				continue
-			}
+		}
+		b.WriteByte('\n')
+		if adaptive && ag.Skipped(s.ID) {
+			continue
 		}
 		for _, line := range strings.SplitAfter(physical.FormatAnalyzed(s.Body, sum), "\n") {
 			if line != "" {

@@ -241,6 +241,9 @@ func (g *blockingGraph) resolve(s *bStage) error {
 		}
 		s.parts = make([]bPart, n)
 	}
+	if n := len(s.parts); n != s.Body.OutputPartitioning().Count {
+		s.RunPartitions = n
+	}
 	if s.Output.Kind == physical.PartUnknown {
 		s.Output.Count = len(s.parts)
 	}
