@@ -96,12 +96,21 @@ type planner struct {
 // innermost, when n added nothing of its own).
 func (p *planner) plan(n plan.Node) (Operator, error) {
 	op, err := p.planNode(n)
-	if err == nil && p.est != nil {
-		if _, ok := p.est.nodes[op]; !ok {
-			p.est.nodes[op] = n
-		}
+	if err == nil {
+		p.note(op, n)
 	}
 	return op, err
+}
+
+// note records that op stands for n's output, unless it already stands
+// for a node below n.
+func (p *planner) note(op Operator, n plan.Node) {
+	if p.est == nil {
+		return
+	}
+	if _, ok := p.est.nodes[op]; !ok {
+		p.est.nodes[op] = n
+	}
 }
 
 func (p *planner) planNode(n plan.Node) (Operator, error) {
@@ -178,7 +187,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		// 4-vcore cluster). Inputs that still have more partitions than
 		// the target together (more inputs than the target, each with at
 		// least one partition) are folded into the target.
-		sub := &planner{cfg: p.cfg, occurs: p.occurs, shared: p.shared}
+		sub := &planner{cfg: p.cfg, occurs: p.occurs, shared: p.shared, est: p.est}
 		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
 		ins := make([]Operator, len(n.Inputs))
 		for i, c := range n.Inputs {
@@ -188,6 +197,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 			}
 			// Inputs are matched by position; rename to the union's names.
 			ins[i] = renameTo(op, c.Schema(), n.Cols)
+			p.note(ins[i], c)
 		}
 		return NewFoldedUnion(ins, p.cfg.TargetPartitions), nil
 	case *plan.SetOp:
