@@ -20,7 +20,8 @@ import (
 //     way the stage is (its partition i reads every input's partition i)
 //     or read whole (a broadcast build side) may read contiguous ranges of
 //     its inputs' partitions instead, up to TargetPartitionBytes a range
-//     (Spark's coalescing of shuffle partitions). Merging whole hash
+//     or an even share of the input if larger than 1 MiB (Spark's
+//     coalescing of shuffle partitions, parallelism first). Merging whole hash
 //     partitions keeps every key's rows of every input together, which is
 //     all a partition-wise operator (a partitioned join, a final
 //     aggregate, a window, INTERSECT) relies on; a shuffle reader's
@@ -43,6 +44,11 @@ import (
 // one estimated at more than this many times the broadcast threshold is
 // assumed to stay large, and its probe stage runs at once, as planned.
 const broadcastDeferFactor = 16
+
+// minCoalesceBytes is the least a coalesced partition is allowed to
+// hold when an even share of the input would be smaller (Spark's
+// spark.sql.adaptive.coalescePartitions.minPartitionSize).
+const minCoalesceBytes = 1 << 20
 
 // partRange is the input partitions [lo, hi) one partition of a coalesced
 // stage reads.
@@ -296,6 +302,11 @@ func (g *blockingGraph) coalesce(s *bStage) {
 			}
 		}
 	}
+	// Parallelism first, as Spark's default: partitions are merged only
+	// up to an even share of the input (never below minCoalesceBytes),
+	// so a stage with enough data to keep its planned partitions busy
+	// keeps them, and one of a few small files runs as few partitions.
+	target = min(target, max((total+int64(n)-1)/int64(n), minCoalesceBytes))
 	ranges := coalesceRanges(sizes, target)
 	if len(ranges) == n {
 		return

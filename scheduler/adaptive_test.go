@@ -236,3 +236,55 @@ func TestAdaptiveOff(t *testing.T) {
 		t.Errorf("stage 2 runs %d partitions, want 8", n)
 	}
 }
+
+// A coalesced stage whose input is lost runs the same partitions once the
+// input has been re-created, whatever sizes the re-run reports.
+func TestAdaptiveCoalescingSurvivesLostInput(t *testing.T) {
+	g := adaptiveGraphFor(t, groupBySQL, 8, 200, 0)
+	first := g.Offer([]*Offer{{ExecutorID: "a", Free: 4}, {ExecutorID: "b", Free: 4}})
+	finishWith(t, g, first, func(_, p int32) int64 { return map[bool]int64{true: 10, false: 30}[p < 4] })
+	second := g.Offer([]*Offer{{ExecutorID: "b", Free: 2}})
+	if len(g.stages[1].parts) != 6 || len(second) != 1 {
+		t.Fatalf("stage 2: %d partitions, %d tasks", len(g.stages[1].parts), len(second))
+	}
+	g.ExecutorLost("a")
+	if s := g.stages[1].state; s != StageUnresolved {
+		t.Fatalf("stage 2 is %s after losing half its input", s)
+	}
+	// The re-run writes other sizes: the ranges stay.
+	rerun := offerAll(g)
+	if fmt.Sprint(stageOf(rerun)) != "[1]" {
+		t.Fatalf("placed stages %v", stageOf(rerun))
+	}
+	finishWith(t, g, rerun, func(int32, int32) int64 { return 1 })
+	rest := offerAll(g)
+	if len(g.stages[1].parts) != 6 {
+		t.Fatalf("stage 2 now runs %d partitions, want 6", len(g.stages[1].parts))
+	}
+	finishAll(t, g, rest)
+	for _, a := range second {
+		g.UpdateTask(success(a.Task, a.ExecutorID))
+	}
+	if st, err := g.State(); st != GraphSuccessful {
+		t.Fatalf("graph %v: %v\n%s", st, err, g.Describe())
+	}
+}
+
+// Parallelism first: partitions holding more than 1 MiB each are not
+// merged below an even share of the input, whatever the target.
+func TestAdaptiveKeepsParallelism(t *testing.T) {
+	for _, tc := range []struct {
+		fileBytes int64
+		want      int
+	}{
+		{300 << 10, 8}, // 2.4 MiB per partition: each its own
+		{30 << 10, 2},  // 240 KiB per partition: 1 MiB ranges
+	} {
+		g := adaptiveGraphFor(t, groupBySQL, 8, 8<<20, 0)
+		finishWith(t, g, offerAll(g), func(int32, int32) int64 { return tc.fileBytes })
+		offerAll(g)
+		if n := len(g.stages[1].parts); n != tc.want {
+			t.Errorf("%d bytes per file: stage 2 runs %d partitions, want %d (%s)", tc.fileBytes, n, tc.want, g.StageReport(2))
+		}
+	}
+}
