@@ -61,6 +61,9 @@ type Query struct {
 	// Write is set when the query writes files: its runner calls
 	// Write.Finish once the query has ended.
 	Write *Write
+	// Estimates are the physical planner's size guesses, which the
+	// distributed planner records per stage.
+	Estimates *physical.Estimates
 }
 
 // Explain is set on an Outcome's Rows for EXPLAIN; distributed runners
@@ -167,7 +170,7 @@ func (e *Engine) PlanQuery(q *sql.Query, settings *Settings) (*Query, error) {
 		BroadcastThreshold: settings.Int("optimizer.broadcast_join_threshold_bytes"),
 		ShareSubplans:      e.ShareSubplans,
 	}
-	op, err := physical.Plan(opt, cfg)
+	op, est, err := physical.PlanEstimated(opt, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +179,7 @@ func (e *Engine) PlanQuery(q *sql.Query, settings *Settings) (*Query, error) {
 		f.Name = q.Names[i]
 		fields[i] = f
 	}
-	return &Query{Logical: opt, Physical: op, Schema: arrow.NewSchema(fields, nil)}, nil
+	return &Query{Logical: opt, Physical: op, Schema: arrow.NewSchema(fields, nil), Estimates: est}, nil
 }
 
 func (e *Engine) createExternalTable(st *sql.CreateExternalTable) (*Outcome, error) {

@@ -54,6 +54,10 @@ const (
 	// MaxQueryRetries bounds execution.query_retries: each retry runs the
 	// whole query again.
 	MaxQueryRetries = 5
+	// DefaultAQETargetPartitionBytes is
+	// execution.aqe_target_partition_bytes' default (see
+	// docs/architecture.md, adaptive execution).
+	DefaultAQETargetPartitionBytes = 8 << 20
 	// DefaultAutoMaxPipelinedRows is execution.auto_max_pipelined_rows'
 	// default (see docs/architecture.md, auto mode, for how it was chosen).
 	DefaultAutoMaxPipelinedRows = 10_000_000
@@ -69,6 +73,17 @@ func oneOf(opts ...string) func(string) (string, error) {
 		}
 		return "", fmt.Errorf("expected one of %s, got %q", strings.Join(opts, ", "), v)
 	}
+}
+
+// boolean accepts on/off, true/false, yes/no and 1/0, stored as on or off.
+func boolean(v string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on", "true", "yes", "1":
+		return "on", nil
+	case "off", "false", "no", "0":
+		return "off", nil
+	}
+	return "", fmt.Errorf("expected on or off, got %q", v)
 }
 
 func constant(s string) func() string { return func() string { return s } }
@@ -113,6 +128,16 @@ var knownSettings = map[string]setting{
 		def:      constant(strconv.Itoa(DefaultAutoMaxPipelinedRows)),
 		validate: intRange(0, MaxBytesSetting, ""),
 		help:     "auto mode runs a query blocking when its largest estimated intermediate result (join input, grouped output, sort input) has more rows than this",
+	},
+	"execution.adaptive": {
+		def:      constant("on"),
+		validate: boolean,
+		help:     "blocking mode re-plans a stage from the exact sizes of its finished inputs: coalesces small shuffle partitions and broadcasts a join's build side that turned out small (pipelined mode is never adaptive)",
+	},
+	"execution.aqe_target_partition_bytes": {
+		def:      constant(strconv.Itoa(DefaultAQETargetPartitionBytes)),
+		validate: intRange(0, MaxBytesSetting, ""),
+		help:     "adaptive execution merges a blocking stage's consecutive shuffle partitions into one task partition up to this many bytes (0: never)",
 	},
 	"scheduler.max_partitions_per_task": {
 		def:      constant("4"),
@@ -224,6 +249,12 @@ func (s *Settings) Reset(key string) error {
 func (s *Settings) Get(key string) (string, bool) {
 	v, ok := s.values[strings.ToLower(key)]
 	return v, ok
+}
+
+// Bool returns a setting known to be on or off.
+func (s *Settings) Bool(key string) bool {
+	v, _ := s.Get(key)
+	return v == "on"
 }
 
 // Int returns a setting known to be an integer.

@@ -34,16 +34,51 @@ type PlannerConfig struct {
 // The root may have several partitions; callers that want one stream use
 // NewCoalescePartitions (or read the partitions concurrently).
 func Plan(n plan.Node, cfg PlannerConfig) (Operator, error) {
+	op, _, err := PlanEstimated(n, cfg)
+	return op, err
+}
+
+// PlanEstimated is Plan, also returning the planner's size estimates of
+// the plan's operators (see Estimates).
+func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error) {
 	if cfg.TargetPartitions <= 0 {
 		cfg.TargetPartitions = DefaultTargetPartitions()
 	}
-	p := &planner{cfg: cfg}
+	p := &planner{cfg: cfg, est: &Estimates{nodes: map[Operator]plan.Node{}}}
 	if cfg.ShareSubplans {
 		p.shared = map[string]*SharedOutput{}
 		p.occurs = map[string]int{}
 		plan.CountAggregates(n, p.occurs)
 	}
-	return p.plan(n)
+	op, err := p.plan(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return op, p.est, nil
+}
+
+// Estimates are what the planner guessed of its operators' outputs: each
+// operator planned for a logical node is mapped to that node, whose rows
+// plan.EstimateRows guesses, and whose bytes are those rows times a width
+// per column type (the guess the broadcast threshold is compared with).
+// The distributed planner records them per stage, so that a blocking job
+// can show the estimate beside the exact size its shuffle files had.
+type Estimates struct {
+	nodes map[Operator]plan.Node
+}
+
+// Of returns the estimated rows and bytes of op's output; ok is false for
+// an operator the planner added without a logical node of its own (a
+// repartition, a partial aggregate) or one not of this plan.
+func (e *Estimates) Of(op Operator) (rows, bytes float64, ok bool) {
+	if e == nil {
+		return 0, 0, false
+	}
+	n, ok := e.nodes[op]
+	if !ok {
+		return 0, 0, false
+	}
+	return plan.EstimateRows(n), estimatedBytes(n), true
 }
 
 type planner struct {
@@ -53,9 +88,32 @@ type planner struct {
 	// plan.SubtreeKey.
 	occurs map[string]int
 	shared map[string]*SharedOutput
+	// est maps each operator planned for a logical node to the node.
+	est *Estimates
 }
 
+// plan plans n and records which operator stands for n's output (the
+// innermost, when n added nothing of its own).
 func (p *planner) plan(n plan.Node) (Operator, error) {
+	op, err := p.planNode(n)
+	if err == nil {
+		p.note(op, n)
+	}
+	return op, err
+}
+
+// note records that op stands for n's output, unless it already stands
+// for a node below n.
+func (p *planner) note(op Operator, n plan.Node) {
+	if p.est == nil {
+		return
+	}
+	if _, ok := p.est.nodes[op]; !ok {
+		p.est.nodes[op] = n
+	}
+}
+
+func (p *planner) planNode(n plan.Node) (Operator, error) {
 	switch n := n.(type) {
 	case *plan.Scan:
 		return p.scan(n)
@@ -129,7 +187,7 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 		// 4-vcore cluster). Inputs that still have more partitions than
 		// the target together (more inputs than the target, each with at
 		// least one partition) are folded into the target.
-		sub := &planner{cfg: p.cfg, occurs: p.occurs, shared: p.shared}
+		sub := &planner{cfg: p.cfg, occurs: p.occurs, shared: p.shared, est: p.est}
 		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
 		ins := make([]Operator, len(n.Inputs))
 		for i, c := range n.Inputs {
@@ -139,6 +197,7 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 			}
 			// Inputs are matched by position; rename to the union's names.
 			ins[i] = renameTo(op, c.Schema(), n.Cols)
+			p.note(ins[i], c)
 		}
 		return NewFoldedUnion(ins, p.cfg.TargetPartitions), nil
 	case *plan.SetOp:

@@ -104,15 +104,36 @@ func (a *analysis) complete(now time.Time) bool {
 // reports.
 func (a *analysis) waiting() bool { return !a.succeeded.IsZero() }
 
+// adaptiveGraph is a graph that re-plans stages as it runs (blocking
+// mode's adaptive execution): EXPLAIN ANALYZE shows the stages as they
+// ran, with what was estimated, what was measured and what was decided.
+type adaptiveGraph interface {
+	// StagePlan is the job's stages as they run now.
+	StagePlan() *dplan.Graph
+	// StageReport is what the stage line adds: the stage's estimated and
+	// actual output and the adaptive decisions about it.
+	StageReport(id int) string
+	// Skipped reports whether a stage was merged into its consumer and
+	// never ran (its body is shown there).
+	Skipped(id int) bool
+}
+
 // format renders every stage, producers first: its header (as EXPLAIN's
 // distributed plan shows it) with its tasks' summed metrics, then its
-// body with each operator's metrics summed over the tasks.
-func (a *analysis) format() string {
+// body with each operator's metrics summed over the tasks. For an
+// adaptive graph (g), the stages are those that ran, each followed by its
+// report.
+func (a *analysis) format(g ExecutionGraph) string {
 	if a.text != "" {
 		return a.text
 	}
+	plan := a.plan
+	ag, adaptive := g.(adaptiveGraph)
+	if adaptive {
+		plan = ag.StagePlan()
+	}
 	var b strings.Builder
-	for i, s := range a.plan.Stages {
+	for i, s := range plan.Stages {
 		ops := len(physical.PreOrder(s.Body))
 		sum := make([]physical.OperatorMetrics, ops)
 		var tasks, reported int
@@ -140,12 +161,20 @@ func (a *analysis) format() string {
 				})
 			}
 		}
-		b.WriteString(dplan.StageHeader(a.plan, i))
+		b.WriteString(dplan.StageHeader(plan, i))
 		fmt.Fprintf(&b, " metrics=[tasks=%d, task_time=%s, task_mem=%s]", tasks, metrics.FormatDuration(taskTime), metrics.FormatBytes(taskMem))
 		if reported < tasks {
 			fmt.Fprintf(&b, " (%d of %d tasks reported metrics)", reported, tasks)
 		}
+		if adaptive {
+			if r := ag.StageReport(s.ID); r != "" {
+				b.WriteString(" " + r)
+			}
+		}
 		b.WriteByte('\n')
+		if adaptive && ag.Skipped(s.ID) {
+			continue
+		}
 		for _, line := range strings.SplitAfter(physical.FormatAnalyzed(s.Body, sum), "\n") {
 			if line != "" {
 				b.WriteString("  " + line)

@@ -30,9 +30,12 @@ const (
 	StageSuccessful
 	// StageFailed: the job failed in this stage.
 	StageFailed
+	// StageSkipped: adaptive execution merged the stage into its
+	// consumer, which computes its body itself; it never runs.
+	StageSkipped
 )
 
-var stageStateNames = [...]string{"unresolved", "resolved", "running", "successful", "failed"}
+var stageStateNames = [...]string{"unresolved", "resolved", "running", "successful", "failed", "skipped"}
 
 func (s StageState) String() string { return stageStateNames[s] }
 
@@ -51,6 +54,14 @@ type BlockingConfig struct {
 	// TaskRetries is how often a partition is re-run after a failure, and
 	// how often a stage may lose its output, before the job fails.
 	TaskRetries int
+	// Adaptive lets the graph change a stage's plan from the exact sizes
+	// of its finished inputs (adaptive.go): coalesce small shuffle
+	// partitions into fewer, up to TargetPartitionBytes each (0: never),
+	// and broadcast the build side of a partitioned hash join that turned
+	// out under BroadcastThreshold bytes (0: never).
+	Adaptive             bool
+	TargetPartitionBytes int64
+	BroadcastThreshold   int64
 }
 
 // NewBlockingGraph returns the graph of a blocking job: stages run when all
@@ -70,7 +81,10 @@ func NewBlockingGraph(cfg BlockingConfig) (ExecutionGraph, error) {
 		if s.ID != i+1 {
 			return nil, fmt.Errorf("internal: stage %d at position %d", s.ID, i)
 		}
-		g.stages = append(g.stages, &bStage{Stage: s, parts: make([]bPart, s.Partitions()), running: map[int32]*bTask{}})
+		// Each graph has its own copy of the stage: adaptive execution
+		// changes its body, inputs and output count.
+		own := *s
+		g.stages = append(g.stages, &bStage{Stage: &own, parts: make([]bPart, s.Partitions()), running: map[int32]*bTask{}})
 	}
 	for _, s := range g.stages {
 		for _, in := range s.Inputs {
@@ -79,6 +93,9 @@ func NewBlockingGraph(cfg BlockingConfig) (ExecutionGraph, error) {
 			}
 			g.stages[in-1].consumers = append(g.stages[in-1].consumers, s.ID)
 		}
+	}
+	if cfg.Adaptive {
+		g.findSwitches()
 	}
 	g.refresh()
 	return g, nil
@@ -117,6 +134,13 @@ type bStage struct {
 	finished  []*bTask
 	nextTask  int32
 	plan      *rpc.PhysicalPlan // resolved and encoded; nil until resolved
+	// Adaptive execution (adaptive.go): decided is set once the stage's
+	// partitions are fixed (at its first resolution); ranges, when not
+	// nil, are the contiguous input partitions each of its partitions
+	// reads; notes say what was decided, for EXPLAIN ANALYZE.
+	decided bool
+	ranges  []partRange
+	notes   []string
 }
 
 type blockingGraph struct {
@@ -128,6 +152,9 @@ type blockingGraph struct {
 	launched  int
 	done      int
 	rowsOut   int64
+	// switches are the partitioned hash joins that may become broadcast
+	// ones once their build stage has finished (adaptive.go).
+	switches []*joinSwitch
 }
 
 var _ ExecutionGraph = (*blockingGraph)(nil)
@@ -159,7 +186,11 @@ func (g *blockingGraph) refresh() {
 	if g.state != GraphRunning {
 		return
 	}
+	g.decideSwitches()
 	for _, s := range g.stages {
+		if s.state == StageSkipped {
+			continue
+		}
 		inputsDone := true
 		for _, in := range s.Inputs {
 			if g.stages[in-1].state != StageSuccessful {
@@ -190,10 +221,31 @@ func (g *blockingGraph) refresh() {
 
 // resolve replaces the stage's placeholders by shuffle readers of its
 // inputs' files, puts the shuffle writer on top and encodes the result.
+// The first time, adaptive execution may choose fewer partitions than the
+// plan has (coalesce); they are kept from then on, so that a stage
+// resolved again after an input lost its output runs the same partitions.
 func (g *blockingGraph) resolve(s *bStage) error {
-	body, err := g.replaceExchanges(s.Body)
+	if !s.decided {
+		if g.cfg.Adaptive {
+			g.coalesce(s)
+		}
+		s.decided = true
+	}
+	body, err := g.replaceExchanges(s.Body, s.ranges)
 	if err != nil {
 		return err
+	}
+	if n := body.OutputPartitioning().Count; n != len(s.parts) {
+		if s.count(partPending) != len(s.parts) || len(s.running) > 0 {
+			return fmt.Errorf("internal: stage %d resolved to %d partitions after running %d", s.ID, n, len(s.parts))
+		}
+		s.parts = make([]bPart, n)
+	}
+	if n := len(s.parts); n != s.Body.OutputPartitioning().Count {
+		s.RunPartitions = n
+	}
+	if s.Output.Kind == physical.PartUnknown {
+		s.Output.Count = len(s.parts)
 	}
 	w, err := g.cfg.Exchanges.ShuffleWriter(body, g.cfg.JobID, s.ID, s.Output)
 	if err != nil {
@@ -207,18 +259,41 @@ func (g *blockingGraph) resolve(s *bStage) error {
 	return nil
 }
 
-func (g *blockingGraph) replaceExchanges(op physical.Operator) (physical.Operator, error) {
+// replaceExchanges replaces op's placeholders by shuffle readers. With
+// ranges (a coalesced stage), partition i of each hash-partitioned input
+// is made of that input's partitions ranges[i]; an input read whole (a
+// broadcast build side) keeps its own partitions.
+func (g *blockingGraph) replaceExchanges(op physical.Operator, ranges []partRange) (physical.Operator, error) {
 	if u, ok := op.(*physical.UnresolvedExchange); ok {
 		p := g.stages[u.StageID-1]
-		return g.cfg.Exchanges.ShuffleReader(u.StageID, u.Schema(), p.readerPartitions())
+		parts := p.readerPartitions()
+		if ranges != nil && p.Output.Kind == physical.PartHash {
+			parts = coalesceLocations(parts, ranges)
+		}
+		return g.cfg.Exchanges.ShuffleReader(u.StageID, u.Schema(), parts)
 	}
 	children := op.Children()
 	if len(children) == 0 {
 		return op, nil
 	}
+	if whole, ok := wholeInput(op); ok && ranges != nil {
+		// A broadcast build side: every task reads all of it.
+		outs := slices.Clone(children)
+		o, err := g.replaceExchanges(whole, nil)
+		if err != nil {
+			return nil, err
+		}
+		outs[0] = o
+		for i := 1; i < len(children); i++ {
+			if outs[i], err = g.replaceExchanges(children[i], ranges); err != nil {
+				return nil, err
+			}
+		}
+		return dplan.WithNewChildren(op, outs)
+	}
 	outs := make([]physical.Operator, len(children))
 	for i, c := range children {
-		o, err := g.replaceExchanges(c)
+		o, err := g.replaceExchanges(c, ranges)
 		if err != nil {
 			return nil, err
 		}
@@ -264,7 +339,7 @@ func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 	}
 	var out []*Assignment
 	for _, s := range g.stages {
-		if (s.state != StageResolved && s.state != StageRunning) || !g.needed(s) {
+		if (s.state != StageResolved && s.state != StageRunning) || !g.needed(s) || g.deferred(s) {
 			continue
 		}
 		var pending []int
@@ -497,7 +572,7 @@ func (g *blockingGraph) State() (GraphState, error) { return g.state, g.err }
 func (g *blockingGraph) Progress() *rpc.JobProgress {
 	p := &rpc.JobProgress{StagesTotal: int32(len(g.stages)), TasksTotal: int32(g.launched), TasksDone: int32(g.done), RowsOut: g.rowsOut}
 	for _, s := range g.stages {
-		if s.state == StageSuccessful {
+		if s.state == StageSuccessful || s.state == StageSkipped {
 			p.StagesDone++
 		}
 		p.TasksRunning += int32(len(s.running))

@@ -247,9 +247,12 @@ func (e *fakeExecutor) RemoveJobData(ctx context.Context, in *rpc.RemoveJobDataR
 
 var _ rpc.ExecutorServiceClient = (*fakeExecutor)(nil)
 
-// blocking are the settings of a blocking query with 4 partitions.
+// blocking are the settings of a blocking query with 4 partitions. The
+// fake executors' files are all of 0 bytes, which adaptive execution
+// would coalesce into one partition, so it is off unless a test turns it
+// on (adaptive_test.go).
 func blocking(extra ...string) map[string]string {
-	m := map[string]string{"execution.mode": "blocking", "execution.target_partitions": "4"}
+	m := map[string]string{"execution.mode": "blocking", "execution.target_partitions": "4", "execution.adaptive": "off"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		m[extra[i]] = extra[i+1]
 	}

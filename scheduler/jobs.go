@@ -127,7 +127,7 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 	if j.analysis != nil {
 		st.Analyze = true
 		if j.state == rpc.JobState_JOB_SUCCESSFUL {
-			st.AnalyzedPlan = j.analysis.format()
+			st.AnalyzedPlan = j.analysis.format(j.graph)
 		}
 	}
 	// A pipelined job is read while it runs; a status stream may skip

@@ -211,7 +211,7 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 	if err != nil {
 		return nil, err
 	}
-	g, err := dplan.Plan(q.Physical)
+	g, err := dplan.PlanEstimated(q.Physical, q.Estimates)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (s *Scheduler) submit(key jobKey, st *sql.Query, q *engine.Query, settings 
 // its plan q, not placed on the executors in avoid. The caller registers
 // it. Callers hold s.mu (auto mode and pipelined graphs read the cluster).
 func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, attempt int, avoid []string) (*job, error) {
-	dg, err := dplan.Plan(q.Physical)
+	dg, err := dplan.PlanEstimated(q.Physical, q.Estimates)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +282,10 @@ func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, att
 		g, err = NewBlockingGraph(BlockingConfig{
 			JobID: key.id, Plan: dg, Exchanges: s.cfg.Exchanges, Encode: s.cfg.Encode,
 			Settings: taskSettings(spec.settings, ModeBlocking), MaxPartitionsPerTask: int(spec.settings.Int("scheduler.max_partitions_per_task")),
-			TaskRetries: s.cfg.TaskRetries,
+			TaskRetries:          s.cfg.TaskRetries,
+			Adaptive:             spec.settings.Bool("execution.adaptive"),
+			TargetPartitionBytes: spec.settings.Int("execution.aqe_target_partition_bytes"),
+			BroadcastThreshold:   spec.settings.Int("optimizer.broadcast_join_threshold_bytes"),
 		})
 	}
 	if err != nil {

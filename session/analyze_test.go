@@ -36,8 +36,10 @@ func analyzeSessions(t *testing.T) map[string]*session.Session {
 		{"blocking", cluster.PolicyPush}, {"blocking", cluster.PolicyPull}, {"pipelined", cluster.PolicyPush},
 	} {
 		s := startCluster(t, 2, c.policy)
-		// Three tasks per stage, so that metrics are summed over tasks.
-		for k, v := range map[string]string{"execution.mode": c.mode, "execution.target_partitions": "3", "scheduler.max_partitions_per_task": "1"} {
+		// Three tasks per stage, so that metrics are summed over tasks
+		// (adaptive execution would merge the tiny partitions into one:
+		// TestAdaptiveBlockingCluster checks its EXPLAIN ANALYZE).
+		for k, v := range map[string]string{"execution.mode": c.mode, "execution.target_partitions": "3", "scheduler.max_partitions_per_task": "1", "execution.adaptive": "off"} {
 			if err := s.Settings.Set(k, v); err != nil {
 				t.Fatal(err)
 			}

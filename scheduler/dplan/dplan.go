@@ -30,14 +30,31 @@ type Stage struct {
 	// reads its output (each reading every partition it needs once). A
 	// pipelined writer keeps the output for every reader to replay.
 	Shared bool
+	// Estimated says the physical planner guessed the size of the stage's
+	// output: about EstRows rows of EstBytes bytes (see
+	// physical.Estimates). Blocking mode shows the guess beside the exact
+	// figures its shuffle files report.
+	Estimated bool
+	EstRows   float64
+	EstBytes  float64
+	// RunPartitions, when not zero, is how many partitions the stage
+	// runs instead of its body's: a blocking job's adaptive execution
+	// coalesced its input partitions.
+	RunPartitions int
 }
 
 // Retained reports whether a pipelined writer must keep the stage's output
 // for more than one reader of each partition.
 func (s *Stage) Retained() bool { return s.Broadcast || s.Shared }
 
-// Partitions is the number of partitions the stage runs (the body's).
-func (s *Stage) Partitions() int { return s.Body.OutputPartitioning().Count }
+// Partitions is the number of partitions the stage runs: the body's,
+// unless adaptive execution chose another (RunPartitions).
+func (s *Stage) Partitions() int {
+	if s.RunPartitions > 0 {
+		return s.RunPartitions
+	}
+	return s.Body.OutputPartitioning().Count
+}
 
 // Graph is a job's stages in dependency order (producers first); the last
 // stage is the final stage, whose output the client reads.

@@ -48,16 +48,24 @@ import (
 // aggregates, reading different scan stages, would differ too. After the
 // subtree is planned, its stage body is compared as above.
 func Plan(root physical.Operator) (*Graph, error) {
+	return PlanEstimated(root, nil)
+}
+
+// PlanEstimated is Plan, recording in each stage the estimate est has of
+// the operator the stage's body was cut from (nil: none).
+func PlanEstimated(root physical.Operator, est *physical.Estimates) (*Graph, error) {
 	if root == nil {
 		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
 	}
-	p := &planner{seen: map[string]*Stage{}, subtrees: map[string]*Stage{}}
+	p := &planner{seen: map[string]*Stage{}, subtrees: map[string]*Stage{}, est: est}
 	body, inputs, err := p.visit(root)
 	if err != nil {
 		return nil, fmt.Errorf("distributed planning: %w", err)
 	}
 	// The final stage is always a stage of its own (never merged).
-	p.stages = append(p.stages, &Stage{ID: len(p.stages) + 1, Body: body, Output: passThrough(body), Inputs: inputs})
+	final := &Stage{ID: len(p.stages) + 1, Body: body, Output: passThrough(body), Inputs: inputs}
+	p.estimate(final, root)
+	p.stages = append(p.stages, final)
 	return &Graph{Stages: p.stages}, nil
 }
 
@@ -70,6 +78,13 @@ type planner struct {
 	// subtrees holds the mergeable stages by the key of the uncut
 	// subtree they were planned from (subtreeKey).
 	subtrees map[string]*Stage
+	est      *physical.Estimates
+}
+
+// estimate records in s the estimate of orig, the operator of the
+// original plan whose output s writes.
+func (p *planner) estimate(s *Stage, orig physical.Operator) {
+	s.EstRows, s.EstBytes, s.Estimated = p.est.Of(orig)
 }
 
 // reuse returns the stage planned earlier from a subtree equal to the one
@@ -123,13 +138,16 @@ func mergeable(body physical.Operator, broadcast bool) bool {
 	}
 }
 
-func (p *planner) add(body physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
+// add adds a stage writing body (cut from orig, the original plan's
+// operator) split by out.
+func (p *planner) add(body, orig physical.Operator, out physical.Partitioning, inputs []int, broadcast bool) *Stage {
 	key := reuseKey(body, out, broadcast)
 	if s := p.seen[key]; key != "" && s != nil {
 		s.Shared = true
 		return s
 	}
 	s := &Stage{ID: len(p.stages) + 1, Body: body, Output: out, Inputs: inputs, Broadcast: broadcast}
+	p.estimate(s, orig)
 	p.stages = append(p.stages, s)
 	if key != "" {
 		p.seen[key] = s
@@ -166,7 +184,7 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		s := p.add(in, o.OutputPartitioning(), ins, false)
+		s := p.add(in, o.Children()[0], o.OutputPartitioning(), ins, false)
 		p.remember(key, s)
 		return physical.NewUnresolvedExchange(s.ID, o.Schema(), o.OutputPartitioning()), []int{s.ID}, nil
 	case *physical.CoalescePartitions, *physical.SortPreservingMerge:
@@ -175,7 +193,7 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 			return nil, nil, err
 		}
 		if in.OutputPartitioning().Count > 1 {
-			in, ins = p.cut(in, ins, false)
+			in, ins = p.cut(in, op.Children()[0], ins, false)
 		}
 		out, err := WithNewChildren(op, []physical.Operator{in})
 		return out, ins, err
@@ -246,7 +264,7 @@ func (p *planner) visitCut(c physical.Operator, broadcast bool) (physical.Operat
 	if err != nil {
 		return nil, nil, err
 	}
-	out, ins := p.cut(in, ins, broadcast)
+	out, ins := p.cut(in, c, ins, broadcast)
 	if u, ok := out.(*physical.UnresolvedExchange); ok {
 		p.remember(key, p.stages[u.StageID-1])
 	}
@@ -255,15 +273,16 @@ func (p *planner) visitCut(c physical.Operator, broadcast bool) (physical.Operat
 
 // cut makes in (reading stages ins) a pass-through stage of its own and
 // returns the placeholder the consumer reads instead. An input that already
-// is a placeholder is returned as it is (marked broadcast if asked).
-func (p *planner) cut(in physical.Operator, ins []int, broadcast bool) (physical.Operator, []int) {
+// is a placeholder is returned as it is (marked broadcast if asked). orig
+// is the original plan's operator in is planned from.
+func (p *planner) cut(in, orig physical.Operator, ins []int, broadcast bool) (physical.Operator, []int) {
 	if u, ok := in.(*physical.UnresolvedExchange); ok {
 		if broadcast {
 			p.stages[u.StageID-1].Broadcast = true
 		}
 		return in, ins
 	}
-	s := p.add(in, passThrough(in), ins, broadcast)
+	s := p.add(in, orig, passThrough(in), ins, broadcast)
 	return physical.NewUnresolvedExchange(s.ID, in.Schema(), in.OutputPartitioning()), []int{s.ID}
 }
 
