@@ -114,6 +114,12 @@ type HashAggregate struct {
 	schema     *arrow.Schema
 	// grandTotals: see WithGrandTotals.
 	grandTotals []int64
+	// splitLevel is how many times the groups this aggregate merges were
+	// split into spill buckets already (a spilled aggregate's bucket is
+	// merged by an aggregate one level down, which splits it by other bits
+	// of the hash should it spill again). It is never serialized: only a
+	// running aggregate makes one.
+	splitLevel int
 }
 
 // WithGrandTotals returns a copy of h (an AggFinal or AggSingle aggregate
@@ -569,7 +575,7 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 // states (no DISTINCT, no ordered string_agg) and that owes no grand-total
 // rows.
 func (s *hashAggStream) spillable() bool {
-	if s.op.mode == AggPartial || len(s.op.groupBy) == 0 || len(s.op.grandTotals) > 0 {
+	if s.op.mode == AggPartial || len(s.op.groupBy) == 0 || len(s.op.grandTotals) > 0 || s.op.splitLevel >= maxSplitLevel {
 		return false
 	}
 	for _, a := range s.op.aggs {
@@ -639,7 +645,7 @@ func (s *hashAggStream) spillGroups() error {
 
 // writeBuckets splits a batch of states by the hash of its keys.
 func (s *hashAggStream) writeBuckets(b arrow.RecordBatch) error {
-	if err := splitRows(s.tc, b, b.Columns()[:len(s.op.groupBy)], s.buckets); err != nil {
+	if err := splitRows(s.tc, b, b.Columns()[:len(s.op.groupBy)], s.buckets, s.op.splitLevel, false); err != nil {
 		return fmt.Errorf("hash aggregate: %w", err)
 	}
 	return nil
@@ -664,6 +670,9 @@ func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch,
 			if err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
+			// A bucket still too big for memory spills again, split by
+			// the next bits of its keys' hash.
+			merge.splitLevel = s.op.splitLevel + 1
 			if s.bucketOut, err = merge.Execute(ctx, 0, s.tc); err != nil {
 				return nil, err
 			}
