@@ -75,7 +75,7 @@ type splitter struct {
 	// once, in smaller batches, rather than failing the task.
 	early  bool
 	hashes []uint64
-	idx       [][]int32
+	idx    [][]int32
 }
 
 func newSplitter(p physical.Partitioning, schema *arrow.Schema, tc *physical.TaskContext) *splitter {
