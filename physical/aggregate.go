@@ -433,8 +433,11 @@ type hashAggStream struct {
 	// bucket is aggregated on its own (bucket, bucketOut).
 	buckets     []*spillFile
 	bucketState *arrow.Schema // the layout of the rows in buckets
-	bucket      int
-	bucketOut   Stream
+	// rawSpill: the buckets hold input rows (keys and arguments) rather
+	// than partial states (aggregate_distinct_spill.go).
+	rawSpill  bool
+	bucket    int
+	bucketOut Stream
 }
 
 // spillBuckets is how many files a spilling aggregate splits its groups
@@ -536,6 +539,14 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 			return fmt.Errorf("hash aggregate: %w", err)
 		}
 		s.rows += b.NumRows()
+		if s.rawSpill {
+			err = s.splitRaw(b)
+			b.Release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		err = s.consumeBatch(b)
 		b.Release()
 		if err != nil && canSpill(s.tc, err) && s.op.mode == AggPartial && len(s.op.groupBy) > 0 {
@@ -546,6 +557,10 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 		}
 		if err != nil && canSpill(s.tc, err) && s.spillable() {
 			err = s.spillGroups()
+		} else if err != nil && canSpill(s.tc, err) && s.distinctSpillable() {
+			err = s.spillDistinct()
+		} else if err != nil && canSpill(s.tc, err) && s.op.splitLevel >= maxSplitLevel {
+			err = fmt.Errorf("hash aggregate: the groups of one key hash need more memory than the limit allows after %d splits into buckets (one group with that many distinct values): %w", maxSplitLevel, err)
 		}
 		if err != nil {
 			return err
@@ -555,6 +570,9 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 			s.streaming = true
 			return nil
 		}
+	}
+	if s.rawSpill {
+		return nil // every row since the spill is on disk
 	}
 	if s.buckets != nil {
 		// The groups still held join the others on disk.
@@ -666,7 +684,13 @@ func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch,
 			if err := f.finish(); err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
-			merge, err := NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
+			var merge *HashAggregate
+			var err error
+			if s.rawSpill {
+				merge, err = s.rawBucketAggregate(f)
+			} else {
+				merge, err = NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}

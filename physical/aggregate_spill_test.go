@@ -7,12 +7,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -161,4 +163,81 @@ func TestHashAggregateSpillEnds(t *testing.T) {
 			})
 		})
 	}
+}
+
+// jaDistinctAgg is count, sum and min DISTINCT of x by (k, s).
+func jaDistinctAgg(t *testing.T, in Operator) *HashAggregate {
+	x := jaCol(2, "x", plan.Int64)
+	aggs := []AggregateExpr{
+		{Func: plan.AggCount, Arg: x, Distinct: true, Name: "cx", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x, Distinct: true, Name: "sx", Type: plan.SumType(plan.Int64)},
+		{Func: plan.AggMin, Arg: x, Distinct: true, Name: "mx", Type: plan.Int64},
+	}
+	gb := []expr.Expr{jaCol(0, "k", plan.Int64), jaCol(1, "s", plan.Utf8)}
+	op, err := NewHashAggregate(in, AggSingle, gb, []string{"k", "s"}, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// TestHashAggregateDistinctSpills: an aggregate of DISTINCT functions
+// only, refused memory, spills its groups' distinct values as rows and
+// the rows after them, and gives the unlimited answer (NULL values and
+// NULL keys, groups whose values are all NULL) under random small limits,
+// splitting buckets again where needed; one group with more distinct
+// values than the limit holds fails with the memory error saying so.
+func TestHashAggregateDistinctSpills(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := jaSchema("k", plan.Int64, "s", plan.Utf8, "x", plan.Int64)
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 1)}
+	defer src.release()
+	for b := range 40 {
+		var rows [][]any
+		for i := range 500 {
+			n := b*500 + i
+			row := []any{n % 700, fmt.Sprint("g", n%3), (n * 7) % 5000}
+			if n%11 == 0 || n%700 == 5 {
+				row[2] = nil
+			}
+			if n%101 == 0 {
+				row[0] = nil
+			}
+			rows = append(rows, row)
+		}
+		src.parts[0] = append(src.parts[0], jaBatch(t, mem, schema, rows))
+	}
+	op := jaDistinctAgg(t, src)
+	want := jaCollect(t, op, jaTC(mem, 256, 0))
+	for range 4 {
+		limit := 30_000 + rand.Int64N(200_000)
+		tc := jaTC(mem, 256, limit)
+		tc.SpillDir = t.TempDir()
+		spillCheck(t, tc, true, func() {
+			got := jaCollect(t, op, tc)
+			if !slices.Equal(got, want) {
+				t.Fatalf("limit %d: %d rows differ from the unlimited %d", limit, len(got), len(want))
+			}
+		})
+	}
+	t.Run("one group too big", func(t *testing.T) {
+		one := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 1)}
+		defer one.release()
+		for b := range 20 {
+			var rows [][]any
+			for i := range 500 {
+				rows = append(rows, []any{1, "g", b*500 + i})
+			}
+			one.parts[0] = append(one.parts[0], jaBatch(t, mem, schema, rows))
+		}
+		tc := jaTC(mem, 256, 50_000)
+		tc.SpillDir = t.TempDir()
+		spillCheck(t, tc, true, func() {
+			_, err := jaRun(t, jaDistinctAgg(t, one), tc)
+			if !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "one group") {
+				t.Fatalf("err = %v, want the memory limit naming one group", err)
+			}
+		})
+	})
 }
