@@ -377,10 +377,39 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 	if err != nil {
 		return nil, fmt.Errorf("hash aggregate: %w", err)
 	}
-	return &hashAggStream{
+	s := &hashAggStream{
 		op: h, tc: tc, input: in, table: table, accs: accs, hist: hist, partition: partition,
 		res: tc.NewReservation(ctx, fmt.Sprintf("HashAggregate[%d]", partition)),
-	}, nil
+	}
+	// An aggregate that may spill (or, partial, pass its groups on) takes
+	// its fair share of the task's limit while it reads its input
+	// (mempool.Reservation.SetSpillable).
+	s.res.SetSpillable(tc.SpillDir != "" && h.maySpill())
+	return s, nil
+}
+
+// maySpill reports whether the aggregate answers a refused reservation
+// by spilling its groups, or (partial) by passing them on.
+func (h *HashAggregate) maySpill() bool {
+	if len(h.groupBy) == 0 || len(h.grandTotals) > 0 || h.splitLevel >= maxSplitLevel {
+		return false
+	}
+	if h.mode == AggPartial {
+		return true
+	}
+	distinct := 0
+	for _, a := range h.aggs {
+		if len(a.OrderBy) > 0 {
+			return false
+		}
+		if a.Distinct {
+			if a.Arg == nil || a.Arg2 != nil || h.mode != AggSingle {
+				return false
+			}
+			distinct++
+		}
+	}
+	return distinct == 0 || distinct == len(h.aggs)
 }
 
 // shareAvgSums gives each avg(x) whose x is also summed, sum(x), that
@@ -464,7 +493,11 @@ func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, errors.New("hash aggregate: stream closed")
 	}
 	if !s.consumed {
-		if err := s.consume(ctx); err != nil {
+		err := s.consume(ctx)
+		// Done growing (a streaming partial aggregate holds one batch's
+		// groups at a time): the share goes to the others.
+		s.res.SetSpillable(false)
+		if err != nil {
 			return nil, err
 		}
 		s.consumed = true
@@ -1005,5 +1038,6 @@ func (s *hashAggStream) Close() {
 	}
 	s.table = nil
 	s.accs = nil
+	s.res.SetSpillable(false)
 	s.res.Free()
 }

@@ -150,7 +150,7 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 	if h.mode == JoinPartitioned {
 		if tc.SpillDir != "" {
 			// A build side the pool refuses spills (hash_join_spill.go).
-			return h.newSpillingJoin(tc, probe, h.left, []int{partition}, owner, 0), nil
+			return h.newSpillingJoin(ctx, tc, probe, h.left, []int{partition}, owner, 0), nil
 		}
 		var table *joinBuildTable
 		return h.probeStream(tc, probe, func(ctx context.Context) (*joinBuildTable, error) {
@@ -175,7 +175,7 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 		s := &spillingJoinStream{h: h, tc: tc, owner: owner, probe: probe, release: func() { h.shared.release(tc, e) }}
 		s.getBuild = func(ctx context.Context) (*joinBuildTable, error) {
 			t, err := h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {
-				return readJoinBuild(ctx, h.left, parts, h.leftKeys, tc, "HashJoin[collect]", 0)
+				return readJoinBuild(ctx, h.left, parts, h.leftKeys, tc, newJoinBuildReservation(ctx, tc, "HashJoin[collect]", 0), 0)
 			})
 			if err == nil {
 				for _, rf := range rfs {

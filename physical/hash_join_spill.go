@@ -82,17 +82,33 @@ type spillingJoinStream struct {
 
 // newSpillingJoin returns the stream of a join whose build side it reads
 // from partitions of build and owns.
-func (h *HashJoin) newSpillingJoin(tc *TaskContext, probe Stream, build Operator, partitions []int, owner string, level int) *spillingJoinStream {
+func (h *HashJoin) newSpillingJoin(ctx context.Context, tc *TaskContext, probe Stream, build Operator, partitions []int, owner string, level int) *spillingJoinStream {
 	s := &spillingJoinStream{h: h, tc: tc, owner: owner, level: level, probe: probe, ownsBuild: true}
+	// The reservation is made, and counted among those that spill, when
+	// the stream is: the task's partitions are all opened before any is
+	// read, so each build side takes its share from the start.
+	res := newJoinBuildReservation(ctx, tc, owner, level)
 	s.getBuild = func(ctx context.Context) (*joinBuildTable, error) {
-		return readJoinBuild(ctx, build, partitions, h.leftKeys, tc, owner, level)
+		return readJoinBuild(ctx, build, partitions, h.leftKeys, tc, res, level)
 	}
 	s.release = func() {
 		if s.table != nil {
 			s.table.release()
+		} else {
+			res.SetSpillable(false)
+			res.Free()
 		}
 	}
 	return s
+}
+
+// newJoinBuildReservation is the reservation of a build side; while it
+// may spill, it takes its fair share of the task's limit
+// (mempool.Reservation.SetSpillable).
+func newJoinBuildReservation(ctx context.Context, tc *TaskContext, owner string, level int) *mempool.Reservation {
+	res := tc.NewReservation(ctx, owner)
+	res.SetSpillable(tc.SpillDir != "" && level < maxSplitLevel)
+	return res
 }
 
 // Next implements Stream.
@@ -188,7 +204,7 @@ func (s *spillingJoinStream) openBucket(ctx context.Context) error {
 		return fmt.Errorf("join: %w", err)
 	}
 	build := &spillRuns{schema: s.h.left.Schema(), runs: []*spillFile{builds[s.bucket]}}
-	s.cur = s.h.newSpillingJoin(s.tc, in, build, []int{0}, s.owner, s.level+1)
+	s.cur = s.h.newSpillingJoin(ctx, s.tc, in, build, []int{0}, s.owner, s.level+1)
 	return nil
 }
 
@@ -221,11 +237,11 @@ func (s *spillingJoinStream) Close() {
 }
 
 // readJoinBuild reads the given partitions of op concurrently into a
-// join's build side: a table in memory, or, when the pool refuses it and
+// join's build side, reserving its memory in res: a table in memory, or, when the pool refuses it and
 // the task may spill, a table whose spilled field holds the rows split by
 // key hash (at split level level) into bucket files.
-func readJoinBuild(ctx context.Context, op Operator, partitions []int, keys []expr.Expr, tc *TaskContext, owner string, level int) (*joinBuildTable, error) {
-	sink := &joinBuildSink{tc: tc, schema: op.Schema(), keys: keys, level: level, res: tc.NewReservation(ctx, owner)}
+func readJoinBuild(ctx context.Context, op Operator, partitions []int, keys []expr.Expr, tc *TaskContext, res *mempool.Reservation, level int) (*joinBuildTable, error) {
+	sink := &joinBuildSink{tc: tc, schema: op.Schema(), keys: keys, level: level, res: res}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	// Open every partition before reading any (see buildJoinTable).
@@ -328,6 +344,8 @@ func (k *joinBuildSink) spillHeld() error {
 	held := k.batches
 	k.batches = nil
 	defer kernels.ReleaseAll(held)
+	// The reservation stays among those that spill, holding nothing,
+	// until the join ends: its buckets will need their share.
 	k.res.Free()
 	for _, b := range held {
 		if err := k.split(b); err != nil {
@@ -351,6 +369,7 @@ func (k *joinBuildSink) table() (*joinBuildTable, error) {
 		if err == nil {
 			kernels.ReleaseAll(k.batches)
 			k.batches = nil
+			k.res.SetSpillable(false) // done growing
 			return t, nil
 		}
 		if !k.maySpill(err) {
@@ -374,6 +393,7 @@ func (k *joinBuildSink) table() (*joinBuildTable, error) {
 
 // abort frees whatever the sink holds.
 func (k *joinBuildSink) abort() {
+	k.res.SetSpillable(false)
 	kernels.ReleaseAll(k.batches)
 	k.batches = nil
 	if k.spilled != nil {

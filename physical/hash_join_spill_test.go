@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
@@ -283,5 +284,63 @@ func TestHashJoinSpillCancel(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestHashJoinFairShare: the partitions of a task share its limit. A
+// partition whose build side fits the limit alone, but not half of it,
+// spills too while another partition's build side is spilling, rather
+// than hold memory the other's buckets then lack.
+func TestHashJoinFairShare(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	small, big := jaSpillRows(1500, 100_000, 7), jaSpillRows(3000, 100_000, 8)
+	probe := jaSpillRows(500, 100_000, 9)
+	src := func(parts ...[][]any) *jaSource {
+		s := &jaSource{schema: jaLeftSchema, parts: make([][]arrow.RecordBatch, len(parts))}
+		for p, rows := range parts {
+			for i := 0; i < len(rows); i += 100 {
+				s.parts[p] = append(s.parts[p], jaBatch(t, mem, jaLeftSchema, rows[i:min(len(rows), i+100)]))
+			}
+		}
+		return s
+	}
+	k := []expr.Expr{jaCol(0, "k", plan.Int64)}
+	// What the small build side needs alone.
+	alone, probeAlone := src(small), src(probe)
+	defer alone.release()
+	defer probeAlone.release()
+	op, err := NewHashJoin(alone, probeAlone, JoinInner, k, k, nil, false, JoinPartitioned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := jaTC(mem, 100, 0)
+	jaCollect(t, op, tc)
+	need := tc.Memory.Peak()
+
+	left, right := src(small, big), src(probe, probe)
+	defer left.release()
+	defer right.release()
+	op, err = NewHashJoin(left, right, JoinInner, k, k, nil, false, JoinPartitioned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := need + need/10 + rand.Int64N(need/2)
+	tc = jaTC(mem, 100, limit)
+	tc.SpillDir = t.TempDir()
+	before, _ := SpillStats()
+	spillCheck(t, tc, true, func() {
+		got := jaCollect(t, op, tc)
+		// Partition i joins left part i with right part i.
+		want := append(jaRefJoin(JoinInner, small, probe, jaKeyMatch(false, false)), jaRefJoin(JoinInner, big, probe, jaKeyMatch(false, false))...)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("limit %d: got %d rows, want %d", limit, len(got), len(want))
+		}
+	})
+	// Each partition that spills splits its build and probe rows into
+	// joinSpillBuckets files each.
+	if after, _ := SpillStats(); after-before < 4*joinSpillBuckets {
+		t.Errorf("limit %d (the small side needs %d alone): %d spill files, want both partitions to spill", limit, need, after-before)
 	}
 }

@@ -93,6 +93,7 @@ func (t *joinBuildTable) release() {
 		t.spilled.close()
 		t.spilled = nil
 	}
+	t.res.SetSpillable(false)
 	t.res.Free()
 }
 

@@ -197,9 +197,10 @@ func TestSpillsToDisk(t *testing.T) {
 		if err := s.Settings.Set("optimizer.broadcast_join_threshold_bytes", "1"); err != nil {
 			t.Fatal(err)
 		}
-		// One partition: partitions running at once share the limit, and
-		// one holding its whole table can leave another's buckets no room.
-		if err := s.Settings.Set("execution.target_partitions", "1"); err != nil {
+		// Several partitions at once share the limit: each build side
+		// takes its fair share, so that none builds its whole table and
+		// leaves another's buckets no room.
+		if err := s.Settings.Set("execution.target_partitions", "4"); err != nil {
 			t.Fatal(err)
 		}
 		defer s.Settings.Reset("execution.target_partitions")
