@@ -304,7 +304,7 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition, pipelined bool) (*physic
 	}
 	hint, spill := "SET execution.memory_limit to a larger value (it caps each task)", e.cfg.WorkDir
 	if pipelined {
-		hint += ", or run the query in blocking mode (SET execution.mode = 'blocking'), whose sorts spill to disk; pipelined mode does not spill"
+		hint += ", or run the query in blocking mode (SET execution.mode = 'blocking'), whose sorts, aggregates and joins spill to disk; pipelined mode does not spill"
 		spill = ""
 	}
 	return &physical.TaskContext{

@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,8 +70,12 @@ type splitter struct {
 	pendRows  []int
 	pendBytes []int64
 	res       *mempool.Reservation // nil when the task has no pool
-	hashes    []uint64
-	idx       [][]int32
+	// early: the task may spill (a blocking task, whose emit writes to a
+	// file): when the pool refuses a piece, what is pending is emitted at
+	// once, in smaller batches, rather than failing the task.
+	early  bool
+	hashes []uint64
+	idx    [][]int32
 }
 
 func newSplitter(p physical.Partitioning, schema *arrow.Schema, tc *physical.TaskContext) *splitter {
@@ -87,6 +92,7 @@ func newSplitter(p physical.Partitioning, schema *arrow.Schema, tc *physical.Tas
 		pendRows:  make([]int, p.Count),
 		pendBytes: make([]int64, p.Count),
 		idx:       make([][]int32, p.Count),
+		early:     tc.SpillDir != "",
 	}
 	if tc.Memory != nil {
 		s.res = tc.Memory.NewReservation("exchange partition buffers")
@@ -117,7 +123,23 @@ func (s *splitter) add(ctx context.Context, b arrow.RecordBatch, emit emitFunc) 
 		}
 		n := physical.BatchBytes(piece)
 		if s.res != nil {
-			if err := s.res.Grow(n); err != nil {
+			err := s.res.Grow(n)
+			if err != nil && s.early && errors.Is(err, mempool.ErrResourcesExhausted) {
+				if err := s.flushAll(ctx, emit); err != nil {
+					piece.Release()
+					return err
+				}
+				if s.res.Grow(n) != nil {
+					// Even with nothing pending the piece does not fit:
+					// it goes out alone.
+					if err := emit(ctx, d, piece); err != nil {
+						return err
+					}
+					continue
+				}
+				err = nil
+			}
+			if err != nil {
 				piece.Release()
 				return err
 			}

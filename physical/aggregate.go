@@ -114,6 +114,12 @@ type HashAggregate struct {
 	schema     *arrow.Schema
 	// grandTotals: see WithGrandTotals.
 	grandTotals []int64
+	// splitLevel is how many times the groups this aggregate merges were
+	// split into spill buckets already (a spilled aggregate's bucket is
+	// merged by an aggregate one level down, which splits it by other bits
+	// of the hash should it spill again). It is never serialized: only a
+	// running aggregate makes one.
+	splitLevel int
 }
 
 // WithGrandTotals returns a copy of h (an AggFinal or AggSingle aggregate
@@ -371,10 +377,39 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 	if err != nil {
 		return nil, fmt.Errorf("hash aggregate: %w", err)
 	}
-	return &hashAggStream{
+	s := &hashAggStream{
 		op: h, tc: tc, input: in, table: table, accs: accs, hist: hist, partition: partition,
 		res: tc.NewReservation(ctx, fmt.Sprintf("HashAggregate[%d]", partition)),
-	}, nil
+	}
+	// An aggregate that may spill (or, partial, pass its groups on) takes
+	// its fair share of the task's limit while it reads its input
+	// (mempool.Reservation.SetSpillable).
+	s.res.SetSpillable(tc.SpillDir != "" && h.maySpill())
+	return s, nil
+}
+
+// maySpill reports whether the aggregate answers a refused reservation
+// by spilling its groups, or (partial) by passing them on.
+func (h *HashAggregate) maySpill() bool {
+	if len(h.groupBy) == 0 || len(h.grandTotals) > 0 || h.splitLevel >= maxSplitLevel {
+		return false
+	}
+	if h.mode == AggPartial {
+		return true
+	}
+	distinct := 0
+	for _, a := range h.aggs {
+		if len(a.OrderBy) > 0 {
+			return false
+		}
+		if a.Distinct {
+			if a.Arg == nil || a.Arg2 != nil || h.mode != AggSingle {
+				return false
+			}
+			distinct++
+		}
+	}
+	return distinct == 0 || distinct == len(h.aggs)
 }
 
 // shareAvgSums gives each avg(x) whose x is also summed, sum(x), that
@@ -427,8 +462,11 @@ type hashAggStream struct {
 	// bucket is aggregated on its own (bucket, bucketOut).
 	buckets     []*spillFile
 	bucketState *arrow.Schema // the layout of the rows in buckets
-	bucket      int
-	bucketOut   Stream
+	// rawSpill: the buckets hold input rows (keys and arguments) rather
+	// than partial states (aggregate_distinct_spill.go).
+	rawSpill  bool
+	bucket    int
+	bucketOut Stream
 }
 
 // spillBuckets is how many files a spilling aggregate splits its groups
@@ -455,7 +493,11 @@ func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, errors.New("hash aggregate: stream closed")
 	}
 	if !s.consumed {
-		if err := s.consume(ctx); err != nil {
+		err := s.consume(ctx)
+		// Done growing (a streaming partial aggregate holds one batch's
+		// groups at a time): the share goes to the others.
+		s.res.SetSpillable(false)
+		if err != nil {
 			return nil, err
 		}
 		s.consumed = true
@@ -530,6 +572,14 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 			return fmt.Errorf("hash aggregate: %w", err)
 		}
 		s.rows += b.NumRows()
+		if s.rawSpill {
+			err = s.splitRaw(b)
+			b.Release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		err = s.consumeBatch(b)
 		b.Release()
 		if err != nil && canSpill(s.tc, err) && s.op.mode == AggPartial && len(s.op.groupBy) > 0 {
@@ -540,6 +590,10 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 		}
 		if err != nil && canSpill(s.tc, err) && s.spillable() {
 			err = s.spillGroups()
+		} else if err != nil && canSpill(s.tc, err) && s.distinctSpillable() {
+			err = s.spillDistinct()
+		} else if err != nil && canSpill(s.tc, err) && s.op.splitLevel >= maxSplitLevel {
+			err = fmt.Errorf("hash aggregate: the groups of one key hash need more memory than the limit allows after %d splits into buckets (one group with that many distinct values): %w", maxSplitLevel, err)
 		}
 		if err != nil {
 			return err
@@ -549,6 +603,9 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 			s.streaming = true
 			return nil
 		}
+	}
+	if s.rawSpill {
+		return nil // every row since the spill is on disk
 	}
 	if s.buckets != nil {
 		// The groups still held join the others on disk.
@@ -569,7 +626,7 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 // states (no DISTINCT, no ordered string_agg) and that owes no grand-total
 // rows.
 func (s *hashAggStream) spillable() bool {
-	if s.op.mode == AggPartial || len(s.op.groupBy) == 0 || len(s.op.grandTotals) > 0 {
+	if s.op.mode == AggPartial || len(s.op.groupBy) == 0 || len(s.op.grandTotals) > 0 || s.op.splitLevel >= maxSplitLevel {
 		return false
 	}
 	for _, a := range s.op.aggs {
@@ -639,7 +696,7 @@ func (s *hashAggStream) spillGroups() error {
 
 // writeBuckets splits a batch of states by the hash of its keys.
 func (s *hashAggStream) writeBuckets(b arrow.RecordBatch) error {
-	if err := splitRows(s.tc, b, b.Columns()[:len(s.op.groupBy)], s.buckets); err != nil {
+	if err := splitRows(s.tc, b, b.Columns()[:len(s.op.groupBy)], s.buckets, s.op.splitLevel, false); err != nil {
 		return fmt.Errorf("hash aggregate: %w", err)
 	}
 	return nil
@@ -660,10 +717,19 @@ func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch,
 			if err := f.finish(); err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
-			merge, err := NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
+			var merge *HashAggregate
+			var err error
+			if s.rawSpill {
+				merge, err = s.rawBucketAggregate(f)
+			} else {
+				merge, err = NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
+			// A bucket still too big for memory spills again, split by
+			// the next bits of its keys' hash.
+			merge.splitLevel = s.op.splitLevel + 1
 			if s.bucketOut, err = merge.Execute(ctx, 0, s.tc); err != nil {
 				return nil, err
 			}
@@ -972,5 +1038,6 @@ func (s *hashAggStream) Close() {
 	}
 	s.table = nil
 	s.accs = nil
+	s.res.SetSpillable(false)
 	s.res.Free()
 }

@@ -148,9 +148,9 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 	}
 	owner := fmt.Sprintf("HashJoin[%d]", partition)
 	if h.mode == JoinPartitioned {
-		if tc.SpillDir != "" && !h.nullAware {
+		if tc.SpillDir != "" {
 			// A build side the pool refuses spills (hash_join_spill.go).
-			return &spillingJoinStream{h: h, tc: tc, partition: partition, probe: probe}, nil
+			return h.newSpillingJoin(ctx, tc, probe, h.left, []int{partition}, owner, 0), nil
 		}
 		var table *joinBuildTable
 		return h.probeStream(tc, probe, func(ctx context.Context) (*joinBuildTable, error) {
@@ -168,6 +168,27 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 	parts := make([]int, h.left.OutputPartitioning().Count)
 	for i := range parts {
 		parts[i] = i
+	}
+	if tc.SpillDir != "" {
+		// The shared build side spills once, to bucket files every
+		// partition reads (hash_join_spill.go).
+		s := &spillingJoinStream{h: h, tc: tc, owner: owner, probe: probe, release: func() { h.shared.release(tc, e) }}
+		s.getBuild = func(ctx context.Context) (*joinBuildTable, error) {
+			t, err := h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {
+				return readJoinBuild(ctx, h.left, parts, h.leftKeys, tc, newJoinBuildReservation(ctx, tc, "HashJoin[collect]", 0), 0)
+			})
+			if err == nil {
+				for _, rf := range rfs {
+					if t.spilled != nil {
+						rf.publishNone()
+					} else {
+						rf.publish(t)
+					}
+				}
+			}
+			return t, err
+		}
+		return s, nil
 	}
 	return h.probeStream(tc, probe, func(ctx context.Context) (*joinBuildTable, error) {
 		t, err := h.shared.get(ctx, e, func(ctx context.Context) (*joinBuildTable, error) {

@@ -65,6 +65,9 @@ type joinBuildTable struct {
 	// anti joins output nothing then).
 	hasNullKey bool
 	res        *mempool.Reservation
+	// spilled, when not nil, holds the build rows instead: the pool
+	// refused them, and they went to bucket files (hash_join_spill.go).
+	spilled *joinSpilledBuild
 }
 
 // release frees the table's arrays and memory reservation.
@@ -86,6 +89,11 @@ func (t *joinBuildTable) release() {
 		t.rank = nil
 	}
 	t.cols, t.keys, t.heads, t.links, t.islots, t.next, t.dheads, t.bitmap = nil, nil, nil, nil, nil, nil, nil, nil
+	if t.spilled != nil {
+		t.spilled.close()
+		t.spilled = nil
+	}
+	t.res.SetSpillable(false)
 	t.res.Free()
 }
 
@@ -233,13 +241,15 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		// order instead of missing the cache once per row. Measured with
 		// the 22 queries twice on a pipelined 2-executor cluster: 4x rows
 		// 7.37/7.40 s, 16x 6.89/7.11 s, 32x 6.72/6.71 s.
-		if ok && span > int64(n)*rankedMinSpread && span > rankedMinSpan && span <= max(int64(n)*rankedMaxSpread, 1<<23) {
+		// The direct indexes take memory by the keys' span, not by the
+		// rows: where the pool refuses it (a spilled join's bucket holds
+		// a sixteenth of the rows over the whole span), the slots below
+		// take memory by the rows instead.
+		if ok && span > int64(n)*rankedMinSpread && span > rankedMinSpan && span <= max(int64(n)*rankedMaxSpread, 1<<23) &&
+			t.reserveOrSkip((span+63)/64*16+int64(n)*16) {
 			return t.indexRanked(vals, lo, span, tc)
 		}
-		if ok && span <= 1<<25 && span <= max(int64(n)*32, 4096) {
-			if err := t.res.Grow(span*4 + int64(n)*4); err != nil {
-				return fmt.Errorf("hash join build: %w", err)
-			}
+		if ok && span <= 1<<25 && span <= max(int64(n)*32, 4096) && t.reserveOrSkip(span*4+int64(n)*4) {
 			reordered, err := t.clusterByKey(vals, lo, span, tc)
 			if err != nil {
 				return err
@@ -252,8 +262,9 @@ func (t *joinBuildTable) index(keys []expr.Expr, tc *TaskContext) error {
 		}
 		size := joinIntSlotCount(n)
 		bits := int64(0)
-		if ok && span <= max(int64(n)*64, 1<<23) {
+		if ok && span <= max(int64(n)*64, 1<<23) && t.reserveOrSkip(span/8) {
 			bits = span
+			t.res.Shrink(span / 8) // reserved again with the slots
 		}
 		// Slots of 16 bytes, plus next (4 per row) if keys repeat, plus
 		// the bitmap.
@@ -448,14 +459,18 @@ func (r *keyRank) ranks(vals []int64, k arrow.Array, lo int64) []int64 {
 	return out
 }
 
+// reserveOrSkip reserves n bytes for an optional index, and reports
+// whether the pool granted them; a refusal is not an error, as a smaller
+// index will do.
+func (t *joinBuildTable) reserveOrSkip(n int64) bool {
+	return t.res.Grow(n) == nil
+}
+
 // indexRanked builds the ranked direct index over keys [lo, lo+span).
 func (t *joinBuildTable) indexRanked(vals []int64, lo, span int64, tc *TaskContext) error {
 	n := int64(len(vals))
-	// The rank's words, dheads and next (4 bytes a row each at most), and
-	// the ranks (8 a row) while building.
-	if err := t.res.Grow((span+63)/64*16 + n*16); err != nil {
-		return fmt.Errorf("hash join build: %w", err)
-	}
+	// The caller reserved the rank's words, dheads and next (4 bytes a row
+	// each at most), and the ranks (8 a row) while building.
 	k := t.keys[0]
 	t.rank = newKeyRank(vals, k, lo, span)
 	pos := t.rank.ranks(vals, k, lo)

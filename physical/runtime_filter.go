@@ -56,6 +56,10 @@ func (f *runtimeFilter) publish(t *joinBuildTable) {
 	}
 }
 
+// publishNone settles the filter without keys: the join's build side
+// spilled, so no set of its keys is held, and the scan keeps every row.
+func (f *runtimeFilter) publishNone() { f.published.Store(true) }
+
 // keyBitmap is the set of a build side's non-NULL integer keys: bit k-lo.
 type keyBitmap struct {
 	lo   int64

@@ -72,12 +72,16 @@ func (s *Sort) Execute(ctx context.Context, partition int, tc *TaskContext) (Str
 		cmp.release()
 		return nil, err
 	}
+	res := tc.NewReservation(ctx, fmt.Sprintf("Sort[%d]", partition))
+	// A sort that may spill runs takes its fair share of the task's
+	// limit (mempool.Reservation.SetSpillable).
+	res.SetSpillable(tc.SpillDir != "" && s.fetch < 0)
 	return &sortStream{
 		op:  s,
 		in:  in,
 		tc:  tc,
 		cmp: cmp,
-		res: tc.NewReservation(ctx, fmt.Sprintf("Sort[%d]", partition)),
+		res: res,
 	}, nil
 }
 
@@ -389,5 +393,6 @@ func (s *sortStream) Close() {
 	s.batches = nil
 	s.refs, s.heap = nil, nil
 	s.cmp.release()
+	s.res.SetSpillable(false)
 	s.res.Free()
 }

@@ -68,8 +68,13 @@ func drain(ctx context.Context, s *session.Session, sql string) error {
 const selfJoinGroupBy = "SELECT a.x, b.y, count(*) FROM generate_series(1, 1000) a(x) JOIN generate_series(1, 1000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x, b.y"
 
 // selfJoinDistinct needs memory no operator can spill: a DISTINCT
-// aggregate keeps every distinct value of each group.
-const selfJoinDistinct = "SELECT a.x, count(DISTINCT b.y) FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x"
+// aggregate keeps every distinct value of each group, and mixed with one
+// that is not DISTINCT it has no form to spill in.
+const selfJoinDistinct = "SELECT a.x, count(DISTINCT b.y), count(*) FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x"
+
+// selfJoinOnlyDistinct is selfJoinDistinct with DISTINCT aggregates
+// only, which spill their distinct values as rows.
+const selfJoinOnlyDistinct = "SELECT count(*), sum(n) FROM (SELECT a.x, count(DISTINCT b.y) AS n FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x) g"
 
 // TestMemoryCapFailsQuery: a query whose operators need more memory than
 // an executor's cap, or than execution.memory_limit, and cannot spill,
@@ -93,6 +98,10 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 		out, err := runScriptCSV(ctx, s, "SELECT count(*) FROM ("+selfJoinGroupBy+") g")
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "500000") {
 			t.Fatalf("the self-join GROUP BY under the cap: %q, %v; want 500000 groups", out, err)
+		}
+		out, err = runScriptCSV(ctx, s, selfJoinOnlyDistinct)
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "2000,2000000") {
+			t.Fatalf("the self-join DISTINCT aggregate under the cap: %q, %v; want 2000 groups of 1000 values", out, err)
 		}
 	}
 	for _, mode := range []string{"blocking", "pipelined"} {
@@ -188,9 +197,10 @@ func TestSpillsToDisk(t *testing.T) {
 		if err := s.Settings.Set("optimizer.broadcast_join_threshold_bytes", "1"); err != nil {
 			t.Fatal(err)
 		}
-		// One partition: partitions running at once share the limit, and
-		// one holding its whole table can leave another's buckets no room.
-		if err := s.Settings.Set("execution.target_partitions", "1"); err != nil {
+		// Several partitions at once share the limit: each build side
+		// takes its fair share, so that none builds its whole table and
+		// leaves another's buckets no room.
+		if err := s.Settings.Set("execution.target_partitions", "4"); err != nil {
 			t.Fatal(err)
 		}
 		defer s.Settings.Reset("execution.target_partitions")

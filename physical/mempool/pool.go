@@ -28,6 +28,10 @@ type LimitError struct {
 	Used  int64  // what the pool held
 	Limit int64  // the pool's limit
 	Hint  string // what raises the limit, if known
+	// Share, when not zero, is the fair share (see SetSpillable) the
+	// owner would have exceeded, of Spillers operators that spill.
+	Share    int64
+	Spillers int
 }
 
 func (e *LimitError) Error() string {
@@ -35,8 +39,12 @@ func (e *LimitError) Error() string {
 	if e.Hint != "" {
 		hint = "; " + e.Hint
 	}
-	return fmt.Sprintf("%v: memory limit reached: %s cannot reserve %s: %s has %s of its %s in use%s",
-		ErrResourcesExhausted, e.Owner, metrics.FormatBytes(e.Bytes), e.Pool, metrics.FormatBytes(e.Used), metrics.FormatBytes(e.Limit), hint)
+	share := ""
+	if e.Share > 0 {
+		share = fmt.Sprintf(" over its share %s (of %d operators that spill)", metrics.FormatBytes(e.Share), e.Spillers)
+	}
+	return fmt.Sprintf("%v: memory limit reached: %s cannot reserve %s%s: %s has %s of its %s in use%s",
+		ErrResourcesExhausted, e.Owner, metrics.FormatBytes(e.Bytes), share, e.Pool, metrics.FormatBytes(e.Used), metrics.FormatBytes(e.Limit), hint)
 }
 
 // Unwrap returns ErrResourcesExhausted.
@@ -55,6 +63,10 @@ type Pool struct {
 	mu   sync.Mutex
 	used int64
 	peak int64
+	// spillers counts the spillable reservations (SetSpillable), which
+	// hold spillUsed of used.
+	spillers  int
+	spillUsed int64
 	// released is set by Release: what the pool reserves from then on is
 	// not passed on to the parent, which already got it all back.
 	released bool
@@ -77,28 +89,43 @@ func (p *Pool) WithHint(hint string) *Pool {
 // freed by another goroutine as the task's pool is released cannot be
 // taken from the parent twice: an executor's pool once showed -120 KB in
 // use after a spilling query.
-func (p *Pool) grow(n int64, owner string) error {
+func (p *Pool) grow(n int64, owner string, r *Reservation) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.limit > 0 && p.used+n > p.limit {
 		return &LimitError{Owner: owner, Bytes: n, Pool: p.name, Used: p.used, Limit: p.limit, Hint: p.hint}
 	}
+	spill := r != nil && r.spillable
+	if spill && p.limit > 0 && p.spillers > 1 && r.size > 0 {
+		// A reservation holding nothing yet has nothing to spill, so
+		// it is never refused its share, only the limit.
+		share := (p.limit - (p.used - p.spillUsed)) / int64(p.spillers)
+		if r.size+n > share {
+			return &LimitError{Owner: owner, Bytes: n, Pool: p.name, Used: p.used, Limit: p.limit, Hint: p.hint, Share: share, Spillers: p.spillers}
+		}
+	}
 	if p.parent != nil && !p.released {
-		if err := p.parent.grow(n, owner); err != nil {
+		if err := p.parent.grow(n, owner, nil); err != nil {
 			return err
 		}
 	}
 	p.used += n
+	if spill {
+		p.spillUsed += n
+	}
 	p.peak = max(p.peak, p.used)
 	return nil
 }
 
-func (p *Pool) shrink(n int64) {
+func (p *Pool) shrink(n int64, spill bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.used -= n
+	if spill {
+		p.spillUsed -= n
+	}
 	if p.parent != nil && !p.released {
-		p.parent.shrink(n)
+		p.parent.shrink(n, false)
 	}
 }
 
@@ -117,7 +144,7 @@ func (p *Pool) Release() int64 {
 	n := p.used
 	p.released = true
 	if n != 0 && p.parent != nil {
-		p.parent.shrink(n)
+		p.parent.shrink(n, false)
 	}
 	return n
 }
@@ -141,6 +168,33 @@ type Reservation struct {
 	// track is the operator the reservation counts toward in an
 	// EXPLAIN ANALYZE; nil otherwise.
 	track Tracker
+	// spillable: see SetSpillable.
+	spillable bool
+}
+
+// SetSpillable marks r as held by an operator that answers a refusal by
+// spilling what it holds (on), or no longer (off: it is done growing, or
+// spilled for good). While several reservations of a pool with a limit
+// are spillable, each that holds something may grow only to its fair
+// share: what the limit leaves beside the reservations that do not
+// spill, divided among the spillable ones (DataFusion's FairSpillPool).
+// So the partitions of a task share its limit: one cannot build its whole
+// table in memory and leave another's spilled buckets no room.
+func (r *Reservation) SetSpillable(on bool) {
+	if r.spillable == on {
+		return
+	}
+	p := r.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.spillable = on
+	if on {
+		p.spillers++
+		p.spillUsed += r.size
+	} else {
+		p.spillers--
+		p.spillUsed -= r.size
+	}
 }
 
 // Tracker follows one operator's reservations, for EXPLAIN ANALYZE: it
@@ -158,7 +212,7 @@ func (r *Reservation) Grow(n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	if err := r.pool.grow(n, r.owner); err != nil {
+	if err := r.pool.grow(n, r.owner, r); err != nil {
 		return err
 	}
 	r.size += n
@@ -173,7 +227,7 @@ func (r *Reservation) Shrink(n int64) {
 	n = min(n, r.size)
 	if n > 0 {
 		r.size -= n
-		r.pool.shrink(n)
+		r.pool.shrink(n, r.spillable)
 		if r.track != nil {
 			r.track.Shrink(n)
 		}

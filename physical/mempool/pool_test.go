@@ -1,6 +1,8 @@
 package mempool
 
 import (
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -62,5 +64,51 @@ func TestPoolReleaseRacesShrink(t *testing.T) {
 		if u := parent.Used(); u != 0 {
 			t.Fatalf("the executor's pool holds %d bytes after every task ended", u)
 		}
+	}
+}
+
+// TestFairSpillShare: spillable reservations of a pool with a limit each
+// grow only to their share of what the unspillable ones leave, once they
+// hold something; one alone, or one holding nothing, is held to the
+// limit only; the error names the share.
+func TestFairSpillShare(t *testing.T) {
+	p := NewPool("task", 1000, nil)
+	fixed := p.NewReservation("fixed")
+	if err := fixed.Grow(200); err != nil {
+		t.Fatal(err)
+	}
+	a, b := p.NewReservation("a"), p.NewReservation("b")
+	a.SetSpillable(true)
+	if err := a.Grow(700); err != nil {
+		t.Fatalf("one spillable reservation is held to the limit only: %v", err)
+	}
+	b.SetSpillable(true)
+	// a holds more than its share now (400 of the 800 left): it may not
+	// grow, and must spill.
+	err := a.Grow(10)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Share != 400 || le.Spillers != 2 || !strings.Contains(err.Error(), "over its share 400 B (of 2 operators that spill)") {
+		t.Fatalf("a over its share: %v", err)
+	}
+	// b holds nothing: only the limit applies to it.
+	if err := b.Grow(100); err != nil {
+		t.Fatalf("b's first bytes: %v", err)
+	}
+	a.Free() // a spilled
+	if err := b.Grow(300); err != nil {
+		t.Fatalf("b within its share: %v", err)
+	}
+	if err := b.Grow(1); err == nil {
+		t.Fatal("b over its share was granted")
+	}
+	b.SetSpillable(false)
+	if err := b.Grow(100); err != nil {
+		t.Fatalf("b no longer spillable, within the limit: %v", err)
+	}
+	a.SetSpillable(false)
+	b.Free()
+	fixed.Free()
+	if p.Used() != 0 || p.spillUsed != 0 || p.spillers != 0 {
+		t.Fatalf("pool holds %d (%d spillable, %d spillers)", p.Used(), p.spillUsed, p.spillers)
 	}
 }

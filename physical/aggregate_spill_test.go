@@ -1,0 +1,243 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical/expr"
+	"sluice/physical/mempool"
+	"sluice/plan"
+)
+
+// jaFailAfter is an operator whose streams fail after n batches of in's.
+type jaFailAfter struct {
+	in Operator
+	n  int
+}
+
+var errJaFail = errors.New("input failed on purpose")
+
+func (f *jaFailAfter) String() string                   { return "FailAfter" }
+func (f *jaFailAfter) Schema() *arrow.Schema            { return f.in.Schema() }
+func (f *jaFailAfter) Children() []Operator             { return []Operator{f.in} }
+func (f *jaFailAfter) OutputPartitioning() Partitioning { return f.in.OutputPartitioning() }
+func (f *jaFailAfter) Execute(ctx context.Context, p int, tc *TaskContext) (Stream, error) {
+	s, err := f.in.Execute(ctx, p, tc)
+	if err != nil {
+		return nil, err
+	}
+	return &jaFailStream{Stream: s, left: f.n}, nil
+}
+
+type jaFailStream struct {
+	Stream
+	left int
+}
+
+func (s *jaFailStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.left == 0 {
+		return nil, errJaFail
+	}
+	s.left--
+	return s.Stream.Next(ctx)
+}
+
+// jaSpillAggInput is 20,000 rows in 40 batches over 20,000 groups (k, s).
+func jaSpillAggInput(t *testing.T, mem memory.Allocator) *jaSource {
+	schema := jaSchema("k", plan.Int64, "s", plan.Utf8, "x", plan.Int64)
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 1)}
+	for b := range 40 {
+		var rows [][]any
+		for i := range 500 {
+			n := b*500 + i
+			row := []any{n % 6000, fmt.Sprint("g", n%7), n % 1000}
+			if n%13 == 0 {
+				row[2] = nil
+			}
+			if n%101 == 0 {
+				row[0] = nil
+			}
+			rows = append(rows, row)
+		}
+		src.parts[0] = append(src.parts[0], jaBatch(t, mem, schema, rows))
+	}
+	return src
+}
+
+func jaSpillAgg(t *testing.T, in Operator) *HashAggregate {
+	x := jaCol(2, "x", plan.Int64)
+	aggs := []AggregateExpr{
+		{Func: plan.AggCountStar, Name: "cs", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x, Name: "sx", Type: plan.SumType(plan.Int64)},
+		{Func: plan.AggMin, Arg: x, Name: "mx", Type: plan.Int64},
+	}
+	gb := []expr.Expr{jaCol(0, "k", plan.Int64), jaCol(1, "s", plan.Utf8)}
+	op, err := NewHashAggregate(in, AggSingle, gb, []string{"k", "s"}, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// TestHashAggregateSplitsBucketsAgain: under a (random) limit far below
+// a sixteenth of its groups, a spilled aggregate's bucket that does not
+// fit spills again, split by other bits of the hash, and the answer is
+// the unlimited one (NULL keys are one group, in one bucket).
+func TestHashAggregateSplitsBucketsAgain(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaSpillAggInput(t, mem)
+	defer src.release()
+	op := jaSpillAgg(t, src)
+	want := jaCollect(t, op, jaTC(mem, 256, 0))
+	for range 3 {
+		limit := 60_000 + rand.Int64N(60_000)
+		tc := jaTC(mem, 256, limit)
+		tc.SpillDir = t.TempDir()
+		before, _ := SpillStats()
+		spillCheck(t, tc, true, func() {
+			got := jaCollect(t, op, tc)
+			if !slices.Equal(got, want) {
+				t.Fatalf("limit %d: %d rows differ from the unlimited %d", limit, len(got), len(want))
+			}
+		})
+		if after, _ := SpillStats(); after-before <= spillBuckets {
+			t.Errorf("limit %d: %d spill files, no bucket was split again", limit, after-before)
+		}
+	}
+}
+
+// TestHashAggregateSpillEnds: a spilling aggregate whose input fails, or
+// whose query is cancelled, while it spills or merges buckets leaves no
+// memory reserved and no spill file open or on disk.
+func TestHashAggregateSpillEnds(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaSpillAggInput(t, mem)
+	defer src.release()
+	t.Run("input fails", func(t *testing.T) {
+		op := jaSpillAgg(t, &jaFailAfter{in: src, n: 30})
+		tc := jaTC(mem, 256, 100_000+rand.Int64N(100_000))
+		tc.SpillDir = t.TempDir()
+		spillCheck(t, tc, true, func() {
+			if _, err := jaRun(t, op, tc); !errors.Is(err, errJaFail) {
+				t.Fatalf("err = %v, want the input's", err)
+			}
+		})
+	})
+	for _, after := range []int{0, 1, 10} {
+		t.Run(fmt.Sprintf("cancel after %d batches", after), func(t *testing.T) {
+			op := jaSpillAgg(t, src)
+			tc := jaTC(mem, 256, 100_000+rand.Int64N(100_000))
+			tc.SpillDir = t.TempDir()
+			spillCheck(t, tc, after > 0, func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				s, err := op.Execute(ctx, 0, tc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range after {
+					b, err := s.Next(ctx)
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					b.Release()
+				}
+				cancel()
+				if _, err := s.Next(ctx); !errors.Is(err, context.Canceled) {
+					t.Errorf("after cancel: %v", err)
+				}
+				s.Close()
+			})
+		})
+	}
+}
+
+// jaDistinctAgg is count, sum and min DISTINCT of x by (k, s).
+func jaDistinctAgg(t *testing.T, in Operator) *HashAggregate {
+	x := jaCol(2, "x", plan.Int64)
+	aggs := []AggregateExpr{
+		{Func: plan.AggCount, Arg: x, Distinct: true, Name: "cx", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: x, Distinct: true, Name: "sx", Type: plan.SumType(plan.Int64)},
+		{Func: plan.AggMin, Arg: x, Distinct: true, Name: "mx", Type: plan.Int64},
+	}
+	gb := []expr.Expr{jaCol(0, "k", plan.Int64), jaCol(1, "s", plan.Utf8)}
+	op, err := NewHashAggregate(in, AggSingle, gb, []string{"k", "s"}, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// TestHashAggregateDistinctSpills: an aggregate of DISTINCT functions
+// only, refused memory, spills its groups' distinct values as rows and
+// the rows after them, and gives the unlimited answer (NULL values and
+// NULL keys, groups whose values are all NULL) under random small limits,
+// splitting buckets again where needed; one group with more distinct
+// values than the limit holds fails with the memory error saying so.
+func TestHashAggregateDistinctSpills(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := jaSchema("k", plan.Int64, "s", plan.Utf8, "x", plan.Int64)
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 1)}
+	defer src.release()
+	for b := range 40 {
+		var rows [][]any
+		for i := range 500 {
+			n := b*500 + i
+			row := []any{n % 700, fmt.Sprint("g", n%3), (n * 7) % 5000}
+			if n%11 == 0 || n%700 == 5 {
+				row[2] = nil
+			}
+			if n%101 == 0 {
+				row[0] = nil
+			}
+			rows = append(rows, row)
+		}
+		src.parts[0] = append(src.parts[0], jaBatch(t, mem, schema, rows))
+	}
+	op := jaDistinctAgg(t, src)
+	want := jaCollect(t, op, jaTC(mem, 256, 0))
+	for range 4 {
+		limit := 30_000 + rand.Int64N(200_000)
+		tc := jaTC(mem, 256, limit)
+		tc.SpillDir = t.TempDir()
+		spillCheck(t, tc, true, func() {
+			got := jaCollect(t, op, tc)
+			if !slices.Equal(got, want) {
+				t.Fatalf("limit %d: %d rows differ from the unlimited %d", limit, len(got), len(want))
+			}
+		})
+	}
+	t.Run("one group too big", func(t *testing.T) {
+		one := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 1)}
+		defer one.release()
+		for b := range 20 {
+			var rows [][]any
+			for i := range 500 {
+				rows = append(rows, []any{1, "g", b*500 + i})
+			}
+			one.parts[0] = append(one.parts[0], jaBatch(t, mem, schema, rows))
+		}
+		tc := jaTC(mem, 256, 50_000)
+		tc.SpillDir = t.TempDir()
+		spillCheck(t, tc, true, func() {
+			_, err := jaRun(t, jaDistinctAgg(t, one), tc)
+			if !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "one group") {
+				t.Fatalf("err = %v, want the memory limit naming one group", err)
+			}
+		})
+	})
+}
