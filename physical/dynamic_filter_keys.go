@@ -301,31 +301,36 @@ func (b *keyBuilder) addInt(v int64) {
 	b.words[d>>6] |= 1 << (d & 63)
 }
 
-// grow widens the bitmap to cover v (with room to spare in the direction
-// it grows), or reports that the range would be too wide.
+// grow widens the bitmap to cover the keys so far, b.lo to b.hi (with
+// room to spare in the direction it grows), or reports that the range
+// would be too wide.
 func (b *keyBuilder) grow(v int64) bool {
-	lo := min(b.lo, v)
-	hi := max(b.hi, v)
-	if uint64(hi-lo) >= maxDynamicSpan || hi-lo < 0 {
+	if b.hi-b.lo < 0 || uint64(b.hi-b.lo) >= maxDynamicSpan {
 		return false
 	}
 	old := uint64(len(b.words)) * 64
-	newBase := lo &^ 63
-	newEnd := uint64(hi-newBase) + 1 // bits needed from newBase
-	if b.words != nil && v < b.base {
-		// Growing down: leave as much room again below.
-		room := uint64(0)
-		if newEnd < maxDynamicSpan {
-			room = min(old, maxDynamicSpan-newEnd)
+	newBase := b.lo &^ 63
+	if b.words != nil {
+		newBase = min(newBase, b.base)
+		if v < b.base {
+			// Growing down: leave as much room again below.
+			room := int64(min(old, maxDynamicSpan))
+			if newBase >= math.MinInt64+room+64 {
+				newBase = (newBase - room) &^ 63
+			}
 		}
-		if newBase >= math.MinInt64+int64(room)+64 {
-			newBase = (newBase - int64(room)) &^ 63
-		}
-	} else {
-		newEnd = max(newEnd, min(2*old, maxDynamicSpan))
 	}
-	newEnd = (newEnd + 63) &^ 63
-	words := make([]uint64, newEnd/64)
+	need := uint64(b.hi-newBase) + 1
+	if b.words != nil {
+		keep := uint64(b.base-newBase) + old
+		need = max(need, keep)
+		if v >= b.base {
+			// Growing up: double.
+			need = max(need, min(keep+old, need+maxDynamicSpan))
+		}
+	}
+	need = (need + 63) &^ 63
+	words := make([]uint64, need/64)
 	if b.words != nil {
 		copy(words[(b.base-newBase)/64:], b.words)
 	}
