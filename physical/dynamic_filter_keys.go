@@ -365,7 +365,7 @@ func (b *keyBuilder) keys() *KeySet {
 	case b.bloom != nil:
 		k.bloom = b.bloom
 	default:
-		from := (b.lo &^ 63 - b.base) / 64
+		from := (b.lo&^63 - b.base) / 64
 		to := (b.hi-b.base)/64 + 1
 		words := b.words[from:to]
 		k.bitmap = &keyBitmap{lo: b.base + from*64, span: uint64(len(words)) * 64, bits: words}
