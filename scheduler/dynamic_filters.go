@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"context"
+	"slices"
+
 	"sluice/physical"
 	"sluice/rpc"
 	"sluice/scheduler/dplan"
@@ -66,4 +69,67 @@ func filterUses(filters []*dplan.DynamicFilter, stage int, keys map[int]*rpc.Dyn
 		}
 	}
 	return out
+}
+
+// filterPush is a pipelined job's merged dynamic filter, to be pushed to
+// the executors running its probe stage's tasks.
+type filterPush struct {
+	executors []string
+	keys      *rpc.DynamicFilterKeys
+}
+
+// filterPusher is a graph with dynamic filters to push to executors.
+type filterPusher interface {
+	takeFilterPushes() []filterPush
+}
+
+// mergeFilters merges the filters stage s builds once its last task has
+// succeeded, and queues them for the executors of their probe stages.
+func (g *pipelinedGraph) mergeFilters(s *pStage) {
+	if !s.done() {
+		return
+	}
+	for _, f := range g.cfg.Plan.Filters {
+		if f.Build != s.ID {
+			continue
+		}
+		tasks := make([]filterContributions, len(s.tasks))
+		for i, t := range s.tasks {
+			tasks[i] = t.filters
+		}
+		var execs []string
+		for _, t := range g.stages[f.Probe-1].tasks {
+			if t.state == rpc.TaskState_TASK_RUNNING && !slices.Contains(execs, t.executor) {
+				execs = append(execs, t.executor)
+			}
+		}
+		if len(execs) > 0 {
+			g.pushes = append(g.pushes, filterPush{executors: execs, keys: mergeFilter(f.ID, tasks)})
+		}
+	}
+}
+
+func (g *pipelinedGraph) takeFilterPushes() []filterPush {
+	out := g.pushes
+	g.pushes = nil
+	return out
+}
+
+// pushFiltersLocked sends a pipelined job's merged dynamic filters to the
+// executors waiting for them, in the background. A push that fails only
+// leaves the probe side unfiltered. Callers hold s.mu.
+func (s *Scheduler) pushFiltersLocked(j *job) {
+	p, ok := j.graph.(filterPusher)
+	if !ok {
+		return
+	}
+	for _, push := range p.takeFilterPushes() {
+		req := &rpc.PushDynamicFiltersRequest{JobId: j.id, JobSecret: j.secret, Filters: []*rpc.DynamicFilterKeys{push.keys}}
+		s.goLocked(func() {
+			_ = s.callExecutors(push.executors, func(ctx context.Context, c rpc.ExecutorServiceClient) error {
+				_, err := c.PushDynamicFilters(ctx, req)
+				return err
+			})
+		})
+	}
 }
