@@ -451,7 +451,10 @@ func EncodeKeySet(id int, k *KeySet) (*rpc.DynamicFilterKeys, error) {
 	switch {
 	case k.empty:
 	case k.bitmap != nil:
-		m.Lo, words = k.bitmap.lo, k.bitmap.bits
+		if k.bitmap.lo != k.lo&^63 {
+			return nil, fmt.Errorf("dynamic filter %d: bitmap at %d for keys from %d", id, k.bitmap.lo, k.lo)
+		}
+		words = k.bitmap.bits
 	default:
 		m.Bloom, words = true, k.bloom
 	}
@@ -475,10 +478,6 @@ func EncodeKeySet(id int, k *KeySet) (*rpc.DynamicFilterKeys, error) {
 			return nil, fmt.Errorf("dynamic filter %d: %d bytes compressed, more than %d", id, buf.Len(), maxKeySetBytes)
 		}
 		m.Words = buf.Bytes()
-	}
-	if !k.empty && k.bitmap != nil {
-		// The bitmap's own range is kept in lo; hi stays the largest key.
-		m.Hi = k.hi
 	}
 	return m, nil
 }
@@ -514,9 +513,11 @@ func DecodeKeySet(m *rpc.DynamicFilterKeys) (*KeySet, error) {
 	if m.Strings {
 		return nil, errors.New("dynamic filter of strings without a bloom filter")
 	}
-	if uint64(len(words))*64 > maxDynamicSpan+128 || m.Hi < m.Lo || uint64(m.Hi-m.Lo) >= uint64(len(words))*64 {
+	// A bitmap starts at the smallest key rounded down to a word.
+	base := m.Lo &^ 63
+	if uint64(len(words))*64 > maxDynamicSpan+128 || m.Hi < m.Lo || uint64(m.Hi-base) >= uint64(len(words))*64 {
 		return nil, fmt.Errorf("dynamic filter %d: bitmap of %d words does not cover [%d, %d]", m.Id, len(words), m.Lo, m.Hi)
 	}
-	k.bitmap = &keyBitmap{lo: m.Lo, span: uint64(len(words)) * 64, bits: words}
+	k.bitmap = &keyBitmap{lo: base, span: uint64(len(words)) * 64, bits: words}
 	return k, nil
 }

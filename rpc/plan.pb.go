@@ -4896,7 +4896,8 @@ type DynamicFilterKeys struct {
 	Id      int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Strings bool                   `protobuf:"varint,2,opt,name=strings,proto3" json:"strings,omitempty"`
 	Bloom   bool                   `protobuf:"varint,3,opt,name=bloom,proto3" json:"bloom,omitempty"`
-	// Integer keys: the smallest and largest; a bitmap's bit i is lo + i.
+	// Integer keys: the smallest and largest; a bitmap's bit i is key
+	// (lo rounded down to a multiple of 64) + i.
 	Lo    int64  `protobuf:"varint,4,opt,name=lo,proto3" json:"lo,omitempty"`
 	Hi    int64  `protobuf:"varint,5,opt,name=hi,proto3" json:"hi,omitempty"`
 	Words []byte `protobuf:"bytes,6,opt,name=words,proto3" json:"words,omitempty"`
