@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/physical/mempool"
 )
 
 // Cross-stage dynamic filters. When a hash join's build side and the scan
@@ -93,7 +95,9 @@ func (d *DynamicFilterBuild) Execute(ctx context.Context, partition int, tc *Tas
 	st := tc.dynamicFilters()
 	builders := make([]*keyBuilder, len(d.ids))
 	for i, id := range d.ids {
-		builders[i] = st.builder(id, isStringType(d.input.Schema().Field(d.cols[i]).Type))
+		builders[i] = st.builder(id, isStringType(d.input.Schema().Field(d.cols[i]).Type), func() *mempool.Reservation {
+			return tc.NewReservation(ctx, "DynamicFilterBuild")
+		})
 	}
 	st.started(1)
 	return &dynamicFilterBuildStream{in: in, d: d, builders: builders, st: st}, nil
@@ -145,12 +149,15 @@ func (tc *TaskContext) dynamicFilters() *dynamicFilterState {
 	return tc.dynamic.Load()
 }
 
-func (s *dynamicFilterState) builder(id int, strings bool) *keyBuilder {
+// builder returns the task's builder of filter id, creating it (with a
+// reservation from res) on the first call. Its memory stays reserved until
+// the task ends: the task reports the keys at its end.
+func (s *dynamicFilterState) builder(id int, strings bool, res func() *mempool.Reservation) *keyBuilder {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.builders[id]
 	if b == nil {
-		b = &keyBuilder{strings: strings}
+		b = &keyBuilder{strings: strings, res: res()}
 		s.builders[id] = b
 	}
 	return b

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cespare/xxhash/v2"
 
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -210,16 +211,21 @@ type keyBuilder struct {
 	base    int64    // bitmap words cover [base, base+64*len(words)); base%64 == 0
 	words   []uint64 // nil until the first key, or once bloom is in use
 	bloom   []uint64
-	failed  bool // a key type the set cannot hold: no filter
+	failed  bool // a key type the set cannot hold, or no memory: no filter
+	// res, when set, holds the bytes of words and bloom in the task's pool.
+	res *mempool.Reservation
 }
 
-// add adds the non-NULL keys of col.
+// add adds the non-NULL keys of col. When the task's pool refuses the
+// memory the keys need, the builder gives up (the filter is not sent)
+// rather than failing the query: a filter only saves work.
 func (b *keyBuilder) add(col arrow.Array) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.failed {
 		return
 	}
+	defer b.account()
 	switch a := col.(type) {
 	case *array.Int64:
 		if b.strings {
@@ -269,6 +275,25 @@ func (b *keyBuilder) add(col arrow.Array) {
 		}
 	default:
 		b.failed = true
+	}
+}
+
+// account brings the reservation to the size of words and bloom.
+func (b *keyBuilder) account() {
+	if b.res == nil {
+		return
+	}
+	size := 8 * int64(len(b.words)+len(b.bloom))
+	if b.failed {
+		size = 0
+	}
+	if d := size - b.res.Size(); d > 0 {
+		if err := b.res.Grow(d); err != nil {
+			b.failed, b.words, b.bloom = true, nil, nil
+			b.res.Free()
+		}
+	} else if d < 0 {
+		b.res.Shrink(-d)
 	}
 }
 

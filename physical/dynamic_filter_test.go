@@ -14,6 +14,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -297,5 +298,34 @@ func TestDynamicFilterKeysPartial(t *testing.T) {
 	}
 	if _, err := NewDynamicFilterBuild(NewParquetScan("t", tbl, []int{0, 2}, nil, 2), []int{1}, []int{1}); err == nil {
 		t.Fatal("a decimal key column accepted")
+	}
+}
+
+// TestDynamicFilterBuildMemory checks that a builder's keys are reserved
+// in the task's pool, and that a pool that refuses them costs the filter,
+// not the query.
+func TestDynamicFilterBuildMemory(t *testing.T) {
+	dir := writeTestTable(t)
+	tbl, err := catalog.OpenParquet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int64{0, 16} {
+		d, err := NewDynamicFilterBuild(NewParquetScan("t", tbl, []int{0}, nil, 1), []int{1}, []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := NewTaskContext()
+		tc.Memory = mempool.NewPool("test", limit, nil)
+		if n := len(collectAll(t, d, tc)); n != 300 {
+			t.Fatalf("limit %d: %d rows, want 300", limit, n)
+		}
+		k := tc.DynamicFilterKeys()[1]
+		switch {
+		case limit == 0 && (k == nil || tc.Memory.Used() == 0):
+			t.Fatalf("no limit: keys %v, %d bytes reserved", k, tc.Memory.Used())
+		case limit > 0 && (k != nil || tc.Memory.Used() != 0):
+			t.Fatalf("limit %d: keys %v, %d bytes reserved, want none", limit, k, tc.Memory.Used())
+		}
 	}
 }
