@@ -120,6 +120,8 @@ type Executor struct {
 	tasks sync.WaitGroup
 
 	slots *slots
+	// dyn holds the cross-stage dynamic filters pushed for running tasks.
+	dyn dynamicFilters
 
 	mu      sync.Mutex
 	running map[taskKey]*runningTask

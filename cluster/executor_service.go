@@ -101,6 +101,7 @@ func (e *Executor) removeJob(ctx context.Context, job string) error {
 			return fmt.Errorf("removing data of job %s: %s did not stop: %w", job, rt.key, ctx.Err())
 		}
 	}
+	e.dyn.forget(job)
 	if err := e.flightSvc.RemoveJob(job); err != nil {
 		return err
 	}

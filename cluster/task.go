@@ -160,6 +160,7 @@ func (a *taskAnalysis) report(st *rpc.TaskStatus) {
 		st.OperatorMetrics = append(st.OperatorMetrics, &rpc.OperatorMetrics{
 			Index: int32(i), Rows: m.Rows, Batches: m.Batches, TimeNs: int64(m.Time),
 			MemoryPeakBytes: m.MemPeak, Reserved: m.Reserved,
+			DynamicFiltersExpected: m.DynExpected, DynamicFiltersReceived: m.DynReceived, DynamicFilterRowsDropped: m.DynDropped,
 		})
 	}
 }
@@ -167,9 +168,11 @@ func (a *taskAnalysis) report(st *rpc.TaskStatus) {
 // outcome runs a task and returns its final status.
 func (e *Executor) outcome(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis) *rpc.TaskStatus {
 	commit := &physical.CommitList{}
-	locs, err := e.run(ctx, def, a, commit)
+	var keys map[int]*physical.KeySet
+	locs, err := e.run(ctx, def, a, commit, &keys)
 	if err == nil {
 		st := &rpc.TaskStatus{Id: def.Id, ExecutorId: e.id, State: rpc.TaskState_TASK_SUCCESSFUL, Outputs: locs}
+		st.DynamicFilters = dynamicFilterStatus(keys)
 		for _, l := range locs {
 			st.RowsOut += l.NumRows
 		}
@@ -225,7 +228,9 @@ func (e *Executor) interrupted(ctx context.Context, def *rpc.TaskDefinition) *rp
 // log), so one bad task fails its job instead of the executor; in test
 // binaries runtime errors (nil dereferences, index out of range) still
 // crash, so bugs are not hidden (see physical.Recovered).
-func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis, commit *physical.CommitList) (locs []*rpc.PartitionLocation, err error) {
+//
+// keys receives the keys the task's DynamicFilterBuild collected, if any.
+func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnalysis, commit *physical.CommitList, keys *map[int]*physical.KeySet) (locs []*rpc.PartitionLocation, err error) {
 	k := keyOf(def.Id)
 	defer func() {
 		if r := recover(); r != nil {
@@ -268,7 +273,18 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnal
 			*a = taskAnalysis{analyzer: tc.Analyzer, memory: tc.Memory, start: time.Now()}
 		}
 	}
-	return w.RunTask(ctx, parts, tc)
+	if body := w.Children(); len(body) == 1 {
+		done, err := e.dyn.start(def, body[0], tc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		defer done()
+	}
+	locs, err = w.RunTask(ctx, parts, tc)
+	if err == nil {
+		*keys = tc.DynamicFilterKeys()
+	}
+	return locs, err
 }
 
 // taskContext builds what the task's operators share. The memory limit

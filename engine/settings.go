@@ -164,6 +164,11 @@ var knownSettings = map[string]setting{
 		validate: duration(24 * time.Hour),
 		help:     "a pipelined query whose client reads none of its result for this long is cancelled, freeing its executors' vcores (0: wait for ever); e.g. 30s, 5m",
 	},
+	"execution.dynamic_filters": {
+		def:      constant("on"),
+		validate: oneOf("on", "off"),
+		help:     "on a cluster, a join whose probe side crosses an exchange has its build side's keys filter the probe side's scan in the other stage (off: never)",
+	},
 	"execution.memory_limit": {
 		def:      constant("0"),
 		validate: intRange(0, MaxBytesSetting, ""),

@@ -100,3 +100,21 @@ func TestSettingsReset(t *testing.T) {
 		t.Error("an invalid session default was accepted")
 	}
 }
+
+// TestDynamicFiltersSetting checks the switch of cross-stage dynamic
+// filters: on by default, on or off in any case, nothing else.
+func TestDynamicFiltersSetting(t *testing.T) {
+	s := NewSettings()
+	if v, _ := s.Get("execution.dynamic_filters"); v != "on" {
+		t.Fatalf("default %q, want on", v)
+	}
+	if err := s.Set("execution.dynamic_filters", "OFF"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Get("execution.dynamic_filters"); v != "off" {
+		t.Fatalf("stored %q, want off", v)
+	}
+	if err := s.Set("execution.dynamic_filters", "maybe"); err == nil || !strings.Contains(err.Error(), "execution.dynamic_filters") {
+		t.Fatalf("SET to maybe: %v, want an error naming the setting", err)
+	}
+}

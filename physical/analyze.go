@@ -51,6 +51,8 @@ type opMetrics struct {
 	rows, batches, nanos atomic.Int64
 	memUsed, memPeak     atomic.Int64
 	reserved             atomic.Bool
+	// A Parquet scan's cross-stage dynamic filters (dynamic_filter.go).
+	dynExpected, dynReceived, dynDropped atomic.Int64
 }
 
 // OperatorMetrics are what one operator did: output rows and batches, time
@@ -61,6 +63,11 @@ type OperatorMetrics struct {
 	Time          time.Duration
 	MemPeak       int64
 	Reserved      bool
+	// DynExpected and DynReceived count a Parquet scan's cross-stage
+	// dynamic filters (summed over tasks: a filter applies in each task of
+	// the scan's stage), the ones waited for and the ones whose keys came;
+	// DynDropped is the rows they dropped, skipped row groups included.
+	DynExpected, DynReceived, DynDropped int64
 }
 
 // Add sums o into m (another partition set, another task). Memory peaks
@@ -71,6 +78,9 @@ func (m *OperatorMetrics) Add(o OperatorMetrics) {
 	m.Time += o.Time
 	m.MemPeak += o.MemPeak
 	m.Reserved = m.Reserved || o.Reserved
+	m.DynExpected += o.DynExpected
+	m.DynReceived += o.DynReceived
+	m.DynDropped += o.DynDropped
 }
 
 // String renders the metrics as EXPLAIN ANALYZE shows them on an operator's
@@ -79,6 +89,9 @@ func (m OperatorMetrics) String() string {
 	s := fmt.Sprintf("metrics=[rows=%d, batches=%d, time=%s", m.Rows, m.Batches, metrics.FormatDuration(m.Time))
 	if m.Reserved {
 		s += ", mem=" + metrics.FormatBytes(m.MemPeak)
+	}
+	if m.DynExpected > 0 {
+		s += fmt.Sprintf(", dynamic_filters=%d/%d, dynamic_dropped=%d", m.DynReceived, m.DynExpected, m.DynDropped)
 	}
 	return s + "]"
 }
@@ -98,6 +111,7 @@ func (a *Analyzer) Metrics() []OperatorMetrics {
 		out[i] = OperatorMetrics{
 			Rows: m.rows.Load(), Batches: m.batches.Load(), Time: time.Duration(m.nanos.Load()),
 			MemPeak: m.memPeak.Load(), Reserved: m.reserved.Load(),
+			DynExpected: m.dynExpected.Load(), DynReceived: m.dynReceived.Load(), DynDropped: m.dynDropped.Load(),
 		}
 	}
 	return out

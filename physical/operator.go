@@ -135,6 +135,9 @@ type TaskContext struct {
 	// filters holds the runtime join filters of the task's operators
 	// (runtime_filter.go); nil until one registers.
 	filters atomic.Pointer[runtimeFilters]
+	// dynamic holds the keys the task's DynamicFilterBuild collects
+	// (dynamic_filter.go); nil until one runs.
+	dynamic atomic.Pointer[dynamicFilterState]
 }
 
 // NewTaskContext returns a context with the Go allocator, an unlimited pool

@@ -250,6 +250,14 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 			return nil, err
 		}
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CoalescePartitions{CoalescePartitions: &rpc.CoalescePartitionsNode{Input: in}}}, nil
+	case *DynamicFilterBuild:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_DynamicFilterBuild{DynamicFilterBuild: &rpc.DynamicFilterBuildNode{
+			Input: in, Ids: int32s(op.ids), Columns: int32s(op.cols),
+		}}}, nil
 	case *Repartition:
 		in, err := c.encode(op.input)
 		if err != nil {
@@ -529,6 +537,19 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			return nil, err
 		}
 		return NewCoalescePartitions(in), nil
+	case *rpc.PhysicalPlan_DynamicFilterBuild:
+		in, err := c.decode(m.DynamicFilterBuild.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		ids, cols := make([]int, len(m.DynamicFilterBuild.Ids)), make([]int, len(m.DynamicFilterBuild.Columns))
+		for i, id := range m.DynamicFilterBuild.Ids {
+			ids[i] = int(id)
+		}
+		for i, col := range m.DynamicFilterBuild.Columns {
+			cols[i] = int(col)
+		}
+		return NewDynamicFilterBuild(in, ids, cols)
 	case *rpc.PhysicalPlan_Repartition:
 		in, err := c.decode(m.Repartition.GetInput())
 		if err != nil {

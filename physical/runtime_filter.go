@@ -44,6 +44,29 @@ type runtimeFilter struct {
 	key       int // which of the join's keys it is (a join may have several)
 	keys      atomic.Pointer[keyBitmap]
 	published atomic.Bool
+	// A cross-stage dynamic filter (dynamic_filter.go) has its keys in
+	// dyn instead, and counts what it drops in m (nil: not analyzed).
+	dynamic bool
+	strings bool // a dynamic filter of a string column
+	dyn     atomic.Pointer[KeySet]
+	m       *opMetrics
+}
+
+// keySelector is what a scan asks of a filter's keys.
+type keySelector interface {
+	selectKeys(col arrow.Array, sel []int32) []int32
+	anyIn(mn, mx int64) bool
+}
+
+// selector returns the filter's keys, or nil while they are unknown.
+func (f *runtimeFilter) selector() keySelector {
+	if b := f.keys.Load(); b != nil {
+		return b
+	}
+	if d := f.dyn.Load(); d != nil {
+		return d
+	}
+	return nil
 }
 
 // publish makes the filter of build table t available, once per task.
@@ -79,6 +102,7 @@ type runtimeFilters struct {
 	mu     sync.Mutex
 	byScan map[*ParquetScan][]*runtimeFilter
 	byJoin map[joinKeyRef]*runtimeFilter
+	byID   map[int][]*runtimeFilter // dynamic filters, by filter ID
 }
 
 // forJoin returns the filter join h registered (registering it on its
@@ -159,7 +183,17 @@ func (h *HashJoin) traceProbeKey(rk expr.Expr) (*ParquetScan, int, bool) {
 	if !ok {
 		return nil, 0, false
 	}
-	col, op := c.Index, h.right
+	return TraceProbeColumn(h.right, c.Index, nil)
+}
+
+// TraceProbeColumn follows output column col of op, the probe side of a
+// join that drops its unmatched probe rows, down to the Parquet scan
+// column it reads unchanged, if any: through projections, filters, the
+// coalescing of partitions and the probe side of lower inner, right outer,
+// full outer and right semi joins, where dropping a row that the join above
+// cannot match changes nothing else. A stage placeholder is crossed when
+// exchange gives the body of the stage it reads (nil: never crossed).
+func TraceProbeColumn(op Operator, col int, exchange func(*UnresolvedExchange) (Operator, bool)) (*ParquetScan, int, bool) {
 	for {
 		switch x := op.(type) {
 		case *Projection:
@@ -174,6 +208,19 @@ func (h *HashJoin) traceProbeKey(rk expr.Expr) (*ParquetScan, int, bool) {
 			continue
 		case *CoalescePartitions:
 			op = x.input // the task reads every partition of its input
+			continue
+		case *DynamicFilterBuild:
+			op = x.input
+			continue
+		case *UnresolvedExchange:
+			if exchange == nil {
+				return nil, 0, false
+			}
+			body, ok := exchange(x)
+			if !ok {
+				return nil, 0, false
+			}
+			op = body // the stage's output columns are its body's
 			continue
 		case *HashJoin:
 			// A lower join's probe column: the rows it drops there never
@@ -199,7 +246,78 @@ func (h *HashJoin) traceProbeKey(rk expr.Expr) (*ParquetScan, int, bool) {
 			switch x.schema.Field(col).Type.ID() {
 			case arrow.INT64, arrow.INT32:
 				return x, col, true
+			case arrow.STRING, arrow.LARGE_STRING:
+				if exchange != nil {
+					return x, col, true // only dynamic filters take strings
+				}
 			}
+		}
+		return nil, 0, false
+	}
+}
+
+// TraceBuildColumn follows output column col of op, a join's build side,
+// down to the stage placeholder whose column holds a superset of its
+// values (NULLs aside): every operator on the way outputs only values of
+// that column it read (projections of the column, filters, sorts, limits,
+// the coalescing of partitions, joins of either side, the group keys of
+// aggregates). The keys the placeholder's stage writes are then all the
+// keys the build side can have.
+func TraceBuildColumn(op Operator, col int) (*UnresolvedExchange, int, bool) {
+	for {
+		switch x := op.(type) {
+		case *Projection:
+			src, ok := x.exprs[col].(*expr.Column)
+			if !ok {
+				return nil, 0, false
+			}
+			col, op = src.Index, x.input
+			continue
+		case *Filter:
+			op = x.input
+			continue
+		case *CoalescePartitions:
+			op = x.input
+			continue
+		case *Sort:
+			op = x.input
+			continue
+		case *SortPreservingMerge:
+			op = x.input
+			continue
+		case *Limit:
+			op = x.input
+			continue
+		case *DynamicFilterBuild:
+			op = x.input
+			continue
+		case *HashJoin:
+			nl := len(x.left.Schema().Fields())
+			switch x.joinType {
+			case JoinLeftSemi, JoinLeftAnti:
+				op = x.left
+			case JoinRightSemi, JoinRightAnti:
+				op = x.right
+			default:
+				if col < nl {
+					op = x.left
+				} else {
+					col, op = col-nl, x.right
+				}
+			}
+			continue
+		case *HashAggregate:
+			if col >= len(x.groupBy) {
+				return nil, 0, false
+			}
+			src, ok := x.groupBy[col].(*expr.Column)
+			if !ok {
+				return nil, 0, false
+			}
+			col, op = src.Index, x.input
+			continue
+		case *UnresolvedExchange:
+			return x, col, true
 		}
 		return nil, 0, false
 	}
@@ -342,7 +460,7 @@ func (st *runtimeFilterState) apply(rec arrow.RecordBatch, readPos []int, sel []
 	}
 	n := int(rec.NumRows())
 	for i, f := range st.filters {
-		b := f.keys.Load()
+		b := f.selector()
 		if b == nil || st.off[i] {
 			continue
 		}
@@ -353,6 +471,9 @@ func (st *runtimeFilterState) apply(rec arrow.RecordBatch, readPos []int, sel []
 		sel = b.selectKeys(rec.Column(readPos[f.col]), sel)
 		st.seen[i] += int64(before)
 		st.kept[i] += int64(len(sel))
+		if f.m != nil {
+			f.m.dynDropped.Add(int64(before - len(sel)))
+		}
 		if st.seen[i] >= runtimeFilterTrial && float64(st.kept[i]) > runtimeFilterKeep*float64(st.seen[i]) {
 			st.off[i] = true
 		}
@@ -409,12 +530,27 @@ func (st *runtimeFilterState) settled() bool {
 // date order (TPC-DS inventory) loses most of its row groups to a filter
 // on a few weeks of dates.
 func (st *runtimeFilterState) rulesOut(s *ParquetScan, u parquetUnit) bool {
+	return st.rulingOut(s, u) != nil
+}
+
+// skips is rulesOut for the unit the scan is about to read: a cross-stage
+// dynamic filter that rules it out counts its rows as dropped.
+func (st *runtimeFilterState) skips(s *ParquetScan, u parquetUnit) bool {
+	f := st.rulingOut(s, u)
+	if f != nil && f.m != nil {
+		f.m.dynDropped.Add(u.rows)
+	}
+	return f != nil
+}
+
+// rulingOut returns the filter that rules out row group u, if any.
+func (st *runtimeFilterState) rulingOut(s *ParquetScan, u parquetUnit) *runtimeFilter {
 	if st == nil {
-		return false
+		return nil
 	}
 	rg := s.table.Files[u.file].RowGroups[u.rowGroup]
 	for _, f := range st.filters {
-		b := f.keys.Load()
+		b := f.selector()
 		if b == nil || f.col >= len(s.projection) {
 			continue
 		}
@@ -424,7 +560,7 @@ func (st *runtimeFilterState) rulesOut(s *ParquetScan, u parquetUnit) bool {
 		}
 		cs := rg.Columns[field]
 		if cs.NullCount >= 0 && cs.NullCount == rg.NumRows {
-			return true
+			return f
 		}
 		if !cs.HasMinMax {
 			continue
@@ -432,8 +568,8 @@ func (st *runtimeFilterState) rulesOut(s *ParquetScan, u parquetUnit) bool {
 		mn, ok1 := asInt64(cs.Min)
 		mx, ok2 := asInt64(cs.Max)
 		if ok1 && ok2 && !b.anyIn(mn, mx) {
-			return true
+			return f
 		}
 	}
-	return false
+	return nil
 }

@@ -208,7 +208,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	}
 	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 		for start := 0; start < len(units); {
-			if rfs.rulesOut(s, units[start]) {
+			if rfs.skips(s, units[start]) {
 				start++
 				continue
 			}

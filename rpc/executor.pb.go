@@ -291,11 +291,109 @@ func (*RemoveJobDataResponse) Descriptor() ([]byte, []int) {
 	return file_executor_proto_rawDescGZIP(), []int{5}
 }
 
+// The scheduler hands running tasks of a job the filters they wait for.
+type PushDynamicFiltersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	JobSecret     string                 `protobuf:"bytes,2,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	Filters       []*DynamicFilterKeys   `protobuf:"bytes,3,rep,name=filters,proto3" json:"filters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushDynamicFiltersRequest) Reset() {
+	*x = PushDynamicFiltersRequest{}
+	mi := &file_executor_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushDynamicFiltersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushDynamicFiltersRequest) ProtoMessage() {}
+
+func (x *PushDynamicFiltersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_executor_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushDynamicFiltersRequest.ProtoReflect.Descriptor instead.
+func (*PushDynamicFiltersRequest) Descriptor() ([]byte, []int) {
+	return file_executor_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PushDynamicFiltersRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *PushDynamicFiltersRequest) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
+	}
+	return ""
+}
+
+func (x *PushDynamicFiltersRequest) GetFilters() []*DynamicFilterKeys {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
+}
+
+type PushDynamicFiltersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushDynamicFiltersResponse) Reset() {
+	*x = PushDynamicFiltersResponse{}
+	mi := &file_executor_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushDynamicFiltersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushDynamicFiltersResponse) ProtoMessage() {}
+
+func (x *PushDynamicFiltersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_executor_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushDynamicFiltersResponse.ProtoReflect.Descriptor instead.
+func (*PushDynamicFiltersResponse) Descriptor() ([]byte, []int) {
+	return file_executor_proto_rawDescGZIP(), []int{7}
+}
+
 var File_executor_proto protoreflect.FileDescriptor
 
 const file_executor_proto_rawDesc = "" +
 	"\n" +
-	"\x0eexecutor.proto\x12\x06sluice\x1a\x0fscheduler.proto\"B\n" +
+	"\x0eexecutor.proto\x12\x06sluice\x1a\n" +
+	"plan.proto\x1a\x0fscheduler.proto\"B\n" +
 	"\x12LaunchTasksRequest\x12,\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x16.sluice.TaskDefinitionR\x05tasks\"\x15\n" +
 	"\x13LaunchTasksResponse\"p\n" +
@@ -309,11 +407,18 @@ const file_executor_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
 	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\x17\n" +
-	"\x15RemoveJobDataResponse2\xef\x01\n" +
+	"\x15RemoveJobDataResponse\"\x86\x01\n" +
+	"\x19PushDynamicFiltersRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x02 \x01(\tR\tjobSecret\x123\n" +
+	"\afilters\x18\x03 \x03(\v2\x19.sluice.DynamicFilterKeysR\afilters\"\x1c\n" +
+	"\x1aPushDynamicFiltersResponse2\xcc\x02\n" +
 	"\x0fExecutorService\x12F\n" +
 	"\vLaunchTasks\x12\x1a.sluice.LaunchTasksRequest\x1a\x1b.sluice.LaunchTasksResponse\x12F\n" +
 	"\vCancelTasks\x12\x1a.sluice.CancelTasksRequest\x1a\x1b.sluice.CancelTasksResponse\x12L\n" +
-	"\rRemoveJobData\x12\x1c.sluice.RemoveJobDataRequest\x1a\x1d.sluice.RemoveJobDataResponseB\fZ\n" +
+	"\rRemoveJobData\x12\x1c.sluice.RemoveJobDataRequest\x1a\x1d.sluice.RemoveJobDataResponse\x12[\n" +
+	"\x12PushDynamicFilters\x12!.sluice.PushDynamicFiltersRequest\x1a\".sluice.PushDynamicFiltersResponseB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -328,31 +433,37 @@ func file_executor_proto_rawDescGZIP() []byte {
 	return file_executor_proto_rawDescData
 }
 
-var file_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_executor_proto_goTypes = []any{
-	(*LaunchTasksRequest)(nil),    // 0: sluice.LaunchTasksRequest
-	(*LaunchTasksResponse)(nil),   // 1: sluice.LaunchTasksResponse
-	(*CancelTasksRequest)(nil),    // 2: sluice.CancelTasksRequest
-	(*CancelTasksResponse)(nil),   // 3: sluice.CancelTasksResponse
-	(*RemoveJobDataRequest)(nil),  // 4: sluice.RemoveJobDataRequest
-	(*RemoveJobDataResponse)(nil), // 5: sluice.RemoveJobDataResponse
-	(*TaskDefinition)(nil),        // 6: sluice.TaskDefinition
-	(*TaskId)(nil),                // 7: sluice.TaskId
+	(*LaunchTasksRequest)(nil),         // 0: sluice.LaunchTasksRequest
+	(*LaunchTasksResponse)(nil),        // 1: sluice.LaunchTasksResponse
+	(*CancelTasksRequest)(nil),         // 2: sluice.CancelTasksRequest
+	(*CancelTasksResponse)(nil),        // 3: sluice.CancelTasksResponse
+	(*RemoveJobDataRequest)(nil),       // 4: sluice.RemoveJobDataRequest
+	(*RemoveJobDataResponse)(nil),      // 5: sluice.RemoveJobDataResponse
+	(*PushDynamicFiltersRequest)(nil),  // 6: sluice.PushDynamicFiltersRequest
+	(*PushDynamicFiltersResponse)(nil), // 7: sluice.PushDynamicFiltersResponse
+	(*TaskDefinition)(nil),             // 8: sluice.TaskDefinition
+	(*TaskId)(nil),                     // 9: sluice.TaskId
+	(*DynamicFilterKeys)(nil),          // 10: sluice.DynamicFilterKeys
 }
 var file_executor_proto_depIdxs = []int32{
-	6, // 0: sluice.LaunchTasksRequest.tasks:type_name -> sluice.TaskDefinition
-	7, // 1: sluice.CancelTasksRequest.tasks:type_name -> sluice.TaskId
-	0, // 2: sluice.ExecutorService.LaunchTasks:input_type -> sluice.LaunchTasksRequest
-	2, // 3: sluice.ExecutorService.CancelTasks:input_type -> sluice.CancelTasksRequest
-	4, // 4: sluice.ExecutorService.RemoveJobData:input_type -> sluice.RemoveJobDataRequest
-	1, // 5: sluice.ExecutorService.LaunchTasks:output_type -> sluice.LaunchTasksResponse
-	3, // 6: sluice.ExecutorService.CancelTasks:output_type -> sluice.CancelTasksResponse
-	5, // 7: sluice.ExecutorService.RemoveJobData:output_type -> sluice.RemoveJobDataResponse
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	8,  // 0: sluice.LaunchTasksRequest.tasks:type_name -> sluice.TaskDefinition
+	9,  // 1: sluice.CancelTasksRequest.tasks:type_name -> sluice.TaskId
+	10, // 2: sluice.PushDynamicFiltersRequest.filters:type_name -> sluice.DynamicFilterKeys
+	0,  // 3: sluice.ExecutorService.LaunchTasks:input_type -> sluice.LaunchTasksRequest
+	2,  // 4: sluice.ExecutorService.CancelTasks:input_type -> sluice.CancelTasksRequest
+	4,  // 5: sluice.ExecutorService.RemoveJobData:input_type -> sluice.RemoveJobDataRequest
+	6,  // 6: sluice.ExecutorService.PushDynamicFilters:input_type -> sluice.PushDynamicFiltersRequest
+	1,  // 7: sluice.ExecutorService.LaunchTasks:output_type -> sluice.LaunchTasksResponse
+	3,  // 8: sluice.ExecutorService.CancelTasks:output_type -> sluice.CancelTasksResponse
+	5,  // 9: sluice.ExecutorService.RemoveJobData:output_type -> sluice.RemoveJobDataResponse
+	7,  // 10: sluice.ExecutorService.PushDynamicFilters:output_type -> sluice.PushDynamicFiltersResponse
+	7,  // [7:11] is the sub-list for method output_type
+	3,  // [3:7] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_executor_proto_init() }
@@ -360,6 +471,7 @@ func file_executor_proto_init() {
 	if File_executor_proto != nil {
 		return
 	}
+	file_plan_proto_init()
 	file_scheduler_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -367,7 +479,7 @@ func file_executor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_executor_proto_rawDesc), len(file_executor_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,9 +22,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ExecutorService_LaunchTasks_FullMethodName   = "/sluice.ExecutorService/LaunchTasks"
-	ExecutorService_CancelTasks_FullMethodName   = "/sluice.ExecutorService/CancelTasks"
-	ExecutorService_RemoveJobData_FullMethodName = "/sluice.ExecutorService/RemoveJobData"
+	ExecutorService_LaunchTasks_FullMethodName        = "/sluice.ExecutorService/LaunchTasks"
+	ExecutorService_CancelTasks_FullMethodName        = "/sluice.ExecutorService/CancelTasks"
+	ExecutorService_RemoveJobData_FullMethodName      = "/sluice.ExecutorService/RemoveJobData"
+	ExecutorService_PushDynamicFilters_FullMethodName = "/sluice.ExecutorService/PushDynamicFilters"
 )
 
 // ExecutorServiceClient is the client API for ExecutorService service.
@@ -34,6 +35,8 @@ type ExecutorServiceClient interface {
 	LaunchTasks(ctx context.Context, in *LaunchTasksRequest, opts ...grpc.CallOption) (*LaunchTasksResponse, error)
 	CancelTasks(ctx context.Context, in *CancelTasksRequest, opts ...grpc.CallOption) (*CancelTasksResponse, error)
 	RemoveJobData(ctx context.Context, in *RemoveJobDataRequest, opts ...grpc.CallOption) (*RemoveJobDataResponse, error)
+	// Cross-stage dynamic filters for a pipelined job's running tasks.
+	PushDynamicFilters(ctx context.Context, in *PushDynamicFiltersRequest, opts ...grpc.CallOption) (*PushDynamicFiltersResponse, error)
 }
 
 type executorServiceClient struct {
@@ -74,6 +77,16 @@ func (c *executorServiceClient) RemoveJobData(ctx context.Context, in *RemoveJob
 	return out, nil
 }
 
+func (c *executorServiceClient) PushDynamicFilters(ctx context.Context, in *PushDynamicFiltersRequest, opts ...grpc.CallOption) (*PushDynamicFiltersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PushDynamicFiltersResponse)
+	err := c.cc.Invoke(ctx, ExecutorService_PushDynamicFilters_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ExecutorServiceServer is the server API for ExecutorService service.
 // All implementations must embed UnimplementedExecutorServiceServer
 // for forward compatibility.
@@ -81,6 +94,8 @@ type ExecutorServiceServer interface {
 	LaunchTasks(context.Context, *LaunchTasksRequest) (*LaunchTasksResponse, error)
 	CancelTasks(context.Context, *CancelTasksRequest) (*CancelTasksResponse, error)
 	RemoveJobData(context.Context, *RemoveJobDataRequest) (*RemoveJobDataResponse, error)
+	// Cross-stage dynamic filters for a pipelined job's running tasks.
+	PushDynamicFilters(context.Context, *PushDynamicFiltersRequest) (*PushDynamicFiltersResponse, error)
 	mustEmbedUnimplementedExecutorServiceServer()
 }
 
@@ -99,6 +114,9 @@ func (UnimplementedExecutorServiceServer) CancelTasks(context.Context, *CancelTa
 }
 func (UnimplementedExecutorServiceServer) RemoveJobData(context.Context, *RemoveJobDataRequest) (*RemoveJobDataResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveJobData not implemented")
+}
+func (UnimplementedExecutorServiceServer) PushDynamicFilters(context.Context, *PushDynamicFiltersRequest) (*PushDynamicFiltersResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PushDynamicFilters not implemented")
 }
 func (UnimplementedExecutorServiceServer) mustEmbedUnimplementedExecutorServiceServer() {}
 func (UnimplementedExecutorServiceServer) testEmbeddedByValue()                         {}
@@ -175,6 +193,24 @@ func _ExecutorService_RemoveJobData_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExecutorService_PushDynamicFilters_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PushDynamicFiltersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExecutorServiceServer).PushDynamicFilters(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExecutorService_PushDynamicFilters_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExecutorServiceServer).PushDynamicFilters(ctx, req.(*PushDynamicFiltersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ExecutorService_ServiceDesc is the grpc.ServiceDesc for ExecutorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -193,6 +229,10 @@ var ExecutorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveJobData",
 			Handler:    _ExecutorService_RemoveJobData_Handler,
+		},
+		{
+			MethodName: "PushDynamicFilters",
+			Handler:    _ExecutorService_PushDynamicFilters_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1605,6 +1605,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_SetOp
 	//	*PhysicalPlan_FileSink
 	//	*PhysicalPlan_WriteCommit
+	//	*PhysicalPlan_DynamicFilterBuild
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1872,6 +1873,15 @@ func (x *PhysicalPlan) GetWriteCommit() *WriteCommitNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetDynamicFilterBuild() *DynamicFilterBuildNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_DynamicFilterBuild); ok {
+			return x.DynamicFilterBuild
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -1976,6 +1986,10 @@ type PhysicalPlan_WriteCommit struct {
 	WriteCommit *WriteCommitNode `protobuf:"bytes,61,opt,name=write_commit,json=writeCommit,proto3,oneof"`
 }
 
+type PhysicalPlan_DynamicFilterBuild struct {
+	DynamicFilterBuild *DynamicFilterBuildNode `protobuf:"bytes,90,opt,name=dynamic_filter_build,json=dynamicFilterBuild,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -2025,6 +2039,8 @@ func (*PhysicalPlan_SetOp) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_FileSink) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_WriteCommit) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_DynamicFilterBuild) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -4808,6 +4824,259 @@ func (x *TableFile) GetEtag() string {
 	return ""
 }
 
+// Passes its input through and collects, for each cross-stage dynamic
+// filter ids[i], the keys of column columns[i]; the task reports them
+// (TaskStatus.dynamic_filters) when every partition it ran ended.
+type DynamicFilterBuildNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Ids           []int32                `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Columns       []int32                `protobuf:"varint,3,rep,packed,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DynamicFilterBuildNode) Reset() {
+	*x = DynamicFilterBuildNode{}
+	mi := &file_plan_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DynamicFilterBuildNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DynamicFilterBuildNode) ProtoMessage() {}
+
+func (x *DynamicFilterBuildNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DynamicFilterBuildNode.ProtoReflect.Descriptor instead.
+func (*DynamicFilterBuildNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *DynamicFilterBuildNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *DynamicFilterBuildNode) GetIds() []int32 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *DynamicFilterBuildNode) GetColumns() []int32 {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// The keys of a cross-stage dynamic filter: one build task's, or the
+// union of every build task's. Integer keys are a bitmap over [lo, hi]
+// when the range is small enough, otherwise (and for strings) a bloom
+// filter of fixed size; words are flate-compressed little-endian uint64s.
+type DynamicFilterKeys struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Strings bool                   `protobuf:"varint,2,opt,name=strings,proto3" json:"strings,omitempty"`
+	Bloom   bool                   `protobuf:"varint,3,opt,name=bloom,proto3" json:"bloom,omitempty"`
+	// Integer keys: the smallest and largest; a bitmap's bit i is key
+	// (lo rounded down to a multiple of 64) + i.
+	Lo    int64  `protobuf:"varint,4,opt,name=lo,proto3" json:"lo,omitempty"`
+	Hi    int64  `protobuf:"varint,5,opt,name=hi,proto3" json:"hi,omitempty"`
+	Words []byte `protobuf:"bytes,6,opt,name=words,proto3" json:"words,omitempty"`
+	// No key at all (every build row had a NULL key, or there was none).
+	Empty bool `protobuf:"varint,7,opt,name=empty,proto3" json:"empty,omitempty"`
+	// Keys added (counting duplicates across tasks): a measure of size.
+	Count int64 `protobuf:"varint,8,opt,name=count,proto3" json:"count,omitempty"`
+	// The keys could not be collected (a build task had too many, or of a
+	// type it cannot hold): scans stop waiting and filter nothing.
+	Unknown       bool `protobuf:"varint,9,opt,name=unknown,proto3" json:"unknown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DynamicFilterKeys) Reset() {
+	*x = DynamicFilterKeys{}
+	mi := &file_plan_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DynamicFilterKeys) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DynamicFilterKeys) ProtoMessage() {}
+
+func (x *DynamicFilterKeys) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DynamicFilterKeys.ProtoReflect.Descriptor instead.
+func (*DynamicFilterKeys) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *DynamicFilterKeys) GetId() int32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DynamicFilterKeys) GetStrings() bool {
+	if x != nil {
+		return x.Strings
+	}
+	return false
+}
+
+func (x *DynamicFilterKeys) GetBloom() bool {
+	if x != nil {
+		return x.Bloom
+	}
+	return false
+}
+
+func (x *DynamicFilterKeys) GetLo() int64 {
+	if x != nil {
+		return x.Lo
+	}
+	return 0
+}
+
+func (x *DynamicFilterKeys) GetHi() int64 {
+	if x != nil {
+		return x.Hi
+	}
+	return 0
+}
+
+func (x *DynamicFilterKeys) GetWords() []byte {
+	if x != nil {
+		return x.Words
+	}
+	return nil
+}
+
+func (x *DynamicFilterKeys) GetEmpty() bool {
+	if x != nil {
+		return x.Empty
+	}
+	return false
+}
+
+func (x *DynamicFilterKeys) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DynamicFilterKeys) GetUnknown() bool {
+	if x != nil {
+		return x.Unknown
+	}
+	return false
+}
+
+// A cross-stage dynamic filter a task's scan applies: the scan is the
+// task's scan-th Parquet scan in pre-order of the stage body, column its
+// output column. keys is unset while the filter is not known yet (a
+// pipelined task gets it later, pushed by the scheduler).
+type DynamicFilterUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Scan          int32                  `protobuf:"varint,2,opt,name=scan,proto3" json:"scan,omitempty"`
+	Column        int32                  `protobuf:"varint,3,opt,name=column,proto3" json:"column,omitempty"`
+	Keys          *DynamicFilterKeys     `protobuf:"bytes,4,opt,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DynamicFilterUse) Reset() {
+	*x = DynamicFilterUse{}
+	mi := &file_plan_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DynamicFilterUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DynamicFilterUse) ProtoMessage() {}
+
+func (x *DynamicFilterUse) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DynamicFilterUse.ProtoReflect.Descriptor instead.
+func (*DynamicFilterUse) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *DynamicFilterUse) GetId() int32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DynamicFilterUse) GetScan() int32 {
+	if x != nil {
+		return x.Scan
+	}
+	return 0
+}
+
+func (x *DynamicFilterUse) GetColumn() int32 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
+}
+
+func (x *DynamicFilterUse) GetKeys() *DynamicFilterKeys {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -4932,7 +5201,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xf3\v\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xc7\f\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -4961,7 +5230,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x06window\x18\x1e \x01(\v2\x12.sluice.WindowNodeH\x00R\x06window\x12*\n" +
 	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOp\x123\n" +
 	"\tfile_sink\x18< \x01(\v2\x14.sluice.FileSinkNodeH\x00R\bfileSink\x12<\n" +
-	"\fwrite_commit\x18= \x01(\v2\x17.sluice.WriteCommitNodeH\x00R\vwriteCommitB\x06\n" +
+	"\fwrite_commit\x18= \x01(\v2\x17.sluice.WriteCommitNodeH\x00R\vwriteCommit\x12R\n" +
+	"\x14dynamic_filter_build\x18Z \x01(\v2\x1e.sluice.DynamicFilterBuildNodeH\x00R\x12dynamicFilterBuildB\x06\n" +
 	"\x04node\"\xf7\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -5189,7 +5459,26 @@ const file_plan_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x19\n" +
 	"\bmod_time\x18\x03 \x01(\x03R\amodTime\x12\x12\n" +
-	"\x04etag\x18\x04 \x01(\tR\x04etagB\fZ\n" +
+	"\x04etag\x18\x04 \x01(\tR\x04etag\"p\n" +
+	"\x16DynamicFilterBuildNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12\x10\n" +
+	"\x03ids\x18\x02 \x03(\x05R\x03ids\x12\x18\n" +
+	"\acolumns\x18\x03 \x03(\x05R\acolumns\"\xcf\x01\n" +
+	"\x11DynamicFilterKeys\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x18\n" +
+	"\astrings\x18\x02 \x01(\bR\astrings\x12\x14\n" +
+	"\x05bloom\x18\x03 \x01(\bR\x05bloom\x12\x0e\n" +
+	"\x02lo\x18\x04 \x01(\x03R\x02lo\x12\x0e\n" +
+	"\x02hi\x18\x05 \x01(\x03R\x02hi\x12\x14\n" +
+	"\x05words\x18\x06 \x01(\fR\x05words\x12\x14\n" +
+	"\x05empty\x18\a \x01(\bR\x05empty\x12\x14\n" +
+	"\x05count\x18\b \x01(\x03R\x05count\x12\x18\n" +
+	"\aunknown\x18\t \x01(\bR\aunknown\"}\n" +
+	"\x10DynamicFilterUse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
+	"\x04scan\x18\x02 \x01(\x05R\x04scan\x12\x16\n" +
+	"\x06column\x18\x03 \x01(\x05R\x06column\x12-\n" +
+	"\x04keys\x18\x04 \x01(\v2\x19.sluice.DynamicFilterKeysR\x04keysB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -5205,7 +5494,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(*ArrowType)(nil),               // 1: sluice.ArrowType
@@ -5269,6 +5558,9 @@ var file_plan_proto_goTypes = []any{
 	(*FileSinkNode)(nil),            // 59: sluice.FileSinkNode
 	(*WriteCommitNode)(nil),         // 60: sluice.WriteCommitNode
 	(*TableFile)(nil),               // 61: sluice.TableFile
+	(*DynamicFilterBuildNode)(nil),  // 62: sluice.DynamicFilterBuildNode
+	(*DynamicFilterKeys)(nil),       // 63: sluice.DynamicFilterKeys
+	(*DynamicFilterUse)(nil),        // 64: sluice.DynamicFilterUse
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -5340,84 +5632,87 @@ var file_plan_proto_depIdxs = []int32{
 	57,  // 66: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
 	59,  // 67: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
 	60,  // 68: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
-	20,  // 69: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	61,  // 70: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
-	3,   // 71: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	61,  // 72: sluice.CsvScanNode.files:type_name -> sluice.TableFile
-	21,  // 73: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 74: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 75: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 76: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 77: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 78: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	6,   // 79: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	18,  // 80: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	21,  // 81: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 82: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 83: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 84: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 85: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 86: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 87: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 88: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 89: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 90: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 91: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 92: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 93: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 94: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 95: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 96: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 97: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 98: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 99: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 100: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 101: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 102: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 103: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 104: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 105: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 106: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 107: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 108: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 109: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 110: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 111: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 112: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 113: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 114: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 115: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 116: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 117: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 118: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 119: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 120: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 121: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	21,  // 122: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 123: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	51,  // 124: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	5,   // 125: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	53,  // 126: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	53,  // 127: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	6,   // 128: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	54,  // 129: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	1,   // 130: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	21,  // 131: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 132: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	18,  // 133: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	55,  // 134: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	21,  // 135: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 136: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	3,   // 137: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	21,  // 138: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
-	58,  // 139: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
-	21,  // 140: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
-	58,  // 141: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
-	142, // [142:142] is the sub-list for method output_type
-	142, // [142:142] is the sub-list for method input_type
-	142, // [142:142] is the sub-list for extension type_name
-	142, // [142:142] is the sub-list for extension extendee
-	0,   // [0:142] is the sub-list for field type_name
+	62,  // 69: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
+	20,  // 70: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	61,  // 71: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
+	3,   // 72: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	61,  // 73: sluice.CsvScanNode.files:type_name -> sluice.TableFile
+	21,  // 74: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 75: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	21,  // 76: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 77: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	6,   // 78: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	1,   // 79: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	6,   // 80: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	18,  // 81: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	21,  // 82: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 83: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	26,  // 84: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	21,  // 85: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 86: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 87: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	6,   // 88: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	6,   // 89: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 90: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 91: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	6,   // 92: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	21,  // 93: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 94: sluice.SortNode.keys:type_name -> sluice.SortKey
+	21,  // 95: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	18,  // 96: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	21,  // 97: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 98: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	6,   // 99: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	3,   // 100: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	34,  // 101: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	21,  // 102: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	21,  // 103: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 104: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 105: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 106: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	39,  // 107: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	3,   // 108: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	40,  // 109: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	3,   // 110: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	19,  // 111: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	21,  // 112: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 113: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	44,  // 114: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	3,   // 115: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	45,  // 116: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	48,  // 117: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	49,  // 118: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	3,   // 119: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	6,   // 120: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	6,   // 121: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	6,   // 122: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	21,  // 123: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 124: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	51,  // 125: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	5,   // 126: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	53,  // 127: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	53,  // 128: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	6,   // 129: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	54,  // 130: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	1,   // 131: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	21,  // 132: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	6,   // 133: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	18,  // 134: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	55,  // 135: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	21,  // 136: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	21,  // 137: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	3,   // 138: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	21,  // 139: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	58,  // 140: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	21,  // 141: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	58,  // 142: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	21,  // 143: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
+	63,  // 144: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
+	145, // [145:145] is the sub-list for method output_type
+	145, // [145:145] is the sub-list for method input_type
+	145, // [145:145] is the sub-list for extension type_name
+	145, // [145:145] is the sub-list for extension extendee
+	0,   // [0:145] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -5475,6 +5770,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_SetOp)(nil),
 		(*PhysicalPlan_FileSink)(nil),
 		(*PhysicalPlan_WriteCommit)(nil),
+		(*PhysicalPlan_DynamicFilterBuild)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -5486,7 +5782,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   61,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

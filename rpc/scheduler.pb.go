@@ -1489,8 +1489,10 @@ type TaskDefinition struct {
 	// readers are wired to, and of no other. Per task, not in the plan,
 	// which every task of the stage shares.
 	ReadCapabilities []*PartitionCapability `protobuf:"bytes,51,rep,name=read_capabilities,json=readCapabilities,proto3" json:"read_capabilities,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Cross-stage dynamic filters for the task's scans (dynamic filters).
+	DynamicFilters []*DynamicFilterUse `protobuf:"bytes,100,rep,name=dynamic_filters,json=dynamicFilters,proto3" json:"dynamic_filters,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskDefinition) Reset() {
@@ -1593,6 +1595,13 @@ func (x *TaskDefinition) GetReadCapabilities() []*PartitionCapability {
 	return nil
 }
 
+func (x *TaskDefinition) GetDynamicFilters() []*DynamicFilterUse {
+	if x != nil {
+		return x.DynamicFilters
+	}
+	return nil
+}
+
 type TaskStatus struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         *TaskId                `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1618,9 +1627,11 @@ type TaskStatus struct {
 	MemoryPeakBytes int64              `protobuf:"varint,21,opt,name=memory_peak_bytes,json=memoryPeakBytes,proto3" json:"memory_peak_bytes,omitempty"`
 	ElapsedNs       int64              `protobuf:"varint,22,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
 	// A write's commit task: the files to rename once the job succeeds.
-	WrittenFiles  []*WrittenFile `protobuf:"bytes,60,rep,name=written_files,json=writtenFiles,proto3" json:"written_files,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WrittenFiles []*WrittenFile `protobuf:"bytes,60,rep,name=written_files,json=writtenFiles,proto3" json:"written_files,omitempty"`
+	// Keys the task's DynamicFilterBuild collected (successful tasks only).
+	DynamicFilters []*DynamicFilterKeys `protobuf:"bytes,100,rep,name=dynamic_filters,json=dynamicFilters,proto3" json:"dynamic_filters,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
@@ -1740,6 +1751,13 @@ func (x *TaskStatus) GetElapsedNs() int64 {
 func (x *TaskStatus) GetWrittenFiles() []*WrittenFile {
 	if x != nil {
 		return x.WrittenFiles
+	}
+	return nil
+}
+
+func (x *TaskStatus) GetDynamicFilters() []*DynamicFilterKeys {
+	if x != nil {
+		return x.DynamicFilters
 	}
 	return nil
 }
@@ -1905,8 +1923,13 @@ type OperatorMetrics struct {
 	// whether it took any.
 	MemoryPeakBytes int64 `protobuf:"varint,5,opt,name=memory_peak_bytes,json=memoryPeakBytes,proto3" json:"memory_peak_bytes,omitempty"`
 	Reserved        bool  `protobuf:"varint,6,opt,name=reserved,proto3" json:"reserved,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A Parquet scan's cross-stage dynamic filters: expected, received
+	// (with keys) and the rows they dropped (row groups skipped included).
+	DynamicFiltersExpected   int64 `protobuf:"varint,100,opt,name=dynamic_filters_expected,json=dynamicFiltersExpected,proto3" json:"dynamic_filters_expected,omitempty"`
+	DynamicFiltersReceived   int64 `protobuf:"varint,101,opt,name=dynamic_filters_received,json=dynamicFiltersReceived,proto3" json:"dynamic_filters_received,omitempty"`
+	DynamicFilterRowsDropped int64 `protobuf:"varint,102,opt,name=dynamic_filter_rows_dropped,json=dynamicFilterRowsDropped,proto3" json:"dynamic_filter_rows_dropped,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *OperatorMetrics) Reset() {
@@ -1979,6 +2002,27 @@ func (x *OperatorMetrics) GetReserved() bool {
 		return x.Reserved
 	}
 	return false
+}
+
+func (x *OperatorMetrics) GetDynamicFiltersExpected() int64 {
+	if x != nil {
+		return x.DynamicFiltersExpected
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetDynamicFiltersReceived() int64 {
+	if x != nil {
+		return x.DynamicFiltersReceived
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetDynamicFilterRowsDropped() int64 {
+	if x != nil {
+		return x.DynamicFilterRowsDropped
+	}
+	return 0
 }
 
 // The capability of one pipelined queue: partition `partition` of task
@@ -2220,7 +2264,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
 	"\rstage_attempt\x18\x03 \x01(\x05R\fstageAttempt\x12\x17\n" +
 	"\atask_id\x18\x04 \x01(\x05R\x06taskId\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\xd8\x03\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"\x9b\x04\n" +
 	"\x0eTaskDefinition\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1e\n" +
 	"\n" +
@@ -2235,10 +2279,11 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rclient_output\x18( \x01(\bR\fclientOutput\x12\x1d\n" +
 	"\n" +
 	"output_key\x182 \x01(\fR\toutputKey\x12H\n" +
-	"\x11read_capabilities\x183 \x03(\v2\x1b.sluice.PartitionCapabilityR\x10readCapabilities\x1a;\n" +
+	"\x11read_capabilities\x183 \x03(\v2\x1b.sluice.PartitionCapabilityR\x10readCapabilities\x12A\n" +
+	"\x0fdynamic_filters\x18d \x03(\v2\x18.sluice.DynamicFilterUseR\x0edynamicFilters\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xae\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf2\x04\n" +
 	"\n" +
 	"TaskStatus\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1f\n" +
@@ -2256,7 +2301,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11memory_peak_bytes\x18\x15 \x01(\x03R\x0fmemoryPeakBytes\x12\x1d\n" +
 	"\n" +
 	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\x128\n" +
-	"\rwritten_files\x18< \x03(\v2\x13.sluice.WrittenFileR\fwrittenFiles\"o\n" +
+	"\rwritten_files\x18< \x03(\v2\x13.sluice.WrittenFileR\fwrittenFiles\x12B\n" +
+	"\x0fdynamic_filters\x18d \x03(\v2\x19.sluice.DynamicFilterKeysR\x0edynamicFilters\"o\n" +
 	"\fFetchFailure\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x19\n" +
@@ -2266,14 +2312,17 @@ const file_scheduler_proto_rawDesc = "" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12.\n" +
 	"\bstatuses\x18\x02 \x03(\v2\x12.sluice.TaskStatusR\bstatuses\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse\"\xb6\x01\n" +
+	"\x18UpdateTaskStatusResponse\"\xe9\x02\n" +
 	"\x0fOperatorMetrics\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x18\n" +
 	"\abatches\x18\x03 \x01(\x03R\abatches\x12\x17\n" +
 	"\atime_ns\x18\x04 \x01(\x03R\x06timeNs\x12*\n" +
 	"\x11memory_peak_bytes\x18\x05 \x01(\x03R\x0fmemoryPeakBytes\x12\x1a\n" +
-	"\breserved\x18\x06 \x01(\bR\breserved\"\x87\x01\n" +
+	"\breserved\x18\x06 \x01(\bR\breserved\x128\n" +
+	"\x18dynamic_filters_expected\x18d \x01(\x03R\x16dynamicFiltersExpected\x128\n" +
+	"\x18dynamic_filters_received\x18e \x01(\x03R\x16dynamicFiltersReceived\x12=\n" +
+	"\x1bdynamic_filter_rows_dropped\x18f \x01(\x03R\x18dynamicFilterRowsDropped\"\x87\x01\n" +
 	"\x13PartitionCapability\x12\x19\n" +
 	"\bstage_id\x18\x01 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x1c\n" +
@@ -2362,6 +2411,8 @@ var file_scheduler_proto_goTypes = []any{
 	(*PartitionLocation)(nil),        // 34: sluice.PartitionLocation
 	(*PipelinedProducers)(nil),       // 35: sluice.PipelinedProducers
 	(*PhysicalPlan)(nil),             // 36: sluice.PhysicalPlan
+	(*DynamicFilterUse)(nil),         // 37: sluice.DynamicFilterUse
+	(*DynamicFilterKeys)(nil),        // 38: sluice.DynamicFilterKeys
 }
 var file_scheduler_proto_depIdxs = []int32{
 	30, // 0: sluice.ExecuteQueryRequest.settings:type_name -> sluice.ExecuteQueryRequest.SettingsEntry
@@ -2382,36 +2433,38 @@ var file_scheduler_proto_depIdxs = []int32{
 	36, // 15: sluice.TaskDefinition.plan:type_name -> sluice.PhysicalPlan
 	32, // 16: sluice.TaskDefinition.settings:type_name -> sluice.TaskDefinition.SettingsEntry
 	28, // 17: sluice.TaskDefinition.read_capabilities:type_name -> sluice.PartitionCapability
-	21, // 18: sluice.TaskStatus.id:type_name -> sluice.TaskId
-	1,  // 19: sluice.TaskStatus.state:type_name -> sluice.TaskState
-	24, // 20: sluice.TaskStatus.fetch_failure:type_name -> sluice.FetchFailure
-	34, // 21: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
-	27, // 22: sluice.TaskStatus.operator_metrics:type_name -> sluice.OperatorMetrics
-	29, // 23: sluice.TaskStatus.written_files:type_name -> sluice.WrittenFile
-	23, // 24: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
-	2,  // 25: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
-	6,  // 26: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
-	8,  // 27: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
-	9,  // 28: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
-	11, // 29: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
-	15, // 30: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
-	17, // 31: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
-	19, // 32: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
-	25, // 33: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
-	5,  // 34: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
-	7,  // 35: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
-	5,  // 36: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
-	10, // 37: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
-	14, // 38: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
-	16, // 39: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
-	18, // 40: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
-	20, // 41: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
-	26, // 42: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
-	34, // [34:43] is the sub-list for method output_type
-	25, // [25:34] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	37, // 18: sluice.TaskDefinition.dynamic_filters:type_name -> sluice.DynamicFilterUse
+	21, // 19: sluice.TaskStatus.id:type_name -> sluice.TaskId
+	1,  // 20: sluice.TaskStatus.state:type_name -> sluice.TaskState
+	24, // 21: sluice.TaskStatus.fetch_failure:type_name -> sluice.FetchFailure
+	34, // 22: sluice.TaskStatus.outputs:type_name -> sluice.PartitionLocation
+	27, // 23: sluice.TaskStatus.operator_metrics:type_name -> sluice.OperatorMetrics
+	29, // 24: sluice.TaskStatus.written_files:type_name -> sluice.WrittenFile
+	38, // 25: sluice.TaskStatus.dynamic_filters:type_name -> sluice.DynamicFilterKeys
+	23, // 26: sluice.UpdateTaskStatusRequest.statuses:type_name -> sluice.TaskStatus
+	2,  // 27: sluice.SchedulerService.ExecuteQuery:input_type -> sluice.ExecuteQueryRequest
+	6,  // 28: sluice.SchedulerService.CancelJob:input_type -> sluice.CancelJobRequest
+	8,  // 29: sluice.SchedulerService.GetJobStatus:input_type -> sluice.GetJobStatusRequest
+	9,  // 30: sluice.SchedulerService.ReleaseJob:input_type -> sluice.ReleaseJobRequest
+	11, // 31: sluice.SchedulerService.GetClusterState:input_type -> sluice.GetClusterStateRequest
+	15, // 32: sluice.SchedulerService.RegisterExecutor:input_type -> sluice.RegisterExecutorRequest
+	17, // 33: sluice.SchedulerService.Heartbeat:input_type -> sluice.HeartbeatRequest
+	19, // 34: sluice.SchedulerService.PollWork:input_type -> sluice.PollWorkRequest
+	25, // 35: sluice.SchedulerService.UpdateTaskStatus:input_type -> sluice.UpdateTaskStatusRequest
+	5,  // 36: sluice.SchedulerService.ExecuteQuery:output_type -> sluice.JobStatus
+	7,  // 37: sluice.SchedulerService.CancelJob:output_type -> sluice.CancelJobResponse
+	5,  // 38: sluice.SchedulerService.GetJobStatus:output_type -> sluice.JobStatus
+	10, // 39: sluice.SchedulerService.ReleaseJob:output_type -> sluice.ReleaseJobResponse
+	14, // 40: sluice.SchedulerService.GetClusterState:output_type -> sluice.ClusterState
+	16, // 41: sluice.SchedulerService.RegisterExecutor:output_type -> sluice.RegisterExecutorResponse
+	18, // 42: sluice.SchedulerService.Heartbeat:output_type -> sluice.HeartbeatResponse
+	20, // 43: sluice.SchedulerService.PollWork:output_type -> sluice.PollWorkResponse
+	26, // 44: sluice.SchedulerService.UpdateTaskStatus:output_type -> sluice.UpdateTaskStatusResponse
+	36, // [36:45] is the sub-list for method output_type
+	27, // [27:36] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }

@@ -158,6 +158,7 @@ func (a *analysis) format(g ExecutionGraph) string {
 				sum[m.Index].Add(physical.OperatorMetrics{
 					Rows: m.Rows, Batches: m.Batches, Time: time.Duration(m.TimeNs),
 					MemPeak: m.MemoryPeakBytes, Reserved: m.Reserved,
+					DynExpected: m.DynamicFiltersExpected, DynReceived: m.DynamicFiltersReceived, DynDropped: m.DynamicFilterRowsDropped,
 				})
 			}
 		}

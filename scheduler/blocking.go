@@ -76,7 +76,7 @@ func NewBlockingGraph(cfg BlockingConfig) (ExecutionGraph, error) {
 	}
 	cfg.MaxPartitionsPerTask = max(cfg.MaxPartitionsPerTask, 1)
 	cfg.TaskRetries = max(cfg.TaskRetries, 0)
-	g := &blockingGraph{cfg: cfg, executors: map[string]bool{}}
+	g := &blockingGraph{cfg: cfg, executors: map[string]bool{}, filters: map[int]*rpc.DynamicFilterKeys{}}
 	for i, s := range cfg.Plan.Stages {
 		if s.ID != i+1 {
 			return nil, fmt.Errorf("internal: stage %d at position %d", s.ID, i)
@@ -114,6 +114,7 @@ type bPart struct {
 	failures int
 	executor string                   // partDone: where the output lives
 	outputs  []*rpc.PartitionLocation // partDone: the files it wrote
+	filters  filterContributions      // partDone: its task's dynamic filter keys
 }
 
 type bTask struct {
@@ -144,8 +145,11 @@ type bStage struct {
 }
 
 type blockingGraph struct {
-	cfg       BlockingConfig
-	stages    []*bStage
+	cfg    BlockingConfig
+	stages []*bStage
+	// filters are the merged keys of dynamic filters whose build stage
+	// has succeeded (dynamic_filters.go).
+	filters   map[int]*rpc.DynamicFilterKeys
 	state     GraphState
 	err       error
 	executors map[string]bool
@@ -197,6 +201,13 @@ func (g *blockingGraph) refresh() {
 				inputsDone = false
 			}
 		}
+		// A dynamic filter's probe stage waits for its build stage, so
+		// that its tasks start with the filter.
+		for _, f := range g.cfg.Plan.Filters {
+			if f.Probe == s.ID && g.filters[f.ID] == nil {
+				inputsDone = false
+			}
+		}
 		switch {
 		case s.count(partDone) == len(s.parts):
 			s.state = StageSuccessful
@@ -206,6 +217,9 @@ func (g *blockingGraph) refresh() {
 			s.state = StageRunning
 		default:
 			s.state = StageResolved
+		}
+		if s.state == StageSuccessful {
+			g.mergeFilters(s)
 		}
 		if (s.state == StageResolved || s.state == StageRunning) && s.plan == nil {
 			if err := g.resolve(s); err != nil {
@@ -392,7 +406,30 @@ func (g *blockingGraph) launch(s *bStage, parts []int, executor string) *Assignm
 	g.launched++
 	return &Assignment{ExecutorID: executor, Task: &rpc.TaskDefinition{
 		Id: id, Partitions: ps, Plan: s.plan, Settings: g.cfg.Settings, Vcores: int32(len(parts)),
+		DynamicFilters: filterUses(g.cfg.Plan.Filters, s.ID, g.filters),
 	}}
+}
+
+// mergeFilters merges the keys of the dynamic filters built by stage s,
+// which has succeeded, once: a stage re-run later writes the same keys.
+func (g *blockingGraph) mergeFilters(s *bStage) {
+	for _, f := range g.cfg.Plan.Filters {
+		if f.Build != s.ID || g.filters[f.ID] != nil {
+			continue
+		}
+		var tasks []filterContributions
+		seen := map[*rpc.DynamicFilterKeys]bool{}
+		for i := range s.parts {
+			c := s.parts[i].filters
+			if k := c[int32(f.ID)]; k != nil && seen[k] {
+				continue // another partition of the same task
+			} else if k != nil {
+				seen[k] = true
+			}
+			tasks = append(tasks, c)
+		}
+		g.filters[f.ID] = mergeFilter(f.ID, tasks)
+	}
 }
 
 func (g *blockingGraph) Reserved(executorID string) int {
@@ -430,8 +467,9 @@ func (g *blockingGraph) UpdateTask(st *rpc.TaskStatus) {
 			break
 		}
 		g.finish(s, t, rpc.TaskState_TASK_SUCCESSFUL)
+		filters := contributionsOf(st)
 		for _, p := range t.partitions {
-			s.parts[p] = bPart{state: partDone, failures: s.parts[p].failures, executor: st.ExecutorId, outputs: outputs[p]}
+			s.parts[p] = bPart{state: partDone, failures: s.parts[p].failures, executor: st.ExecutorId, outputs: outputs[p], filters: filters}
 		}
 		g.done++
 		if s == g.final() {

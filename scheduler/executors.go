@@ -263,6 +263,7 @@ func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskSta
 			}
 		}
 		j.graph.UpdateTask(st)
+		s.pushFiltersLocked(j)
 		s.syncJobLocked(j)
 	}
 	s.mu.Unlock()

@@ -245,6 +245,10 @@ func (e *fakeExecutor) RemoveJobData(ctx context.Context, in *rpc.RemoveJobDataR
 	return &rpc.RemoveJobDataResponse{}, nil
 }
 
+func (e *fakeExecutor) PushDynamicFilters(ctx context.Context, in *rpc.PushDynamicFiltersRequest, _ ...grpc.CallOption) (*rpc.PushDynamicFiltersResponse, error) {
+	return &rpc.PushDynamicFiltersResponse{}, nil
+}
+
 var _ rpc.ExecutorServiceClient = (*fakeExecutor)(nil)
 
 // blocking are the settings of a blocking query with 4 partitions. The

@@ -147,6 +147,8 @@ type pTask struct {
 	// marked it cancelled. If the task had in fact finished (its report
 	// was on the way), a late success report still counts.
 	released bool
+	// filters are the dynamic filter keys it reported on success.
+	filters filterContributions
 }
 
 func (t *pTask) producer() *rpc.PipelinedProducer {
@@ -185,6 +187,9 @@ type pipelinedGraph struct {
 	// capabilities of the queues (rpc.PipelinedTaskKey): it never leaves
 	// the scheduler.
 	wiringKey []byte
+	// pushes are dynamic filters merged and not yet taken by the
+	// scheduler to push to executors (dynamic_filters.go).
+	pushes []filterPush
 }
 
 var _ StreamingGraph = (*pipelinedGraph)(nil)
@@ -261,6 +266,8 @@ func (g *pipelinedGraph) UpdateTask(st *rpc.TaskStatus) {
 		return
 	case rpc.TaskState_TASK_SUCCESSFUL:
 		t.state = rpc.TaskState_TASK_SUCCESSFUL
+		t.filters = contributionsOf(st)
+		g.mergeFilters(g.stages[t.id.StageId-1])
 		if int(t.id.StageId) == g.final().ID {
 			g.rowsOut += st.RowsOut
 			if g.final().done() {

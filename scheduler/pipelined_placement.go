@@ -75,6 +75,7 @@ func (g *pipelinedGraph) Offer(offers []*Offer) []*Assignment {
 				ClientOutput:     i == len(g.stages)-1,
 				OutputKey:        g.taskKey(t.id.StageId, t.id.TaskId),
 				ReadCapabilities: caps[i][j],
+				DynamicFilters:   filterUses(g.cfg.Plan.Filters, s.ID, nil),
 			}})
 		}
 		for e, n := range use {

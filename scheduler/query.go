@@ -211,7 +211,7 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 	if err != nil {
 		return nil, err
 	}
-	g, err := dplan.PlanEstimated(q.Physical, q.Estimates)
+	g, err := planStages(q, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (s *Scheduler) submit(key jobKey, st *sql.Query, q *engine.Query, settings 
 // its plan q, not placed on the executors in avoid. The caller registers
 // it. Callers hold s.mu (auto mode and pipelined graphs read the cluster).
 func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, attempt int, avoid []string) (*job, error) {
-	dg, err := dplan.PlanEstimated(q.Physical, q.Estimates)
+	dg, err := planStages(q, spec.settings)
 	if err != nil {
 		return nil, err
 	}
@@ -331,4 +331,19 @@ func ipcBytes(b arrow.RecordBatch) ([]byte, error) {
 		return nil, fmt.Errorf("encoding result: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// planStages cuts a query's physical plan into stages, with cross-stage
+// dynamic filters unless execution.dynamic_filters is off.
+func planStages(q *engine.Query, settings *engine.Settings) (*dplan.Graph, error) {
+	g, err := dplan.PlanEstimated(q.Physical, q.Estimates)
+	if err != nil {
+		return nil, err
+	}
+	if v, _ := settings.Get("execution.dynamic_filters"); v != "off" {
+		if err := dplan.AddDynamicFilters(g); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
 }

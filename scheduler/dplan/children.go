@@ -47,6 +47,9 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 		return physical.NewFoldedUnion(children, o.Folded()), nil
 	case *physical.CoalescePartitions:
 		return physical.NewCoalescePartitions(children[0]), nil
+	case *physical.DynamicFilterBuild:
+		ids, cols := o.Filters()
+		return physical.NewDynamicFilterBuild(children[0], ids, cols)
 	case *physical.Repartition:
 		return physical.NewRepartition(children[0], o.OutputPartitioning()), nil
 	case *physical.FileSink:

@@ -60,6 +60,9 @@ func (s *Stage) Partitions() int {
 // stage is the final stage, whose output the client reads.
 type Graph struct {
 	Stages []*Stage
+	// Filters are the job's cross-stage dynamic filters
+	// (AddDynamicFilters); none unless they were added.
+	Filters []*DynamicFilter
 }
 
 // Final returns the final stage.

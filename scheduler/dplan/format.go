@@ -44,7 +44,7 @@ func StageHeader(g *Graph, i int) string {
 	if i == len(g.Stages)-1 {
 		h += " final"
 	}
-	return h
+	return h + filterHeader(g, s.ID)
 }
 
 // outputString names a stage's output split; pass-through is the common case
