@@ -130,6 +130,10 @@ type TaskEnv struct {
 	// Capabilities are those of the pipelined queues the task's readers
 	// (or the client's) are wired to; their tickets carry them.
 	Capabilities Capabilities
+	// LazyStart makes a pipelined writer start its input only once a
+	// consumer has taken one of its queues (execution.lazy_producers),
+	// instead of as soon as the task is launched.
+	LazyStart bool
 	// ClientIdleTimeout, when positive, is how long a pipelined writer
 	// whose output the client reads waits on a full queue the client does
 	// not read before it fails with ErrClientIdle.

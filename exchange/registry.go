@@ -87,6 +87,7 @@ type queue struct {
 	finished bool  // the producer called Finish
 	err      error // the producer's error, if any
 	taken    bool  // non-broadcast: a consumer has it
+	demanded bool  // a consumer has taken it (any kind): see AwaitDemand
 	gone     bool  // non-broadcast: the consumer closed before the end
 	released bool  // DropJob released the queue
 	removed  bool
@@ -324,6 +325,10 @@ func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, che
 				}
 				q.taken = true
 			}
+			if !q.demanded {
+				q.demanded = true
+				r.signal()
+			}
 			return &QueueReader{r: r, q: q}, nil
 		}
 		ch := r.changed
@@ -334,6 +339,36 @@ func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, che
 			return nil, fmt.Errorf("producer of %s did not start within %s (was the task launched on this executor?)", k, wait)
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+		r.mu.Lock()
+	}
+}
+
+// AwaitDemand waits until a consumer has taken one of the queues of task
+// task of stage stage of job, which the task has registered: a lazy
+// producer (TaskEnv.LazyStart) starts its work only then. It returns an
+// error wrapping ErrJobReleased if the job is released first, or ctx's.
+func (r *Registry) AwaitDemand(ctx context.Context, job string, stage, task int) error {
+	r.mu.Lock()
+	for {
+		if _, ok := r.dropped[job]; ok {
+			r.mu.Unlock()
+			return releasedErr(job)
+		}
+		if j := r.jobs[job]; j != nil {
+			for k, q := range j.queues {
+				if k.StageID == stage && k.TaskID == task && q.demanded {
+					r.mu.Unlock()
+					return nil
+				}
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		r.mu.Lock()
 	}
