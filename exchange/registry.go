@@ -64,6 +64,9 @@ type Registry struct {
 	// total is the bytes queued over all jobs; peakTotal its high-water
 	// mark since the last ResetPeak.
 	total, peakTotal int64
+	// taken counts the queues consumers have taken (a broadcast queue
+	// once per reader), local or over Flight.
+	taken int64
 }
 
 type jobQueues struct {
@@ -329,6 +332,7 @@ func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, che
 				q.demanded = true
 				r.signal()
 			}
+			r.taken++
 			return &QueueReader{r: r, q: q}, nil
 		}
 		ch := r.changed
@@ -548,6 +552,14 @@ func (r *Registry) PeakTotalBytes() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.peakTotal
+}
+
+// Taken is how many queue reads consumers have started since the registry
+// was made: by a local reader, or by the Flight service for a remote one.
+func (r *Registry) Taken() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.taken
 }
 
 // ResetPeak restarts PeakTotalBytes from the bytes queued now.
