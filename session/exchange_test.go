@@ -23,9 +23,13 @@ func TestPipelinedLocalReads(t *testing.T) {
 	var want string
 	for _, n := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d-executors", n), func(t *testing.T) {
-			emb, s := pipelinedCluster(t, cluster.EmbeddedConfig{Executors: n, VcoresPerExecutor: 2})
-			if err := s.Settings.Set("execution.target_partitions", "2"); err != nil {
-				t.Fatal(err)
+			// Two vcores in all, a task per partition: on two executors
+			// every stage has a task on each.
+			emb, s := pipelinedCluster(t, cluster.EmbeddedConfig{Executors: n, VcoresPerExecutor: 2 / n})
+			for k, v := range map[string]string{"execution.target_partitions": "2", "scheduler.max_partitions_per_task": "1"} {
+				if err := s.Settings.Set(k, v); err != nil {
+					t.Fatal(err)
+				}
 			}
 			got, err := runScriptCSV(context.Background(), s, localReadQuery)
 			if err != nil {
