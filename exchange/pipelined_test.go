@@ -285,7 +285,8 @@ func (c *executeCounter) Execute(ctx context.Context, p int, tc *physical.TaskCo
 // registers its queues at once but executes its input only when a
 // consumer takes one of them; the consumer then reads every row. A lazy
 // producer nobody reads ends with the job's release, its queues finished
-// with the error.
+// with the error, or, when the client is its reader, after the client's
+// idle timeout.
 func TestPipelinedWriterLazyStart(t *testing.T) {
 	checkGoroutines(t)
 	reg := NewRegistry()
@@ -340,6 +341,15 @@ func TestPipelinedWriterLazyStart(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrJobReleased) || idle.calls.Load() != 0 {
 		t.Errorf("unread lazy producer after the release: %v, input executed %d times", err, idle.calls.Load())
 	}
+
+	// The client's producer, never read, gives up after the idle timeout
+	// and frees its vcores, as it does on a full queue.
+	w3 := NewPipelinedWriter(idle, "job3", 1, hashPart(1), false, 2)
+	tc3, _ := checkedTC(t, &TaskEnv{Env: env, JobID: "job3", StageID: 1, TaskID: 0, LazyStart: true, ClientIdleTimeout: 30 * time.Millisecond})
+	if _, err := w3.RunTask(context.Background(), []int{0}, tc3); !errors.Is(err, ErrClientIdle) || idle.calls.Load() != 0 {
+		t.Errorf("lazy client output never read: %v, input executed %d times; want ErrClientIdle", err, idle.calls.Load())
+	}
+	reg.DropJob("job3")
 	reg.DropJob("job")
 }
 

@@ -126,7 +126,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 		// A lazy producer runs nothing until its output is wanted: its
 		// queues exist, so a consumer finds them, but its scans and
 		// operators start only once one is taken.
-		if err := reg.AwaitDemand(ctx, w.JobID, w.StageID, te.TaskID); err != nil {
+		if err := reg.AwaitDemand(ctx, w.JobID, w.StageID, te.TaskID, te.ClientIdleTimeout); err != nil {
 			if ctx.Err() != nil {
 				err = fmt.Errorf("task cancelled: %w", ctx.Err())
 			}

@@ -352,7 +352,16 @@ func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, che
 // task of stage stage of job, which the task has registered: a lazy
 // producer (TaskEnv.LazyStart) starts its work only then. It returns an
 // error wrapping ErrJobReleased if the job is released first, or ctx's.
-func (r *Registry) AwaitDemand(ctx context.Context, job string, stage, task int) error {
+// With idle > 0 (the queues are the client's) it gives up with an error
+// wrapping ErrClientIdle after idle without a take, as PushIdle does on a
+// full queue: a client that never reads must not hold the job's vcores.
+func (r *Registry) AwaitDemand(ctx context.Context, job string, stage, task int, idle time.Duration) error {
+	var timeout <-chan time.Time
+	if idle > 0 {
+		timer := time.NewTimer(idle)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	r.mu.Lock()
 	for {
 		if _, ok := r.dropped[job]; ok {
@@ -371,6 +380,8 @@ func (r *Registry) AwaitDemand(ctx context.Context, job string, stage, task int)
 		r.mu.Unlock()
 		select {
 		case <-ch:
+		case <-timeout:
+			return fmt.Errorf("%w: it read none of job %s stage %d task %d's output for %s (execution.idle_client_timeout), so the query was cancelled to free its executors", ErrClientIdle, job, stage, task, idle)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
