@@ -188,7 +188,8 @@ func TestRegistryTakeCapable(t *testing.T) {
 // the wired one, which reads every row. The batches it is handed are the
 // producer's own: the registry's count of queued bytes falls to zero as
 // they are taken, and every buffer is released once read (the checked
-// allocators).
+// allocators) and the producer task's memory pool, charged for them while
+// they were queued, holds nothing.
 func TestLocalReadWantsTheCapability(t *testing.T) {
 	checkGoroutines(t)
 	reg := NewRegistry()
@@ -242,6 +243,9 @@ func TestLocalReadWantsTheCapability(t *testing.T) {
 	}
 	if n, q := reg.QueuedBytes("job"), reg.Entries("job"); n != 0 || q != 0 {
 		t.Errorf("after the reads: %d bytes in %d queues still accounted to the job", n, q)
+	}
+	if n := tc.Memory.Used(); n != 0 || tc.Memory.Peak() == 0 {
+		t.Errorf("the producer's pool holds %d bytes after the reads (peak %d); the queues charge it until the batches are taken", n, tc.Memory.Peak())
 	}
 	if reg.PeakQueuedBytes("job") == 0 {
 		t.Errorf("no bytes were ever accounted to the job's queues")

@@ -113,7 +113,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 		}
 	}
 	reg := te.Registry
-	if err := reg.Register(w.JobID, w.StageID, te.TaskID, w.input.Schema(), owned, w.QueueBatches, w.Broadcast, te.OutputKey); err != nil {
+	if err := reg.RegisterCharged(w.JobID, w.StageID, te.TaskID, w.input.Schema(), owned, w.QueueBatches, w.Broadcast, te.OutputKey, tc.Memory); err != nil {
 		return nil, fmt.Errorf("pipelined writer stage %d task %d: %w", w.StageID, te.TaskID, err)
 	}
 	key := func(p int) QueueKey {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -95,6 +96,11 @@ type queue struct {
 	released bool  // DropJob released the queue
 	removed  bool
 	changed  chan struct{} // closed (and replaced) on every state change
+
+	// res charges the queued bytes to the producer task's memory pool
+	// (nil: not charged): grown by Push, shrunk when the consumer takes
+	// a batch or the queue is discarded. Guarded by the registry's lock.
+	res *mempool.Reservation
 }
 
 // NewRegistry returns an empty registry.
@@ -130,6 +136,16 @@ func releasedErr(job string) error { return fmt.Errorf("job %s: %w", job, ErrJob
 // one) of the given schema. taskKey is the task's key
 // (TaskDefinition.output_key), which TakeCapable checks tickets against.
 func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool, taskKey []byte) error {
+	return r.RegisterCharged(job, stage, task, schema, partitions, capacity, broadcast, taskKey, nil)
+}
+
+// RegisterCharged is Register with the queued bytes charged to mem, the
+// producer task's memory pool (nil: not charged): a push that the pool
+// refuses fails with its error, and the bytes are given back as the
+// consumer takes the batches, locally or over Flight, or as the queue is
+// discarded. Once the task has ended and its pool was released, what its
+// queues still hold no longer counts against the executor's pool.
+func (r *Registry) RegisterCharged(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool, taskKey []byte, mem *mempool.Pool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.dropped[job]; ok {
@@ -148,7 +164,11 @@ func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, p
 	}
 	for _, p := range partitions {
 		k := QueueKey{JobID: job, StageID: stage, TaskID: task, Partition: p}
-		j.queues[k] = &queue{key: k, job: j, taskKey: taskKey, schema: schema, capacity: max(capacity, 1), broadcast: broadcast, changed: make(chan struct{})}
+		q := &queue{key: k, job: j, taskKey: taskKey, schema: schema, capacity: max(capacity, 1), broadcast: broadcast, changed: make(chan struct{})}
+		if mem != nil {
+			q.res = mem.NewReservation("exchange queue")
+		}
+		j.queues[k] = q
 	}
 	r.signal()
 	return nil
@@ -206,6 +226,13 @@ func (r *Registry) PushIdle(ctx context.Context, k QueueKey, b arrow.RecordBatch
 			return nil
 		case q.broadcast || len(q.batches) < q.capacity:
 			n := physical.BatchBytes(b)
+			if q.res != nil {
+				if err := q.res.Grow(n); err != nil {
+					r.mu.Unlock()
+					b.Release()
+					return fmt.Errorf("queueing a batch for %s: %w", k, err)
+				}
+			}
 			q.batches = append(q.batches, b)
 			q.sizes = append(q.sizes, n)
 			q.job.bytes += n
@@ -269,6 +296,9 @@ func (r *Registry) discard(q *queue) {
 		b.Release()
 		q.job.bytes -= q.sizes[i]
 		r.total -= q.sizes[i]
+		if q.res != nil {
+			q.res.Shrink(q.sizes[i])
+		}
 	}
 	q.batches, q.sizes = nil, nil
 }
@@ -481,6 +511,11 @@ func (qr *QueueReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			b := q.batches[0]
 			q.job.bytes -= q.sizes[0]
 			r.total -= q.sizes[0]
+			if q.res != nil {
+				// The consumer owns the batch now: it is no longer the
+				// producer's to account for.
+				q.res.Shrink(q.sizes[0])
+			}
 			q.batches[0] = nil
 			q.batches, q.sizes = q.batches[1:], q.sizes[1:]
 			q.signal()
