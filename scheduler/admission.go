@@ -106,7 +106,7 @@ func holdLocked(head *job, offers []*Offer) int {
 	return held
 }
 
-// admitted records that j was placed at now: how long it was queued, and,
+// admittedLocked records that j was placed at now: how long it was queued, and,
 // if it went ahead of older jobs, that they were overtaken. Callers hold
 // s.mu.
 func (s *Scheduler) admittedLocked(j *job, now time.Time, promoted bool) {
