@@ -7,7 +7,8 @@
 //     Flight);
 //   - pipelined mode: PipelinedWriter (a stage root routing batches into
 //     bounded per-partition queues in the executor's Registry) and
-//     PipelinedReader (drains every producer's queue over Flight);
+//     PipelinedReader (drains every producer's queue: over Flight, or
+//     from the Registry when the producer runs on the same executor);
 //   - the Flight service serving FetchPartition and FetchPipelinedPartition
 //     tickets, and a pool of Flight clients;
 //   - Codec, which converts the four operators to and from rpc messages.
