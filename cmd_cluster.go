@@ -26,6 +26,7 @@ func runScheduler(args []string) int {
 	bind := fs.String("bind", "127.0.0.1:50050", "gRPC listen address (host:port; port 0 picks a free one)")
 	policy := fs.String("policy", cluster.PolicyPush, "task placement: push (the scheduler launches tasks) or pull (executors poll)")
 	timeout := fs.Duration("executor-timeout", 10*time.Second, "how long an executor may miss heartbeats before it is considered lost")
+	admissionWait := fs.Duration("admission-wait", cluster.DefaultAdmissionWait, "how long the oldest pipelined query waiting for vcores waits behind older queries before it goes ahead of them")
 	flightBind := addFlightSQLFlag(fs, "")
 	secFlags := addSecurityFlags(fs, true)
 	allowed := addLocationsFlag(fs)
@@ -52,7 +53,7 @@ func runScheduler(args []string) int {
 	defer stop()
 	cat := catalog.New()
 	sched, err := cluster.StartScheduler(cluster.SchedulerConfig{
-		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, Logger: stderrLogger(), Security: sec, Catalog: cat,
+		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, AdmissionWait: *admissionWait, Logger: stderrLogger(), Security: sec, Catalog: cat,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

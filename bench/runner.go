@@ -119,14 +119,30 @@ func runStatement(ctx context.Context, sess *session.Session, sql string) (Measu
 // engine in the benchmark's own process, instead of the cluster.
 const ModeInProcess = "in-process"
 
+// ModePipelinedLazy is the suite mode that runs queries pipelined with
+// execution.lazy_producers on, to compare with eager producers.
+const ModePipelinedLazy = "pipelined-lazy"
+
+// setMode makes sess run queries in the suite mode mode.
+func setMode(sess *session.Session, mode string) error {
+	lazy := "false"
+	if mode == ModePipelinedLazy {
+		mode, lazy = "pipelined", "true"
+	}
+	if err := sess.Settings.Set("execution.lazy_producers", lazy); err != nil {
+		return err
+	}
+	return sess.Settings.Set("execution.mode", mode)
+}
+
 // Suite runs queries in each mode on one session.
 type Suite struct {
 	Session *session.Session
 	// InProcess, when set, is the session ModeInProcess runs on.
 	InProcess *session.Session
 	Queries   []Query
-	// Modes are values of the execution.mode setting (or ModeInProcess),
-	// run in this order.
+	// Modes are values of the execution.mode setting (or ModeInProcess,
+	// or ModePipelinedLazy), run in this order.
 	Modes []string
 	// Whole times every statement of a script (RunScriptWhole) instead of
 	// its last query only.
@@ -171,7 +187,7 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 				return nil, nil, nil, fmt.Errorf("benchmark: mode %s needs an in-process session", mode)
 			}
 			sess = s.InProcess
-		} else if err := sess.Settings.Set("execution.mode", mode); err != nil {
+		} else if err := setMode(sess, mode); err != nil {
 			return nil, nil, nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
 		}
 		run := RunScript
@@ -217,7 +233,7 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 // MeasureLatency runs sql once to warm up, then n times, each a full round
 // trip (submit, read every row, close), and returns the median and p99.
 func MeasureLatency(ctx context.Context, sess *session.Session, name, mode, sql string, n int) (Latency, error) {
-	if err := sess.Settings.Set("execution.mode", mode); err != nil {
+	if err := setMode(sess, mode); err != nil {
 		return Latency{}, fmt.Errorf("latency: mode %q: %w", mode, err)
 	}
 	if _, _, err := runStatement(ctx, sess, sql); err != nil {

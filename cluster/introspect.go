@@ -10,3 +10,11 @@ func (e *Executor) PeakQueuedBytes() int64 { return e.env.Registry.PeakTotalByte
 
 // ResetQueuedPeak restarts PeakQueuedBytes.
 func (e *Executor) ResetQueuedPeak() { e.env.Registry.ResetPeak() }
+
+// PipelinedReads counts the pipelined queues read from this executor:
+// local, by consumer tasks on this executor straight from the registry,
+// and remote, streamed over Flight to other executors and clients.
+func (e *Executor) PipelinedReads() (local, remote int64) {
+	remote = e.flightSvc.PipelinedServed()
+	return e.env.Registry.Taken() - remote, remote
+}

@@ -32,6 +32,10 @@ type SchedulerConfig struct {
 	// ExecutorTimeout is how long an executor may miss heartbeats before
 	// it is considered lost.
 	ExecutorTimeout time.Duration
+	// AdmissionWait is how long the oldest pipelined job waiting for its
+	// vcores waits behind older jobs before it goes ahead of them (0:
+	// scheduler.DefaultAdmissionWait).
+	AdmissionWait time.Duration
 	// TaskRetries is how often a failed task is re-run.
 	TaskRetries int
 	// Logger receives one line per important event (nil: discarded).
@@ -40,6 +44,9 @@ type SchedulerConfig struct {
 	// the token are refused, executors are dialled with it.
 	Security *rpc.Security
 }
+
+// DefaultAdmissionWait is SchedulerConfig.AdmissionWait's default.
+const DefaultAdmissionWait = scheduler.DefaultAdmissionWait
 
 // SchedulerServer is a scheduler served over gRPC.
 type SchedulerServer struct {
@@ -74,7 +81,7 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 	s := &SchedulerServer{
 		sched: scheduler.New(scheduler.Config{
 			Policy: cfg.Policy, Encode: EncodePlan, Exchanges: Exchanges{}, Catalog: cfg.Catalog,
-			ExecutorTimeout: cfg.ExecutorTimeout, TaskRetries: cfg.TaskRetries, Logger: log,
+			ExecutorTimeout: cfg.ExecutorTimeout, TaskRetries: cfg.TaskRetries, Logger: log, AdmissionWait: cfg.AdmissionWait,
 			Security: cfg.Security,
 		}),
 		addr: lis.Addr().String(),

@@ -334,6 +334,7 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition, pipelined bool) (*physic
 			OutputKey:         def.OutputKey,
 			Capabilities:      exchange.CapabilitiesOf(def.ReadCapabilities),
 			ClientIdleTimeout: idle,
+			LazyStart:         pipelined && def.Settings["execution.lazy_producers"] == "true",
 		},
 	}, nil
 }

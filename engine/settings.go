@@ -149,6 +149,11 @@ var knownSettings = map[string]setting{
 		validate: intRange(1, MaxQueueBatches, ""),
 		help:     "capacity, in batches, of each pipelined exchange queue",
 	},
+	"execution.lazy_producers": {
+		def:      constant("false"),
+		validate: oneOf("false", "true"),
+		help:     "pipelined mode: a task starts its work when a consumer first reads one of its queues (true), or as soon as it is launched (false)",
+	},
 	"optimizer.broadcast_join_threshold_bytes": {
 		def:      constant("33554432"),
 		validate: intRange(0, MaxBytesSetting, ""),

@@ -2,6 +2,8 @@ package exchange
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +179,76 @@ func TestRegistryTakeCapable(t *testing.T) {
 		t.Fatalf("the local consumer after a refused take: %v", err)
 	}
 	q.Close()
+}
+
+// TestLocalReadWantsTheCapability: a consumer on the producer's own
+// executor takes the queue from the registry, without Flight (its Env has
+// no client pool), and it too needs the partition's capability: a reader
+// wired to another partition is refused and leaves the queue intact for
+// the wired one, which reads every row. The batches it is handed are the
+// producer's own: the registry's count of queued bytes falls to zero as
+// they are taken, and every buffer is released once read (the checked
+// allocators) and the producer task's memory pool, charged for them while
+// they were queued, holds nothing.
+func TestLocalReadWantsTheCapability(t *testing.T) {
+	checkGoroutines(t)
+	reg := NewRegistry()
+	a := &Env{ExecutorID: "a", Registry: reg, Secrets: NewJobSecrets(), ProducerWait: time.Second}
+	if err := a.Secrets.Bind("job", "secret"); err != nil {
+		t.Fatal(err)
+	}
+	wiring := rpc.NewWiringKey()
+	key := rpc.PipelinedTaskKey(wiring, "job", 1, 0)
+	capOf := func(partition int32) *rpc.PartitionCapability {
+		return &rpc.PartitionCapability{StageId: 1, TaskId: 0, Partition: partition, Capability: rpc.PipelinedCapability(key, partition)}
+	}
+	w := NewPipelinedWriter(rowsSource(2, 200, 10), "job", 1, physical.Partitioning{Kind: physical.PartUnknown}, false, 1)
+	tc, _ := checkedTC(t, &TaskEnv{Env: a, JobID: "job", StageID: 1, TaskID: 0, JobSecret: "secret", OutputKey: key})
+	var g errgroup.Group
+	g.Go(func() error {
+		_, err := w.RunTask(context.Background(), []int{0, 1}, tc)
+		return err
+	})
+
+	producer := []*rpc.PipelinedProducer{{TaskId: 0, ExecutorId: "a", FlightAddress: "unused:0"}}
+	r := NewPipelinedReader("job", 1, testSchema, [][]*rpc.PipelinedProducer{producer, producer})
+	read := func(partition int, caps ...*rpc.PartitionCapability) ([]string, error) {
+		rtc, _ := checkedTC(t, &TaskEnv{Env: a, JobID: "job", StageID: 2, JobSecret: "secret", Capabilities: CapabilitiesOf(caps)})
+		s, err := r.Execute(context.Background(), partition, rtc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return readAll(t, s)
+	}
+	if rows, err := read(0, capOf(1)); !errors.Is(err, ErrNoCapability) {
+		t.Errorf("partition 0 with partition 1's capability: %d rows, %v; want ErrNoCapability", len(rows), err)
+	}
+	if rows, err := read(0); !errors.Is(err, ErrNoCapability) {
+		t.Errorf("partition 0 without a capability: %d rows, %v; want ErrNoCapability", len(rows), err)
+	}
+	var all []string
+	for p := range 2 {
+		rows, err := read(p, capOf(int32(p)))
+		if err != nil || len(rows) != 100 {
+			t.Errorf("partition %d with its capability: %d rows, %v; want 100", p, len(rows), err)
+		}
+		all = append(all, rows...)
+	}
+	if err := g.Wait(); err != nil {
+		t.Errorf("producer: %v", err)
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, expectedRows(200)) {
+		t.Errorf("rows read locally differ from the rows produced")
+	}
+	if n, q := reg.QueuedBytes("job"), reg.Entries("job"); n != 0 || q != 0 {
+		t.Errorf("after the reads: %d bytes in %d queues still accounted to the job", n, q)
+	}
+	if n := tc.Memory.Used(); n != 0 || tc.Memory.Peak() == 0 {
+		t.Errorf("the producer's pool holds %d bytes after the reads (peak %d); the queues charge it until the batches are taken", n, tc.Memory.Peak())
+	}
+	if reg.PeakQueuedBytes("job") == 0 {
+		t.Errorf("no bytes were ever accounted to the job's queues")
+	}
+	reg.DropJob("job")
 }

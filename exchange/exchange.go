@@ -7,7 +7,8 @@
 //     Flight);
 //   - pipelined mode: PipelinedWriter (a stage root routing batches into
 //     bounded per-partition queues in the executor's Registry) and
-//     PipelinedReader (drains every producer's queue over Flight);
+//     PipelinedReader (drains every producer's queue: over Flight, or
+//     from the Registry when the producer runs on the same executor);
 //   - the Flight service serving FetchPartition and FetchPipelinedPartition
 //     tickets, and a pool of Flight clients;
 //   - Codec, which converts the four operators to and from rpc messages.
@@ -130,6 +131,10 @@ type TaskEnv struct {
 	// Capabilities are those of the pipelined queues the task's readers
 	// (or the client's) are wired to; their tickets carry them.
 	Capabilities Capabilities
+	// LazyStart makes a pipelined writer start its input only once a
+	// consumer has taken one of its queues (execution.lazy_producers),
+	// instead of as soon as the task is launched.
+	LazyStart bool
 	// ClientIdleTimeout, when positive, is how long a pipelined writer
 	// whose output the client reads waits on a full queue the client does
 	// not read before it fails with ErrClientIdle.

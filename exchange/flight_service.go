@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -43,7 +44,14 @@ type FlightService struct {
 	// Alloc allocates the buffers the service decodes and compresses (nil:
 	// the Go allocator); tests set a checked allocator.
 	Alloc memory.Allocator
+	// served counts the pipelined queues streamed to a remote reader.
+	served atomic.Int64
 }
+
+// PipelinedServed is how many pipelined queues the service has streamed
+// to readers in other processes (consumer tasks on other executors, and
+// clients); the registry's Taken less this is what was read locally.
+func (s *FlightService) PipelinedServed() int64 { return s.served.Load() }
 
 // NewFlightService returns the Flight service of the executor env.
 func NewFlightService(env *Env) *FlightService {
@@ -185,6 +193,7 @@ func (s *FlightService) fetchPipelined(stream flight.FlightService_DoGetServer, 
 		return status.Error(codes.NotFound, err.Error())
 	}
 	defer q.Close()
+	s.served.Add(1)
 	return sendQueue(ctx, stream, q.Schema(), q.Next, s.alloc(), s.env.Compression)
 }
 

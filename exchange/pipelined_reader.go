@@ -91,8 +91,20 @@ func (r *PipelinedReader) Execute(ctx context.Context, partition int, tc *physic
 // drain copies one producer's queue into m.
 func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.TaskContext, partition int, p *rpc.PipelinedProducer, m *mergeStream) error {
 	if env.Registry != nil && env.ExecutorID != "" && p.ExecutorId == env.ExecutorID {
+		// A local read: the producer's queue is taken from the registry
+		// and its batches handed over as they are, with no Flight stream
+		// and no IPC encoding. The same capability as a remote ticket's
+		// is checked (an executor checking no secrets, in tests of the
+		// exchange alone, checks none), so a plan cannot read a queue it
+		// was not wired to just because its producer runs here.
 		k := QueueKey{JobID: r.JobID, StageID: r.StageID, TaskID: int(p.TaskId), Partition: partition}
-		q, err := env.Registry.Take(ctx, k, env.producerWait())
+		var q *QueueReader
+		var err error
+		if env.Secrets == nil {
+			q, err = env.Registry.Take(ctx, k, env.producerWait())
+		} else {
+			q, err = env.Registry.TakeCapable(ctx, k, env.producerWait(), capabilityOf(tc, r.StageID, int(p.TaskId), partition))
+		}
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
@@ -265,5 +267,100 @@ func TestPipelinedPassThroughAndBroadcast(t *testing.T) {
 	_, err = rawDoGet(t, consumer.Clients, a.FlightAddress, ticket)
 	if st, _ := status.FromError(unwrapStatus(err)); st.Code() != codes.NotFound || !strings.Contains(st.Message(), "unknown job job") {
 		t.Errorf("fetch after cleanup: %v", err)
+	}
+}
+
+// executeCounter is a source that counts its Execute calls.
+type executeCounter struct {
+	*source
+	calls atomic.Int32
+}
+
+func (c *executeCounter) Execute(ctx context.Context, p int, tc *physical.TaskContext) (physical.Stream, error) {
+	c.calls.Add(1)
+	return c.source.Execute(ctx, p, tc)
+}
+
+// TestPipelinedWriterLazyStart: with TaskEnv.LazyStart the writer
+// registers its queues at once but executes its input only when a
+// consumer takes one of them; the consumer then reads every row. A lazy
+// producer nobody reads ends with the job's release, its queues finished
+// with the error, or, when the client is its reader, after the client's
+// idle timeout.
+func TestPipelinedWriterLazyStart(t *testing.T) {
+	checkGoroutines(t)
+	reg := NewRegistry()
+	env := &Env{ExecutorID: "a", Registry: reg}
+	src := &executeCounter{source: rowsSource(2, 100, 10)}
+	w := NewPipelinedWriter(src, "job", 1, hashPart(3), false, 2)
+	tc, _ := checkedTC(t, &TaskEnv{Env: env, JobID: "job", StageID: 1, TaskID: 0, LazyStart: true})
+	var g errgroup.Group
+	g.Go(func() error {
+		_, err := w.RunTask(context.Background(), []int{0, 1}, tc)
+		return err
+	})
+	eventually(t, "the lazy producer's queues registered", func() bool { return reg.Entries("job") == 3 })
+	time.Sleep(50 * time.Millisecond) // it would have started by now if it were eager
+	if n := src.calls.Load(); n != 0 {
+		t.Fatalf("the lazy producer executed its input %d times before any consumer took a queue", n)
+	}
+	producer := []*rpc.PipelinedProducer{{TaskId: 0, ExecutorId: "a"}}
+	r := NewPipelinedReader("job", 1, testSchema, [][]*rpc.PipelinedProducer{producer, producer, producer})
+	var all []string
+	for p := range 3 {
+		rtc, _ := checkedTC(t, env)
+		s, err := r.Execute(context.Background(), p, rtc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := readAll(t, s)
+		if err != nil {
+			t.Fatalf("partition %d: %v", p, err)
+		}
+		all = append(all, rows...)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, expectedRows(100)) || src.calls.Load() != 2 {
+		t.Errorf("%d rows, input executed %d times; want 100 rows and each of the 2 input partitions once", len(all), src.calls.Load())
+	}
+
+	// Never read: the release ends it.
+	idle := &executeCounter{source: rowsSource(1, 10, 10)}
+	w2 := NewPipelinedWriter(idle, "job2", 1, hashPart(1), false, 2)
+	tc2, _ := checkedTC(t, &TaskEnv{Env: env, JobID: "job2", StageID: 1, TaskID: 0, LazyStart: true})
+	done := make(chan error, 1)
+	go func() {
+		_, err := w2.RunTask(context.Background(), []int{0}, tc2)
+		done <- err
+	}()
+	eventually(t, "the second producer's queue registered", func() bool { return reg.Entries("job2") == 1 })
+	reg.DropJob("job2")
+	if err := <-done; !errors.Is(err, ErrJobReleased) || idle.calls.Load() != 0 {
+		t.Errorf("unread lazy producer after the release: %v, input executed %d times", err, idle.calls.Load())
+	}
+
+	// The client's producer, never read, gives up after the idle timeout
+	// and frees its vcores, as it does on a full queue.
+	w3 := NewPipelinedWriter(idle, "job3", 1, hashPart(1), false, 2)
+	tc3, _ := checkedTC(t, &TaskEnv{Env: env, JobID: "job3", StageID: 1, TaskID: 0, LazyStart: true, ClientIdleTimeout: 30 * time.Millisecond})
+	if _, err := w3.RunTask(context.Background(), []int{0}, tc3); !errors.Is(err, ErrClientIdle) || idle.calls.Load() != 0 {
+		t.Errorf("lazy client output never read: %v, input executed %d times; want ErrClientIdle", err, idle.calls.Load())
+	}
+	reg.DropJob("job3")
+	reg.DropJob("job")
+}
+
+// eventually polls cond until it holds, for at most five seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -113,7 +113,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 		}
 	}
 	reg := te.Registry
-	if err := reg.Register(w.JobID, w.StageID, te.TaskID, w.input.Schema(), owned, w.QueueBatches, w.Broadcast, te.OutputKey); err != nil {
+	if err := reg.RegisterCharged(w.JobID, w.StageID, te.TaskID, w.input.Schema(), owned, w.QueueBatches, w.Broadcast, te.OutputKey, tc.Memory); err != nil {
 		return nil, fmt.Errorf("pipelined writer stage %d task %d: %w", w.StageID, te.TaskID, err)
 	}
 	key := func(p int) QueueKey {
@@ -121,6 +121,20 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 	}
 	push := func(ctx context.Context, d int, b arrow.RecordBatch) error {
 		return reg.PushIdle(ctx, key(d), b, te.ClientIdleTimeout)
+	}
+	if te.LazyStart {
+		// A lazy producer runs nothing until its output is wanted: its
+		// queues exist, so a consumer finds them, but its scans and
+		// operators start only once one is taken.
+		if err := reg.AwaitDemand(ctx, w.JobID, w.StageID, te.TaskID, te.ClientIdleTimeout); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("task cancelled: %w", ctx.Err())
+			}
+			for _, p := range owned {
+				reg.Finish(key(p), err)
+			}
+			return nil, fmt.Errorf("pipelined writer stage %d task %d: %w", w.StageID, te.TaskID, err)
+		}
 	}
 
 	g, gctx := errgroup.WithContext(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -64,6 +65,9 @@ type Registry struct {
 	// total is the bytes queued over all jobs; peakTotal its high-water
 	// mark since the last ResetPeak.
 	total, peakTotal int64
+	// taken counts the queues consumers have taken (a broadcast queue
+	// once per reader), local or over Flight.
+	taken int64
 }
 
 type jobQueues struct {
@@ -87,10 +91,16 @@ type queue struct {
 	finished bool  // the producer called Finish
 	err      error // the producer's error, if any
 	taken    bool  // non-broadcast: a consumer has it
+	demanded bool  // a consumer has taken it (any kind): see AwaitDemand
 	gone     bool  // non-broadcast: the consumer closed before the end
 	released bool  // DropJob released the queue
 	removed  bool
 	changed  chan struct{} // closed (and replaced) on every state change
+
+	// res charges the queued bytes to the producer task's memory pool
+	// (nil: not charged): grown by Push, shrunk when the consumer takes
+	// a batch or the queue is discarded. Guarded by the registry's lock.
+	res *mempool.Reservation
 }
 
 // NewRegistry returns an empty registry.
@@ -126,6 +136,16 @@ func releasedErr(job string) error { return fmt.Errorf("job %s: %w", job, ErrJob
 // one) of the given schema. taskKey is the task's key
 // (TaskDefinition.output_key), which TakeCapable checks tickets against.
 func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool, taskKey []byte) error {
+	return r.RegisterCharged(job, stage, task, schema, partitions, capacity, broadcast, taskKey, nil)
+}
+
+// RegisterCharged is Register with the queued bytes charged to mem, the
+// producer task's memory pool (nil: not charged): a push that the pool
+// refuses fails with its error, and the bytes are given back as the
+// consumer takes the batches, locally or over Flight, or as the queue is
+// discarded. Once the task has ended and its pool was released, what its
+// queues still hold no longer counts against the executor's pool.
+func (r *Registry) RegisterCharged(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool, taskKey []byte, mem *mempool.Pool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.dropped[job]; ok {
@@ -144,7 +164,11 @@ func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, p
 	}
 	for _, p := range partitions {
 		k := QueueKey{JobID: job, StageID: stage, TaskID: task, Partition: p}
-		j.queues[k] = &queue{key: k, job: j, taskKey: taskKey, schema: schema, capacity: max(capacity, 1), broadcast: broadcast, changed: make(chan struct{})}
+		q := &queue{key: k, job: j, taskKey: taskKey, schema: schema, capacity: max(capacity, 1), broadcast: broadcast, changed: make(chan struct{})}
+		if mem != nil {
+			q.res = mem.NewReservation("exchange queue")
+		}
+		j.queues[k] = q
 	}
 	r.signal()
 	return nil
@@ -202,6 +226,13 @@ func (r *Registry) PushIdle(ctx context.Context, k QueueKey, b arrow.RecordBatch
 			return nil
 		case q.broadcast || len(q.batches) < q.capacity:
 			n := physical.BatchBytes(b)
+			if q.res != nil {
+				if err := q.res.Grow(n); err != nil {
+					r.mu.Unlock()
+					b.Release()
+					return fmt.Errorf("queueing a batch for %s: %w", k, err)
+				}
+			}
 			q.batches = append(q.batches, b)
 			q.sizes = append(q.sizes, n)
 			q.job.bytes += n
@@ -265,6 +296,9 @@ func (r *Registry) discard(q *queue) {
 		b.Release()
 		q.job.bytes -= q.sizes[i]
 		r.total -= q.sizes[i]
+		if q.res != nil {
+			q.res.Shrink(q.sizes[i])
+		}
 	}
 	q.batches, q.sizes = nil, nil
 }
@@ -324,6 +358,11 @@ func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, che
 				}
 				q.taken = true
 			}
+			if !q.demanded {
+				q.demanded = true
+				r.signal()
+			}
+			r.taken++
 			return &QueueReader{r: r, q: q}, nil
 		}
 		ch := r.changed
@@ -334,6 +373,47 @@ func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, che
 			return nil, fmt.Errorf("producer of %s did not start within %s (was the task launched on this executor?)", k, wait)
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+		r.mu.Lock()
+	}
+}
+
+// AwaitDemand waits until a consumer has taken one of the queues of task
+// task of stage stage of job, which the task has registered: a lazy
+// producer (TaskEnv.LazyStart) starts its work only then. It returns an
+// error wrapping ErrJobReleased if the job is released first, or ctx's.
+// With idle > 0 (the queues are the client's) it gives up with an error
+// wrapping ErrClientIdle after idle without a take, as PushIdle does on a
+// full queue: a client that never reads must not hold the job's vcores.
+func (r *Registry) AwaitDemand(ctx context.Context, job string, stage, task int, idle time.Duration) error {
+	var timeout <-chan time.Time
+	if idle > 0 {
+		timer := time.NewTimer(idle)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	r.mu.Lock()
+	for {
+		if _, ok := r.dropped[job]; ok {
+			r.mu.Unlock()
+			return releasedErr(job)
+		}
+		if j := r.jobs[job]; j != nil {
+			for k, q := range j.queues {
+				if k.StageID == stage && k.TaskID == task && q.demanded {
+					r.mu.Unlock()
+					return nil
+				}
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout:
+			return fmt.Errorf("%w: it read none of job %s stage %d task %d's output for %s (execution.idle_client_timeout), so the query was cancelled to free its executors", ErrClientIdle, job, stage, task, idle)
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		r.mu.Lock()
 	}
@@ -431,6 +511,11 @@ func (qr *QueueReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			b := q.batches[0]
 			q.job.bytes -= q.sizes[0]
 			r.total -= q.sizes[0]
+			if q.res != nil {
+				// The consumer owns the batch now: it is no longer the
+				// producer's to account for.
+				q.res.Shrink(q.sizes[0])
+			}
 			q.batches[0] = nil
 			q.batches, q.sizes = q.batches[1:], q.sizes[1:]
 			q.signal()
@@ -513,6 +598,14 @@ func (r *Registry) PeakTotalBytes() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.peakTotal
+}
+
+// Taken is how many queue reads consumers have started since the registry
+// was made: by a local reader, or by the Flight service for a remote one.
+func (r *Registry) Taken() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.taken
 }
 
 // ResetPeak restarts PeakTotalBytes from the bytes queued now.

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical"
+	"sluice/physical/mempool"
 )
 
 func qkey(job string, p int) QueueKey {
@@ -358,4 +359,51 @@ func TestRegistryPushIdle(t *testing.T) {
 		t.Errorf("a slow reader's producer failed: %v", err)
 	}
 	r.DropJob("idle")
+}
+
+// TestQueuesChargeProducerPool: queued bytes count against the producer
+// task's memory pool until the consumer takes them or the queue is
+// discarded, and a push the pool's limit refuses fails with the pool's
+// error, the queue unchanged.
+func TestQueuesChargeProducerPool(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := NewRegistry()
+	defer r.DropJob("j")
+	b := makeBatch(mem, 0, 100)
+	size := physical.BatchBytes(b)
+	b.Release()
+	pool := mempool.NewPool("task", 2*size, nil)
+	if err := r.RegisterCharged("j", 1, 0, testSchema, []int{0, 1}, 4, false, nil, pool); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, p := range []int{0, 0} {
+		if err := r.Push(ctx, qkey("j", p), makeBatch(mem, 0, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pool.Used() != 2*size || r.QueuedBytes("j") != 2*size {
+		t.Fatalf("two batches queued: pool %d, registry %d; want %d each", pool.Used(), r.QueuedBytes("j"), 2*size)
+	}
+	err := r.Push(ctx, qkey("j", 1), makeBatch(mem, 0, 100))
+	if !errors.Is(err, mempool.ErrResourcesExhausted) {
+		t.Fatalf("a third batch over the pool's limit: %v, want ErrResourcesExhausted", err)
+	}
+	q, err := r.Take(ctx, qkey("j", 0), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool.Used() != size {
+		t.Errorf("after the consumer took a batch the pool holds %d, want %d", pool.Used(), size)
+	}
+	got.Release()
+	q.Close() // abandoned: the other batch is discarded
+	if pool.Used() != 0 || r.QueuedBytes("j") != 0 {
+		t.Errorf("after the consumer left: pool %d, registry %d; want 0", pool.Used(), r.QueuedBytes("j"))
+	}
 }

@@ -421,7 +421,14 @@ type JobStatus struct {
 	RetryNotice string `protobuf:"bytes,81,opt,name=retry_notice,json=retryNotice,proto3" json:"retry_notice,omitempty"`
 	// How the job runs and, in auto mode, why: "pipelined", "blocking",
 	// "auto: pipelined (...)".
-	ModeChoice    string `protobuf:"bytes,82,opt,name=mode_choice,json=modeChoice,proto3" json:"mode_choice,omitempty"`
+	ModeChoice string `protobuf:"bytes,82,opt,name=mode_choice,json=modeChoice,proto3" json:"mode_choice,omitempty"`
+	// Admission: how long the job waited to be placed (so far, while it
+	// waits), and in words what it waits for or how long it was queued
+	// ("waiting 1.2s for 8 free vcores at once; 5 held for it as running
+	// tasks end"). A pipelined job needs all its vcores at once; the
+	// oldest one waiting holds vcores back from later jobs as they free up.
+	QueuedMs      int64  `protobuf:"varint,110,opt,name=queued_ms,json=queuedMs,proto3" json:"queued_ms,omitempty"`
+	Admission     string `protobuf:"bytes,111,opt,name=admission,proto3" json:"admission,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -592,6 +599,20 @@ func (x *JobStatus) GetRetryNotice() string {
 func (x *JobStatus) GetModeChoice() string {
 	if x != nil {
 		return x.ModeChoice
+	}
+	return ""
+}
+
+func (x *JobStatus) GetQueuedMs() int64 {
+	if x != nil {
+		return x.QueuedMs
+	}
+	return 0
+}
+
+func (x *JobStatus) GetAdmission() string {
+	if x != nil {
+		return x.Admission
 	}
 	return ""
 }
@@ -2180,7 +2201,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rtasks_running\x18\x04 \x01(\x05R\ftasksRunning\x12\x1d\n" +
 	"\n" +
 	"tasks_done\x18\x05 \x01(\x05R\ttasksDone\x12\x19\n" +
-	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xea\x06\n" +
+	"\brows_out\x18\x06 \x01(\x03R\arowsOut\"\xa5\a\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x10.sluice.JobStateR\x05state\x12'\n" +
@@ -2204,7 +2225,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aattempt\x18P \x01(\x05R\aattempt\x12!\n" +
 	"\fretry_notice\x18Q \x01(\tR\vretryNotice\x12\x1f\n" +
 	"\vmode_choice\x18R \x01(\tR\n" +
-	"modeChoice\x1a;\n" +
+	"modeChoice\x12\x1b\n" +
+	"\tqueued_ms\x18n \x01(\x03R\bqueuedMs\x12\x1c\n" +
+	"\tadmission\x18o \x01(\tR\tadmission\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +

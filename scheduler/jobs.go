@@ -60,6 +60,14 @@ type job struct {
 	delivered         bool
 	retry             *job
 	notice            string
+	// Admission (admission.go): placedAt is when the job's first tasks
+	// were placed (zero while it waits); held is how many vcores were
+	// held back for it, the oldest waiting pipelined job, in the last
+	// placement round; overtaken is set once a waiting pipelined job went
+	// ahead of it, which happens to a job at most once.
+	placedAt  time.Time
+	held      int
+	overtaken bool
 }
 
 func (j *job) finished() bool {
@@ -114,6 +122,7 @@ func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
 		Stages: j.graph.Describe(), Settings: j.settings, JobSecret: j.secret,
 		Write:   j.write != nil,
 		Attempt: int32(j.attempt), RetryNotice: j.notice, ModeChoice: j.modeChoice,
+		QueuedMs: j.queued(time.Now()).Milliseconds(), Admission: j.admissionText(time.Now()),
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
 		// Clients fetch by job, stage and partitions, which name the file

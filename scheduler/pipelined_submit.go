@@ -35,8 +35,9 @@ func (s *Scheduler) clusterWithoutLocked(avoid []string) ClusterCapacity {
 	return c
 }
 
-// freeVcoresLocked is the vcores free now on the executors not in avoid.
-// Callers hold s.mu.
+// freeVcoresLocked is the vcores free now on the executors not in avoid,
+// less those held for a waiting pipelined job (admission.go), which a new
+// job could not have. Callers hold s.mu.
 func (s *Scheduler) freeVcoresLocked(avoid []string) int {
 	n := 0
 	for id := range s.executors {
@@ -44,7 +45,10 @@ func (s *Scheduler) freeVcoresLocked(avoid []string) int {
 			n += s.freeLocked(id)
 		}
 	}
-	return n
+	for _, j := range s.order {
+		n -= j.held
+	}
+	return max(n, 0)
 }
 
 // taskSettings are the settings a job's tasks carry: the session's, with

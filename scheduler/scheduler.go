@@ -68,6 +68,10 @@ type Config struct {
 	// Security is the cluster's token and TLS, used to dial executors; its
 	// AdminToken lets an operator see every session's jobs (nil: none).
 	Security *rpc.Security
+	// AdmissionWait is how long the oldest pipelined job waiting for its
+	// vcores waits behind older jobs before it goes ahead of them
+	// (default DefaultAdmissionWait; admission.go).
+	AdmissionWait time.Duration
 	// RPCTimeout bounds each call to an executor (default 10s).
 	RPCTimeout time.Duration
 	// Logger receives a line per executor lost and job failed (nil:
@@ -115,6 +119,9 @@ func New(cfg Config) *Scheduler {
 	}
 	if cfg.JobDataTTL <= 0 {
 		cfg.JobDataTTL = 10 * time.Minute
+	}
+	if cfg.AdmissionWait <= 0 {
+		cfg.AdmissionWait = DefaultAdmissionWait
 	}
 	if cfg.RPCTimeout <= 0 {
 		cfg.RPCTimeout = 10 * time.Second
@@ -263,14 +270,24 @@ func (s *Scheduler) pushTasks() {
 	wg.Wait()
 }
 
-// placeLocked offers capacity to unfinished jobs in submission order.
+// placeLocked offers capacity to unfinished jobs in submission order,
+// except that the oldest pipelined job waiting for its vcores holds them
+// back from the jobs after it, and after a bounded wait goes ahead of
+// older ones (admission.go).
 func (s *Scheduler) placeLocked(offers []*Offer) []*Assignment {
+	now := time.Now()
+	order, head, promoted := s.admissionOrderLocked(now)
 	var out []*Assignment
-	for _, j := range s.order {
+	for _, j := range order {
 		if len(offers) == 0 {
 			break
 		}
 		as := j.graph.Offer(offers)
+		if len(as) > 0 && j.placedAt.IsZero() {
+			s.admittedLocked(j, now, promoted && j == head)
+		} else if j == head && len(as) == 0 {
+			j.held = holdLocked(j, offers)
+		}
 		for _, a := range as {
 			a.Task.JobSecret = j.secret
 		}

@@ -69,7 +69,8 @@ func (j *job) analyze(ctx context.Context, st *rpc.JobStatus, schema *arrow.Sche
 		}
 		return nil, fmt.Errorf("the job's metrics are not available (job state %s)", state)
 	}
-	summary := fmt.Sprintf("rows=%d, time=%s, stages=%d, tasks=%d", rows, metrics.FormatDuration(total), w.stats.Stages, w.stats.Tasks)
+	summary := fmt.Sprintf("rows=%d, time=%s, stages=%d, tasks=%d, queued=%s", rows, metrics.FormatDuration(total), w.stats.Stages, w.stats.Tasks,
+		metrics.FormatDuration(time.Duration(w.final.QueuedMs)*time.Millisecond))
 	return analyzeResult(w.final.AnalyzedPlan, summary), nil
 }
 

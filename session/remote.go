@@ -254,11 +254,24 @@ func (w *jobStream) open(st *rpc.JobStatus) error {
 	return nil
 }
 
+// noticeQueued is the shortest wait for vcores the shell is told about.
+const noticeQueued = time.Second
+
 // noteAttempt records the attempt and notices a status carries.
 func (w *jobStream) noteAttempt(st *rpc.JobStatus) {
 	w.stats.Attempts = max(int(st.Attempt), 1)
 	if st.ModeChoice != "" {
 		w.stats.Mode = st.ModeChoice
+	}
+	w.stats.Queued = time.Duration(st.QueuedMs) * time.Millisecond
+	w.stats.Admission = st.Admission
+	if w.stats.Queued >= noticeQueued && st.Admission != "" {
+		// A wait the user would notice is explained: the cluster was busy.
+		msg := "query " + st.Admission
+		w.stats.Notices = append(w.stats.Notices, msg)
+		if w.job.onNotice != nil {
+			w.job.onNotice(msg)
+		}
 	}
 	if st.RetryNotice != "" {
 		w.stats.Notices = append(w.stats.Notices, st.RetryNotice)

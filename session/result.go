@@ -48,6 +48,11 @@ type Stats struct {
 	Notices  []string
 	// Mode is how the cluster ran the query and, in auto mode, why.
 	Mode string
+	// Queued is how long the job waited for executors' vcores before its
+	// first tasks were placed (a pipelined job needs all of them at
+	// once), and Admission says so in words ("" when placed at once).
+	Queued    time.Duration
+	Admission string
 }
 
 // Stats returns the query's statistics, or nil for statements that ran no
