@@ -12,6 +12,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical"
+	"sluice/plan"
 	"sluice/sql"
 )
 
@@ -67,6 +68,7 @@ func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 			return err
 		}
 	}
+	w.refreshTables()
 	return cleanErr
 }
 
@@ -124,6 +126,11 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 	if err := physical.CheckWriteTarget(&spec, st.Kind == sql.WriteInsert, st.Kind); err != nil {
 		return nil, err
 	}
+	if spec.Overwrite {
+		if err := checkOverwrite(e.Catalog, st, dir, spec.Format); err != nil {
+			return nil, err
+		}
+	}
 	sink, err := physical.NewFileSink(q.Physical, spec)
 	if err != nil {
 		return nil, err
@@ -155,6 +162,48 @@ func writeDir(st *sql.Write) (string, error) {
 		return "", fmt.Errorf("%s: %w", st.Kind, err)
 	}
 	return abs, nil
+}
+
+// PlanExplained plans what EXPLAIN shows: its query, or its write (the
+// query under a FileSink and a WriteCommit, planned exactly as the
+// statement would run, target checks included, but not run). logical is
+// the logical plan's text; a write's names the target above its query.
+func (e *Engine) PlanExplained(st *sql.Explain, settings *Settings) (*Query, string, error) {
+	if st.Write == nil {
+		q, err := e.PlanQuery(st.Query, settings)
+		if err != nil {
+			return nil, "", err
+		}
+		return q, strings.TrimRight(plan.Format(q.Logical), "\n"), nil
+	}
+	out, err := e.PlanWrite(st.Write, settings)
+	if err != nil {
+		return nil, "", err
+	}
+	if out.Query == nil {
+		return nil, "", fmt.Errorf("EXPLAIN: %s", out.Message)
+	}
+	q, w := out.Query, out.Query.Write
+	head := fmt.Sprintf("Write: %s", w.stmt.Kind)
+	if w.stmt.Table != "" {
+		head += " " + w.stmt.Table
+	}
+	head += fmt.Sprintf(" dir=%s format=%s", w.Spec.Dir, w.Spec.Format)
+	if len(w.Spec.PartitionBy) > 0 {
+		names := make([]string, len(w.Spec.PartitionBy))
+		for i, c := range w.Spec.PartitionBy {
+			names[i] = w.Spec.Names[c]
+		}
+		head += " partition_by=[" + strings.Join(names, ", ") + "]"
+	}
+	if w.Spec.Overwrite {
+		head += " overwrite"
+	}
+	lines := strings.Split(strings.TrimRight(plan.Format(q.Logical), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return q, head + "\n" + strings.Join(lines, "\n"), nil
 }
 
 // hiveKeys returns the partition columns of a directory laid out as
