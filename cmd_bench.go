@@ -106,6 +106,7 @@ func runBenchTPCH(args []string) int {
 			}
 		},
 	}
+	suite.ReservedPeaks, suite.ResetReservedPeaks = reservedPeaks(emb)
 	rep.Runs, rep.Memory, err = suite.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -132,6 +133,24 @@ func runBenchTPCH(args []string) int {
 	rep.Notes = append(rep.Notes,
 		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")
 	return writeBenchOutputs(*out, rep)
+}
+
+// reservedPeaks returns the suite's functions reading and restarting each
+// executor's peak reserved memory.
+func reservedPeaks(emb *cluster.Embedded) (func() []int64, func()) {
+	read := func() []int64 {
+		var out []int64
+		for _, e := range emb.Executors() {
+			out = append(out, e.PeakReservedBytes())
+		}
+		return out
+	}
+	reset := func() {
+		for _, e := range emb.Executors() {
+			e.ResetReservedPeak()
+		}
+	}
+	return read, reset
 }
 
 // startBenchCluster makes the output folder and starts an embedded
@@ -395,6 +414,7 @@ func runBenchTPCDS(args []string) int {
 	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Executors: *executors, Machine: bench.ThisMachine(), ModesOrder: modeList}
 	suite := &bench.Suite{Session: sess, InProcess: local, Queries: qs, Modes: modeList, Runs: *runs,
 		Whole: true, SkipFailing: true, Progress: os.Stderr}
+	suite.ReservedPeaks, suite.ResetReservedPeaks = reservedPeaks(emb)
 	rep.Runs, rep.Memory, rep.Skipped, err = suite.RunSkipping(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

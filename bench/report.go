@@ -83,6 +83,10 @@ type Memory struct {
 	// PeakQueuedBytes is the most bytes the executors' pipelined exchange
 	// queues held at once during the mode's suite (summed over executors).
 	PeakQueuedBytes int64 `json:"peak_queued_bytes"`
+	// PeakReservedBytes is, per executor, the most bytes its memory pool
+	// had reserved at once during the mode's suite: what operators
+	// accounted (hash tables, sorts, buffered batches), not the heap.
+	PeakReservedBytes []int64 `json:"peak_reserved_bytes,omitempty"`
 }
 
 // Report is everything one benchmark run measured.

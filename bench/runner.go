@@ -143,6 +143,10 @@ type Suite struct {
 	// since ResetQueuePeak; both are called once per mode.
 	QueuePeak      func() int64
 	ResetQueuePeak func()
+	// ReservedPeaks, when set, returns each executor's peak reserved
+	// memory since ResetReservedPeaks; both are called once per mode.
+	ReservedPeaks      func() []int64
+	ResetReservedPeaks func()
 }
 
 // Run measures every query in every mode. Memory holds the process's peak
@@ -164,6 +168,9 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 	for _, mode := range s.Modes {
 		if s.ResetQueuePeak != nil {
 			s.ResetQueuePeak()
+		}
+		if s.ResetReservedPeaks != nil {
+			s.ResetReservedPeaks()
 		}
 		sess := s.Session
 		if mode == ModeInProcess {
@@ -208,6 +215,9 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 		}
 		if s.QueuePeak != nil {
 			m.PeakQueuedBytes = s.QueuePeak()
+		}
+		if s.ReservedPeaks != nil && mode != ModeInProcess {
+			m.PeakReservedBytes = s.ReservedPeaks()
 		}
 		mem = append(mem, m)
 	}

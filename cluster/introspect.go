@@ -10,3 +10,11 @@ func (e *Executor) PeakQueuedBytes() int64 { return e.env.Registry.PeakTotalByte
 
 // ResetQueuedPeak restarts PeakQueuedBytes.
 func (e *Executor) ResetQueuedPeak() { e.env.Registry.ResetPeak() }
+
+// PeakReservedBytes is the most bytes the executor's tasks had reserved
+// from its memory pool at once (hash tables, sorts, buffers: what the
+// memory limit counts) since it started or ResetReservedPeak.
+func (e *Executor) PeakReservedBytes() int64 { return e.memory.Peak() }
+
+// ResetReservedPeak restarts PeakReservedBytes.
+func (e *Executor) ResetReservedPeak() { e.memory.ResetPeak() }
