@@ -54,6 +54,7 @@ func runBenchTPCH(args []string) int {
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
 	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
 	data := fs.String("data", "", "read the TPC-H tables from this folder (one sub-folder of Parquet files per table, as another writer left them) instead of the generated files; --sf is then only recorded")
+	answers := fs.String("answers", "", "check each TPC-H query's warm-up run in every mode against the answers in this folder (qN.out in the TPC-H kit's format, e.g. testdata/tpch/answers-sf1, or what sluice-bench-duckdb --answers wrote) and report the verdicts")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, benchUsage)
 		return 2
@@ -107,11 +108,13 @@ func runBenchTPCH(args []string) int {
 		},
 	}
 	suite.ReservedPeaks, suite.ResetReservedPeaks = reservedPeaks(emb)
+	suite.Answers = *answers
 	rep.Runs, rep.Memory, err = suite.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
+	rep.Answers, rep.Checks = *answers, suite.Checks
 	if *latency > 0 {
 		for _, mode := range modeList {
 			for _, l := range []struct{ name, sql string }{

@@ -101,6 +101,9 @@ type Report struct {
 	Notes      []string  `json:"notes,omitempty"`
 	ModesOrder []string  `json:"modes"`
 	Skipped    []Skip    `json:"skipped,omitempty"`
+	// Answers names where the answers Checks compared with came from.
+	Answers string  `json:"answers,omitempty"`
+	Checks  []Check `json:"checks,omitempty"`
 }
 
 // ThisMachine describes the machine this process runs on.
