@@ -117,12 +117,35 @@ func TestS3Writes(t *testing.T) {
 				t.Errorf("k=2 holds %s rows, want 8000", got)
 			}
 
+			// INSERT into a table over the partitioned folder keeps its
+			// layout: the new rows go under k=value/.
+			if err := drain(ctx, s, fmt.Sprintf("CREATE EXTERNAL TABLE parts STORED AS PARQUET LOCATION '%s/'", copyTo)); err != nil {
+				t.Fatal(err)
+			}
+			if got := one(t, s, "INSERT INTO parts SELECT id + 100000, name, amount, day, 7 FROM gen WHERE id < 3"); got != "6" {
+				t.Fatalf("INSERT into the partitioned table answered %s, want 6", got)
+			}
+			if keys := store.objects(t, mode+"/copy/k=7/"); len(keys) == 0 {
+				t.Errorf("INSERT did not write under k=7/: %q", store.objects(t, mode+"/copy/"))
+			}
+			if got := one(t, s, "SELECT count(*), max(k) FROM parts"); got != "24006 7" {
+				t.Errorf("parts after INSERT: %s, want 24006 7", got)
+			}
+
 			// Without OVERWRITE a folder that holds objects is refused;
 			// with it, only the new write's objects remain.
 			if err := drain(ctx, s, fmt.Sprintf("COPY (SELECT 1 AS x) TO '%s' (FORMAT parquet)", copyTo)); err == nil || !strings.Contains(err.Error(), "not empty") {
 				t.Errorf("COPY into a non-empty folder: %v, want a not empty error", err)
 			}
-			if got := one(t, s, fmt.Sprintf("COPY (SELECT id FROM gen WHERE id < 5) TO '%s' (FORMAT csv, OVERWRITE true)", copyTo)); got != "10" {
+			// CSV would leave the Parquet table over the folder no files.
+			overwrite := fmt.Sprintf("COPY (SELECT id FROM gen WHERE id < 5) TO '%s' (FORMAT csv, OVERWRITE true)", copyTo)
+			if err := drain(ctx, s, overwrite); err == nil || !strings.Contains(err.Error(), `table "parts"`) {
+				t.Errorf("OVERWRITE of a Parquet table's folder with CSV: %v, want a refusal naming parts", err)
+			}
+			if err := drain(ctx, s, "DROP TABLE parts"); err != nil {
+				t.Fatal(err)
+			}
+			if got := one(t, s, overwrite); got != "10" {
 				t.Errorf("COPY OVERWRITE answered %s, want 10", got)
 			}
 			after := store.objects(t, mode+"/copy/")
