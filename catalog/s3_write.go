@@ -327,6 +327,11 @@ func AbortS3Uploads(ctx context.Context, dir string, match func(url string) bool
 	for {
 		res, err := c.core.ListMultipartUploads(ctx, bucket, prefix, keyMarker, idMarker, "", 1000)
 		if err != nil {
+			if r := minio.ToErrorResponse(err); r.Code == "NoSuchUpload" {
+				// Some stores (gofakes3) answer so for a bucket that
+				// never had an upload: there is none to abort.
+				return nil
+			}
 			return c.explain(dir, err)
 		}
 		for _, up := range res.Uploads {
