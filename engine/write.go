@@ -181,7 +181,7 @@ func (e *Engine) PlanExplained(st *sql.Explain, settings *Settings) (*Query, str
 		return nil, "", err
 	}
 	if out.Query == nil {
-		return nil, "", fmt.Errorf("EXPLAIN: %s", out.Message)
+		return nil, "", fmt.Errorf("EXPLAIN: table %q exists, so CREATE TABLE IF NOT EXISTS writes nothing and has no plan", st.Write.Table)
 	}
 	q, w := out.Query, out.Query.Write
 	head := fmt.Sprintf("Write: %s", w.stmt.Kind)
