@@ -2,9 +2,11 @@ package physical
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"sluice/catalog"
 )
@@ -72,6 +74,9 @@ func (t *objectTarget) ref() string    { return t.Ref() }
 func (t *objectTarget) drop()          { t.Drop() }
 func (t *objectTarget) discard()       { _ = t.Abort() }
 
+// commitRequests is how many uploads a commit completes at once.
+const commitRequests = 16
+
 // commitObjects publishes the staged files and, with Overwrite, then
 // removes every other object under the folder.
 func commitObjects(spec *WriteSpec, files []CommitFile) error {
@@ -80,9 +85,30 @@ func commitObjects(spec *WriteSpec, files []CommitFile) error {
 		if !spec.withinFolder(f.Final) || !strings.HasPrefix(path.Base(f.Final), "part-"+spec.WriteID+"-") || !catalog.IsS3UploadRef(f.Temp) {
 			return fmt.Errorf("commit: %s is not a file of write %s under %s", f.Final, spec.WriteID, spec.Dir)
 		}
-		if err := catalog.CompleteS3Upload(ctx, f.Final, f.Temp); err != nil {
-			return fmt.Errorf("commit %s: %w", f.Final, err)
-		}
+	}
+	// One request per file, a few at a time: the commit runs under the
+	// scheduler's lock, and a partitioned write has many files.
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(commitRequests, len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := catalog.CompleteS3Upload(ctx, files[i].Final, files[i].Temp); err != nil {
+					errs[i] = fmt.Errorf("commit %s: %w", files[i].Final, err)
+				}
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if !spec.Overwrite {
 		return nil
