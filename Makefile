@@ -79,21 +79,35 @@ fuzz:
 # Then, when $(TPCDS) holds the TPC-DS tables (data/<table>.parquet) and
 # queries (queries/qN.sql), TPC-DS in blocking, pipelined and in process,
 # and DuckDB on the same files, into $(BENCH_OUT)/tpcds.
+#
+# Every query's warm-up run in each mode is checked against $(ANSWERS): the
+# kit's official answers at SF 1; at other scale factors, which the kit has
+# no answers for, DuckDB's answers on the same files (written once by the
+# peer into $(ANSWERS)). FOREIGN=0 skips the DuckDB-written files pass.
 RUNS      ?= 3
 BENCH_OUT ?= bench-results
+TPCH_DATA ?= $(HOME)/.cache/sluice/tpch-sf$(SF)
 FOREIGN_TPCH ?= $(HOME)/.cache/sluice/tpch-sf$(SF)-duckdb
+FOREIGN   ?= 1
+ANSWERS   ?= $(if $(filter 1,$(SF)),testdata/tpch/answers-sf1,$(HOME)/.cache/sluice/tpch-sf$(SF)-answers-duckdb)
 TPCDS     ?= ../shared/tpcds
 bench: build
-	./$(BIN) bench tpch --sf $(SF) --runs $(RUNS) --out $(BENCH_OUT)
+	@[ -f "$(TPCH_DATA)/.complete" ] || ./$(BIN) tpch gen --sf $(SF) --out "$(TPCH_DATA)"
 	@if (cd bench/duckdb && $(GO) build -tags duckdb_arrow -o ../../bin/sluice-bench-duckdb .); then \
+		[ -f "$(ANSWERS)/q22.out" ] || ./bin/sluice-bench-duckdb --sf $(SF) --data "$(TPCH_DATA)" --queries testdata/tpch --answers "$(ANSWERS)"; \
+	else \
+		echo "make bench: the DuckDB peer (bench/duckdb) did not build; $(BENCH_OUT) has sluice's modes only" >&2; \
+	fi
+	./$(BIN) bench tpch --sf $(SF) --runs $(RUNS) --out $(BENCH_OUT) $$([ -f "$(ANSWERS)/q22.out" ] && echo --answers "$(ANSWERS)")
+	@if [ -x bin/sluice-bench-duckdb ]; then \
 		./bin/sluice-bench-duckdb --sf $(SF) --runs $(RUNS) --queries testdata/tpch --streaming testdata/streaming --out $(BENCH_OUT)/duckdb.json && \
 		./$(BIN) bench merge $(BENCH_OUT)/results.json $(BENCH_OUT)/duckdb.json && \
+		if [ "$(FOREIGN)" = 1 ]; then \
 		{ [ -f "$(FOREIGN_TPCH)/.complete" ] || ./bin/sluice-bench-duckdb --sf $(SF) --rewrite "$(FOREIGN_TPCH)"; } && \
 		./$(BIN) bench tpch --sf $(SF) --data "$(FOREIGN_TPCH)" --runs $(RUNS) --streaming=false --latency 0 --out $(BENCH_OUT)/duckdb-files && \
 		./bin/sluice-bench-duckdb --sf $(SF) --data "$(FOREIGN_TPCH)" --runs $(RUNS) --queries testdata/tpch --out $(BENCH_OUT)/duckdb-files/duckdb.json && \
 		./$(BIN) bench merge $(BENCH_OUT)/duckdb-files/results.json $(BENCH_OUT)/duckdb-files/duckdb.json; \
-	else \
-		echo "make bench: the DuckDB peer (bench/duckdb) did not build; $(BENCH_OUT) has sluice's modes only" >&2; \
+		fi; \
 	fi
 	@if [ -d "$(TPCDS)/data" ] && [ -d "$(TPCDS)/queries" ]; then \
 		./$(BIN) bench tpcds --data $(TPCDS)/data --queries $(TPCDS)/queries --runs $(RUNS) --out $(BENCH_OUT)/tpcds && \

@@ -54,6 +54,7 @@ func runBenchTPCH(args []string) int {
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
 	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
 	data := fs.String("data", "", "read the TPC-H tables from this folder (one sub-folder of Parquet files per table, as another writer left them) instead of the generated files; --sf is then only recorded")
+	answers := fs.String("answers", "", "check each TPC-H query's warm-up run in every mode against the answers in this folder (qN.out in the TPC-H kit's format, e.g. testdata/tpch/answers-sf1, or what sluice-bench-duckdb --answers wrote) and report the verdicts")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, benchUsage)
 		return 2
@@ -106,11 +107,14 @@ func runBenchTPCH(args []string) int {
 			}
 		},
 	}
+	suite.ReservedPeaks, suite.ResetReservedPeaks = reservedPeaks(emb)
+	suite.Answers = *answers
 	rep.Runs, rep.Memory, err = suite.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
 	}
+	rep.Answers, rep.Checks = *answers, suite.Checks
 	if *latency > 0 {
 		for _, mode := range modeList {
 			for _, l := range []struct{ name, sql string }{
@@ -132,6 +136,24 @@ func runBenchTPCH(args []string) int {
 	rep.Notes = append(rep.Notes,
 		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")
 	return writeBenchOutputs(*out, rep)
+}
+
+// reservedPeaks returns the suite's functions reading and restarting each
+// executor's peak reserved memory.
+func reservedPeaks(emb *cluster.Embedded) (func() []int64, func()) {
+	read := func() []int64 {
+		var out []int64
+		for _, e := range emb.Executors() {
+			out = append(out, e.PeakReservedBytes())
+		}
+		return out
+	}
+	reset := func() {
+		for _, e := range emb.Executors() {
+			e.ResetReservedPeak()
+		}
+	}
+	return read, reset
 }
 
 // startBenchCluster makes the output folder and starts an embedded
@@ -395,6 +417,7 @@ func runBenchTPCDS(args []string) int {
 	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Executors: *executors, Machine: bench.ThisMachine(), ModesOrder: modeList}
 	suite := &bench.Suite{Session: sess, InProcess: local, Queries: qs, Modes: modeList, Runs: *runs,
 		Whole: true, SkipFailing: true, Progress: os.Stderr}
+	suite.ReservedPeaks, suite.ResetReservedPeaks = reservedPeaks(emb)
 	rep.Runs, rep.Memory, rep.Skipped, err = suite.RunSkipping(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

@@ -83,6 +83,10 @@ type Memory struct {
 	// PeakQueuedBytes is the most bytes the executors' pipelined exchange
 	// queues held at once during the mode's suite (summed over executors).
 	PeakQueuedBytes int64 `json:"peak_queued_bytes"`
+	// PeakReservedBytes is, per executor, the most bytes its memory pool
+	// had reserved at once during the mode's suite: what operators
+	// accounted (hash tables, sorts, buffered batches), not the heap.
+	PeakReservedBytes []int64 `json:"peak_reserved_bytes,omitempty"`
 }
 
 // Report is everything one benchmark run measured.
@@ -97,6 +101,9 @@ type Report struct {
 	Notes      []string  `json:"notes,omitempty"`
 	ModesOrder []string  `json:"modes"`
 	Skipped    []Skip    `json:"skipped,omitempty"`
+	// Answers names where the answers Checks compared with came from.
+	Answers string  `json:"answers,omitempty"`
+	Checks  []Check `json:"checks,omitempty"`
 }
 
 // ThisMachine describes the machine this process runs on.

@@ -159,6 +159,16 @@ type Suite struct {
 	// since ResetQueuePeak; both are called once per mode.
 	QueuePeak      func() int64
 	ResetQueuePeak func()
+	// ReservedPeaks, when set, returns each executor's peak reserved
+	// memory since ResetReservedPeaks; both are called once per mode.
+	ReservedPeaks      func() []int64
+	ResetReservedPeaks func()
+	// Answers, when set, is a directory of TPC-H answers (qN.out, the
+	// kit's format): each TPC-H query's warm-up run in every mode is
+	// compared with its answer, and the verdicts are in Checks.
+	Answers string
+	// Checks receives the verdicts of the answer checks.
+	Checks []Check
 }
 
 // Run measures every query in every mode. Memory holds the process's peak
@@ -181,6 +191,9 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 		if s.ResetQueuePeak != nil {
 			s.ResetQueuePeak()
 		}
+		if s.ResetReservedPeaks != nil {
+			s.ResetReservedPeaks()
+		}
 		sess := s.Session
 		if mode == ModeInProcess {
 			if s.InProcess == nil {
@@ -195,7 +208,25 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 			run = RunScriptWhole
 		}
 		for _, q := range s.Queries {
-			if _, err := run(ctx, sess, q.Text); err != nil {
+			warm := func() error {
+				if s.Answers == "" || q.Set != SetTPCH {
+					_, err := run(ctx, sess, q.Text)
+					return err
+				}
+				c, ok, err := checkAnswer(ctx, sess, s.Answers, q, mode)
+				if err != nil || !ok {
+					if !ok && err == nil {
+						_, err = run(ctx, sess, q.Text)
+					}
+					return err
+				}
+				s.Checks = append(s.Checks, c)
+				if !c.Pass && s.Progress != nil {
+					fmt.Fprintf(s.Progress, "%-3s %-10s WRONG ANSWER: %s\n", Label(q.Set, q.N), mode, c.Detail)
+				}
+				return nil
+			}
+			if err := warm(); err != nil {
 				if s.SkipFailing && ctx.Err() == nil {
 					skipped = append(skipped, Skip{Set: q.Set, Query: q.N, Mode: mode, Error: err.Error()})
 					if s.Progress != nil {
@@ -224,6 +255,9 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 		}
 		if s.QueuePeak != nil {
 			m.PeakQueuedBytes = s.QueuePeak()
+		}
+		if s.ReservedPeaks != nil && mode != ModeInProcess {
+			m.PeakReservedBytes = s.ReservedPeaks()
 		}
 		mem = append(mem, m)
 	}

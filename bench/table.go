@@ -172,9 +172,31 @@ func WriteExtras(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.Memory) > 0 {
-		b.WriteString("\n| mode | peak RSS of the process after the mode's suite (MiB) | peak queued exchange bytes (MiB) |\n|---|---:|---:|\n")
+		b.WriteString("\n| mode | peak RSS of the process after the mode's suite (MiB) | peak queued exchange bytes (MiB) | peak reserved memory per executor (MiB) |\n|---|---:|---:|---:|\n")
 		for _, m := range r.Memory {
-			fmt.Fprintf(&b, "| %s | %.0f | %.1f |\n", m.Mode, float64(m.PeakRSSBytes)/(1<<20), float64(m.PeakQueuedBytes)/(1<<20))
+			per := make([]string, len(m.PeakReservedBytes))
+			for i, n := range m.PeakReservedBytes {
+				per[i] = fmt.Sprintf("%.0f", float64(n)/(1<<20))
+			}
+			fmt.Fprintf(&b, "| %s | %.0f | %.1f | %s |\n", m.Mode, float64(m.PeakRSSBytes)/(1<<20), float64(m.PeakQueuedBytes)/(1<<20), strings.Join(per, ", "))
+		}
+	}
+	if len(r.Checks) > 0 {
+		pass, exact := 0, 0
+		var wrong []string
+		for _, c := range r.Checks {
+			if c.Pass {
+				pass++
+			} else {
+				wrong = append(wrong, fmt.Sprintf("- %s: %s", c.Mode, c.Detail))
+			}
+			if c.Exact {
+				exact++
+			}
+		}
+		fmt.Fprintf(&b, "\nAnswers checked against %s by the TPC-H kit's rules: %d of %d query runs pass (%d exactly to 2 decimals).\n", r.Answers, pass, len(r.Checks), exact)
+		for _, w := range wrong {
+			b.WriteString(w + "\n")
 		}
 	}
 	if len(r.Skipped) > 0 {

@@ -18,3 +18,11 @@ func (e *Executor) PipelinedReads() (local, remote int64) {
 	remote = e.flightSvc.PipelinedServed()
 	return e.env.Registry.Taken() - remote, remote
 }
+
+// PeakReservedBytes is the most bytes the executor's tasks had reserved
+// from its memory pool at once (hash tables, sorts, buffers: what the
+// memory limit counts) since it started or ResetReservedPeak.
+func (e *Executor) PeakReservedBytes() int64 { return e.memory.Peak() }
+
+// ResetReservedPeak restarts PeakReservedBytes.
+func (e *Executor) ResetReservedPeak() { e.memory.ResetPeak() }

@@ -96,15 +96,19 @@ func (e *Engine) Prepare(text string, settings *Settings) (*Outcome, error) {
 		}
 		return &Outcome{Query: q}, nil
 	case *sql.Explain:
-		q, err := e.PlanQuery(st.Query, settings)
+		if st.Analyze {
+			q, err := e.PlanQuery(st.Query, settings)
+			if err != nil {
+				return nil, err
+			}
+			return &Outcome{Query: q, Analyze: true}, nil
+		}
+		q, logical, err := e.PlanExplained(st, settings)
 		if err != nil {
 			return nil, err
 		}
-		if st.Analyze {
-			return &Outcome{Query: q, Analyze: true}, nil
-		}
 		return &Outcome{Rows: StringRows([]string{"plan_type", "plan"}, [][]string{
-			{"logical_plan", strings.TrimRight(plan.Format(q.Logical), "\n")},
+			{"logical_plan", logical},
 			{"physical_plan", strings.TrimRight(physical.Format(q.Physical), "\n")},
 		})}, nil
 	case *sql.Write:

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical"
+	"sluice/plan"
 	"sluice/sql"
 )
 
@@ -66,6 +68,7 @@ func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 			return err
 		}
 	}
+	w.refreshTables()
 	return cleanErr
 }
 
@@ -98,14 +101,9 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
-	dir := st.Location
-	if strings.Contains(dir, "://") {
-		return nil, fmt.Errorf("%s: only local directories can be written, not %s", st.Kind, dir)
-	}
-	// Resolved once, here: every task writes to the same absolute path,
-	// whatever its process's working directory.
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fmt.Errorf("%s: %w", st.Kind, err)
+	dir, err := writeDir(st)
+	if err != nil {
+		return nil, err
 	}
 	spec := physical.WriteSpec{
 		Dir: dir, Format: st.Format, Header: st.Header, Delimiter: st.Delimiter,
@@ -128,6 +126,11 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 	if err := physical.CheckWriteTarget(&spec, st.Kind == sql.WriteInsert, st.Kind); err != nil {
 		return nil, err
 	}
+	if spec.Overwrite {
+		if err := checkOverwrite(e.Catalog, st, dir, spec.Format); err != nil {
+			return nil, err
+		}
+	}
 	sink, err := physical.NewFileSink(q.Physical, spec)
 	if err != nil {
 		return nil, err
@@ -142,10 +145,74 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 	}}, nil
 }
 
+// writeDir is the statement's target directory as every task will name
+// it: a local path made absolute here, once, whatever the working
+// directory of the processes that write; an s3:// folder without its
+// trailing slash.
+func writeDir(st *sql.Write) (string, error) {
+	dir := st.Location
+	if catalog.IsS3(dir) {
+		return "s3://" + strings.TrimSuffix(dir[len("s3://"):], "/"), nil
+	}
+	if strings.Contains(dir, "://") {
+		return "", fmt.Errorf("%s: %s: only local directories and s3:// folders can be written", st.Kind, dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", st.Kind, err)
+	}
+	return abs, nil
+}
+
+// PlanExplained plans what EXPLAIN shows: its query, or its write (the
+// query under a FileSink and a WriteCommit, planned exactly as the
+// statement would run, target checks included, but not run). logical is
+// the logical plan's text; a write's names the target above its query.
+func (e *Engine) PlanExplained(st *sql.Explain, settings *Settings) (*Query, string, error) {
+	if st.Write == nil {
+		q, err := e.PlanQuery(st.Query, settings)
+		if err != nil {
+			return nil, "", err
+		}
+		return q, strings.TrimRight(plan.Format(q.Logical), "\n"), nil
+	}
+	out, err := e.PlanWrite(st.Write, settings)
+	if err != nil {
+		return nil, "", err
+	}
+	if out.Query == nil {
+		return nil, "", fmt.Errorf("EXPLAIN: table %q exists, so CREATE TABLE IF NOT EXISTS writes nothing and has no plan", st.Write.Table)
+	}
+	q, w := out.Query, out.Query.Write
+	head := fmt.Sprintf("Write: %s", w.stmt.Kind)
+	if w.stmt.Table != "" {
+		head += " " + w.stmt.Table
+	}
+	head += fmt.Sprintf(" dir=%s format=%s", w.Spec.Dir, w.Spec.Format)
+	if len(w.Spec.PartitionBy) > 0 {
+		names := make([]string, len(w.Spec.PartitionBy))
+		for i, c := range w.Spec.PartitionBy {
+			names[i] = w.Spec.Names[c]
+		}
+		head += " partition_by=[" + strings.Join(names, ", ") + "]"
+	}
+	if w.Spec.Overwrite {
+		head += " overwrite"
+	}
+	lines := strings.Split(strings.TrimRight(plan.Format(q.Logical), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return q, head + "\n" + strings.Join(lines, "\n"), nil
+}
+
 // hiveKeys returns the partition columns of a directory laid out as
 // col=value/ directories (the first such directory at each level names
 // the column), if every one is a column of the table.
 func hiveKeys(dir string, names []string) []string {
+	if catalog.IsS3(dir) {
+		return objectHiveKeys(dir, names)
+	}
 	var keys []string
 	for {
 		entries, err := os.ReadDir(dir)
@@ -164,4 +231,25 @@ func hiveKeys(dir string, names []string) []string {
 		}
 		dir = next
 	}
+}
+
+// objectHiveKeys is hiveKeys for an s3:// folder, which has no
+// directories to read: the partition columns are the name=value segments
+// that lead to its first object, when every one names a column.
+func objectHiveKeys(dir string, names []string) []string {
+	objs, err := catalog.ListS3(context.Background(), dir)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	rel := strings.TrimPrefix(objs[0].Path, dir+"/")
+	segs := strings.Split(rel, "/")
+	var keys []string
+	for _, seg := range segs[:len(segs)-1] {
+		k, _, ok := strings.Cut(seg, "=")
+		if !ok || !slices.Contains(names, k) || slices.Contains(keys, k) {
+			return nil
+		}
+		keys = append(keys, k)
+	}
+	return keys
 }

@@ -25,7 +25,8 @@ import (
 // WriteSpec says where and how a write (COPY TO, CREATE TABLE AS, INSERT)
 // puts its files. It travels with FileSink and WriteCommit to executors.
 type WriteSpec struct {
-	// Dir is the target directory, absolute.
+	// Dir is the target directory: an absolute local path, or an s3://
+	// URL naming a folder (without a trailing slash).
 	Dir string
 	// Format is "parquet" or "csv".
 	Format string
@@ -89,6 +90,9 @@ func (s *WriteSpec) tempName(p, k int, nonce string) string {
 // checkTarget refuses a target directory this process may not write:
 // writes obey the same allowed locations as reads.
 func (s *WriteSpec) checkTarget() error {
+	if s.remote() {
+		return s.checkObjectTarget()
+	}
 	if !filepath.IsAbs(s.Dir) {
 		return fmt.Errorf("write target %q is not an absolute path", s.Dir)
 	}
@@ -120,6 +124,9 @@ func (s *WriteSpec) checkTarget() error {
 // within reports whether path lies under the target directory (a plan's
 // file names are checked before anything is renamed or removed).
 func (s *WriteSpec) within(path string) bool {
+	if s.remote() {
+		return s.withinFolder(path)
+	}
 	rel, err := filepath.Rel(s.Dir, path)
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel)
 }
@@ -155,19 +162,16 @@ type fileWriter interface {
 	close() error
 }
 
-// openFileWriter creates path and a writer of the spec's format over it.
-func openFileWriter(spec *WriteSpec, path string, schema *arrow.Schema, mem memory.Allocator) (fileWriter, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
+// openFileWriter returns a writer of the spec's format whose bytes go to
+// target.
+func openFileWriter(spec *WriteSpec, target fileTarget, schema *arrow.Schema, mem memory.Allocator) (fileWriter, error) {
 	if spec.Format == "csv" {
 		delim := spec.Delimiter
 		if delim == 0 {
 			delim = ','
 		}
-		w := csv.NewWriter(f, schema, csv.WithComma(delim), csv.WithHeader(spec.Header), csv.WithNullWriter(""))
-		return &csvFileWriter{f: f, w: w}, nil
+		w := csv.NewWriter(target, schema, csv.WithComma(delim), csv.WithHeader(spec.Header), csv.WithNullWriter(""))
+		return &csvFileWriter{t: target, w: w}, nil
 	}
 	props := parquet.NewWriterProperties(
 		parquet.WithAllocator(mem),
@@ -189,37 +193,92 @@ func openFileWriter(spec *WriteSpec, path string, schema *arrow.Schema, mem memo
 		// clustered by skips the pages that cannot match.
 		parquet.WithPageIndexEnabled(true),
 	)
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
+	w, err := pqarrow.NewFileWriter(schema, target, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("parquet writer for %s: %w", path, err)
+		target.discard()
+		return nil, fmt.Errorf("parquet writer for %s: %w", target.name(), err)
 	}
-	return &parquetFileWriter{w: w}, nil
+	return &parquetFileWriter{w: w, t: target}, nil
 }
 
-type parquetFileWriter struct{ w *pqarrow.FileWriter }
+type parquetFileWriter struct {
+	w *pqarrow.FileWriter
+	t fileTarget
+}
 
 func (p *parquetFileWriter) write(b arrow.RecordBatch) error { return p.w.WriteBuffered(b) }
-func (p *parquetFileWriter) buffered() int64                 { return p.w.RowGroupTotalBytesWritten() }
+func (p *parquetFileWriter) buffered() int64 {
+	return p.w.RowGroupTotalBytesWritten() + p.t.pending()
+}
 
-// close writes the footer and closes the file (pqarrow closes the sink).
+// close writes the footer and closes the target (pqarrow closes its sink).
 func (p *parquetFileWriter) close() error { return p.w.Close() }
 
 type csvFileWriter struct {
-	f *os.File
+	t fileTarget
 	w *csv.Writer
 }
 
 func (c *csvFileWriter) write(b arrow.RecordBatch) error { return c.w.Write(b) }
-func (c *csvFileWriter) buffered() int64                 { return 0 }
+func (c *csvFileWriter) buffered() int64                 { return c.t.pending() }
 
 func (c *csvFileWriter) close() error {
 	c.w.Flush()
 	err := c.w.Error()
-	if cerr := c.f.Close(); err == nil {
+	if cerr := c.t.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// fileTarget is where a written file's bytes go until the write commits:
+// a local file under a temporary name, or an object upload left open.
+type fileTarget interface {
+	io.WriteCloser
+	// name is the file's temporary name, for errors.
+	name() string
+	// pending is how many bytes the target holds in memory.
+	pending() int64
+	// ref, after a successful Close, is what the commit needs to publish
+	// the file (CommitFile.Temp).
+	ref() string
+	// drop makes the target throw away what it is written from now on,
+	// before a failed file's writer is closed.
+	drop()
+	// discard drops what was written, closed or not.
+	discard()
+}
+
+// localTarget is a local file created under its temporary name.
+type localTarget struct {
+	f      *os.File
+	path   string
+	closed bool
+}
+
+func createLocalTarget(path string) (*localTarget, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return &localTarget{f: f, path: path}, nil
+}
+
+func (t *localTarget) Write(p []byte) (int, error) { return t.f.Write(p) }
+func (t *localTarget) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	return t.f.Close()
+}
+func (t *localTarget) name() string   { return t.path }
+func (t *localTarget) pending() int64 { return 0 }
+func (t *localTarget) ref() string    { return t.path }
+func (t *localTarget) drop()          {}
+func (t *localTarget) discard() {
+	_ = t.Close()
+	_ = os.Remove(t.path)
 }
 
 // CommitFile is one file a write commits: written under Temp, renamed to
@@ -256,6 +315,9 @@ func (l *CommitList) Files() []CommitFile {
 func CommitWrite(spec *WriteSpec, files []CommitFile) error {
 	if err := spec.checkTarget(); err != nil {
 		return err
+	}
+	if spec.remote() {
+		return commitObjects(spec, files)
 	}
 	for _, f := range files {
 		if err := commitFile(spec, f.Temp, f.Final); err != nil {
@@ -298,7 +360,13 @@ func commitFile(spec *WriteSpec, temp, final string) error {
 // left empty, the target included. Called once the job has ended; errors
 // name the first file that could not be removed.
 func RemoveWriteLeftovers(spec *WriteSpec, failed bool) error {
-	if spec.WriteID == "" || !filepath.IsAbs(spec.Dir) {
+	if spec.WriteID == "" {
+		return nil
+	}
+	if spec.remote() {
+		return removeObjectLeftovers(spec, failed)
+	}
+	if !filepath.IsAbs(spec.Dir) {
 		return nil
 	}
 	var first error
@@ -375,6 +443,9 @@ func CheckWriteTarget(spec *WriteSpec, appendTo bool, statement string) error {
 	if err := spec.checkTarget(); err != nil {
 		return err
 	}
+	if spec.remote() {
+		return checkObjectWriteTarget(spec, appendTo, statement)
+	}
 	if filepath.Dir(spec.Dir) == spec.Dir {
 		return fmt.Errorf("%s: refusing to write to the root directory %s", statement, spec.Dir)
 	}
@@ -397,11 +468,7 @@ func CheckWriteTarget(spec *WriteSpec, appendTo bool, statement string) error {
 	}
 	defer d.Close()
 	if _, err := d.Readdirnames(1); err == nil {
-		how := "add the option OVERWRITE true"
-		if statement == "CREATE TABLE" {
-			how = "add OPTIONS ('overwrite' 'true')"
-		}
-		return fmt.Errorf("%s: directory %s is not empty; %s to replace its contents", statement, spec.Dir, how)
+		return fmt.Errorf("%s: directory %s is not empty; %s to replace its contents", statement, spec.Dir, overwriteHint(statement))
 	} else if !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: %w", statement, err)
 	}

@@ -135,7 +135,10 @@ const maxPartitionFiles = 1024
 
 // openFile is one file a sink stream is writing.
 type openFile struct {
-	w           fileWriter
+	w fileWriter
+	t fileTarget
+	// temp is the target's name while writing, its reference (what the
+	// commit publishes) once closed.
 	temp, final string
 	rows        int64
 }
@@ -193,7 +196,7 @@ func (s *fileSinkStream) writeAll(ctx context.Context) error {
 		for _, c := range s.sink.spec.PartitionBy {
 			parts = append(parts, hiveValue(s.sink.spec.Names[c])+"=NULL")
 		}
-		if _, err := s.file(strings.Join(parts, "/")); err != nil {
+		if _, err := s.file(ctx, strings.Join(parts, "/")); err != nil {
 			return err
 		}
 	}
@@ -204,6 +207,7 @@ func (s *fileSinkStream) writeAll(ctx context.Context) error {
 		if err := w.close(); err != nil {
 			return fmt.Errorf("write %s: %w", f.temp, err)
 		}
+		f.temp = f.t.ref()
 	}
 	s.res.Free()
 	return nil
@@ -218,7 +222,7 @@ func (s *fileSinkStream) writeBatch(ctx context.Context, b arrow.RecordBatch, me
 	b = array.NewRecordBatch(s.sink.fileSchema, b.Columns(), b.NumRows())
 	defer b.Release()
 	if len(s.sink.spec.PartitionBy) == 0 {
-		return s.writeTo("", b)
+		return s.writeTo(ctx, "", b)
 	}
 	keys := s.partitionKeys(b)
 	rows := map[string][]int32{}
@@ -230,14 +234,14 @@ func (s *fileSinkStream) writeBatch(ctx context.Context, b arrow.RecordBatch, me
 		rows[k] = append(rows[k], int32(i))
 	}
 	if len(order) == 1 {
-		return s.writeTo(order[0], b)
+		return s.writeTo(ctx, order[0], b)
 	}
 	for _, k := range order {
 		part, err := kernels.SelectRows(mem, b, rows[k])
 		if err != nil {
 			return err
 		}
-		err = s.writeTo(k, part)
+		err = s.writeTo(ctx, k, part)
 		part.Release()
 		if err != nil {
 			return err
@@ -268,8 +272,8 @@ func (s *fileSinkStream) partitionKeys(b arrow.RecordBatch) []string {
 }
 
 // writeTo writes b to the file of partition directory key.
-func (s *fileSinkStream) writeTo(key string, b arrow.RecordBatch) error {
-	f, err := s.file(key)
+func (s *fileSinkStream) writeTo(ctx context.Context, key string, b arrow.RecordBatch) error {
+	f, err := s.file(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -287,7 +291,7 @@ func (s *fileSinkStream) writeTo(key string, b arrow.RecordBatch) error {
 }
 
 // file returns the open file of partition directory key, creating it.
-func (s *fileSinkStream) file(key string) (*openFile, error) {
+func (s *fileSinkStream) file(ctx context.Context, key string) (*openFile, error) {
 	if f, ok := s.files[key]; ok {
 		return f, nil
 	}
@@ -295,6 +299,38 @@ func (s *fileSinkStream) file(key string) (*openFile, error) {
 		return nil, fmt.Errorf("PARTITION_BY: one task met more than %d distinct partition values; partition by a column with fewer values", maxPartitionFiles)
 	}
 	spec := &s.sink.spec
+	k := len(s.order)
+	f, err := s.create(ctx, key, k)
+	if err != nil {
+		return nil, err
+	}
+	w, err := openFileWriter(spec, f.t, s.sink.fileSchema, s.tc.Alloc)
+	if err != nil {
+		return nil, err
+	}
+	f.w = w
+	s.files[key] = f
+	s.order = append(s.order, key)
+	return f, nil
+}
+
+// create starts the k-th file, in partition directory key: a local file
+// under its temporary name, or an object upload left open.
+func (s *fileSinkStream) create(ctx context.Context, key string, k int) (*openFile, error) {
+	spec := &s.sink.spec
+	if spec.remote() {
+		final := spec.joinKey(key, spec.finalName(s.partition, k))
+		if !spec.withinFolder(final) {
+			return nil, fmt.Errorf("partition directory %q escapes %s", key, spec.Dir)
+		}
+		// The whole partition is written within one Next call, whose
+		// context bounds the upload's requests.
+		up, err := catalog.NewS3Upload(ctx, final)
+		if err != nil {
+			return nil, err
+		}
+		return &openFile{t: &objectTarget{S3Upload: up, url: final}, temp: final, final: final}, nil
+	}
 	dir := filepath.Join(spec.Dir, filepath.FromSlash(key))
 	if !spec.within(filepath.Join(dir, "x")) {
 		return nil, fmt.Errorf("partition directory %q escapes %s", key, spec.Dir)
@@ -307,19 +343,12 @@ func (s *fileSinkStream) file(key string) (*openFile, error) {
 	if err := catalog.CheckAllowed(dir); err != nil {
 		return nil, err
 	}
-	k := len(s.order)
-	f := &openFile{
-		temp:  filepath.Join(dir, spec.tempName(s.partition, k, s.nonce)),
-		final: filepath.Join(dir, spec.finalName(s.partition, k)),
-	}
-	w, err := openFileWriter(spec, f.temp, s.sink.fileSchema, s.tc.Alloc)
+	temp := filepath.Join(dir, spec.tempName(s.partition, k, s.nonce))
+	t, err := createLocalTarget(temp)
 	if err != nil {
 		return nil, err
 	}
-	f.w = w
-	s.files[key] = f
-	s.order = append(s.order, key)
-	return f, nil
+	return &openFile{t: t, temp: temp, final: filepath.Join(dir, spec.finalName(s.partition, k))}, nil
 }
 
 // listing is the output batch: one row per file written.
@@ -343,11 +372,14 @@ func (s *fileSinkStream) listing() (arrow.RecordBatch, error) {
 func (s *fileSinkStream) abort() {
 	for _, k := range s.order {
 		f := s.files[k]
+		// Closing the writer releases its buffers; the target drops
+		// what it is sent meanwhile (an object's last part).
+		f.t.drop()
 		if f.w != nil {
 			_ = f.w.close()
 			f.w = nil
 		}
-		_ = os.Remove(f.temp)
+		f.t.discard()
 	}
 	if s.res != nil {
 		s.res.Free()

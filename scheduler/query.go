@@ -13,7 +13,6 @@ import (
 	"sluice/engine"
 	"sluice/physical"
 	"sluice/physical/expr"
-	"sluice/plan"
 	"sluice/rpc"
 	"sluice/scheduler/dplan"
 	"sluice/sql"
@@ -207,7 +206,7 @@ func inline(st *rpc.JobStatus, rows arrow.RecordBatch) error {
 // explain renders the logical, physical and distributed plans; the caller
 // releases the rows.
 func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.RecordBatch, error) {
-	q, err := s.engine.PlanQuery(st.Query, settings)
+	q, logical, err := s.engine.PlanExplained(st, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +215,7 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 		return nil, err
 	}
 	out := [][]string{
-		{"logical_plan", strings.TrimRight(plan.Format(q.Logical), "\n")},
+		{"logical_plan", logical},
 		{"physical_plan", strings.TrimRight(physical.Format(q.Physical), "\n")},
 		{"distributed_plan", strings.TrimRight(dplan.Format(g), "\n")},
 	}

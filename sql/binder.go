@@ -27,6 +27,24 @@ type Binder struct {
 
 // Bind binds one parsed statement. Errors the user can fix are *Error.
 func (b *Binder) Bind(s Statement) (Bound, error) {
+	if s.explain != explainNone {
+		// EXPLAIN of a statement PostgreSQL's EXPLAIN does not take
+		// (COPY, CREATE TABLE ... STORED AS): Parse blanked the EXPLAIN
+		// and parsed what follows.
+		if s.explain == explainAnalyze {
+			return nil, explainAnalyzeWrite()
+		}
+		s.explain = explainNone
+		inner, err := b.Bind(s)
+		if err != nil {
+			return nil, err
+		}
+		w, ok := inner.(*Write)
+		if !ok {
+			return nil, &Error{Kind: "bind", Msg: "EXPLAIN supports queries, COPY, CREATE TABLE AS and INSERT"}
+		}
+		return &Explain{Write: w}, nil
+	}
 	if s.custom != nil {
 		if d, ok := s.custom.(*Describe); ok {
 			if err := b.checkRelation(d.Name); err != nil {
@@ -50,9 +68,23 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 		if err != nil {
 			return nil, err
 		}
+		if ins, ok := n.ExplainStmt.Query.Node.(*pg.Node_InsertStmt); ok {
+			if analyze {
+				return nil, explainAnalyzeWrite()
+			}
+			b, err := st.insertStmt(ins.InsertStmt)
+			if err != nil {
+				return nil, err
+			}
+			w, ok := b.(*Write)
+			if !ok {
+				return nil, fmt.Errorf("internal: INSERT bound to %T", b)
+			}
+			return &Explain{Write: w}, nil
+		}
 		sel, ok := n.ExplainStmt.Query.Node.(*pg.Node_SelectStmt)
 		if !ok {
-			return nil, &Error{Kind: "bind", Msg: "EXPLAIN supports only queries"}
+			return nil, &Error{Kind: "bind", Msg: "EXPLAIN supports queries, COPY, CREATE TABLE AS and INSERT"}
 		}
 		q, err := st.query(sel.SelectStmt)
 		if err != nil {
@@ -293,6 +325,12 @@ func stringList(ns []*pg.Node) []string {
 
 // explainOptions reads EXPLAIN's options: ANALYZE, alone or with a
 // boolean (EXPLAIN (ANALYZE off) is a plain EXPLAIN). Others are refused.
+// explainAnalyzeWrite refuses EXPLAIN ANALYZE of a write.
+func explainAnalyzeWrite() error {
+	return &Error{Kind: "bind", Msg: "EXPLAIN ANALYZE of COPY, CREATE TABLE AS or INSERT is not supported: it would write the files",
+		Hint: "EXPLAIN without ANALYZE shows the write's plan"}
+}
+
 func explainOptions(opts []*pg.Node) (analyze bool, err error) {
 	for _, o := range opts {
 		d := o.GetDefElem()

@@ -36,8 +36,13 @@ type Query struct {
 // Explain is EXPLAIN of a query. With Analyze (EXPLAIN ANALYZE) the query
 // runs to completion, its rows discarded, and the plan is shown with what
 // each operator did.
+//
+// EXPLAIN of a write (COPY TO, CREATE TABLE AS, INSERT) sets Write instead
+// of Query: it shows the write's plan and writes nothing. EXPLAIN ANALYZE
+// of a write is refused, since it would write.
 type Explain struct {
 	Query   *Query
+	Write   *Write
 	Analyze bool
 }
 

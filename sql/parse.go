@@ -19,6 +19,47 @@ type Statement struct {
 	ins    []insertion     // what the rewrite inserted
 	tree   *pg.Node        // PostgreSQL parse tree; nil for front-end statements
 	custom customStatement // CREATE EXTERNAL TABLE / DESCRIBE; nil for pg statements
+	// explain marks EXPLAIN [ANALYZE] of a statement PostgreSQL's grammar
+	// cannot explain (COPY, CREATE TABLE ... STORED AS): the words are
+	// blanked from text, which holds the statement explained.
+	explain int
+}
+
+// Values of Statement.explain.
+const (
+	explainNone = iota
+	explainPlain
+	explainAnalyze
+)
+
+// explainedWrite reports whether body is EXPLAIN [ANALYZE] followed by
+// COPY or a CREATE TABLE ... STORED AS, and how many bytes the EXPLAIN
+// words take.
+func explainedWrite(body string) (n, kind int) {
+	rest := body
+	word := func() string {
+		rest = strings.TrimLeftFunc(rest, isSpace)
+		end := strings.IndexFunc(rest, func(r rune) bool { return isSpace(r) || r == '(' })
+		if end < 0 {
+			end = len(rest)
+		}
+		w := strings.ToLower(rest[:end])
+		return w
+	}
+	if word() != "explain" {
+		return 0, explainNone
+	}
+	rest = rest[len("explain"):]
+	kind = explainPlain
+	if word() == "analyze" {
+		rest = strings.TrimLeftFunc(rest, isSpace)[len("analyze"):]
+		kind = explainAnalyze
+	}
+	inner := strings.TrimLeftFunc(rest, isSpace)
+	if w := word(); w != "copy" && !(w == "create" && isCustom(inner)) {
+		return 0, explainNone
+	}
+	return len(body) - len(inner), kind
 }
 
 // Parse splits a multi-statement text and parses each statement. Syntax
@@ -48,6 +89,12 @@ func Parse(text string) ([]Statement, error) {
 		p := position{line: 1, col: 1}
 		p.line, p.col = p.at(text, start)
 		st := Statement{SQL: body, Line: p.line, pos: p, text: body}
+		if n, kind := explainedWrite(body); kind != explainNone {
+			// Blanked, not cut: every position in the statement stays
+			// where it is in the user's text.
+			body = strings.Repeat(" ", n) + body[n:]
+			st.text, st.explain = body, kind
+		}
 		if isCustom(body) {
 			c, err := parseCustom(body, p)
 			if err != nil {

@@ -180,6 +180,38 @@ func TestExplainAnalyze(t *testing.T) {
 	}
 }
 
+// TestExplainWrite: EXPLAIN of COPY and CREATE TABLE ... STORED AS (which
+// PostgreSQL's grammar does not explain) binds the write; errors keep the
+// positions of the user's text; EXPLAIN ANALYZE of a write is refused.
+func TestExplainWrite(t *testing.T) {
+	for _, q := range []string{
+		"explain copy (select a from t) to '/tmp/x' (format parquet)",
+		"EXPLAIN\n  COPY t TO '/tmp/x'",
+		"explain create table n stored as csv location '/tmp/x' as select a from t",
+	} {
+		b, err := bindOne(t, testCatalog(t), q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if e, ok := b.(*Explain); !ok || e.Write == nil || e.Query != nil || e.Write.Location != "/tmp/x" {
+			t.Errorf("%s: got %#v", q, b)
+		}
+	}
+	_, err := bindOne(t, testCatalog(t), "explain copy (select nosuch from t) to '/tmp/x'")
+	var se *Error
+	if !errors.As(err, &se) || se.Line != 1 || se.Column != 22 {
+		t.Errorf("error %#v: want one at line 1, column 22", err)
+	}
+	for _, q := range []string{
+		"explain analyze copy t to '/tmp/x'",
+		"explain analyze create table n stored as csv location '/tmp/x' as select a from t",
+	} {
+		if _, err := bindOne(t, testCatalog(t), q); err == nil || !strings.Contains(err.Error(), "EXPLAIN ANALYZE of COPY") {
+			t.Errorf("%s: %v, want a refusal", q, err)
+		}
+	}
+}
+
 // TestNullability checks that outer joins make the inner side nullable and
 // NOT NULL source columns stay NOT NULL.
 func TestNullability(t *testing.T) {

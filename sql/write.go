@@ -262,7 +262,7 @@ func (b *binder) insertStmt(ins *pg.InsertStmt) (Bound, error) {
 	default:
 		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is not backed by Parquet or CSV files; INSERT appends files to an external table's directory", name)}
 	}
-	if st, err := os.Stat(w.Location); err != nil || !st.IsDir() {
+	if !insertableDir(t, w.Location) {
 		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is backed by the single file %s; INSERT adds files to a directory", name, w.Location),
 			Hint: "create the table over a directory (LOCATION 'dir/'), which INSERT can add files to"}
 	}
@@ -571,4 +571,19 @@ func (f *frontParser) createTableAs() (Bound, error) {
 		return nil, f.errAt(f.peek(), "CREATE TABLE ... AS needs a query")
 	}
 	return &createTableAs{w: w, query: res.Stmts[0].Stmt.GetSelectStmt(), text: text, pos: position{line: line, col: col}}, nil
+}
+
+// insertableDir reports whether a table's location is a directory (an
+// s3:// folder) that INSERT can add files to, rather than one file.
+func insertableDir(t catalog.Table, loc string) bool {
+	if catalog.IsS3(loc) {
+		lister, ok := t.(interface{ FileInfos() []catalog.FileInfo })
+		if !ok || catalog.IsGlob(loc) {
+			return false
+		}
+		files := lister.FileInfos()
+		return !(len(files) == 1 && files[0].Path == loc)
+	}
+	st, err := os.Stat(loc)
+	return err == nil && st.IsDir()
 }

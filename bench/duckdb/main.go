@@ -48,6 +48,7 @@ func run(args []string) int {
 	sf := fs.Int("sf", 1, "scale factor of the data (recorded in the report)")
 	out := fs.String("out", "duckdb.json", "report to write")
 	rewrite := fs.String("rewrite", "", "instead of timing queries, rewrite the TPC-H tables of --data with DuckDB's Parquet writer at its defaults into this directory (<table>/<table>.parquet each), for measuring sluice on a foreign writer's files")
+	answers := fs.String("answers", "", "instead of timing queries, run each TPC-H query once and write its result into this directory as qN.out in the TPC-H kit's answer format, for checking sluice at scale factors the kit has no answers for (sluice bench tpch --answers DIR)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -88,6 +89,13 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *answers != "" {
+		if err := writeAnswers(ctx, *data, *queriesDir, *list, *answers); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if *rewrite != "" {
 		if err := rewriteTPCH(ctx, *data, *rewrite); err != nil {
 			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -139,16 +147,8 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 		return fmt.Errorf("opening DuckDB: %w", err)
 	}
 	defer conn.Close()
-	abs, err := filepath.Abs(data)
-	if err != nil {
+	if err := registerTPCH(ctx, conn, data); err != nil {
 		return err
-	}
-	for _, t := range tpch.TableNames {
-		glob := filepath.Join(abs, t, "*.parquet")
-		stmt := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')", t, strings.ReplaceAll(glob, "'", "''"))
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("registering %s from %s: %w", t, glob, err)
-		}
 	}
 	var version string
 	if err := conn.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
@@ -176,6 +176,23 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
 	}
 	return bench.WriteJSON(out, rep)
+}
+
+// registerTPCH creates a view over the Parquet files of each TPC-H table
+// of data.
+func registerTPCH(ctx context.Context, conn *sql.Conn, data string) error {
+	abs, err := filepath.Abs(data)
+	if err != nil {
+		return err
+	}
+	for _, t := range tpch.TableNames {
+		glob := filepath.Join(abs, t, "*.parquet")
+		stmt := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')", t, strings.ReplaceAll(glob, "'", "''"))
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("registering %s from %s: %w", t, glob, err)
+		}
+	}
+	return nil
 }
 
 // rewriteTPCH copies each TPC-H table of data into out/<table>/<table>.parquet
@@ -427,3 +444,126 @@ func queryNumbers(list string) ([]int, error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// writeAnswers runs each TPC-H query of queriesDir once on DuckDB over
+// data and writes its result into out/qN.out in the TPC-H kit's answer
+// format (a header line, then '|'-separated rows), so that sluice's
+// answers at a scale factor the kit has no answers for can be checked
+// against DuckDB's (`sluice bench tpch --answers out`, tpch.CompareAnswer).
+func writeAnswers(ctx context.Context, data, queriesDir, list, out string) error {
+	ns, err := queryNumbers(list)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return fmt.Errorf("opening DuckDB: %w", err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("opening DuckDB: %w", err)
+	}
+	defer conn.Close()
+	if err := registerTPCH(ctx, conn, data); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, n := range ns {
+		text, err := os.ReadFile(filepath.Join(queriesDir, fmt.Sprintf("q%d.sql", n)))
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		answer, err := scriptAnswer(ctx, conn, string(text))
+		if err != nil {
+			return fmt.Errorf("q%d: %w", n, err)
+		}
+		// Written whole under a temporary name, so that an interrupted
+		// run never leaves a truncated answer to compare with.
+		path := filepath.Join(out, fmt.Sprintf("q%d.out", n))
+		if err := os.WriteFile(path+".tmp", []byte(answer), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "q%-2d answer in %v\n", n, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// scriptAnswer runs each statement of text and returns the last query's
+// result in the kit's answer format.
+func scriptAnswer(ctx context.Context, conn *sql.Conn, text string) (string, error) {
+	sp := repl.NewSplitter()
+	pieces, err := sp.Feed(text)
+	if err != nil {
+		return "", err
+	}
+	if p, ok := sp.Pending(); ok {
+		pieces = append(pieces, p)
+	}
+	answer := ""
+	for _, p := range pieces {
+		if !isQuery(p.SQL) {
+			if _, err := conn.ExecContext(ctx, p.SQL); err != nil {
+				return "", fmt.Errorf("line %d: %w", p.Line, err)
+			}
+			continue
+		}
+		if answer, err = queryAnswer(ctx, conn, p.SQL); err != nil {
+			return "", fmt.Errorf("line %d: %w", p.Line, err)
+		}
+	}
+	if answer == "" {
+		return "", errors.New("no query in the script")
+	}
+	return answer, nil
+}
+
+// queryAnswer runs q and formats its result: column names, then each row's
+// values as Arrow prints them (decimals with their scale, dates as
+// YYYY-MM-DD), '|'-separated; NULL is empty, as the kit's answers have no
+// NULLs to show.
+func queryAnswer(ctx context.Context, conn *sql.Conn, q string) (string, error) {
+	var b strings.Builder
+	err := conn.Raw(func(dc any) error {
+		dconn, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("DuckDB connection %T is not a driver connection", dc)
+		}
+		ar, err := duckdb.NewArrowFromConn(dconn)
+		if err != nil {
+			return err
+		}
+		rr, err := ar.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer rr.Release()
+		names := make([]string, rr.Schema().NumFields())
+		for i, f := range rr.Schema().Fields() {
+			names[i] = f.Name
+		}
+		b.WriteString(strings.Join(names, "|") + "\n")
+		for rr.Next() {
+			rec := rr.RecordBatch()
+			for r := 0; r < int(rec.NumRows()); r++ {
+				for c := 0; c < int(rec.NumCols()); c++ {
+					if c > 0 {
+						b.WriteByte('|')
+					}
+					if col := rec.Column(c); !col.IsNull(r) {
+						b.WriteString(col.ValueStr(r))
+					}
+				}
+				b.WriteByte('\n')
+			}
+		}
+		return rr.Err()
+	})
+	return b.String(), err
+}

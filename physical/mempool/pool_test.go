@@ -112,3 +112,28 @@ func TestFairSpillShare(t *testing.T) {
 		t.Fatalf("pool holds %d (%d spillable, %d spillers)", p.Used(), p.spillUsed, p.spillers)
 	}
 }
+
+// The peak follows the most reserved at once, through a task pool into
+// its parent; ResetPeak restarts it from what is reserved now.
+func TestPoolPeak(t *testing.T) {
+	parent := NewPool("executor", 0, nil)
+	r := NewPool("task", 0, parent).NewReservation("op")
+	if err := r.Grow(500); err != nil {
+		t.Fatal(err)
+	}
+	r.Shrink(400)
+	if got := parent.Peak(); got != 500 {
+		t.Fatalf("peak %d, want 500", got)
+	}
+	parent.ResetPeak()
+	if got := parent.Peak(); got != 100 {
+		t.Fatalf("peak after reset %d, want the 100 reserved", got)
+	}
+	if err := r.Grow(50); err != nil {
+		t.Fatal(err)
+	}
+	r.Free()
+	if got := parent.Peak(); got != 150 {
+		t.Fatalf("peak %d, want 150", got)
+	}
+}
