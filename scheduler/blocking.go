@@ -643,14 +643,17 @@ func (g *blockingGraph) Executors() []string {
 	return out
 }
 
-// Describe lists each stage with its state and tasks: id@executor
-// [partitions] state.
+// Describe lists each stage with its state, what adaptive execution
+// decided about it, and its tasks: id@executor [partitions] state.
 func (g *blockingGraph) Describe() string {
 	var b strings.Builder
 	for _, s := range g.stages {
 		fmt.Fprintf(&b, "Stage %d [%s] partitions=%d", s.ID, s.state, len(s.parts))
 		if s.attempt > 0 {
 			fmt.Fprintf(&b, " attempt=%d", s.attempt)
+		}
+		if len(s.notes) > 0 {
+			fmt.Fprintf(&b, " adaptive=[%s]", strings.Join(s.notes, "; "))
 		}
 		tasks := append(slices.Clone(s.finished), slices.Collect(maps.Values(s.running))...)
 		slices.SortFunc(tasks, func(a, b *bTask) int { return cmp.Compare(a.id.TaskId, b.id.TaskId) })

@@ -200,3 +200,45 @@ func TestWithNewChildrenErrors(t *testing.T) {
 		t.Errorf("unknown operator: got %v", err)
 	}
 }
+
+// TestPlanEstimated: a stage cut from an operator the physical planner
+// made for a logical node carries that node's estimate; one cut from a
+// partial aggregate (no logical node of its own) has none.
+func TestPlanEstimated(t *testing.T) {
+	eng := engine.New(testdb.Catalog(t))
+	settings := engine.NewSettings()
+	for k, v := range map[string]string{"execution.target_partitions": "3", "optimizer.broadcast_join_threshold_bytes": "1"} {
+		if err := settings.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := eng.Prepare("select c_mktsegment, count(*) from customer join orders on c_custkey = o_custkey group by c_mktsegment", settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := dplan.PlanEstimated(out.Query.Physical, out.Query.Estimates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var estimated, unknown int
+	for _, s := range g.Stages {
+		agg, isAgg := s.Body.(*physical.HashAggregate)
+		partial := isAgg && agg.Mode() == physical.AggPartial
+		switch {
+		case partial && s.Estimated:
+			t.Errorf("stage %d, a partial aggregate, has an estimate (%.0f rows)", s.ID, s.EstRows)
+		case !partial && (!s.Estimated || s.EstRows < 1 || s.EstBytes <= 0):
+			t.Errorf("stage %d has no estimate:\n%s", s.ID, dplan.Format(g))
+		case s.Estimated:
+			estimated++
+		default:
+			unknown++
+		}
+	}
+	if estimated < 2 || unknown != 1 {
+		t.Errorf("%d stages estimated, %d not, want the join's two sides and the final estimated, the partial aggregate not:\n%s", estimated, unknown, dplan.Format(g))
+	}
+	if plain, _ := dplan.Plan(out.Query.Physical); plain.Stages[0].Estimated {
+		t.Error("Plan without estimates recorded one")
+	}
+}
