@@ -125,13 +125,16 @@ func (s *executorService) PushDynamicFilters(ctx context.Context, req *rpc.PushD
 	if req.JobId == "" {
 		return nil, status.Error(codes.InvalidArgument, "push dynamic filters: no job id given")
 	}
-	if err := s.e.checkJobSecret(req.JobId, req.JobSecret); err != nil {
-		return nil, err
+	// Only a job this executor runs tasks of, with its secret: the keys of
+	// any other would be kept for nobody, until no removal comes.
+	known, ok := s.e.env.Secrets.Check(ctx, req.JobId, req.JobSecret, 0)
+	if known && !ok {
+		return nil, status.Errorf(codes.PermissionDenied, "the request does not carry the secret of job %s", req.JobId)
 	}
 	s.e.mu.Lock()
 	_, removed := s.e.removed[req.JobId]
 	s.e.mu.Unlock()
-	if removed {
+	if !known || removed {
 		return &rpc.PushDynamicFiltersResponse{}, nil
 	}
 	if err := s.e.dyn.push(req.JobId, req.Filters); err != nil {

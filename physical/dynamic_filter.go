@@ -205,10 +205,10 @@ func ParquetScans(root Operator) []*ParquetScan {
 	return out
 }
 
-// ExpectDynamicFilter makes scan wait for dynamic filter id on its output
-// column col: until the filter is published (PublishDynamicFilter) the scan
-// reads its row groups one at a time, so that later ones can still be
-// skipped. Call it before the task executes the scan.
+// ExpectDynamicFilter makes scan apply dynamic filter id on its output
+// column col once the filter is published (PublishDynamicFilter): to every
+// batch read after, and to the row groups it has not started. Call it
+// before the task executes the scan.
 func (tc *TaskContext) ExpectDynamicFilter(scan *ParquetScan, col, id int) error {
 	if col < 0 || col >= scan.Schema().NumFields() {
 		return fmt.Errorf("dynamic filter %d: column %d of the scan of %s, which has %d", id, col, scan.name, scan.Schema().NumFields())

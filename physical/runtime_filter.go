@@ -509,14 +509,19 @@ func (b *keyBitmap) anyIn(mn, mx int64) bool {
 	return false
 }
 
-// settled reports whether every filter has been published: the set of
-// keys each keeps will not change any more.
+// settled reports whether every join filter of the task has been
+// published: the set of keys each keeps will not change any more. A
+// cross-stage dynamic filter not published yet does not count: it comes
+// from another stage, perhaps only after the scan is done (pipelined
+// mode), and reading row groups one at a time while waiting for it cost
+// more than the row groups it could skip; once it comes it still filters
+// every batch read after.
 func (st *runtimeFilterState) settled() bool {
 	if st == nil {
 		return true
 	}
 	for _, f := range st.filters {
-		if !f.published.Load() {
+		if !f.dynamic && !f.published.Load() {
 			return false
 		}
 	}
