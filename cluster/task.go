@@ -161,6 +161,7 @@ func (a *taskAnalysis) report(st *rpc.TaskStatus) {
 			Index: int32(i), Rows: m.Rows, Batches: m.Batches, TimeNs: int64(m.Time),
 			MemoryPeakBytes: m.MemPeak, Reserved: m.Reserved,
 			DynamicFiltersExpected: m.DynExpected, DynamicFiltersReceived: m.DynReceived, DynamicFilterRowsDropped: m.DynDropped,
+			PageIndexRowsSkipped: m.PageSkipped,
 		})
 	}
 }

@@ -53,6 +53,8 @@ type opMetrics struct {
 	reserved             atomic.Bool
 	// A Parquet scan's cross-stage dynamic filters (dynamic_filter.go).
 	dynExpected, dynReceived, dynDropped atomic.Int64
+	// Rows of a Parquet scan that the page index ruled out.
+	pageSkipped atomic.Int64
 }
 
 // OperatorMetrics are what one operator did: output rows and batches, time
@@ -68,6 +70,9 @@ type OperatorMetrics struct {
 	// the scan's stage), the ones waited for and the ones whose keys came;
 	// DynDropped is the rows they dropped, skipped row groups included.
 	DynExpected, DynReceived, DynDropped int64
+	// PageSkipped is the rows a Parquet scan did not read because the
+	// page index ruled their pages out.
+	PageSkipped int64
 }
 
 // Add sums o into m (another partition set, another task). Memory peaks
@@ -81,6 +86,7 @@ func (m *OperatorMetrics) Add(o OperatorMetrics) {
 	m.DynExpected += o.DynExpected
 	m.DynReceived += o.DynReceived
 	m.DynDropped += o.DynDropped
+	m.PageSkipped += o.PageSkipped
 }
 
 // String renders the metrics as EXPLAIN ANALYZE shows them on an operator's
@@ -92,6 +98,9 @@ func (m OperatorMetrics) String() string {
 	}
 	if m.DynExpected > 0 {
 		s += fmt.Sprintf(", dynamic_filters=%d/%d, dynamic_dropped=%d", m.DynReceived, m.DynExpected, m.DynDropped)
+	}
+	if m.PageSkipped > 0 {
+		s += fmt.Sprintf(", page_index_skipped=%d", m.PageSkipped)
 	}
 	return s + "]"
 }
@@ -112,6 +121,7 @@ func (a *Analyzer) Metrics() []OperatorMetrics {
 			Rows: m.rows.Load(), Batches: m.batches.Load(), Time: time.Duration(m.nanos.Load()),
 			MemPeak: m.memPeak.Load(), Reserved: m.reserved.Load(),
 			DynExpected: m.dynExpected.Load(), DynReceived: m.dynReceived.Load(), DynDropped: m.dynDropped.Load(),
+			PageSkipped: m.pageSkipped.Load(),
 		}
 	}
 	return out

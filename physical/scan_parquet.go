@@ -206,6 +206,10 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	if len(s.projection) > 0 {
 		rfs = newRuntimeFilterState(tc.filters.Load().forScan(s))
 	}
+	var m *opMetrics
+	if tc.Analyzer != nil {
+		m = tc.Analyzer.metricsOf(s)
+	}
 	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 		for start := 0; start < len(units); {
 			if rfs.skips(s, units[start]) {
@@ -225,7 +229,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 			if len(s.projection) == 0 {
 				err = emitRowCounts(ctx, s.schema, units[start:end], batchSize, func(b arrow.RecordBatch) error { return emit(b, false) })
 			} else {
-				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], filters, rfs, emit)
+				err = s.readFile(ctx, tc.Alloc, batchSize, units[start:end], filters, rfs, m, emit)
 			}
 			if err != nil {
 				return fmt.Errorf("parquet scan %s: %w", s.name, err)
@@ -256,7 +260,7 @@ func emitRowCounts(ctx context.Context, schema *arrow.Schema, units []parquetUni
 
 // readFile reads the projected columns of units, which all belong to one
 // file, and emits them batch by batch.
-func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, rfs *runtimeFilterState, emit func(arrow.RecordBatch, bool) error) error {
+func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchSize int, units []parquetUnit, filters []expr.Expr, rfs *runtimeFilterState, m *opMetrics, emit func(arrow.RecordBatch, bool) error) error {
 	pf := s.table.Files[units[0].file]
 	fi := pf.Info()
 	path := fi.Path
@@ -324,6 +328,9 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 		}
 		if ranges != nil {
 			s.pageRowsSkipped.Add(rowsTotal - rowsIn(ranges))
+			if m != nil {
+				m.pageSkipped.Add(rowsTotal - rowsIn(ranges))
+			}
 			if len(ranges) == 0 {
 				return nil
 			}

@@ -1949,8 +1949,10 @@ type OperatorMetrics struct {
 	DynamicFiltersExpected   int64 `protobuf:"varint,100,opt,name=dynamic_filters_expected,json=dynamicFiltersExpected,proto3" json:"dynamic_filters_expected,omitempty"`
 	DynamicFiltersReceived   int64 `protobuf:"varint,101,opt,name=dynamic_filters_received,json=dynamicFiltersReceived,proto3" json:"dynamic_filters_received,omitempty"`
 	DynamicFilterRowsDropped int64 `protobuf:"varint,102,opt,name=dynamic_filter_rows_dropped,json=dynamicFilterRowsDropped,proto3" json:"dynamic_filter_rows_dropped,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// Rows a Parquet scan did not read: the page index ruled them out.
+	PageIndexRowsSkipped int64 `protobuf:"varint,7,opt,name=page_index_rows_skipped,json=pageIndexRowsSkipped,proto3" json:"page_index_rows_skipped,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *OperatorMetrics) Reset() {
@@ -2042,6 +2044,13 @@ func (x *OperatorMetrics) GetDynamicFiltersReceived() int64 {
 func (x *OperatorMetrics) GetDynamicFilterRowsDropped() int64 {
 	if x != nil {
 		return x.DynamicFilterRowsDropped
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetPageIndexRowsSkipped() int64 {
+	if x != nil {
+		return x.PageIndexRowsSkipped
 	}
 	return 0
 }
@@ -2335,7 +2344,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12.\n" +
 	"\bstatuses\x18\x02 \x03(\v2\x12.sluice.TaskStatusR\bstatuses\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse\"\xe9\x02\n" +
+	"\x18UpdateTaskStatusResponse\"\xa0\x03\n" +
 	"\x0fOperatorMetrics\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x18\n" +
@@ -2345,7 +2354,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\breserved\x18\x06 \x01(\bR\breserved\x128\n" +
 	"\x18dynamic_filters_expected\x18d \x01(\x03R\x16dynamicFiltersExpected\x128\n" +
 	"\x18dynamic_filters_received\x18e \x01(\x03R\x16dynamicFiltersReceived\x12=\n" +
-	"\x1bdynamic_filter_rows_dropped\x18f \x01(\x03R\x18dynamicFilterRowsDropped\"\x87\x01\n" +
+	"\x1bdynamic_filter_rows_dropped\x18f \x01(\x03R\x18dynamicFilterRowsDropped\x125\n" +
+	"\x17page_index_rows_skipped\x18\a \x01(\x03R\x14pageIndexRowsSkipped\"\x87\x01\n" +
 	"\x13PartitionCapability\x12\x19\n" +
 	"\bstage_id\x18\x01 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x1c\n" +

@@ -159,6 +159,7 @@ func (a *analysis) format(g ExecutionGraph) string {
 					Rows: m.Rows, Batches: m.Batches, Time: time.Duration(m.TimeNs),
 					MemPeak: m.MemoryPeakBytes, Reserved: m.Reserved,
 					DynExpected: m.DynamicFiltersExpected, DynReceived: m.DynamicFiltersReceived, DynDropped: m.DynamicFilterRowsDropped,
+					PageSkipped: m.PageIndexRowsSkipped,
 				})
 			}
 		}
