@@ -373,11 +373,12 @@ func S3FolderEmpty(ctx context.Context, dir string) (bool, error) {
 	// its context.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for o := range c.core.Client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: key, Recursive: true, MaxKeys: 1}) {
-		if o.Err != nil {
-			return false, c.explain(dir, o.Err)
-		}
-		return false, nil
+	o, ok := <-c.core.Client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: key, Recursive: true, MaxKeys: 1})
+	switch {
+	case !ok:
+		return true, nil
+	case o.Err != nil:
+		return false, c.explain(dir, o.Err)
 	}
-	return true, nil
+	return false, nil
 }

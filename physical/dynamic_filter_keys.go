@@ -137,7 +137,7 @@ func (k *KeySet) selectKeys(col arrow.Array, sel []int32) []int32 {
 	if k.bitmap != nil && !k.empty {
 		return k.bitmap.selectKeys(col, sel)
 	}
-	keep := func(i int) bool { return true }
+	var keep func(i int) bool
 	switch a := col.(type) {
 	case *array.Int64:
 		if k.strings {
