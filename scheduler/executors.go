@@ -247,6 +247,16 @@ func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskSta
 			// did: the graph records it (the job's state stays).
 			if j.state == rpc.JobState_JOB_SUCCESSFUL {
 				j.graph.UpdateTask(st)
+			} else if w := j.write; w != nil && st.State != rpc.TaskState_TASK_RUNNING {
+				// A write task that ended after its job failed may
+				// have created its file after the job's files were
+				// removed, and finished before its cancellation came:
+				// remove what it left now that it has stopped.
+				s.goLocked(func() {
+					if err := w.Finish(false, nil); err != nil {
+						s.cfg.Logger.Warn("removing a failed write's files", "job", j.id, "err", err.Error())
+					}
+				})
 			}
 			continue
 		}
