@@ -272,6 +272,9 @@ func TestAdmissionProcesses(t *testing.T) {
 	if blockingDone.Load() < 3 {
 		t.Errorf("the blocking clients finished %d queries in all: they were starved", blockingDone.Load())
 	}
+	if maxWait == 0 {
+		t.Error("no pipelined query waited: the blocking clients never held the vcores it needed")
+	}
 	t.Logf("max admission wait of a pipelined query on the process cluster: %v (bound %v); blocking queries finished: %d",
 		maxWait, processAdmissionBound, blockingDone.Load())
 }
