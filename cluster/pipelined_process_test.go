@@ -179,7 +179,7 @@ const processAdmissionBound = 15 * time.Second
 
 // admissionBlockingQuery has one task per partition of lineitem (8 row
 // groups), each a few hundred thousand rows of work.
-const admissionBlockingQuery = `SELECT l_flag, count(*), sum(l_quantity * x) FROM lineitem, generate_series(1, 30) g(x) GROUP BY l_flag`
+const admissionBlockingQuery = `SELECT l_flag, count(*), sum(l_quantity * x) FROM lineitem, generate_series(1, 200) g(x) GROUP BY l_flag`
 
 // TestAdmissionProcesses: three clients keep the executor processes busy
 // with blocking queries of one-vcore tasks, back to back, while a fourth
