@@ -79,6 +79,9 @@ func TestPipelinedLocalReadsProcesses(t *testing.T) {
 	for _, parts := range []string{"2", "4"} {
 		setAll(t, s, "execution.target_partitions", parts)
 		sameRows(t, "partitions "+parts, sessionRows(t, ctx, s, heavyQuery), want, true)
+		// A task takes up to its executor's free vcores: with every vcore
+		// free, 2 partitions make one task per stage, on one executor.
+		waitClusterIdle(t, ctx, pc.client, 20*time.Second)
 		plan := strings.Join(sessionRows(t, ctx, s, "EXPLAIN ANALYZE "+heavyQuery), "\n")
 		local, remote := queueReads(plan)
 		t.Logf("%s partitions: queues read locally %d, over Flight %d", parts, local, remote)
