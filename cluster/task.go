@@ -162,6 +162,7 @@ func (a *taskAnalysis) report(st *rpc.TaskStatus) {
 			MemoryPeakBytes: m.MemPeak, Reserved: m.Reserved,
 			DynamicFiltersExpected: m.DynExpected, DynamicFiltersReceived: m.DynReceived, DynamicFilterRowsDropped: m.DynDropped,
 			PageIndexRowsSkipped: m.PageSkipped,
+			LocalQueueReads:      m.LocalReads, RemoteQueueReads: m.RemoteReads,
 		})
 	}
 }

@@ -109,6 +109,7 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 			return err
 		}
 		defer q.Close()
+		tc.Analyzer.CountQueueRead(r, true)
 		for {
 			b, err := q.Next(ctx)
 			if errors.Is(err, io.EOF) {
@@ -136,6 +137,7 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 	if err != nil {
 		return fmt.Errorf("encoding ticket: %w", err)
 	}
+	tc.Analyzer.CountQueueRead(r, false)
 	return doGet(ctx, env.Clients, p.FlightAddress, ticket, tc.Alloc, m.send)
 }
 

@@ -55,6 +55,9 @@ type opMetrics struct {
 	dynExpected, dynReceived, dynDropped atomic.Int64
 	// Rows of a Parquet scan that the page index ruled out.
 	pageSkipped atomic.Int64
+	// A pipelined reader's producer queues, taken from the executor's own
+	// registry or streamed over Flight.
+	localReads, remoteReads atomic.Int64
 }
 
 // OperatorMetrics are what one operator did: output rows and batches, time
@@ -73,6 +76,10 @@ type OperatorMetrics struct {
 	// PageSkipped is the rows a Parquet scan did not read because the
 	// page index ruled their pages out.
 	PageSkipped int64
+	// LocalReads and RemoteReads count the producer queues a pipelined
+	// reader read: taken from its own executor's registry (the producer
+	// task ran there) or streamed over Flight from another executor.
+	LocalReads, RemoteReads int64
 }
 
 // Add sums o into m (another partition set, another task). Memory peaks
@@ -87,6 +94,8 @@ func (m *OperatorMetrics) Add(o OperatorMetrics) {
 	m.DynReceived += o.DynReceived
 	m.DynDropped += o.DynDropped
 	m.PageSkipped += o.PageSkipped
+	m.LocalReads += o.LocalReads
+	m.RemoteReads += o.RemoteReads
 }
 
 // String renders the metrics as EXPLAIN ANALYZE shows them on an operator's
@@ -101,6 +110,9 @@ func (m OperatorMetrics) String() string {
 	}
 	if m.PageSkipped > 0 {
 		s += fmt.Sprintf(", page_index_skipped=%d", m.PageSkipped)
+	}
+	if m.LocalReads+m.RemoteReads > 0 {
+		s += fmt.Sprintf(", local_reads=%d, remote_reads=%d", m.LocalReads, m.RemoteReads)
 	}
 	return s + "]"
 }
@@ -122,6 +134,7 @@ func (a *Analyzer) Metrics() []OperatorMetrics {
 			MemPeak: m.memPeak.Load(), Reserved: m.reserved.Load(),
 			DynExpected: m.dynExpected.Load(), DynReceived: m.dynReceived.Load(), DynDropped: m.dynDropped.Load(),
 			PageSkipped: m.pageSkipped.Load(),
+			LocalReads:  m.localReads.Load(), RemoteReads: m.remoteReads.Load(),
 		}
 	}
 	return out
@@ -178,6 +191,23 @@ func (a *Analyzer) metricsOf(op Operator) *opMetrics {
 		return &a.m[i]
 	}
 	return nil
+}
+
+// CountQueueRead records that op, a pipelined reader, read one producer
+// queue, locally (from its executor's registry) or over Flight. A nil
+// Analyzer (a task not analyzed) records nothing.
+func (a *Analyzer) CountQueueRead(op Operator, local bool) {
+	if a == nil {
+		return
+	}
+	m := a.metricsOf(op)
+	switch {
+	case m == nil:
+	case local:
+		m.localReads.Add(1)
+	default:
+		m.remoteReads.Add(1)
+	}
 }
 
 // ExecuteOp executes partition of op. Operators execute their inputs

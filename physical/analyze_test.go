@@ -166,3 +166,36 @@ func TestOperatorMetricsAddAndString(t *testing.T) {
 	}
 
 }
+
+// A pipelined reader's queue reads are counted on its own metrics, summed
+// over tasks like the rest, and shown only when it read any.
+func TestCountQueueRead(t *testing.T) {
+	// The plan is not executed: only its operators' identities matter.
+	src, root := analyzeTestPlan(t, memory.NewGoAllocator())
+	var none *Analyzer
+	none.CountQueueRead(src, true) // a task not analyzed records nothing
+	a := NewAnalyzer(root)
+	a.CountQueueRead(src, true)
+	a.CountQueueRead(src, true)
+	a.CountQueueRead(src, false)
+	a.CountQueueRead(NewFilter(src, col(1, "keep", plan.Bool)), false) // not in the plan
+	ms := a.Metrics()
+	for i, op := range PreOrder(root) {
+		local, remote := int64(0), int64(0)
+		if op == Operator(src) {
+			local, remote = 2, 1
+		}
+		if ms[i].LocalReads != local || ms[i].RemoteReads != remote {
+			t.Errorf("%s: reads %d local, %d remote; want %d, %d", op, ms[i].LocalReads, ms[i].RemoteReads, local, remote)
+		}
+	}
+	var sum OperatorMetrics
+	sum.Add(OperatorMetrics{Rows: 1, Batches: 1, LocalReads: 2, RemoteReads: 1})
+	sum.Add(OperatorMetrics{Rows: 1, Batches: 1, LocalReads: 1})
+	if got, want := sum.String(), "metrics=[rows=2, batches=2, time=0ns, local_reads=3, remote_reads=1]"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := (OperatorMetrics{Rows: 1}).String(); strings.Contains(got, "reads") {
+		t.Errorf("an operator that read no queue shows %q", got)
+	}
+}

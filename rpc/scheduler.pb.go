@@ -1951,8 +1951,12 @@ type OperatorMetrics struct {
 	DynamicFilterRowsDropped int64 `protobuf:"varint,102,opt,name=dynamic_filter_rows_dropped,json=dynamicFilterRowsDropped,proto3" json:"dynamic_filter_rows_dropped,omitempty"`
 	// Rows a Parquet scan did not read: the page index ruled them out.
 	PageIndexRowsSkipped int64 `protobuf:"varint,7,opt,name=page_index_rows_skipped,json=pageIndexRowsSkipped,proto3" json:"page_index_rows_skipped,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// A pipelined reader's producer queues read from its own executor's
+	// registry (local) and over Flight (remote).
+	LocalQueueReads  int64 `protobuf:"varint,150,opt,name=local_queue_reads,json=localQueueReads,proto3" json:"local_queue_reads,omitempty"`
+	RemoteQueueReads int64 `protobuf:"varint,151,opt,name=remote_queue_reads,json=remoteQueueReads,proto3" json:"remote_queue_reads,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *OperatorMetrics) Reset() {
@@ -2051,6 +2055,20 @@ func (x *OperatorMetrics) GetDynamicFilterRowsDropped() int64 {
 func (x *OperatorMetrics) GetPageIndexRowsSkipped() int64 {
 	if x != nil {
 		return x.PageIndexRowsSkipped
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetLocalQueueReads() int64 {
+	if x != nil {
+		return x.LocalQueueReads
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetRemoteQueueReads() int64 {
+	if x != nil {
+		return x.RemoteQueueReads
 	}
 	return 0
 }
@@ -2344,7 +2362,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12.\n" +
 	"\bstatuses\x18\x02 \x03(\v2\x12.sluice.TaskStatusR\bstatuses\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse\"\xa0\x03\n" +
+	"\x18UpdateTaskStatusResponse\"\xfc\x03\n" +
 	"\x0fOperatorMetrics\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x18\n" +
@@ -2355,7 +2373,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x18dynamic_filters_expected\x18d \x01(\x03R\x16dynamicFiltersExpected\x128\n" +
 	"\x18dynamic_filters_received\x18e \x01(\x03R\x16dynamicFiltersReceived\x12=\n" +
 	"\x1bdynamic_filter_rows_dropped\x18f \x01(\x03R\x18dynamicFilterRowsDropped\x125\n" +
-	"\x17page_index_rows_skipped\x18\a \x01(\x03R\x14pageIndexRowsSkipped\"\x87\x01\n" +
+	"\x17page_index_rows_skipped\x18\a \x01(\x03R\x14pageIndexRowsSkipped\x12+\n" +
+	"\x11local_queue_reads\x18\x96\x01 \x01(\x03R\x0flocalQueueReads\x12-\n" +
+	"\x12remote_queue_reads\x18\x97\x01 \x01(\x03R\x10remoteQueueReads\"\x87\x01\n" +
 	"\x13PartitionCapability\x12\x19\n" +
 	"\bstage_id\x18\x01 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x1c\n" +

@@ -160,6 +160,7 @@ func (a *analysis) format(g ExecutionGraph) string {
 					MemPeak: m.MemoryPeakBytes, Reserved: m.Reserved,
 					DynExpected: m.DynamicFiltersExpected, DynReceived: m.DynamicFiltersReceived, DynDropped: m.DynamicFilterRowsDropped,
 					PageSkipped: m.PageIndexRowsSkipped,
+					LocalReads:  m.LocalQueueReads, RemoteReads: m.RemoteQueueReads,
 				})
 			}
 		}

@@ -100,7 +100,7 @@ func scalarInt(t *testing.T, s *session.Session, q string) int64 {
 	return n
 }
 
-var metricsRows = regexp.MustCompile(` metrics=\[rows=(\d+), batches=\d+, time=[0-9.]+(ns|µs|ms|s)(, mem=[0-9.]+ (B|KiB|MiB|GiB))?\]$`)
+var metricsRows = regexp.MustCompile(` metrics=\[rows=(\d+), batches=\d+, time=[0-9.]+(ns|µs|ms|s)(, mem=[0-9.]+ (B|KiB|MiB|GiB))?(, local_reads=\d+, remote_reads=\d+)?\]$`)
 
 // rowsOf returns the rows an operator line reports.
 func rowsOf(t *testing.T, line string) int64 {
