@@ -143,6 +143,12 @@ func (h *HashAggregate) WithGrandTotals(ids []int64) (*HashAggregate, error) {
 	return &o, nil
 }
 
+// HasGrandTotals reports whether the aggregate outputs grand-total groups
+// over empty input (WithGrandTotals): which partition does depends on its
+// partition number among its input's, so its input partitions must not be
+// regrouped.
+func (h *HashAggregate) HasGrandTotals() bool { return len(h.grandTotals) > 0 }
+
 // ownsGrandTotal reports whether partition p of n holds the group of
 // grouping id id with every other key NULL.
 func (h *HashAggregate) ownsGrandTotal(id int64, p, n int, mem memory.Allocator) (bool, error) {

@@ -272,6 +272,13 @@ func (g *blockingGraph) coalesce(s *bStage) {
 			hashInputs = append(hashInputs, u.StageID)
 			return
 		}
+		if h, isAgg := op.(*physical.HashAggregate); isAgg && h.HasGrandTotals() {
+			// It emits a grand total from the input partition the
+			// total's key hashes to, by that partition's number: a
+			// range of partitions read as one would emit it twice.
+			ok = false
+			return
+		}
 		children := op.Children()
 		if len(children) == 0 {
 			ok = false // a scan or another leaf whose partitions are its own
