@@ -13,6 +13,7 @@ import (
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
+	"sluice/physical/metrics"
 	"sluice/plan"
 )
 
@@ -308,8 +309,16 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 	n := kernels.BatchBytes(b)
 	if err := s.res.Grow(n); err != nil {
 		kernels.ReleaseAll(keys)
+		first, rows := b, b.NumRows()
+		if len(s.pending) > 0 {
+			first = s.pending[0]
+		}
+		for _, p := range s.pending {
+			rows += p.NumRows()
+		}
+		err = s.refused(err, first, rows, s.pendingBytes+n)
 		b.Release()
-		return fmt.Errorf("window: %w", err)
+		return err
 	}
 	s.pending = append(s.pending, b)
 	s.pendingSizes = append(s.pendingSizes, n)
@@ -395,7 +404,7 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 	if copied {
 		extra = kernels.BatchBytes(in)
 		if err := s.res.Grow(extra); err != nil {
-			return fmt.Errorf("window: %w", err)
+			return s.refused(err, in, in.NumRows(), s.res.Size()+extra)
 		}
 	}
 	whole, err := s.compute(in)
@@ -408,8 +417,9 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 	// and the results.
 	need := max(kernels.BatchBytes(whole)-extra, 0)
 	if err := s.res.Grow(need); err != nil {
+		err = s.refused(err, in, in.NumRows(), s.res.Size()+need)
 		s.res.Shrink(extra)
-		return fmt.Errorf("window: %w", err)
+		return err
 	}
 	s.outBytes += extra + need
 	size := int64(max(s.tc.BatchSize, 1))
@@ -417,6 +427,62 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 		s.out = append(s.out, whole.NewSlice(off, min(off+size, whole.NumRows())))
 	}
 	return nil
+}
+
+// refused wraps a refused reservation. In a task that may spill it says
+// which window partition did not fit: the operator passes on each
+// partition as soon as its last row is read, so it only ever holds the
+// one being read (with the input batch that ends it and its output), and
+// a refusal means that partition alone needs more than the limit. first
+// is a batch whose first row starts that partition (a pending batch
+// always starts at a partition's first row), rows and bytes what it holds
+// and asks for.
+func (s *windowStream) refused(err error, first arrow.RecordBatch, rows, bytes int64) error {
+	if !canSpill(s.tc, err) {
+		return fmt.Errorf("window: %w", err)
+	}
+	what := "the whole input (the window has no PARTITION BY)"
+	if len(s.op.partitionBy) > 0 {
+		what = "PARTITION BY " + s.partitionKeys(first)
+	}
+	hint := "raise execution.memory_limit"
+	if len(s.op.partitionBy) == 0 {
+		hint += ", or give the window a PARTITION BY"
+	}
+	return fmt.Errorf("window: one window partition is too big for the memory limit: %s (%d rows held) needs %s; "+
+		"a window does not spill a partition, it holds one at a time in memory; %s: %w",
+		what, rows, metrics.FormatBytes(bytes), hint, err)
+}
+
+// partitionKeys renders the partition keys of b's first row, for an
+// error message.
+func (s *windowStream) partitionKeys(b arrow.RecordBatch) string {
+	parts := make([]string, len(s.op.partitionBy))
+	row := b.NewSlice(0, min(b.NumRows(), 1))
+	defer row.Release()
+	vals, err := kernels.EvalAll(s.op.partitionBy, row, s.tc.Alloc)
+	for i, p := range s.op.partitionBy {
+		v := "?"
+		switch {
+		case err != nil || vals[i].Len() == 0:
+		case vals[i].IsNull(0):
+			v = "NULL"
+		default:
+			v = vals[i].ValueStr(0)
+			if vals[i].DataType().ID() == arrow.STRING {
+				v = "'" + v + "'"
+			}
+		}
+		name := p.String()
+		if c, ok := p.(*expr.Column); ok && c.Name != "" {
+			name = c.Name
+		}
+		parts[i] = name + " = " + v
+	}
+	if err == nil {
+		kernels.ReleaseAll(vals)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // compute appends the window functions' results to in.
