@@ -13,7 +13,6 @@ import (
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
-	"sluice/physical/metrics"
 	"sluice/plan"
 )
 
@@ -316,7 +315,7 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 		for _, p := range s.pending {
 			rows += p.NumRows()
 		}
-		err = s.refused(err, first, rows, s.pendingBytes+n)
+		err = s.refused(err, first, rows)
 		b.Release()
 		return err
 	}
@@ -404,7 +403,7 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 	if copied {
 		extra = kernels.BatchBytes(in)
 		if err := s.res.Grow(extra); err != nil {
-			return s.refused(err, in, in.NumRows(), s.res.Size()+extra)
+			return s.refused(err, in, in.NumRows())
 		}
 	}
 	whole, err := s.compute(in)
@@ -417,7 +416,7 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 	// and the results.
 	need := max(kernels.BatchBytes(whole)-extra, 0)
 	if err := s.res.Grow(need); err != nil {
-		err = s.refused(err, in, in.NumRows(), s.res.Size()+need)
+		err = s.refused(err, in, in.NumRows())
 		s.res.Shrink(extra)
 		return err
 	}
@@ -432,26 +431,31 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 // refused wraps a refused reservation. In a task that may spill it says
 // which window partition did not fit: the operator passes on each
 // partition as soon as its last row is read, so it only ever holds the
-// one being read (with the input batch that ends it and its output), and
+// one being read (with the input batch that ends it, and its output), and
 // a refusal means that partition alone needs more than the limit. first
 // is a batch whose first row starts that partition (a pending batch
-// always starts at a partition's first row), rows and bytes what it holds
-// and asks for.
-func (s *windowStream) refused(err error, first arrow.RecordBatch, rows, bytes int64) error {
-	if !canSpill(s.tc, err) {
+// always starts at a partition's first row), rows the rows held. The
+// explanation goes into the LimitError, as that is what a cluster shows
+// the user.
+func (s *windowStream) refused(err error, first arrow.RecordBatch, rows int64) error {
+	var le *mempool.LimitError
+	if !canSpill(s.tc, err) || !errors.As(err, &le) {
 		return fmt.Errorf("window: %w", err)
 	}
-	what := "the whole input (the window has no PARTITION BY)"
+	what := "the whole input, as the window has no PARTITION BY"
 	if len(s.op.partitionBy) > 0 {
 		what = "PARTITION BY " + s.partitionKeys(first)
 	}
-	hint := "raise execution.memory_limit"
-	if len(s.op.partitionBy) == 0 {
-		hint += ", or give the window a PARTITION BY"
+	e := *le
+	e.Owner = fmt.Sprintf("%s, holding one window partition (%s: %d rows),", le.Owner, what, rows)
+	e.Hint = "this window partition is too big for the memory limit (a window holds one partition at a time in memory and does not spill it)"
+	if le.Hint != "" {
+		e.Hint += "; " + le.Hint
 	}
-	return fmt.Errorf("window: one window partition is too big for the memory limit: %s (%d rows held) needs %s; "+
-		"a window does not spill a partition, it holds one at a time in memory; %s: %w",
-		what, rows, metrics.FormatBytes(bytes), hint, err)
+	if len(s.op.partitionBy) == 0 {
+		e.Hint += "; a window with a PARTITION BY needs only its largest partition in memory"
+	}
+	return fmt.Errorf("window: %w", &e)
 }
 
 // partitionKeys renders the partition keys of b's first row, for an

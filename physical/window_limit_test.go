@@ -115,7 +115,7 @@ func TestWindowLimitRandom(t *testing.T) {
 						}
 					case limit >= peak:
 						t.Fatalf("limit %d at least the unlimited peak %d: %v", limit, peak, err)
-					case !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "one window partition is too big for the memory limit"):
+					case !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "window partition is too big for the memory limit"):
 						t.Fatalf("limit %d: %v, want the window partition error", limit, err)
 					case shape == "nulls" && !strings.Contains(err.Error(), "PARTITION BY p = NULL"):
 						t.Fatalf("limit %d: %v does not name the NULL partition", limit, err)
@@ -185,14 +185,14 @@ func TestWindowLimitOneHugePartition(t *testing.T) {
 			t.Fatalf("err = %v, want mempool.ErrResourcesExhausted", err)
 		}
 		msg := err.Error()
-		for _, want := range []string{"one window partition is too big for the memory limit", "raise execution.memory_limit", "rows held"} {
+		for _, want := range []string{"window partition is too big for the memory limit", "holding one window partition", "cannot reserve"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%q does not say %q", msg, want)
 			}
 		}
-		where := "PARTITION BY p = 7"
+		where := "PARTITION BY p = 7: "
 		if by == nil {
-			where = "the whole input (the window has no PARTITION BY)"
+			where = "the whole input, as the window has no PARTITION BY"
 		}
 		if !strings.Contains(msg, where) {
 			t.Errorf("%q does not say %q", msg, where)
