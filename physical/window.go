@@ -236,6 +236,13 @@ type windowStream struct {
 	pending      []arrow.RecordBatch
 	pendingSizes []int64 // each pending batch's reservation
 	pendingBytes int64
+	// ready holds complete window partitions not yet evaluated (readyBytes
+	// of reservation), starting at row readyParts[0]; readyParts are the
+	// partitions' starts, then its end. They are evaluated a few at a time,
+	// each group once the previous one's output has been returned.
+	ready      arrow.RecordBatch
+	readyBytes int64
+	readyParts []int
 	// out holds computed batches not yet returned; outBytes is their
 	// reservation, released when the last one is returned.
 	out      []arrow.RecordBatch
@@ -264,6 +271,12 @@ func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 		if s.outBytes > 0 {
 			s.res.Shrink(s.outBytes)
 			s.outBytes = 0
+		}
+		if s.ready != nil {
+			if err := s.evaluateGroup(); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if s.eof {
 			return nil, io.EOF
@@ -372,7 +385,7 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	s.res.Shrink(s.pendingBytes - keep)
 	s.pendingBytes = keep
 	if err == nil && in != nil {
-		err = s.evaluate(in, len(done) > 1)
+		err = s.setReady(in)
 	}
 	if in != nil {
 		in.Release()
@@ -395,32 +408,95 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	return nil
 }
 
-// evaluate computes the window functions over in, which holds complete
-// window partitions, and queues the output. copied says whether in is a
-// new concatenation, whose memory is not reserved yet.
-func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
-	extra := int64(0)
-	if copied {
-		extra = kernels.BatchBytes(in)
-		if err := s.res.Grow(extra); err != nil {
-			return s.refused(err, in, in.NumRows())
+// setReady reserves in, which holds complete window partitions, and
+// queues it for evaluation (retaining it).
+func (s *windowStream) setReady(in arrow.RecordBatch) error {
+	n := kernels.BatchBytes(in)
+	if err := s.res.Grow(n); err != nil {
+		return s.refused(err, in, in.NumRows())
+	}
+	parts, err := s.partitionStarts(in)
+	if err != nil {
+		s.res.Shrink(n)
+		return err
+	}
+	in.Retain()
+	s.ready, s.readyBytes, s.readyParts = in, n, parts
+	return nil
+}
+
+// partitionStarts returns the rows of b that start a window partition,
+// then b's length.
+func (s *windowStream) partitionStarts(b arrow.RecordBatch) ([]int, error) {
+	cmp, err := newRowComparator(s.op.partitionSortKeys())
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	defer cmp.release()
+	keys, err := cmp.evalKeys(b, s.tc.Alloc)
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	cmp.addBatch(keys)
+	n := int(b.NumRows())
+	starts := []int{0}
+	for r := 1; r < n; r++ {
+		if cmp.compare(kernels.RowRef{Row: int32(r - 1)}, kernels.RowRef{Row: int32(r)}) != 0 {
+			starts = append(starts, r)
 		}
 	}
+	return append(starts, n), nil
+}
+
+// evaluateGroup computes the window functions over the next ready
+// partitions, as many as make a batch (at least one; fewer when their
+// output is refused memory), and queues the output. Each group's output
+// is returned before the next is computed, so the window holds one
+// group's results at a time.
+func (s *windowStream) evaluateGroup() error {
+	size := max(s.tc.BatchSize, 1)
+	first := s.readyParts[0]
+	k := 1 // partitions in the group
+	for k+1 < len(s.readyParts) && s.readyParts[k+1]-first <= size {
+		k++
+	}
+	for {
+		group := s.ready.NewSlice(int64(first), int64(s.readyParts[k]))
+		err := s.evaluate(group)
+		group.Release()
+		if err == nil {
+			break
+		}
+		if k == 1 || !canSpill(s.tc, err) {
+			return err
+		}
+		k /= 2
+	}
+	s.readyParts = s.readyParts[k:]
+	if len(s.readyParts) == 1 {
+		s.ready.Release()
+		s.ready = nil
+		s.res.Shrink(s.readyBytes)
+		s.readyBytes = 0
+	}
+	return nil
+}
+
+// evaluate computes the window functions over in, complete window
+// partitions of the ready batch, and queues the output.
+func (s *windowStream) evaluate(in arrow.RecordBatch) error {
 	whole, err := s.compute(in)
 	if err != nil {
-		s.res.Shrink(extra)
 		return err
 	}
 	defer whole.Release()
-	// The output holds the input columns (reserved as extra when copied)
-	// and the results.
-	need := max(kernels.BatchBytes(whole)-extra, 0)
+	// The output's input columns are the ready batch's, reserved with it:
+	// the results are what is new.
+	need := max(kernels.BatchBytes(whole)-kernels.BatchBytes(in), 0)
 	if err := s.res.Grow(need); err != nil {
-		err = s.refused(err, in, in.NumRows())
-		s.res.Shrink(extra)
-		return err
+		return s.refused(err, in, in.NumRows())
 	}
-	s.outBytes += extra + need
+	s.outBytes += need
 	size := int64(max(s.tc.BatchSize, 1))
 	for off := int64(0); off < whole.NumRows(); off += size {
 		s.out = append(s.out, whole.NewSlice(off, min(off+size, whole.NumRows())))
@@ -429,14 +505,14 @@ func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
 }
 
 // refused wraps a refused reservation. In a task that may spill it says
-// which window partition did not fit: the operator passes on each
-// partition as soon as its last row is read, so it only ever holds the
-// one being read (with the input batch that ends it, and its output), and
-// a refusal means that partition alone needs more than the limit. first
-// is a batch whose first row starts that partition (a pending batch
-// always starts at a partition's first row), rows the rows held. The
-// explanation goes into the LimitError, as that is what a cluster shows
-// the user.
+// which window partition the window held: it passes on each partition
+// once its last row is read and evaluates a batch's worth of complete
+// partitions at a time, so it holds the partition being read, the input
+// batch that ends it and one group's results, and a refusal means that
+// partition needs more memory than the task has left. first is a batch
+// whose first row starts that partition (a pending or ready batch always
+// starts at a partition's first row), rows the rows held. The explanation
+// goes into the LimitError, as that is what a cluster shows the user.
 func (s *windowStream) refused(err error, first arrow.RecordBatch, rows int64) error {
 	var le *mempool.LimitError
 	if !canSpill(s.tc, err) || !errors.As(err, &le) {
@@ -447,8 +523,8 @@ func (s *windowStream) refused(err error, first arrow.RecordBatch, rows int64) e
 		what = "PARTITION BY " + s.partitionKeys(first)
 	}
 	e := *le
-	e.Owner = fmt.Sprintf("%s, holding one window partition (%s: %d rows),", le.Owner, what, rows)
-	e.Hint = "this window partition is too big for the memory limit (a window holds one partition at a time in memory and does not spill it)"
+	e.Owner = fmt.Sprintf("%s, holding the window partition %s (%d rows held),", le.Owner, what, rows)
+	e.Hint = "a window partition must fit in memory (a window holds the one it reads and does not spill it)"
 	if le.Hint != "" {
 		e.Hint += "; " + le.Hint
 	}
@@ -519,6 +595,10 @@ func (s *windowStream) Close() {
 	s.pending = nil
 	kernels.ReleaseAll(s.out)
 	s.out = nil
+	if s.ready != nil {
+		s.ready.Release()
+		s.ready = nil
+	}
 	s.pcmp.release()
 	s.res.Free()
 }

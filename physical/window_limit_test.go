@@ -115,9 +115,9 @@ func TestWindowLimitRandom(t *testing.T) {
 						}
 					case limit >= peak:
 						t.Fatalf("limit %d at least the unlimited peak %d: %v", limit, peak, err)
-					case !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "window partition is too big for the memory limit"):
+					case !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "a window partition must fit in memory"):
 						t.Fatalf("limit %d: %v, want the window partition error", limit, err)
-					case shape == "nulls" && !strings.Contains(err.Error(), "PARTITION BY p = NULL"):
+					case shape == "nulls" && !strings.Contains(err.Error(), "PARTITION BY p = NULL ("):
 						t.Fatalf("limit %d: %v does not name the NULL partition", limit, err)
 					}
 				}
@@ -185,12 +185,12 @@ func TestWindowLimitOneHugePartition(t *testing.T) {
 			t.Fatalf("err = %v, want mempool.ErrResourcesExhausted", err)
 		}
 		msg := err.Error()
-		for _, want := range []string{"window partition is too big for the memory limit", "holding one window partition", "cannot reserve"} {
+		for _, want := range []string{"a window partition must fit in memory", "holding the window partition", "cannot reserve"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%q does not say %q", msg, want)
 			}
 		}
-		where := "PARTITION BY p = 7: "
+		where := "PARTITION BY p = 7 ("
 		if by == nil {
 			where = "the whole input, as the window has no PARTITION BY"
 		}
@@ -248,4 +248,33 @@ func memSourceBytes(src *memSource) int64 {
 		}
 	}
 	return n
+}
+
+// TestWindowLimitSmallerGroups: complete partitions are evaluated a
+// batch's worth at a time, and in smaller groups when a group's results
+// are refused memory, so a limit that fits one small partition's results
+// is enough whatever the batch size.
+func TestWindowLimitSmallerGroups(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := windowSource(t, mem, windowLimitShapes(3000)["tiny"], 1000)
+	defer src.release()
+	w, err := NewWindow(src, []expr.Expr{wP}, []SortKey{{Expr: wO}}, windowLimitFamilies()["aggregate"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := newTestTC(mem, 5)
+	want := collectAll(t, w, small)
+	big := newTestTC(mem, 1000)
+	collectAll(t, w, big)
+	if small.Memory.Peak() >= big.Memory.Peak() {
+		t.Fatalf("peak %d with groups of one partition, %d with groups of a batch", small.Memory.Peak(), big.Memory.Peak())
+	}
+	got, err := runWindowLimited(t, w, mem, 1000, small.Memory.Peak())
+	if err != nil {
+		t.Fatalf("limit %d (peak with groups of a batch %d): %v", small.Memory.Peak(), big.Memory.Peak(), err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatal("answer differs from the unlimited one")
+	}
 }
