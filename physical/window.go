@@ -321,14 +321,14 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 	n := kernels.BatchBytes(b)
 	if err := s.res.Grow(n); err != nil {
 		kernels.ReleaseAll(keys)
-		first, rows := b, b.NumRows()
+		first, rows := b, int64(0)
 		if len(s.pending) > 0 {
 			first = s.pending[0]
 		}
 		for _, p := range s.pending {
 			rows += p.NumRows()
 		}
-		err = s.refused(err, first, rows)
+		err = s.refused(err, first, fmt.Sprintf("reading the window partition %%s: %d rows so far, and an input batch of %d", rows, b.NumRows()))
 		b.Release()
 		return err
 	}
@@ -385,7 +385,9 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	s.res.Shrink(s.pendingBytes - keep)
 	s.pendingBytes = keep
 	if err == nil && in != nil {
-		err = s.setReady(in)
+		// A head alone shares the buffers of the batch kept pending, whose
+		// reservation covers them.
+		err = s.setReady(in, !(len(done) == 1 && head != nil))
 	}
 	if in != nil {
 		in.Release()
@@ -408,12 +410,16 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	return nil
 }
 
-// setReady reserves in, which holds complete window partitions, and
-// queues it for evaluation (retaining it).
-func (s *windowStream) setReady(in arrow.RecordBatch) error {
-	n := kernels.BatchBytes(in)
+// setReady queues in, which holds complete window partitions, for
+// evaluation (retaining it), reserving its memory unless reserved is
+// false (its buffers are reserved already).
+func (s *windowStream) setReady(in arrow.RecordBatch, reserve bool) error {
+	n := int64(0)
+	if reserve {
+		n = kernels.BatchBytes(in)
+	}
 	if err := s.res.Grow(n); err != nil {
-		return s.refused(err, in, in.NumRows())
+		return s.refused(err, in, fmt.Sprintf("holding complete window partitions from %%s on: %d rows", in.NumRows()))
 	}
 	parts, err := s.partitionStarts(in)
 	if err != nil {
@@ -494,7 +500,7 @@ func (s *windowStream) evaluate(in arrow.RecordBatch) error {
 	// the results are what is new.
 	need := max(kernels.BatchBytes(whole)-kernels.BatchBytes(in), 0)
 	if err := s.res.Grow(need); err != nil {
-		return s.refused(err, in, in.NumRows())
+		return s.refused(err, in, fmt.Sprintf("evaluating window partitions from %%s on: %d rows", in.NumRows()))
 	}
 	s.outBytes += need
 	size := int64(max(s.tc.BatchSize, 1))
@@ -508,23 +514,24 @@ func (s *windowStream) evaluate(in arrow.RecordBatch) error {
 // which window partition the window held: it passes on each partition
 // once its last row is read and evaluates a batch's worth of complete
 // partitions at a time, so it holds the partition being read, the input
-// batch that ends it and one group's results, and a refusal means that
-// partition needs more memory than the task has left. first is a batch
-// whose first row starts that partition (a pending or ready batch always
-// starts at a partition's first row), rows the rows held. The explanation
-// goes into the LimitError, as that is what a cluster shows the user.
-func (s *windowStream) refused(err error, first arrow.RecordBatch, rows int64) error {
+// batch that ends it and a batch's worth of results, and a refusal means
+// that needs more memory than the task has left. first is a batch whose
+// first row starts that partition (a pending or ready batch always starts
+// at a partition's first row); doing says what the window was doing, with
+// a %s for the partition. The explanation goes into the LimitError, as
+// that is what a cluster shows the user.
+func (s *windowStream) refused(err error, first arrow.RecordBatch, doing string) error {
 	var le *mempool.LimitError
 	if !canSpill(s.tc, err) || !errors.As(err, &le) {
 		return fmt.Errorf("window: %w", err)
 	}
-	what := "the whole input, as the window has no PARTITION BY"
+	what := "(the whole input, as the window has no PARTITION BY)"
 	if len(s.op.partitionBy) > 0 {
 		what = "PARTITION BY " + s.partitionKeys(first)
 	}
 	e := *le
-	e.Owner = fmt.Sprintf("%s, holding the window partition %s (%d rows held),", le.Owner, what, rows)
-	e.Hint = "a window partition must fit in memory (a window holds the one it reads and does not spill it)"
+	e.Owner = fmt.Sprintf("%s, %s,", le.Owner, fmt.Sprintf(doing, what))
+	e.Hint = "a window holds in memory the window partition it reads (with the input batch that ends it and a batch's worth of results) and does not spill it"
 	if le.Hint != "" {
 		e.Hint += "; " + le.Hint
 	}

@@ -115,9 +115,9 @@ func TestWindowLimitRandom(t *testing.T) {
 						}
 					case limit >= peak:
 						t.Fatalf("limit %d at least the unlimited peak %d: %v", limit, peak, err)
-					case !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "a window partition must fit in memory"):
+					case !errors.Is(err, mempool.ErrResourcesExhausted) || !strings.Contains(err.Error(), "a window holds in memory the window partition it reads"):
 						t.Fatalf("limit %d: %v, want the window partition error", limit, err)
-					case shape == "nulls" && !strings.Contains(err.Error(), "PARTITION BY p = NULL ("):
+					case shape == "nulls" && !strings.Contains(err.Error(), "PARTITION BY p = NULL"):
 						t.Fatalf("limit %d: %v does not name the NULL partition", limit, err)
 					}
 				}
@@ -185,14 +185,14 @@ func TestWindowLimitOneHugePartition(t *testing.T) {
 			t.Fatalf("err = %v, want mempool.ErrResourcesExhausted", err)
 		}
 		msg := err.Error()
-		for _, want := range []string{"a window partition must fit in memory", "holding the window partition", "cannot reserve"} {
+		for _, want := range []string{"a window holds in memory the window partition it reads", "window partition", "rows", "cannot reserve"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%q does not say %q", msg, want)
 			}
 		}
-		where := "PARTITION BY p = 7 ("
+		where := "PARTITION BY p = 7"
 		if by == nil {
-			where = "the whole input, as the window has no PARTITION BY"
+			where = "(the whole input, as the window has no PARTITION BY)"
 		}
 		if !strings.Contains(msg, where) {
 			t.Errorf("%q does not say %q", msg, where)
