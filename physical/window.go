@@ -360,14 +360,22 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	done := append([]arrow.RecordBatch(nil), s.pending[:splitSlot]...)
 	var head, rest arrow.RecordBatch
 	keep := int64(0) // the reservation the rest keeps: its batch's buffers
+	// A rest of a few rows is copied, so that it does not keep its whole
+	// batch in memory (and reserved) while the next batch is read.
+	compact := false
+	lastSize := int64(0)
 	if splitRow >= 0 {
+		lastSize = s.pendingSizes[splitSlot]
 		last := s.pending[splitSlot]
 		if splitRow > 0 {
 			head = last.NewSlice(0, int64(splitRow))
 			done = append(done, head)
 		}
 		rest = last.NewSlice(int64(splitRow), last.NumRows())
-		keep = s.pendingSizes[splitSlot]
+		compact = rest.NumRows()*4 <= last.NumRows()
+		if !compact {
+			keep = lastSize
+		}
 	}
 	var in arrow.RecordBatch
 	var err error
@@ -385,9 +393,21 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	s.res.Shrink(s.pendingBytes - keep)
 	s.pendingBytes = keep
 	if err == nil && in != nil {
-		// A head alone shares the buffers of the batch kept pending, whose
-		// reservation covers them.
-		err = s.setReady(in, !(len(done) == 1 && head != nil))
+		// A head alone shares the buffers of its batch: the rest's
+		// reservation covers them, unless the rest is copied, when the
+		// head takes the batch's.
+		n := kernels.BatchBytes(in)
+		if len(done) == 1 && head != nil {
+			n = 0
+			if compact {
+				n = lastSize
+			}
+		}
+		err = s.setReady(in, n)
+	}
+	if err == nil && compact {
+		err = s.compactRest(&rest)
+		keep = s.pendingBytes
 	}
 	if in != nil {
 		in.Release()
@@ -410,14 +430,33 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	return nil
 }
 
-// setReady queues in, which holds complete window partitions, for
-// evaluation (retaining it), reserving its memory unless reserved is
-// false (its buffers are reserved already).
-func (s *windowStream) setReady(in arrow.RecordBatch, reserve bool) error {
-	n := int64(0)
-	if reserve {
-		n = kernels.BatchBytes(in)
+// compactRest replaces *rest with a copy of its rows, reserved as the
+// pending bytes.
+func (s *windowStream) compactRest(rest *arrow.RecordBatch) error {
+	n := (*rest).NumRows()
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
 	}
+	c, err := kernels.SelectRows(s.tc.Alloc, *rest, idx)
+	if err != nil {
+		return fmt.Errorf("window: %w", err)
+	}
+	size := kernels.BatchBytes(c)
+	if err := s.res.Grow(size); err != nil {
+		err = s.refused(err, c, fmt.Sprintf("reading the window partition %%s: %d rows so far", n))
+		c.Release()
+		return err
+	}
+	(*rest).Release()
+	*rest = c
+	s.pendingBytes = size
+	return nil
+}
+
+// setReady queues in, which holds complete window partitions, for
+// evaluation (retaining it), reserving n bytes for it.
+func (s *windowStream) setReady(in arrow.RecordBatch, n int64) error {
 	if err := s.res.Grow(n); err != nil {
 		return s.refused(err, in, fmt.Sprintf("holding complete window partitions from %%s on: %d rows", in.NumRows()))
 	}
