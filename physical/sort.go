@@ -203,6 +203,18 @@ func (s *sortStream) consumeAll(ctx context.Context) error {
 			return err
 		}
 	}
+	// A sort that ends its input with its rows in memory holds them until
+	// its output is read, and the operators above it (a window holding a
+	// partition, say) may find no memory left. In a task that may spill,
+	// when less of the task's limit is free than the sort holds, its rows
+	// become a run read back from disk.
+	if len(s.runs) == 0 && s.live > 0 && s.tc.SpillDir != "" {
+		if limit := s.tc.Memory.Limit(); limit > 0 && limit-s.tc.Memory.Used() < s.res.Size() {
+			if err := s.spillRun(); err != nil {
+				return err
+			}
+		}
+	}
 	if len(s.runs) > 0 {
 		// What is still in memory is the last run; the output is the
 		// merge of the runs.

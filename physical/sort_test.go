@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -341,5 +342,59 @@ func TestSortSpillCountsRuns(t *testing.T) {
 	b.Release()
 	if runs := len(s.(*sortStream).runs); runs < 3 {
 		t.Errorf("%d runs spilled under a limit far below the partition's size, want several", runs)
+	}
+}
+
+// TestSortLeavesRoomAbove: a sort that ends its input in memory, in a task
+// that may spill, writes its rows as one run when less of the limit is
+// free than it holds, so the operators above it have memory; with room to
+// spare it keeps them.
+func TestSortLeavesRoomAbove(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src, _ := sortSource(t, mem, 5, 1, 2000, 50)
+	defer src.release()
+	tc := newTestTC(mem, 64)
+	want := collectPartitions(t, NewSort(src, sortKeyCases[0].keys, -1), tc)[0]
+	peak := tc.Memory.Peak()
+	for _, c := range []struct {
+		limit int64
+		runs  int
+	}{{peak + peak/2, 1}, {3 * peak, 0}} {
+		tc := newTestTC(mem, 64)
+		tc.Memory = mempool.NewPool("task", c.limit, nil)
+		tc.SpillDir = t.TempDir()
+		s, err := NewSort(src, sortKeyCases[0].keys, -1).Execute(context.Background(), 0, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := drainStreamKeepOpen(t, s)
+		if runs := len(s.(*sortStream).runs); runs != c.runs {
+			t.Errorf("limit %d (peak %d): %d runs, want %d", c.limit, peak, runs, c.runs)
+		}
+		s.Close()
+		if rowsString(got) != rowsString(want) {
+			t.Errorf("limit %d: rows differ\n%s", c.limit, firstDiff(got, want))
+		}
+		if used := tc.Memory.Used(); used != 0 {
+			t.Errorf("reservation not freed: %d bytes", used)
+		}
+	}
+}
+
+// drainStreamKeepOpen pulls s to the end without closing it.
+func drainStreamKeepOpen(t testing.TB, s Stream) [][]any {
+	t.Helper()
+	var rows [][]any
+	for {
+		b, err := s.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return rows
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, batchRows(b)...)
+		b.Release()
 	}
 }

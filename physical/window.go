@@ -236,6 +236,13 @@ type windowStream struct {
 	pending      []arrow.RecordBatch
 	pendingSizes []int64 // each pending batch's reservation
 	pendingBytes int64
+	// ready holds complete window partitions not yet evaluated (readyBytes
+	// of reservation), starting at row readyParts[0]; readyParts are the
+	// partitions' starts, then its end. They are evaluated a few at a time,
+	// each group once the previous one's output has been returned.
+	ready      arrow.RecordBatch
+	readyBytes int64
+	readyParts []int
 	// out holds computed batches not yet returned; outBytes is their
 	// reservation, released when the last one is returned.
 	out      []arrow.RecordBatch
@@ -264,6 +271,12 @@ func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 		if s.outBytes > 0 {
 			s.res.Shrink(s.outBytes)
 			s.outBytes = 0
+		}
+		if s.ready != nil {
+			if err := s.evaluateGroup(); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if s.eof {
 			return nil, io.EOF
@@ -308,8 +321,16 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 	n := kernels.BatchBytes(b)
 	if err := s.res.Grow(n); err != nil {
 		kernels.ReleaseAll(keys)
+		first, rows := b, int64(0)
+		if len(s.pending) > 0 {
+			first = s.pending[0]
+		}
+		for _, p := range s.pending {
+			rows += p.NumRows()
+		}
+		err = s.refused(err, first, fmt.Sprintf("reading the window partition %%s: %d rows so far, and an input batch of %d", rows, b.NumRows()))
 		b.Release()
-		return fmt.Errorf("window: %w", err)
+		return err
 	}
 	s.pending = append(s.pending, b)
 	s.pendingSizes = append(s.pendingSizes, n)
@@ -339,14 +360,22 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	done := append([]arrow.RecordBatch(nil), s.pending[:splitSlot]...)
 	var head, rest arrow.RecordBatch
 	keep := int64(0) // the reservation the rest keeps: its batch's buffers
+	// A rest of a few rows is copied, so that it does not keep its whole
+	// batch in memory (and reserved) while the next batch is read.
+	compact := false
+	lastSize := int64(0)
 	if splitRow >= 0 {
+		lastSize = s.pendingSizes[splitSlot]
 		last := s.pending[splitSlot]
 		if splitRow > 0 {
 			head = last.NewSlice(0, int64(splitRow))
 			done = append(done, head)
 		}
 		rest = last.NewSlice(int64(splitRow), last.NumRows())
-		keep = s.pendingSizes[splitSlot]
+		compact = rest.NumRows()*4 <= last.NumRows()
+		if !compact {
+			keep = lastSize
+		}
 	}
 	var in arrow.RecordBatch
 	var err error
@@ -364,7 +393,21 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	s.res.Shrink(s.pendingBytes - keep)
 	s.pendingBytes = keep
 	if err == nil && in != nil {
-		err = s.evaluate(in, len(done) > 1)
+		// A head alone shares the buffers of its batch: the rest's
+		// reservation covers them, unless the rest is copied, when the
+		// head takes the batch's.
+		n := kernels.BatchBytes(in)
+		if len(done) == 1 && head != nil {
+			n = 0
+			if compact {
+				n = lastSize
+			}
+		}
+		err = s.setReady(in, n)
+	}
+	if err == nil && compact {
+		err = s.compactRest(&rest)
+		keep = s.pendingBytes
 	}
 	if in != nil {
 		in.Release()
@@ -387,36 +430,185 @@ func (s *windowStream) flush(splitSlot, splitRow int) error {
 	return nil
 }
 
-// evaluate computes the window functions over in, which holds complete
-// window partitions, and queues the output. copied says whether in is a
-// new concatenation, whose memory is not reserved yet.
-func (s *windowStream) evaluate(in arrow.RecordBatch, copied bool) error {
-	extra := int64(0)
-	if copied {
-		extra = kernels.BatchBytes(in)
-		if err := s.res.Grow(extra); err != nil {
-			return fmt.Errorf("window: %w", err)
+// compactRest replaces *rest with a copy of its rows, reserved as the
+// pending bytes.
+func (s *windowStream) compactRest(rest *arrow.RecordBatch) error {
+	n := (*rest).NumRows()
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	c, err := kernels.SelectRows(s.tc.Alloc, *rest, idx)
+	if err != nil {
+		return fmt.Errorf("window: %w", err)
+	}
+	size := kernels.BatchBytes(c)
+	if err := s.res.Grow(size); err != nil {
+		err = s.refused(err, c, fmt.Sprintf("reading the window partition %%s: %d rows so far", n))
+		c.Release()
+		return err
+	}
+	(*rest).Release()
+	*rest = c
+	s.pendingBytes = size
+	return nil
+}
+
+// setReady queues in, which holds complete window partitions, for
+// evaluation (retaining it), reserving n bytes for it.
+func (s *windowStream) setReady(in arrow.RecordBatch, n int64) error {
+	if err := s.res.Grow(n); err != nil {
+		return s.refused(err, in, fmt.Sprintf("holding complete window partitions from %%s on: %d rows", in.NumRows()))
+	}
+	parts, err := s.partitionStarts(in)
+	if err != nil {
+		s.res.Shrink(n)
+		return err
+	}
+	in.Retain()
+	s.ready, s.readyBytes, s.readyParts = in, n, parts
+	return nil
+}
+
+// partitionStarts returns the rows of b that start a window partition,
+// then b's length.
+func (s *windowStream) partitionStarts(b arrow.RecordBatch) ([]int, error) {
+	cmp, err := newRowComparator(s.op.partitionSortKeys())
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	defer cmp.release()
+	keys, err := cmp.evalKeys(b, s.tc.Alloc)
+	if err != nil {
+		return nil, fmt.Errorf("window: %w", err)
+	}
+	cmp.addBatch(keys)
+	n := int(b.NumRows())
+	starts := []int{0}
+	for r := 1; r < n; r++ {
+		if cmp.compare(kernels.RowRef{Row: int32(r - 1)}, kernels.RowRef{Row: int32(r)}) != 0 {
+			starts = append(starts, r)
 		}
 	}
+	return append(starts, n), nil
+}
+
+// evaluateGroup computes the window functions over the next ready
+// partitions, as many as make a batch (at least one; fewer when their
+// output is refused memory), and queues the output. Each group's output
+// is returned before the next is computed, so the window holds one
+// group's results at a time.
+func (s *windowStream) evaluateGroup() error {
+	size := max(s.tc.BatchSize, 1)
+	first := s.readyParts[0]
+	k := 1 // partitions in the group
+	for k+1 < len(s.readyParts) && s.readyParts[k+1]-first <= size {
+		k++
+	}
+	for {
+		group := s.ready.NewSlice(int64(first), int64(s.readyParts[k]))
+		err := s.evaluate(group)
+		group.Release()
+		if err == nil {
+			break
+		}
+		if k == 1 || !canSpill(s.tc, err) {
+			return err
+		}
+		k /= 2
+	}
+	s.readyParts = s.readyParts[k:]
+	if len(s.readyParts) == 1 {
+		s.ready.Release()
+		s.ready = nil
+		s.res.Shrink(s.readyBytes)
+		s.readyBytes = 0
+	}
+	return nil
+}
+
+// evaluate computes the window functions over in, complete window
+// partitions of the ready batch, and queues the output.
+func (s *windowStream) evaluate(in arrow.RecordBatch) error {
 	whole, err := s.compute(in)
 	if err != nil {
-		s.res.Shrink(extra)
 		return err
 	}
 	defer whole.Release()
-	// The output holds the input columns (reserved as extra when copied)
-	// and the results.
-	need := max(kernels.BatchBytes(whole)-extra, 0)
+	// The output's input columns are the ready batch's, reserved with it:
+	// the results are what is new.
+	need := max(kernels.BatchBytes(whole)-kernels.BatchBytes(in), 0)
 	if err := s.res.Grow(need); err != nil {
-		s.res.Shrink(extra)
-		return fmt.Errorf("window: %w", err)
+		return s.refused(err, in, fmt.Sprintf("evaluating window partitions from %%s on: %d rows", in.NumRows()))
 	}
-	s.outBytes += extra + need
+	s.outBytes += need
 	size := int64(max(s.tc.BatchSize, 1))
 	for off := int64(0); off < whole.NumRows(); off += size {
 		s.out = append(s.out, whole.NewSlice(off, min(off+size, whole.NumRows())))
 	}
 	return nil
+}
+
+// refused wraps a refused reservation. In a task that may spill it says
+// which window partition the window held: it passes on each partition
+// once its last row is read and evaluates a batch's worth of complete
+// partitions at a time, so it holds the partition being read, the input
+// batch that ends it and a batch's worth of results, and a refusal means
+// that needs more memory than the task has left. first is a batch whose
+// first row starts that partition (a pending or ready batch always starts
+// at a partition's first row); doing says what the window was doing, with
+// a %s for the partition. The explanation goes into the LimitError, as
+// that is what a cluster shows the user.
+func (s *windowStream) refused(err error, first arrow.RecordBatch, doing string) error {
+	var le *mempool.LimitError
+	if !canSpill(s.tc, err) || !errors.As(err, &le) {
+		return fmt.Errorf("window: %w", err)
+	}
+	what := "(the whole input, as the window has no PARTITION BY)"
+	if len(s.op.partitionBy) > 0 {
+		what = "PARTITION BY " + s.partitionKeys(first)
+	}
+	e := *le
+	e.Owner = fmt.Sprintf("%s, %s,", le.Owner, fmt.Sprintf(doing, what))
+	e.Hint = "a window holds in memory the window partition it reads (with the input batch that ends it and a batch's worth of results) and does not spill it"
+	if le.Hint != "" {
+		e.Hint += "; " + le.Hint
+	}
+	if len(s.op.partitionBy) == 0 {
+		e.Hint += "; a window with a PARTITION BY needs only its largest partition in memory"
+	}
+	return fmt.Errorf("window: %w", &e)
+}
+
+// partitionKeys renders the partition keys of b's first row, for an
+// error message.
+func (s *windowStream) partitionKeys(b arrow.RecordBatch) string {
+	parts := make([]string, len(s.op.partitionBy))
+	row := b.NewSlice(0, min(b.NumRows(), 1))
+	defer row.Release()
+	vals, err := kernels.EvalAll(s.op.partitionBy, row, s.tc.Alloc)
+	for i, p := range s.op.partitionBy {
+		v := "?"
+		switch {
+		case err != nil || vals[i].Len() == 0:
+		case vals[i].IsNull(0):
+			v = "NULL"
+		default:
+			v = vals[i].ValueStr(0)
+			if vals[i].DataType().ID() == arrow.STRING {
+				v = "'" + v + "'"
+			}
+		}
+		name := p.String()
+		if c, ok := p.(*expr.Column); ok && c.Name != "" {
+			name = c.Name
+		}
+		parts[i] = name + " = " + v
+	}
+	if err == nil {
+		kernels.ReleaseAll(vals)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // compute appends the window functions' results to in.
@@ -449,6 +641,10 @@ func (s *windowStream) Close() {
 	s.pending = nil
 	kernels.ReleaseAll(s.out)
 	s.out = nil
+	if s.ready != nil {
+		s.ready.Release()
+		s.ready = nil
+	}
 	s.pcmp.release()
 	s.res.Free()
 }
