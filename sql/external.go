@@ -353,6 +353,30 @@ func (f *frontParser) createExternal() (Bound, error) {
 // options parses OPTIONS ('key' 'value', ...), understanding the CSV keys
 // format.has_header and format.delimiter.
 func (f *frontParser) options(c *CreateExternalTable) error {
+	return f.optionList(func(key, val string, kt, vt token) error {
+		switch strings.ToLower(key) {
+		case "format.has_header", "has_header":
+			b, err := strconv.ParseBool(strings.ToLower(val))
+			if err != nil {
+				return f.errAt(vt, "option %s wants true or false", key)
+			}
+			c.Header = b
+		case "format.delimiter", "delimiter":
+			if utf8.RuneCountInString(val) != 1 {
+				return f.errAt(vt, "delimiter must be a single character")
+			}
+			c.Delimiter, _ = utf8.DecodeRuneInString(val)
+		default:
+			return f.errAt(kt, "unknown option %q", key)
+		}
+		return nil
+	})
+}
+
+// optionList parses a parenthesized list of options, each a key (a name or
+// a string) and a value (a string, a name or a number), and hands each to
+// set with the tokens of its key and value, for errors.
+func (f *frontParser) optionList(set func(key, val string, kt, vt token) error) error {
 	if err := f.expectPunct("("); err != nil {
 		return err
 	}
@@ -369,28 +393,12 @@ func (f *frontParser) options(c *CreateExternalTable) error {
 			return err
 		}
 		vt := f.peek()
-		var val string
-		switch vt.kind {
-		case 's', 'i', 'n':
-			f.i++
-			val = vt.text
-		default:
+		if vt.kind != 's' && vt.kind != 'i' && vt.kind != 'n' {
 			return f.errAt(vt, "expected option value")
 		}
-		switch strings.ToLower(key) {
-		case "format.has_header", "has_header":
-			b, err := strconv.ParseBool(strings.ToLower(val))
-			if err != nil {
-				return f.errAt(vt, "option %s wants true or false", key)
-			}
-			c.Header = b
-		case "format.delimiter", "delimiter":
-			if utf8.RuneCountInString(val) != 1 {
-				return f.errAt(vt, "delimiter must be a single character")
-			}
-			c.Delimiter, _ = utf8.DecodeRuneInString(val)
-		default:
-			return f.errAt(kt, "unknown option %q", key)
+		f.i++
+		if err := set(key, vt.text, kt, vt); err != nil {
+			return err
 		}
 		if f.acceptPunct(")") {
 			return nil

@@ -430,27 +430,7 @@ func createTableAsRefused(what string) error {
 // writeOptions parses CREATE TABLE AS's OPTIONS ('key' 'value', ...):
 // CREATE EXTERNAL TABLE's CSV keys, and overwrite.
 func (f *frontParser) writeOptions(w *Write) error {
-	if err := f.expectPunct("("); err != nil {
-		return err
-	}
-	for {
-		kt := f.peek()
-		var key string
-		var err error
-		if kt.kind == 's' {
-			key, err = f.str("option key")
-		} else {
-			key, err = f.name("option key")
-		}
-		if err != nil {
-			return err
-		}
-		vt := f.peek()
-		if vt.kind != 's' && vt.kind != 'i' && vt.kind != 'n' {
-			return f.errAt(vt, "expected option value")
-		}
-		f.i++
-		val := vt.text
+	return f.optionList(func(key, val string, kt, vt token) error {
 		switch strings.ToLower(key) {
 		case "format.has_header", "has_header", "header", "overwrite":
 			b, err := strconv.ParseBool(strings.ToLower(val))
@@ -470,13 +450,8 @@ func (f *frontParser) writeOptions(w *Write) error {
 		default:
 			return f.errAt(kt, "unknown option %q (CREATE TABLE AS takes has_header, delimiter and overwrite)", key)
 		}
-		if f.acceptPunct(")") {
-			return nil
-		}
-		if err := f.expectPunct(","); err != nil {
-			return err
-		}
-	}
+		return nil
+	})
 }
 
 // createTableAs parses CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name
