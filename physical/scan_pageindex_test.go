@@ -103,7 +103,9 @@ func TestParquetScanPageIndex(t *testing.T) {
 					mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 					defer mem.AssertSize(t, 0)
 					scan := NewParquetScan("t", tbl, []int{0, 1, 2, 3, 4, 5}, tt.preds, 1)
-					bs := drainPartition(t, scan, 0, testTaskContext(mem, batch))
+					tc := testTaskContext(mem, batch)
+					tc.Analyzer = NewAnalyzer(scan)
+					bs := drainPartition(t, scan, 0, tc)
 					defer kernels.ReleaseAll(bs)
 					seen := map[int64]bool{}
 					for _, b := range bs {
@@ -133,7 +135,7 @@ func TestParquetScanPageIndex(t *testing.T) {
 							t.Fatalf("id %d matches but was not read (%d rows read)", id, len(seen))
 						}
 					}
-					skipped := scan.pageRowsSkipped.Load()
+					skipped := tc.Analyzer.Metrics()[0].PageSkipped
 					if skipped+int64(len(seen)) > 4000 && skipped > 0 {
 						t.Fatalf("%d rows read and %d skipped of 4000", len(seen), skipped)
 					}

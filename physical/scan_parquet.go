@@ -42,9 +42,6 @@ type ParquetScan struct {
 	// parts[p] are partition p's units, in file order.
 	parts [][]parquetUnit
 	units int
-	// pageRowsSkipped counts the rows the page index ruled out, over
-	// every read of this scan.
-	pageRowsSkipped atomic.Int64
 }
 
 // parquetUnit is one row group to read.
@@ -327,7 +324,6 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 			ranges = nil
 		}
 		if ranges != nil {
-			s.pageRowsSkipped.Add(rowsTotal - rowsIn(ranges))
 			if m != nil {
 				m.pageSkipped.Add(rowsTotal - rowsIn(ranges))
 			}
