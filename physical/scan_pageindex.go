@@ -30,6 +30,9 @@ func (s *ParquetScan) pageRanges(rdr *file.Reader, rowGroups []int, gap int64) (
 	for _, rg := range rowGroups {
 		rows := rdr.MetaData().RowGroup(rg).NumRows()
 		keep := []rowRange{{0, rows}}
+		// Predicates on one column (a range's two ends) read its index
+		// once.
+		indexes := map[int]*catalog.PageIndex{}
 		for _, p := range s.pruning {
 			if p.Value.Val == nil || !p.Op.IsComparison() || p.Column < 0 || p.Column >= schema.NumFields() {
 				continue
@@ -39,8 +42,15 @@ func (s *ParquetScan) pageRanges(rdr *file.Reader, rowGroups []int, gap int64) (
 				continue
 			}
 			typ := schema.Field(p.Column).Type
-			pi, err := catalog.ReadPageIndex(rdr, rg, leaves[0], typ)
-			if err != nil || pi == nil {
+			pi, read := indexes[leaves[0]]
+			if !read {
+				var err error
+				if pi, err = catalog.ReadPageIndex(rdr, rg, leaves[0], typ); err != nil {
+					pi = nil
+				}
+				indexes[leaves[0]] = pi
+			}
+			if pi == nil {
 				continue // no usable index: every page may match
 			}
 			var may []rowRange
