@@ -63,9 +63,7 @@ func Start(t testing.TB) *Server {
 		}
 		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "" && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
 			s.gets.Add(1)
-			cw := &countingWriter{ResponseWriter: w}
-			inner.ServeHTTP(cw, r)
-			s.getBytes.Add(cw.n)
+			inner.ServeHTTP(&countingWriter{ResponseWriter: w, n: &s.getBytes}, r)
 			return
 		}
 		inner.ServeHTTP(w, r)
@@ -90,12 +88,15 @@ func denied(w http.ResponseWriter, code, msg string) {
 // countingWriter counts the body bytes written through it.
 type countingWriter struct {
 	http.ResponseWriter
-	n int64
+	n *atomic.Int64
 }
 
+// Write counts the bytes before they leave: a client that has read them
+// all may check the count at once, before this handler returns.
 func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
 	n, err := c.ResponseWriter.Write(p)
-	c.n += int64(n)
+	c.n.Add(int64(n - len(p)))
 	return n, err
 }
 
