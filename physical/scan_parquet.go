@@ -1194,49 +1194,52 @@ func relabelList(col arrow.Array, want arrow.DataType) (arrow.Array, error) {
 	return array.MakeFromData(nd), nil
 }
 
+// widenDecimals writes the unscaled integers vals (the rows sel picks, or
+// all) into out as decimal128 numbers.
+func widenDecimals[T int32 | int64](out []decimal128.Num, vals []T, sel []int32) {
+	if sel == nil {
+		for i, v := range vals {
+			out[i] = decimal128.New(int64(v)>>63, uint64(int64(v)))
+		}
+		return
+	}
+	for i, r := range sel {
+		v := int64(vals[r])
+		out[i] = decimal128.New(v>>63, uint64(v))
+	}
+}
+
 // integersToDecimal turns the unscaled integers of a decimal column into a
 // decimal128 array of type want (sel, if not nil, picks the rows).
 func integersToDecimal(mem memory.Allocator, col arrow.Array, want arrow.DataType, sel []int32) (arrow.Array, error) {
-	var vals []int64
-	switch a := col.(type) {
-	case *array.Int64:
-		vals = a.Int64Values()
-	case *array.Int32:
-		vals = make([]int64, a.Len())
-		for i, v := range a.Int32Values() {
-			vals[i] = int64(v)
-		}
-	default:
-		return nil, fmt.Errorf("decimal stored as %s", col.DataType())
-	}
-	n := len(vals)
+	n := col.Len()
 	if sel != nil {
 		n = len(sel)
 	}
 	data := mempool.NewOutputBuffer(mem, n*16)
 	out := arrow.GetData[decimal128.Num](data.Bytes())[:n]
-	if sel == nil {
-		for i, v := range vals {
-			out[i] = decimal128.New(v>>63, uint64(v))
-		}
-	} else {
-		for i, r := range sel {
-			v := vals[r]
-			out[i] = decimal128.New(v>>63, uint64(v))
-		}
+	switch a := col.(type) {
+	case *array.Int64:
+		widenDecimals(out, a.Int64Values(), sel)
+	case *array.Int32:
+		widenDecimals(out, a.Int32Values(), sel)
+	default:
+		data.Release()
+		return nil, fmt.Errorf("decimal stored as %s", col.DataType())
 	}
 	var validity *memory.Buffer
 	nulls := 0
 	if col.NullN() > 0 {
 		validity = kernels.NewValidity(mem, n)
-		for i := range n {
-			r := i
-			if sel != nil {
-				r = int(sel[i])
-			}
-			if col.IsNull(r) {
-				bitutil.ClearBit(validity.Bytes(), i)
-				nulls++
+		if sel == nil {
+			bitutil.CopyBitmap(col.NullBitmapBytes(), col.Data().Offset(), n, validity.Bytes(), 0)
+			nulls = col.NullN()
+		} else {
+			for i, r := range sel {
+				if col.IsNull(int(r)) {
+					bitutil.ClearBit(validity.Bytes(), i)
+					nulls++
+				}
 			}
 		}
 	}

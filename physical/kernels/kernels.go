@@ -272,47 +272,48 @@ func SelectionIndices(mask *array.Boolean, idx []int32) []int32 {
 	n := mask.Len()
 	vals := mask.Data().Buffers()[1].Bytes()
 	off := mask.Data().Offset()
-	if mask.NullN() == 0 && off%8 == 0 {
-		// A byte at a time: skip empty bytes, take full ones whole, and walk
-		// the set bits of the rest.
-		idx = slices.Grow(idx, n)
-		bs := vals[off/8:]
-		full := n / 8
-		for k := 0; k < full; k++ {
-			base := int32(k * 8)
-			switch v := bs[k]; v {
-			case 0:
-			case 0xff:
-				idx = append(idx, base, base+1, base+2, base+3, base+4, base+5, base+6, base+7)
-			default:
-				for v != 0 {
-					idx = append(idx, base+int32(bits.TrailingZeros8(v)))
-					v &= v - 1
-				}
-			}
-		}
-		for i := full * 8; i < n; i++ {
-			if bitutil.BitIsSet(bs, i) {
-				idx = append(idx, int32(i))
-			}
-		}
-		return idx
+	var valid []byte
+	if mask.NullN() > 0 {
+		valid = mask.NullBitmapBytes()
 	}
-	if mask.NullN() == 0 {
-		for i := 0; i < n; i++ {
-			if bitutil.BitIsSet(vals, off+i) {
-				idx = append(idx, int32(i))
+	// Eight rows at a time (a NULL selects nothing, so the validity bits
+	// are and-ed in): skip empty bytes, take full ones whole, and walk the
+	// set bits of the rest.
+	idx = slices.Grow(idx, n)
+	full := n / 8
+	for k := 0; k < full; k++ {
+		v := bitsAt(vals, off+k*8)
+		if valid != nil {
+			v &= bitsAt(valid, off+k*8)
+		}
+		base := int32(k * 8)
+		switch v {
+		case 0:
+		case 0xff:
+			idx = append(idx, base, base+1, base+2, base+3, base+4, base+5, base+6, base+7)
+		default:
+			for v != 0 {
+				idx = append(idx, base+int32(bits.TrailingZeros8(v)))
+				v &= v - 1
 			}
 		}
-		return idx
 	}
-	valid := mask.NullBitmapBytes()
-	for i := 0; i < n; i++ {
-		if bitutil.BitIsSet(vals, off+i) && bitutil.BitIsSet(valid, off+i) {
+	for i := full * 8; i < n; i++ {
+		if bitutil.BitIsSet(vals, off+i) && (valid == nil || bitutil.BitIsSet(valid, off+i)) {
 			idx = append(idx, int32(i))
 		}
 	}
 	return idx
+}
+
+// bitsAt returns the eight bits of bitmap bm that start at bit i, the
+// first in the lowest bit; bits i to i+7 must lie inside bm.
+func bitsAt(bm []byte, i int) byte {
+	b, s := i/8, uint(i%8)
+	if s == 0 {
+		return bm[b]
+	}
+	return bm[b]>>s | bm[b+1]<<(8-s)
 }
 
 // fixedWidth returns the byte width of a fixed-width, non-boolean type, or 0.

@@ -151,35 +151,44 @@ func TestSelectionIndices(t *testing.T) {
 	sl.Release()
 	mask.Release()
 
-	// No NULLs: the byte-at-a-time path, with empty, full and mixed bytes
-	// and a ragged tail, against a bit-by-bit reference.
+	// The byte-at-a-time path, with empty, full and mixed bytes, a ragged
+	// tail, with and without NULLs, whole and sliced at every bit offset,
+	// against a bit-by-bit reference.
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 7, 8, 9, 64, 1000, 8193} {
-		vals := make([]bool, n)
-		for i := range vals {
-			switch (i / 24) % 3 {
-			case 0:
-				vals[i] = false
-			case 1:
-				vals[i] = true
-			default:
-				vals[i] = rng.IntN(2) == 0
+		for _, withNulls := range []bool{false, true} {
+			vals := make([]bool, n)
+			ok := make([]bool, n)
+			for i := range vals {
+				switch (i / 24) % 3 {
+				case 0:
+					vals[i] = false
+				case 1:
+					vals[i] = true
+				default:
+					vals[i] = rng.IntN(2) == 0
+				}
+				ok[i] = !withNulls || (i/40)%3 == 1 || rng.IntN(4) != 0
 			}
-		}
-		bb := array.NewBooleanBuilder(mem)
-		bb.AppendValues(vals, nil)
-		m := bb.NewBooleanArray()
-		bb.Release()
-		var want []int32
-		for i, v := range vals {
-			if v {
-				want = append(want, int32(i))
+			bb := array.NewBooleanBuilder(mem)
+			bb.AppendValues(vals, ok)
+			m := bb.NewBooleanArray()
+			bb.Release()
+			for from := range min(n, 9) {
+				sl := array.NewSlice(m, int64(from), int64(n)).(*array.Boolean)
+				var want []int32
+				for i := from; i < n; i++ {
+					if vals[i] && ok[i] {
+						want = append(want, int32(i-from))
+					}
+				}
+				if got := SelectionIndices(sl, []int32{42}); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+					t.Errorf("n=%d nulls=%v from=%d: got %v, want %v", n, withNulls, from, got, want)
+				}
+				sl.Release()
 			}
+			m.Release()
 		}
-		if got := SelectionIndices(m, []int32{42}); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
-			t.Errorf("n=%d: got %v, want %v", n, got, want)
-		}
-		m.Release()
 	}
 	mem.AssertSize(t, 0)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"sluice/physical/mempool"
 
@@ -165,16 +166,53 @@ func (d *levelDecoder) fail() error {
 // bits (from bit off, rows rows) is set, zeroing the NULL rows. It walks
 // backwards, so no value is overwritten before it moves.
 func spreadFixed(out []byte, width, rows int, bits []byte, off, valid int) {
-	j := valid - 1
-	for i := rows - 1; i >= 0 && i > j; i-- {
-		dst := out[i*width : (i+1)*width]
-		if bitutil.BitIsSet(bits, off+i) {
-			copy(dst, out[j*width:(j+1)*width])
-			j--
+	// Rows [i, rows) are placed and values [0, j) still wait; once the
+	// two meet, every row below is valid and its value already in place.
+	// Each step moves a whole run of valid rows with one copy, or zeroes a
+	// whole run of NULL ones.
+	j := valid
+	for i := rows; i > j; {
+		k := runStart(bits, off, i, j, bitutil.BitIsSet(bits, off+i-1))
+		if bitutil.BitIsSet(bits, off+i-1) {
+			n := i - k
+			copy(out[k*width:i*width], out[(j-n)*width:j*width])
+			j -= n
 		} else {
-			clear(dst)
+			clear(out[k*width : i*width])
+		}
+		i = k
+	}
+}
+
+// runStart returns the first row of the run of rows ending at row i-1
+// (exclusive end i) whose bits in bm (from bit off) all equal set, going no
+// lower than row floor. It looks at up to 64 bits of the bitmap at a time.
+func runStart(bm []byte, off, i, floor int, set bool) int {
+	k := i
+	for k > floor {
+		p := off + k - 1
+		// The word of bits that ends with p's byte (or p's byte alone near
+		// the bitmap's start), p's bit moved to the top: the run is its
+		// leading ones.
+		var w uint64
+		have := p%8 + 1
+		if q := p/8 - 7; q >= 0 {
+			w = binary.LittleEndian.Uint64(bm[q:])
+			have += 56
+		} else {
+			w = uint64(bm[p/8])
+		}
+		if !set {
+			w = ^w
+		}
+		run := bits.LeadingZeros64(^(w << (64 - have)))
+		run = min(run, have, k-floor)
+		k -= run
+		if run < have {
+			break
 		}
 	}
+	return k
 }
 
 // pieceValidity is the validity bitmap of a piece of rows read page by
