@@ -345,8 +345,8 @@ func (g *blockingGraph) needed(s *bStage) bool {
 }
 
 // Offer deals each runnable stage's pending partitions out to the offers
-// round-robin, one task per offer per round, each task taking up to the
-// offer's free vcores and at most MaxPartitionsPerTask partitions.
+// (dealTasks: spread over hosts, packed within one), each task taking up
+// to the offer's free vcores and at most MaxPartitionsPerTask partitions.
 func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 	if g.state != GraphRunning {
 		return nil
@@ -362,24 +362,14 @@ func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 				pending = append(pending, i)
 			}
 		}
-		for len(pending) > 0 {
-			placed := false
-			for _, o := range offers {
-				if len(pending) == 0 {
-					break
-				}
-				if o.Free <= 0 {
-					continue
-				}
-				n := min(o.Free, g.cfg.MaxPartitionsPerTask, len(pending))
-				out = append(out, g.launch(s, pending[:n], o.ExecutorID))
-				pending = pending[n:]
-				o.Free -= n
-				placed = true
-			}
-			if !placed {
-				break
-			}
+		free := make([]int, len(offers))
+		for i, o := range offers {
+			free[i] = o.Free
+		}
+		for _, d := range dealTasks(len(pending), offers, free, g.cfg.MaxPartitionsPerTask) {
+			out = append(out, g.launch(s, pending[:d.n], offers[d.offer].ExecutorID))
+			pending = pending[d.n:]
+			offers[d.offer].Free -= d.n
 		}
 		if s.state == StageResolved && len(s.running) > 0 {
 			s.state = StageRunning

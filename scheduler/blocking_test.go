@@ -56,7 +56,7 @@ func TestBlockingTaskSizing(t *testing.T) {
 		{
 			name: "one partition per task", sql: groupBySQL, partitions: 4, maxPerTask: 1,
 			offers: []*Offer{{ExecutorID: "a", Free: 2}, {ExecutorID: "b", Free: 1}},
-			want:   map[string][][]int32{"a": {{0}, {2}}, "b": {{1}}}, wantFree: []int{0, 0},
+			want:   map[string][][]int32{"a": {{0}, {1}}, "b": {{2}}}, wantFree: []int{0, 0},
 		},
 		{
 			name: "not enough capacity leaves partitions pending", sql: groupBySQL, partitions: 8, maxPerTask: 8,
@@ -249,7 +249,7 @@ func TestBlockingExecutorLost(t *testing.T) {
 		t.Fatalf("after loss: stages %s, %s", g.stages[0].state, g.stages[1].state)
 	}
 	rerun := g.Offer([]*Offer{{ExecutorID: "b", Free: 8}, {ExecutorID: "c", Free: 8}})
-	if fmt.Sprint(partsOf(rerun)) != "map[b:[[0 1]]]" || fmt.Sprint(stageOf(rerun)) != "[1]" {
+	if fmt.Sprint(partsOf(rerun)) != "map[b:[[0]] c:[[1]]]" || fmt.Sprint(stageOf(rerun)) != "[1]" {
 		t.Fatalf("re-run %v of stages %v, want stage 1 partitions 0, 1 only", partsOf(rerun), stageOf(rerun))
 	}
 	if rerun[0].Task.Id.StageAttempt != 1 || rerun[0].Task.Id.Attempt != 0 {

@@ -23,8 +23,9 @@ func (g *pipelinedGraph) checkFits() error {
 }
 
 // Offer places the whole job or nothing. Each stage's partitions are dealt
-// out as in blocking mode (round-robin over the offers, a task taking up
-// to an offer's free vcores and at most MaxPartitionsPerTask partitions),
+// out as in blocking mode (dealTasks: spread over hosts, packed within
+// one, a task taking up to an offer's free vcores and at most
+// MaxPartitionsPerTask partitions),
 // every stage against the same free vcores. If every stage fits, the
 // consumers' placeholders are wired to their producers, each offer loses
 // the vcores of the job's busiest stage there, and every task is returned
@@ -95,34 +96,21 @@ func (g *pipelinedGraph) deal(s *pStage, offers []*Offer) (tasks []*pTask, ok bo
 	for i, o := range offers {
 		free[i] = o.Free
 	}
+	n := s.Partitions()
 	next := 0
-	for n := s.Partitions(); next < n; {
-		placed := false
-		for i, o := range offers {
-			if next == n {
-				break
-			}
-			if free[i] <= 0 {
-				continue
-			}
-			k := min(free[i], g.cfg.MaxPartitionsPerTask, n-next)
-			parts := make([]int, k)
-			for j := range parts {
-				parts[j] = next + j
-			}
-			tasks = append(tasks, &pTask{
-				id:         &rpc.TaskId{JobId: g.cfg.JobID, StageId: int32(s.ID), TaskId: int32(len(tasks))},
-				partitions: parts, executor: o.ExecutorID, flight: o.FlightAddress, state: rpc.TaskState_TASK_RUNNING,
-			})
-			next += k
-			free[i] -= k
-			placed = true
+	for _, d := range dealTasks(n, offers, free, g.cfg.MaxPartitionsPerTask) {
+		o := offers[d.offer]
+		parts := make([]int, d.n)
+		for j := range parts {
+			parts[j] = next + j
 		}
-		if !placed {
-			return nil, false
-		}
+		tasks = append(tasks, &pTask{
+			id:         &rpc.TaskId{JobId: g.cfg.JobID, StageId: int32(s.ID), TaskId: int32(len(tasks))},
+			partitions: parts, executor: o.ExecutorID, flight: o.FlightAddress, state: rpc.TaskState_TASK_RUNNING,
+		})
+		next += d.n
 	}
-	return tasks, true
+	return tasks, next == n
 }
 
 func int32s(xs []int) []int32 {

@@ -63,17 +63,26 @@ func TestPipelinedPlacement(t *testing.T) {
 			name: "a one-partition stage is one task", sql: "select count(*) from orders", partitions: 4, maxPerTask: 4,
 			offers: offers("a", 4, "b", 4),
 			want: map[int32][]string{
+				1: {"0@a[0 1]", "1@b[2 3]"},
+				2: {"0@a[0]"},
+			},
+			wantFree: []int{2, 2}, reserved: map[string]int{"a": 2, "b": 2},
+		},
+		{
+			name: "executors on one host are packed", sql: "select count(*) from orders", partitions: 4, maxPerTask: 4,
+			offers: []*Offer{{ExecutorID: "a", FlightAddress: "h:1", Free: 4}, {ExecutorID: "b", FlightAddress: "h:2", Free: 4}},
+			want: map[int32][]string{
 				1: {"0@a[0 1 2 3]"},
 				2: {"0@a[0]"},
 			},
 			wantFree: []int{0, 4}, reserved: map[string]int{"a": 4},
 		},
 		{
-			name: "round-robin in rounds", sql: groupBySQL, partitions: 3, maxPerTask: 1,
+			name: "a host's share in tasks of max per task", sql: groupBySQL, partitions: 3, maxPerTask: 1,
 			offers: offers("a", 2, "b", 1),
 			want: map[int32][]string{
-				1: {"0@a[0]", "1@b[1]", "2@a[2]"},
-				2: {"0@a[0]", "1@b[1]", "2@a[2]"},
+				1: {"0@a[0]", "1@a[1]", "2@b[2]"},
+				2: {"0@a[0]", "1@a[1]", "2@b[2]"},
 			},
 			wantFree: []int{0, 0}, reserved: map[string]int{"a": 2, "b": 1},
 		},
@@ -163,20 +172,20 @@ func TestPipelinedReservationMaxStage(t *testing.T) {
 	t.Run("held until the job's tasks there finish", func(t *testing.T) {
 		g, _ := pipelinedGraphFor(t, eng, groupBySQL+" order by 2", 4, 4, cluster(2, 7))
 		as := g.Offer(offers("a", 3, "b", 4))
-		want := map[int32][]string{1: {"0@a[0 1 2]", "1@b[3]"}, 2: {"0@a[0 1 2]", "1@b[3]"}, 3: {"0@a[0]"}}
+		want := map[int32][]string{1: {"0@a[0 1]", "1@b[2 3]"}, 2: {"0@a[0 1]", "1@b[2 3]"}, 3: {"0@a[0]"}}
 		if fmt.Sprint(placement(as)) != fmt.Sprint(want) {
 			t.Fatalf("placed %v, want %v", placement(as), want)
 		}
-		if a, b := g.Reserved("a"), g.Reserved("b"); a != 3 || b != 1 {
-			t.Fatalf("reserved a=%d b=%d, want 3 and 1", a, b)
+		if a, b := g.Reserved("a"), g.Reserved("b"); a != 2 || b != 2 {
+			t.Fatalf("reserved a=%d b=%d, want 2 and 2", a, b)
 		}
 		for _, x := range as {
 			if x.Task.Id.StageId < 3 {
 				g.UpdateTask(pipelinedSuccess(x.Task, x.ExecutorID))
 			}
 		}
-		if a, b := g.Reserved("a"), g.Reserved("b"); a != 3 || b != 0 {
-			t.Errorf("after stages 1 and 2: reserved a=%d b=%d, want 3 (a task still runs there) and 0", a, b)
+		if a, b := g.Reserved("a"), g.Reserved("b"); a != 2 || b != 0 {
+			t.Errorf("after stages 1 and 2: reserved a=%d b=%d, want 2 (a task still runs there) and 0", a, b)
 		}
 	})
 }
@@ -250,9 +259,9 @@ func TestPipelinedWiring(t *testing.T) {
 			writers:  map[int32]string{1: "Hash(3) false", 2: "Unknown(3) false"},
 			consumer: 2,
 			readers: [][]producer{
-				{"0@a/a:flight", "1@b/b:flight", "2@a/a:flight"},
-				{"0@a/a:flight", "1@b/b:flight", "2@a/a:flight"},
-				{"0@a/a:flight", "1@b/b:flight", "2@a/a:flight"},
+				{"0@a/a:flight", "1@a/a:flight", "2@b/b:flight"},
+				{"0@a/a:flight", "1@a/a:flight", "2@b/b:flight"},
+				{"0@a/a:flight", "1@a/a:flight", "2@b/b:flight"},
 			},
 		},
 		{
@@ -391,7 +400,7 @@ func TestPipelinedTaskFailure(t *testing.T) {
 
 func TestPipelinedExecutorLost(t *testing.T) {
 	g, _ := pipelinedGraphFor(t, testEngine(t), groupBySQL, 4, 2, cluster(3, 6))
-	as := g.Offer(offers("a", 2, "b", 2, "c", 2))
+	as := g.Offer(offers("a", 2, "b", 2, "c", 0))
 	if fmt.Sprint(g.Executors()) != "[a b]" {
 		t.Fatalf("placed on %v", g.Executors())
 	}

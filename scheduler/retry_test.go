@@ -44,7 +44,7 @@ func TestPipelinedLostExecutorRetried(t *testing.T) {
 	c := h.addExecutor("c", 2, false, hang)
 	f := h.follow(groupBySQL, pipelined("scheduler.max_partitions_per_task", "2"))
 	first := f.until("running", running)
-	launchedAll(t, first.JobId, 4, a, b, c)
+	launchedAll(t, first.JobId, 6, a, b, c)
 	if first.Attempt != 1 || first.RetryNotice != "" {
 		t.Fatalf("first attempt: attempt %d notice %q", first.Attempt, first.RetryNotice)
 	}
@@ -92,7 +92,7 @@ func TestPipelinedDeliveredJobNotRetried(t *testing.T) {
 	c := h.addExecutor("c", 2, false, hang)
 	f := h.follow(groupBySQL, pipelined("scheduler.max_partitions_per_task", "2", "execution.query_retries", "3"))
 	first := f.until("running", running)
-	launchedAll(t, first.JobId, 4, a, b, c)
+	launchedAll(t, first.JobId, 6, a, b, c)
 	st, err := h.client.GetJobStatus(context.Background(), &rpc.GetJobStatusRequest{JobId: first.JobId, ClaimDelivery: true})
 	if err != nil || st.State != rpc.JobState_JOB_RUNNING {
 		t.Fatalf("claim: %v %v", st.GetState(), err)
@@ -149,7 +149,7 @@ func TestPipelinedFetchFailureRetriedElsewhere(t *testing.T) {
 	c := h.addExecutor("c", 2, false, hang)
 	f := h.follow(groupBySQL, pipelined("scheduler.max_partitions_per_task", "2"))
 	first := f.until("running", running)
-	launchedAll(t, first.JobId, 4, a, b, c)
+	launchedAll(t, first.JobId, 6, a, b, c)
 	var reporter, suspect *fakeExecutor
 	for _, e := range []*fakeExecutor{a, b, c} {
 		if len(tasksOf(e, first.JobId)) > 0 {
