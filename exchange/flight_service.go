@@ -46,7 +46,14 @@ type FlightService struct {
 	Alloc memory.Allocator
 	// served counts the pipelined queues streamed to a remote reader.
 	served atomic.Int64
+	// exchanges counts the multiplexed streams (DoExchange) served.
+	exchanges atomic.Int64
 }
+
+// MuxStreams is how many multiplexed streams (exchange.multiplex) the
+// service has served; each carried one or more of the queues
+// PipelinedServed counts.
+func (s *FlightService) MuxStreams() int64 { return s.exchanges.Load() }
 
 // PipelinedServed is how many pipelined queues the service has streamed
 // to readers in other processes (consumer tasks on other executors, and

@@ -43,6 +43,7 @@ func (s *FlightService) doExchange(stream flight.FlightService_DoExchangeServer)
 	if err := s.checkSecret(stream.Context(), req.JobId, req.JobSecret, s.env.producerWait()); err != nil {
 		return err
 	}
+	s.exchanges.Add(1)
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 	p := &muxPump{
