@@ -163,6 +163,7 @@ func (a *taskAnalysis) report(st *rpc.TaskStatus) {
 			DynamicFiltersExpected: m.DynExpected, DynamicFiltersReceived: m.DynReceived, DynamicFilterRowsDropped: m.DynDropped,
 			PageIndexRowsSkipped: m.PageSkipped,
 			LocalQueueReads:      m.LocalReads, RemoteQueueReads: m.RemoteReads,
+			MuxStreams: m.MuxStreams,
 		})
 	}
 }

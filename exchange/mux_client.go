@@ -96,9 +96,9 @@ type muxOpen struct {
 }
 
 // open opens a channel of o.partition on the stream to o's producer task,
-// starting the stream if the task has none open. The caller must close
-// the channel.
-func (ms *muxStreams) open(ctx context.Context, o muxOpen) (*muxChannel, error) {
+// starting the stream if the task has none open (started). The caller
+// must close the channel.
+func (ms *muxStreams) open(ctx context.Context, o muxOpen) (*muxChannel, bool, error) {
 	k := muxKey{addr: o.addr, stage: o.stage, task: o.task}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
@@ -110,7 +110,7 @@ func (ms *muxStreams) open(ctx context.Context, o muxOpen) (*muxChannel, error) 
 	if first {
 		client, err := o.pool.Get(o.addr)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		// The stream serves partitions of the whole task, so it must not
 		// end with the partition that happened to open it: it is
@@ -119,7 +119,7 @@ func (ms *muxStreams) open(ctx context.Context, o muxOpen) (*muxChannel, error) 
 		st, err := client.DoExchange(sctx)
 		if err != nil {
 			cancel()
-			return nil, fmt.Errorf("flight do_exchange to %s: %w", o.addr, err)
+			return nil, false, fmt.Errorf("flight do_exchange to %s: %w", o.addr, err)
 		}
 		s = &muxStream{
 			owner: ms, key: k, stream: st, cancel: cancel, done: make(chan struct{}),
@@ -138,7 +138,7 @@ func (ms *muxStreams) open(ctx context.Context, o muxOpen) (*muxChannel, error) 
 	// A failed send is not the channel's error: the stream's status,
 	// which the receive loop gets, is.
 	s.send(req)
-	return ch, nil
+	return ch, first, nil
 }
 
 // release drops one channel's hold on s; the last one ends the stream.

@@ -155,7 +155,7 @@ func (r *PipelinedReader) drainMux(ctx context.Context, te *TaskEnv, tc *physica
 	if mem == nil {
 		mem = mempool.NewPool("exchange reader", 0, nil)
 	}
-	ch, err := te.mux.open(ctx, muxOpen{
+	ch, started, err := te.mux.open(ctx, muxOpen{
 		pool: te.Clients, addr: p.FlightAddress, job: r.JobID, secret: te.JobSecret,
 		stage: r.StageID, task: int(p.TaskId), partition: partition,
 		capability: capabilityOf(tc, r.StageID, int(p.TaskId), partition),
@@ -165,6 +165,9 @@ func (r *PipelinedReader) drainMux(ctx context.Context, te *TaskEnv, tc *physica
 		return err
 	}
 	defer ch.close()
+	if started {
+		tc.Analyzer.CountMuxStream(r)
+	}
 	rdr, err := flight.NewRecordReader(ch.reader(ctx), ipc.WithAllocator(tc.Alloc))
 	if err != nil {
 		return err
