@@ -46,7 +46,7 @@ func runBench(args []string) int {
 func runBenchTPCH(args []string) int {
 	fs := pflag.NewFlagSet("bench tpch", pflag.ContinueOnError)
 	sf := fs.Int("sf", 1, "TPC-H scale factor (generated once into the user cache, as --tpch does)")
-	modes := fs.String("modes", "blocking,pipelined", "execution modes to compare, in the order they run (pipelined-lazy: pipelined with execution.lazy_producers)")
+	modes := fs.String("modes", "blocking,pipelined", "execution modes to compare, in the order they run (pipelined-lazy: pipelined with execution.lazy_producers; pipelined-mux and pipelined-nomux: pipelined with exchange.multiplex on and off)")
 	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
 	queries := fs.String("queries", "", "queries to run: TPC-H numbers and streaming ones, e.g. 1,3,s2 (default: all 22, and the streaming ones)")
