@@ -47,8 +47,9 @@ type muxKey struct {
 //     hold more than the credit it granted (plus the schema), charged to
 //     the task's memory pool, so the receive loop never waits for a
 //     reader: a partition the task does not read holds up no other. A
-//     reader returns one credit for each batch it takes; closing a
-//     channel early tells the server to abandon its queue.
+//     reader returns one credit for each batch it takes, half the initial
+//     credit at a time; closing a channel early tells the server to
+//     abandon its queue.
 //   - A broken stream fails every open channel with its error, so a lost
 //     executor still surfaces as codes.Unavailable (FetchError).
 //
@@ -160,7 +161,7 @@ func (s *muxStream) addChannel(o muxOpen) *muxChannel {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := &muxChannel{
-		s: s, id: s.next, granted: max(o.credit, 1),
+		s: s, id: s.next, granted: max(o.credit, 1), returnAt: max(o.credit/2, 1),
 		more: make(chan struct{}, 1),
 		res:  o.mem.NewReservation("exchange mux buffer"),
 	}
@@ -237,10 +238,16 @@ type muxChannel struct {
 	schemaSeen bool
 	// granted is how many more batches the server may send.
 	granted int
-	ended   bool  // END arrived
-	err     error // ERROR arrived, the stream broke, or the buffer was refused memory
-	closed  bool
-	more    chan struct{} // capacity 1: the buffer or state changed
+	// taken is the batches the reader took whose credit was not returned
+	// yet; it is returned once it reaches returnAt (half the initial
+	// credit), so a credit message goes to the server every few batches
+	// rather than after each. The server then still holds, or has sent,
+	// at least the other half: the reader never waits for credit it kept.
+	taken, returnAt int
+	ended           bool  // END arrived
+	err             error // ERROR arrived, the stream broke, or the buffer was refused memory
+	closed          bool
+	more            chan struct{} // capacity 1: the buffer or state changed
 }
 
 func (ch *muxChannel) wake() {
@@ -325,12 +332,17 @@ func (r *muxChannelReader) Recv() (*flight.FlightData, error) {
 			ch.buf[0] = muxItem{}
 			ch.buf = ch.buf[1:]
 			ch.res.Shrink(it.size)
+			credit := 0
 			if it.batch {
-				ch.granted++
+				ch.taken++
+				if ch.taken >= ch.returnAt {
+					credit, ch.taken = ch.taken, 0
+					ch.granted += credit
+				}
 			}
 			ch.mu.Unlock()
-			if it.batch {
-				ch.s.send(&rpc.MuxRequest{Credit: []*rpc.MuxCredit{{Channel: ch.id, Batches: 1}}})
+			if credit > 0 {
+				ch.s.send(&rpc.MuxRequest{Credit: []*rpc.MuxCredit{{Channel: ch.id, Batches: int32(credit)}}})
 			}
 			return it.fd, nil
 		}

@@ -347,6 +347,7 @@ func TestMuxLostExecutor(t *testing.T) {
 // TestMuxPipelinedJob: a hash exchange from two producer tasks on two
 // executors to a multiplexed consumer task reading three partitions
 // returns every row in its partition, over one stream per producer task.
+// A credit of 5 has the readers return it two batches at a time.
 func TestMuxPipelinedJob(t *testing.T) {
 	checkGoroutines(t)
 	a, sa := newExecutorEnv(t, "a")
@@ -365,7 +366,7 @@ func TestMuxPipelinedJob(t *testing.T) {
 	r := NewPipelinedReader("job", 1, testSchema, parts)
 	consumer := &Env{ExecutorID: "c", Clients: NewClientPool(nil)}
 	defer consumer.Clients.Close()
-	rtc, _ := checkedTC(t, &TaskEnv{Env: consumer, JobID: "job", StageID: 2, Multiplex: true, MuxCredit: 2})
+	rtc, _ := checkedTC(t, &TaskEnv{Env: consumer, JobID: "job", StageID: 2, Multiplex: true, MuxCredit: 5})
 
 	var wg sync.WaitGroup
 	taskErrs := make([]error, 2)
