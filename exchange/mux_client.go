@@ -191,7 +191,10 @@ func (s *muxStream) receive() {
 	for {
 		fd, err := s.stream.Recv()
 		if err == io.EOF {
-			err = status.Error(codes.Unavailable, "the exchange stream ended before its partitions did")
+			// The server ends a stream cleanly only after the consumer
+			// stopped sending, which it never does while a channel is
+			// open: a broken protocol, not a lost executor.
+			err = status.Error(codes.Internal, "internal: the exchange stream ended before its partitions did")
 		}
 		if err != nil {
 			s.fail(fmt.Errorf("flight exchange stream from %s: %w", s.key.addr, err))
