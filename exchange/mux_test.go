@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -10,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -422,4 +426,153 @@ func TestMuxPipelinedJob(t *testing.T) {
 	if n := rtc.Memory.Used(); n != 0 {
 		t.Errorf("the consumer's pool still holds %d bytes", n)
 	}
+}
+
+// fakeExchange is the client end of a DoExchange stream that records
+// what the consumer sends.
+type fakeExchange struct {
+	flight.FlightService_DoExchangeClient
+	mu   sync.Mutex
+	sent []*rpc.MuxRequest
+}
+
+func (f *fakeExchange) Send(fd *flight.FlightData) error {
+	var req rpc.MuxRequest
+	if err := proto.Unmarshal(fd.AppMetadata, &req); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, &req)
+	return nil
+}
+
+// credits sums the credit returned for channel ch and counts the messages.
+func (f *fakeExchange) credits(ch uint32) (batches, messages int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.sent {
+		for _, c := range r.Credit {
+			if c.Channel == ch {
+				batches += int(c.Batches)
+				messages++
+			}
+		}
+	}
+	return batches, messages
+}
+
+// TestMuxChannelDemultiplexer drives one channel's buffer as the
+// receive loop and a reader do: the schema spends no credit, each batch
+// one; the reader returns credit half the initial credit at a time; the
+// buffer is charged to the task's pool; a batch beyond the credit, or one
+// the pool refuses, fails the channel after what it already holds.
+func TestMuxChannelDemultiplexer(t *testing.T) {
+	newChannel := func(t *testing.T, credit int, limit int64) (*muxChannel, *fakeExchange, *mempool.Pool) {
+		fe := &fakeExchange{}
+		done := make(chan struct{})
+		close(done) // no receive loop: the test delivers
+		s := &muxStream{owner: &muxStreams{}, stream: fe, key: muxKey{addr: "x"}, channels: map[uint32]*muxChannel{},
+			refs: 1, cancel: func() {}, done: done}
+		pool := mempool.NewPool("task", limit, nil)
+		ch := s.addChannel(muxOpen{credit: credit, mem: pool})
+		t.Cleanup(func() {
+			ch.close()
+			if used := pool.Used(); used != 0 {
+				t.Errorf("pool holds %d bytes after the channel closed", used)
+			}
+		})
+		return ch, fe, pool
+	}
+	data := func(n int) (*rpc.MuxFrame, *flight.FlightData) {
+		return &rpc.MuxFrame{Kind: rpc.MuxFrame_DATA}, &flight.FlightData{DataHeader: []byte("h"), DataBody: make([]byte, n)}
+	}
+	recv := func(t *testing.T, ch *muxChannel) (*flight.FlightData, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return ch.reader(ctx).Recv()
+	}
+
+	t.Run("credit", func(t *testing.T) {
+		ch, fe, pool := newChannel(t, 4, 0)
+		for i := 0; i < 5; i++ { // the schema and four batches
+			ch.deliver(data(100))
+		}
+		if ch.err != nil {
+			t.Fatalf("within the credit: %v", ch.err)
+		}
+		if used := pool.Used(); used != 5*101 {
+			t.Errorf("pool holds %d bytes, want %d", used, 5*101)
+		}
+		for i := 0; i < 5; i++ {
+			if _, err := recv(t, ch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b, m := fe.credits(ch.id); b != 4 || m != 2 {
+			t.Errorf("returned %d credits in %d messages, want 4 in 2", b, m)
+		}
+		ch.deliver(&rpc.MuxFrame{Kind: rpc.MuxFrame_END}, &flight.FlightData{})
+		if _, err := recv(t, ch); !errors.Is(err, io.EOF) {
+			t.Errorf("after END: %v, want io.EOF", err)
+		}
+		if used := pool.Used(); used != 0 {
+			t.Errorf("pool holds %d bytes after the reads", used)
+		}
+	})
+	t.Run("beyond the credit", func(t *testing.T) {
+		ch, _, _ := newChannel(t, 2, 0)
+		for i := 0; i < 4; i++ { // the schema, two batches, one too many
+			ch.deliver(data(10))
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := recv(t, ch); err != nil {
+				t.Fatalf("message %d, within the credit: %v", i, err)
+			}
+		}
+		if _, err := recv(t, ch); err == nil || !strings.Contains(err.Error(), "beyond the credit") {
+			t.Errorf("a batch beyond the credit: %v", err)
+		}
+	})
+	t.Run("memory refused", func(t *testing.T) {
+		ch, _, pool := newChannel(t, 4, 1000)
+		ch.deliver(data(10))
+		ch.deliver(data(5000))
+		if _, err := recv(t, ch); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := recv(t, ch); !errors.Is(err, mempool.ErrResourcesExhausted) {
+			t.Errorf("a batch over the pool's limit: %v, want resources exhausted", err)
+		}
+		if used := pool.Used(); used != 0 {
+			t.Errorf("pool holds %d bytes after the refusal", used)
+		}
+	})
+	t.Run("closed early", func(t *testing.T) {
+		ch, fe, pool := newChannel(t, 4, 0)
+		ch.deliver(data(10))
+		ch.deliver(data(10))
+		ch.close()
+		if used := pool.Used(); used != 0 {
+			t.Errorf("pool holds %d bytes after an early close", used)
+		}
+		fe.mu.Lock()
+		defer fe.mu.Unlock()
+		if n := len(fe.sent); n != 1 || !slices.Equal(fe.sent[0].Close, []uint32{ch.id}) {
+			t.Errorf("sent %v, want one message closing channel %d (the server abandons its queue)", fe.sent, ch.id)
+		}
+	})
+	t.Run("producer error", func(t *testing.T) {
+		ch, _, _ := newChannel(t, 4, 0)
+		ch.deliver(data(10))
+		ch.deliver(&rpc.MuxFrame{Kind: rpc.MuxFrame_ERROR, Code: int32(codes.Aborted), Message: "boom"}, &flight.FlightData{})
+		if _, err := recv(t, ch); err != nil {
+			t.Fatal(err)
+		}
+		_, err := recv(t, ch)
+		if status.Code(unwrapStatus(err)) != codes.Aborted || !strings.Contains(err.Error(), "boom") {
+			t.Errorf("after ERROR: %v, want Aborted boom", err)
+		}
+	})
 }
