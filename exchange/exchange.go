@@ -10,7 +10,9 @@
 //     PipelinedReader (drains every producer's queue: over Flight, or
 //     from the Registry when the producer runs on the same executor);
 //   - the Flight service serving FetchPartition and FetchPipelinedPartition
-//     tickets, and a pool of Flight clients;
+//     tickets and multiplexed pipelined reads (DoExchange, one stream per
+//     consumer and producer task, exchange.multiplex), and a pool of
+//     Flight clients;
 //   - Codec, which converts the four operators to and from rpc messages.
 //
 // A consumer stage holds a physical.UnresolvedExchange until the execution

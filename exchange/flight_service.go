@@ -36,6 +36,11 @@ import (
 //     consumers wired to it hold: another task of the job, or the client,
 //     is refused and the queue left intact.
 //
+// DoExchange serves multiplexed pipelined reads: every partition one
+// consumer task reads from one producer task, on one stream with credit
+// per partition (mux_server.go), under the same secret and capability
+// checks.
+//
 // Batches travel as Arrow IPC, their buffers compressed as Env.Compression
 // says (LZ4 by default).
 type FlightService struct {
