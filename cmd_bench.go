@@ -46,9 +46,10 @@ func runBench(args []string) int {
 func runBenchTPCH(args []string) int {
 	fs := pflag.NewFlagSet("bench tpch", pflag.ContinueOnError)
 	sf := fs.Int("sf", 1, "TPC-H scale factor (generated once into the user cache, as --tpch does)")
-	modes := fs.String("modes", "blocking,pipelined", "execution modes to compare, in the order they run (pipelined-lazy: pipelined with execution.lazy_producers)")
+	modes := fs.String("modes", "blocking,pipelined", "execution modes to compare, in the order they run (pipelined-lazy: pipelined with execution.lazy_producers; pipelined-mux and pipelined-nomux: pipelined with exchange.multiplex on and off)")
 	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
+	vcores := fs.Int("vcores", 0, "vcores of each executor (default: the CPUs shared out among the executors, at least 2); the queries run on as many partitions as the cluster has vcores")
 	queries := fs.String("queries", "", "queries to run: TPC-H numbers and streaming ones, e.g. 1,3,s2 (default: all 22, and the streaming ones)")
 	streaming := fs.Bool("streaming", true, "with the default queries, also run the streaming ones (s1 ...: scans, joins and a LIMIT whose rows reach the client while they run)")
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
@@ -59,7 +60,7 @@ func runBenchTPCH(args []string) int {
 		fmt.Fprintln(os.Stderr, benchUsage)
 		return 2
 	}
-	if *sf <= 0 || *runs <= 0 || *executors <= 0 || *latency < 0 {
+	if *sf <= 0 || *runs <= 0 || *executors <= 0 || *latency < 0 || *vcores < 0 {
 		fmt.Fprintln(os.Stderr, "Error: --sf, --runs and --executors must be positive and --latency not negative")
 		return 2
 	}
@@ -72,7 +73,7 @@ func runBenchTPCH(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	emb, sess, err := startBenchCluster(ctx, *out, *executors)
+	emb, sess, err := startBenchCluster(ctx, *out, *executors, *vcores)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
@@ -158,11 +159,11 @@ func reservedPeaks(emb *cluster.Embedded) (func() []int64, func()) {
 
 // startBenchCluster makes the output folder and starts an embedded
 // cluster of executors with a session connected to it.
-func startBenchCluster(ctx context.Context, out string, executors int) (*cluster.Embedded, *session.Session, error) {
+func startBenchCluster(ctx context.Context, out string, executors, vcores int) (*cluster.Embedded, *session.Session, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, nil, err
 	}
-	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: executors})
+	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: executors, VcoresPerExecutor: vcores})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -398,7 +399,7 @@ func runBenchTPCDS(args []string) int {
 	modeList := strings.Split(*modes, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	emb, sess, err := startBenchCluster(ctx, *out, *executors)
+	emb, sess, err := startBenchCluster(ctx, *out, *executors, 0)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1

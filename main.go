@@ -135,6 +135,7 @@ func run(args []string) int {
 	verbose := fs.Bool("verbose", false, "under an error of the query itself, print where it happened (stage, task, executor, operators)")
 	schedulerAddr := fs.String("scheduler", "", "use the scheduler at HOST:PORT (default: start an embedded cluster in this process)")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
+	vcores := fs.Int("vcores", 0, "vcores of each executor of the embedded cluster (default: the CPUs shared out among the executors, at least 2)")
 	mode := fs.String("mode", "", "initial execution mode: blocking, pipelined or auto (default pipelined)")
 	inProcess := fs.Bool("in-process", false, "run queries on the engine in this process, without a cluster")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -214,7 +215,7 @@ Flags:
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 2
 	}
-	sess, shutdown, err := connect(ctx, *schedulerAddr, *executors, *inProcess, sec)
+	sess, shutdown, err := connect(ctx, *schedulerAddr, *executors, *vcores, *inProcess, sec)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1
@@ -336,10 +337,10 @@ func tpchDir(sf int) (string, error) {
 }
 
 // connect returns the session queries run in: on the scheduler at addr, on
-// an embedded cluster of n executors started here, or (inProcess) on the
-// engine in this process. sec is the token and TLS for a scheduler at addr;
+// an embedded cluster of n executors of vcores each (0: the default)
+// started here, or (inProcess) on the engine in this process. sec is the token and TLS for a scheduler at addr;
 // an embedded cluster makes its own. shutdown closes whatever was started.
-func connect(ctx context.Context, addr string, n int, inProcess bool, sec *rpc.Security) (*session.Session, func(), error) {
+func connect(ctx context.Context, addr string, n, vcores int, inProcess bool, sec *rpc.Security) (*session.Session, func(), error) {
 	if inProcess {
 		return session.New(catalog.New()), func() {}, nil
 	}
@@ -348,8 +349,11 @@ func connect(ctx context.Context, addr string, n int, inProcess bool, sec *rpc.S
 		if n <= 0 {
 			return nil, nil, fmt.Errorf("--executors must be at least 1")
 		}
+		if vcores < 0 {
+			return nil, nil, fmt.Errorf("--vcores must be positive")
+		}
 		var err error
-		emb, err = cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: n})
+		emb, err = cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: n, VcoresPerExecutor: vcores})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -123,14 +123,34 @@ const ModeInProcess = "in-process"
 // execution.lazy_producers on, to compare with eager producers.
 const ModePipelinedLazy = "pipelined-lazy"
 
-// setMode makes sess run queries in the suite mode mode.
+// ModePipelinedMux is the suite mode that runs queries pipelined with
+// exchange.multiplex on; ModePipelinedNoMux with it off. Run in one suite
+// they compare the two in the same moment.
+const (
+	ModePipelinedMux   = "pipelined-mux"
+	ModePipelinedNoMux = "pipelined-nomux"
+)
+
+// setMode makes sess run queries in the suite mode mode. The settings a
+// mode does not name keep the session's values.
 func setMode(sess *session.Session, mode string) error {
 	lazy := "false"
-	if mode == ModePipelinedLazy {
+	mux := ""
+	switch mode {
+	case ModePipelinedLazy:
 		mode, lazy = "pipelined", "true"
+	case ModePipelinedMux:
+		mode, mux = "pipelined", "on"
+	case ModePipelinedNoMux:
+		mode, mux = "pipelined", "off"
 	}
 	if err := sess.Settings.Set("execution.lazy_producers", lazy); err != nil {
 		return err
+	}
+	if mux != "" {
+		if err := sess.Settings.Set("exchange.multiplex", mux); err != nil {
+			return err
+		}
 	}
 	return sess.Settings.Set("execution.mode", mode)
 }

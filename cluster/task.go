@@ -163,6 +163,7 @@ func (a *taskAnalysis) report(st *rpc.TaskStatus) {
 			DynamicFiltersExpected: m.DynExpected, DynamicFiltersReceived: m.DynReceived, DynamicFilterRowsDropped: m.DynDropped,
 			PageIndexRowsSkipped: m.PageSkipped,
 			LocalQueueReads:      m.LocalReads, RemoteQueueReads: m.RemoteReads,
+			MuxStreams: m.MuxStreams,
 		})
 	}
 }
@@ -306,6 +307,13 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition, pipelined bool) (*physic
 	if err != nil {
 		return nil, err
 	}
+	credit, err := intSetting(def.Settings, "exchange.queue_batches", 0)
+	if err != nil {
+		return nil, err
+	}
+	if credit < 0 || credit > engine.MaxQueueBatches {
+		return nil, fmt.Errorf("invalid exchange.queue_batches %d (expected an integer from 1 to %d)", credit, engine.MaxQueueBatches)
+	}
 	var idle time.Duration
 	if def.ClientOutput {
 		if v := def.Settings["execution.idle_client_timeout"]; v != "" && v != "0" {
@@ -337,6 +345,8 @@ func (e *Executor) taskContext(def *rpc.TaskDefinition, pipelined bool) (*physic
 			Capabilities:      exchange.CapabilitiesOf(def.ReadCapabilities),
 			ClientIdleTimeout: idle,
 			LazyStart:         pipelined && def.Settings["execution.lazy_producers"] == "true",
+			Multiplex:         pipelined && def.Settings["exchange.multiplex"] == "on",
+			MuxCredit:         credit,
 		},
 	}, nil
 }

@@ -149,6 +149,11 @@ var knownSettings = map[string]setting{
 		validate: intRange(1, MaxQueueBatches, ""),
 		help:     "capacity, in batches, of each pipelined exchange queue",
 	},
+	"exchange.multiplex": {
+		def:      constant("off"),
+		validate: boolean,
+		help:     "pipelined mode: a task reads all its partitions from one producer task on another executor over one Flight stream with per-partition credit (on), or over a stream per partition (off)",
+	},
 	"execution.lazy_producers": {
 		def:      constant("false"),
 		validate: oneOf("false", "true"),

@@ -10,7 +10,9 @@
 //     PipelinedReader (drains every producer's queue: over Flight, or
 //     from the Registry when the producer runs on the same executor);
 //   - the Flight service serving FetchPartition and FetchPipelinedPartition
-//     tickets, and a pool of Flight clients;
+//     tickets and multiplexed pipelined reads (DoExchange, one stream per
+//     consumer and producer task, exchange.multiplex), and a pool of
+//     Flight clients;
 //   - Codec, which converts the four operators to and from rpc messages.
 //
 // A consumer stage holds a physical.UnresolvedExchange until the execution
@@ -139,6 +141,29 @@ type TaskEnv struct {
 	// whose output the client reads waits on a full queue the client does
 	// not read before it fails with ErrClientIdle.
 	ClientIdleTimeout time.Duration
+	// Multiplex makes the task's pipelined readers read every partition
+	// they take from one producer task on another executor over one
+	// Flight stream (exchange.multiplex; mux_client.go), instead of a
+	// stream per partition.
+	Multiplex bool
+	// MuxCredit is the batches a multiplexed stream's server may send
+	// of one partition ahead of its reader (exchange.queue_batches; 0:
+	// DefaultMuxCredit).
+	MuxCredit int
+
+	// mux holds the task's multiplexed streams.
+	mux muxStreams
+}
+
+// DefaultMuxCredit is the credit used when TaskEnv.MuxCredit is 0: the
+// default of exchange.queue_batches.
+const DefaultMuxCredit = 8
+
+func (te *TaskEnv) muxCredit() int {
+	if te.MuxCredit > 0 {
+		return te.MuxCredit
+	}
+	return DefaultMuxCredit
 }
 
 // StageWriter is the root operator of a stage. The executor runs a task by

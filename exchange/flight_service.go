@@ -36,6 +36,11 @@ import (
 //     consumers wired to it hold: another task of the job, or the client,
 //     is refused and the queue left intact.
 //
+// DoExchange serves multiplexed pipelined reads: every partition one
+// consumer task reads from one producer task, on one stream with credit
+// per partition (mux_server.go), under the same secret and capability
+// checks.
+//
 // Batches travel as Arrow IPC, their buffers compressed as Env.Compression
 // says (LZ4 by default).
 type FlightService struct {
@@ -46,7 +51,14 @@ type FlightService struct {
 	Alloc memory.Allocator
 	// served counts the pipelined queues streamed to a remote reader.
 	served atomic.Int64
+	// exchanges counts the multiplexed streams (DoExchange) served.
+	exchanges atomic.Int64
 }
+
+// MuxStreams is how many multiplexed streams (exchange.multiplex) the
+// service has served; each carried one or more of the queues
+// PipelinedServed counts.
+func (s *FlightService) MuxStreams() int64 { return s.exchanges.Load() }
 
 // PipelinedServed is how many pipelined queues the service has streamed
 // to readers in other processes (consumer tasks on other executors, and

@@ -9,10 +9,13 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	"sluice/physical"
+	"sluice/physical/mempool"
 	"sluice/rpc"
 )
 
@@ -126,6 +129,10 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 	if env.Clients == nil {
 		return errors.New("no Flight client pool configured")
 	}
+	if te, ok := tc.Exchange.(*TaskEnv); ok && te.Multiplex {
+		tc.Analyzer.CountQueueRead(r, false)
+		return r.drainMux(ctx, te, tc, partition, p, m)
+	}
 	ticket, err := proto.Marshal(&rpc.Ticket{Kind: &rpc.Ticket_FetchPipelinedPartition{FetchPipelinedPartition: &rpc.FetchPipelinedPartition{
 		JobId:      r.JobID,
 		StageId:    int32(r.StageID),
@@ -139,6 +146,44 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 	}
 	tc.Analyzer.CountQueueRead(r, false)
 	return doGet(ctx, env.Clients, p.FlightAddress, ticket, tc.Alloc, m.send)
+}
+
+// drainMux copies one producer's queue into m over the task's
+// multiplexed stream to that producer.
+func (r *PipelinedReader) drainMux(ctx context.Context, te *TaskEnv, tc *physical.TaskContext, partition int, p *rpc.PipelinedProducer, m *mergeStream) error {
+	mem := tc.Memory
+	if mem == nil {
+		mem = mempool.NewPool("exchange reader", 0, nil)
+	}
+	ch, started, err := te.mux.open(ctx, muxOpen{
+		pool: te.Clients, addr: p.FlightAddress, job: r.JobID, secret: te.JobSecret,
+		stage: r.StageID, task: int(p.TaskId), partition: partition,
+		capability: capabilityOf(tc, r.StageID, int(p.TaskId), partition),
+		credit:     te.muxCredit(), mem: mem,
+	})
+	if err != nil {
+		return err
+	}
+	defer ch.close()
+	if started {
+		tc.Analyzer.CountMuxStream(r)
+	}
+	rdr, err := flight.NewRecordReader(ch.reader(ctx), ipc.WithAllocator(tc.Alloc))
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		b.Retain()
+		if err := m.send(ctx, b); err != nil {
+			return err
+		}
+	}
+	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
 }
 
 var _ physical.Operator = (*PipelinedReader)(nil)

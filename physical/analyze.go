@@ -58,6 +58,8 @@ type opMetrics struct {
 	// A pipelined reader's producer queues, taken from the executor's own
 	// registry or streamed over Flight.
 	localReads, remoteReads atomic.Int64
+	// The multiplexed streams a pipelined reader opened.
+	muxStreams atomic.Int64
 }
 
 // OperatorMetrics are what one operator did: output rows and batches, time
@@ -80,6 +82,9 @@ type OperatorMetrics struct {
 	// reader read: taken from its own executor's registry (the producer
 	// task ran there) or streamed over Flight from another executor.
 	LocalReads, RemoteReads int64
+	// MuxStreams counts the multiplexed streams (exchange.multiplex) a
+	// pipelined reader opened, each carrying one or more remote reads.
+	MuxStreams int64
 }
 
 // Add sums o into m (another partition set, another task). Memory peaks
@@ -96,6 +101,7 @@ func (m *OperatorMetrics) Add(o OperatorMetrics) {
 	m.PageSkipped += o.PageSkipped
 	m.LocalReads += o.LocalReads
 	m.RemoteReads += o.RemoteReads
+	m.MuxStreams += o.MuxStreams
 }
 
 // String renders the metrics as EXPLAIN ANALYZE shows them on an operator's
@@ -113,6 +119,9 @@ func (m OperatorMetrics) String() string {
 	}
 	if m.LocalReads+m.RemoteReads > 0 {
 		s += fmt.Sprintf(", local_reads=%d, remote_reads=%d", m.LocalReads, m.RemoteReads)
+	}
+	if m.MuxStreams > 0 {
+		s += fmt.Sprintf(", mux_streams=%d", m.MuxStreams)
 	}
 	return s + "]"
 }
@@ -135,6 +144,7 @@ func (a *Analyzer) Metrics() []OperatorMetrics {
 			DynExpected: m.dynExpected.Load(), DynReceived: m.dynReceived.Load(), DynDropped: m.dynDropped.Load(),
 			PageSkipped: m.pageSkipped.Load(),
 			LocalReads:  m.localReads.Load(), RemoteReads: m.remoteReads.Load(),
+			MuxStreams: m.muxStreams.Load(),
 		}
 	}
 	return out
@@ -207,6 +217,17 @@ func (a *Analyzer) CountQueueRead(op Operator, local bool) {
 		m.localReads.Add(1)
 	default:
 		m.remoteReads.Add(1)
+	}
+}
+
+// CountMuxStream records that op, a pipelined reader, opened a
+// multiplexed stream to a producer task. A nil Analyzer records nothing.
+func (a *Analyzer) CountMuxStream(op Operator) {
+	if a == nil {
+		return
+	}
+	if m := a.metricsOf(op); m != nil {
+		m.muxStreams.Add(1)
 	}
 }
 

@@ -99,6 +99,59 @@ func (ArrowType_Id) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{0, 0}
 }
 
+type MuxFrame_Kind int32
+
+const (
+	// An Arrow IPC message of the channel's stream (its schema, then its
+	// batches: each batch spends one credit).
+	MuxFrame_DATA MuxFrame_Kind = 0
+	// The channel's queue ended (the producer's end-of-stream marker).
+	MuxFrame_END MuxFrame_Kind = 1
+	// The channel failed: code is a gRPC status code, message says why.
+	MuxFrame_ERROR MuxFrame_Kind = 2
+)
+
+// Enum value maps for MuxFrame_Kind.
+var (
+	MuxFrame_Kind_name = map[int32]string{
+		0: "DATA",
+		1: "END",
+		2: "ERROR",
+	}
+	MuxFrame_Kind_value = map[string]int32{
+		"DATA":  0,
+		"END":   1,
+		"ERROR": 2,
+	}
+)
+
+func (x MuxFrame_Kind) Enum() *MuxFrame_Kind {
+	p := new(MuxFrame_Kind)
+	*p = x
+	return p
+}
+
+func (x MuxFrame_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MuxFrame_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[1].Descriptor()
+}
+
+func (MuxFrame_Kind) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[1]
+}
+
+func (x MuxFrame_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MuxFrame_Kind.Descriptor instead.
+func (MuxFrame_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{67, 0}
+}
+
 type ArrowType struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            ArrowType_Id           `protobuf:"varint,1,opt,name=id,proto3,enum=sluice.ArrowType_Id" json:"id,omitempty"`
@@ -5077,6 +5130,299 @@ func (x *DynamicFilterUse) GetKeys() *DynamicFilterKeys {
 	return nil
 }
 
+// The first message a consumer task sends on a multiplexed exchange
+// stream (Flight DoExchange, exchange.multiplex), and every later one it
+// sends, travel in FlightData.app_metadata. The first names the producer
+// task and the job's secret; every message may open channels, return
+// credit and close channels.
+type MuxRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	StageId int32                  `protobuf:"varint,2,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
+	TaskId  int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The job's secret, as in FetchPipelinedPartition.
+	JobSecret string       `protobuf:"bytes,4,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	Open      []*MuxOpen   `protobuf:"bytes,5,rep,name=open,proto3" json:"open,omitempty"`
+	Credit    []*MuxCredit `protobuf:"bytes,6,rep,name=credit,proto3" json:"credit,omitempty"`
+	// Channels the consumer stopped reading: their queues are abandoned.
+	Close         []uint32 `protobuf:"varint,7,rep,packed,name=close,proto3" json:"close,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MuxRequest) Reset() {
+	*x = MuxRequest{}
+	mi := &file_plan_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MuxRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MuxRequest) ProtoMessage() {}
+
+func (x *MuxRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MuxRequest.ProtoReflect.Descriptor instead.
+func (*MuxRequest) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *MuxRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *MuxRequest) GetStageId() int32 {
+	if x != nil {
+		return x.StageId
+	}
+	return 0
+}
+
+func (x *MuxRequest) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *MuxRequest) GetJobSecret() string {
+	if x != nil {
+		return x.JobSecret
+	}
+	return ""
+}
+
+func (x *MuxRequest) GetOpen() []*MuxOpen {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *MuxRequest) GetCredit() []*MuxCredit {
+	if x != nil {
+		return x.Credit
+	}
+	return nil
+}
+
+func (x *MuxRequest) GetClose() []uint32 {
+	if x != nil {
+		return x.Close
+	}
+	return nil
+}
+
+// One channel of a multiplexed stream: a read of one partition of the
+// producer task, with the queue's capability and the batches the server
+// may send before it is given more credit.
+type MuxOpen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       uint32                 `protobuf:"varint,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Capability    []byte                 `protobuf:"bytes,3,opt,name=capability,proto3" json:"capability,omitempty"`
+	Credit        int32                  `protobuf:"varint,4,opt,name=credit,proto3" json:"credit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MuxOpen) Reset() {
+	*x = MuxOpen{}
+	mi := &file_plan_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MuxOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MuxOpen) ProtoMessage() {}
+
+func (x *MuxOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MuxOpen.ProtoReflect.Descriptor instead.
+func (*MuxOpen) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *MuxOpen) GetChannel() uint32 {
+	if x != nil {
+		return x.Channel
+	}
+	return 0
+}
+
+func (x *MuxOpen) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *MuxOpen) GetCapability() []byte {
+	if x != nil {
+		return x.Capability
+	}
+	return nil
+}
+
+func (x *MuxOpen) GetCredit() int32 {
+	if x != nil {
+		return x.Credit
+	}
+	return 0
+}
+
+// Batches of a channel the consumer took: the server may send as many more.
+type MuxCredit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       uint32                 `protobuf:"varint,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Batches       int32                  `protobuf:"varint,2,opt,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MuxCredit) Reset() {
+	*x = MuxCredit{}
+	mi := &file_plan_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MuxCredit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MuxCredit) ProtoMessage() {}
+
+func (x *MuxCredit) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MuxCredit.ProtoReflect.Descriptor instead.
+func (*MuxCredit) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *MuxCredit) GetChannel() uint32 {
+	if x != nil {
+		return x.Channel
+	}
+	return 0
+}
+
+func (x *MuxCredit) GetBatches() int32 {
+	if x != nil {
+		return x.Batches
+	}
+	return 0
+}
+
+// What the server puts in FlightData.app_metadata on a multiplexed
+// stream: which channel a message belongs to and what it is.
+type MuxFrame struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       uint32                 `protobuf:"varint,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Kind          MuxFrame_Kind          `protobuf:"varint,2,opt,name=kind,proto3,enum=sluice.MuxFrame_Kind" json:"kind,omitempty"`
+	Code          int32                  `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MuxFrame) Reset() {
+	*x = MuxFrame{}
+	mi := &file_plan_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MuxFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MuxFrame) ProtoMessage() {}
+
+func (x *MuxFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MuxFrame.ProtoReflect.Descriptor instead.
+func (*MuxFrame) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *MuxFrame) GetChannel() uint32 {
+	if x != nil {
+		return x.Channel
+	}
+	return 0
+}
+
+func (x *MuxFrame) GetKind() MuxFrame_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return MuxFrame_DATA
+}
+
+func (x *MuxFrame) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *MuxFrame) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -5478,7 +5824,36 @@ const file_plan_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
 	"\x04scan\x18\x02 \x01(\x05R\x04scan\x12\x16\n" +
 	"\x06column\x18\x03 \x01(\x05R\x06column\x12-\n" +
-	"\x04keys\x18\x04 \x01(\v2\x19.sluice.DynamicFilterKeysR\x04keysB\fZ\n" +
+	"\x04keys\x18\x04 \x01(\v2\x19.sluice.DynamicFilterKeysR\x04keys\"\xdc\x01\n" +
+	"\n" +
+	"MuxRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
+	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1d\n" +
+	"\n" +
+	"job_secret\x18\x04 \x01(\tR\tjobSecret\x12#\n" +
+	"\x04open\x18\x05 \x03(\v2\x0f.sluice.MuxOpenR\x04open\x12)\n" +
+	"\x06credit\x18\x06 \x03(\v2\x11.sluice.MuxCreditR\x06credit\x12\x14\n" +
+	"\x05close\x18\a \x03(\rR\x05close\"y\n" +
+	"\aMuxOpen\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\rR\achannel\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x03 \x01(\fR\n" +
+	"capability\x12\x16\n" +
+	"\x06credit\x18\x04 \x01(\x05R\x06credit\"?\n" +
+	"\tMuxCredit\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\rR\achannel\x12\x18\n" +
+	"\abatches\x18\x02 \x01(\x05R\abatches\"\xa3\x01\n" +
+	"\bMuxFrame\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\rR\achannel\x12)\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x15.sluice.MuxFrame.KindR\x04kind\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"$\n" +
+	"\x04Kind\x12\b\n" +
+	"\x04DATA\x10\x00\x12\a\n" +
+	"\x03END\x10\x01\x12\t\n" +
+	"\x05ERROR\x10\x02B\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -5493,226 +5868,234 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
-	(*ArrowType)(nil),               // 1: sluice.ArrowType
-	(*Field)(nil),                   // 2: sluice.Field
-	(*Schema)(nil),                  // 3: sluice.Schema
-	(*Interval)(nil),                // 4: sluice.Interval
-	(*Literal)(nil),                 // 5: sluice.Literal
-	(*PhysicalExpr)(nil),            // 6: sluice.PhysicalExpr
-	(*ColumnExpr)(nil),              // 7: sluice.ColumnExpr
-	(*BinaryExpr)(nil),              // 8: sluice.BinaryExpr
-	(*UnaryExpr)(nil),               // 9: sluice.UnaryExpr
-	(*IsNullExpr)(nil),              // 10: sluice.IsNullExpr
-	(*CastExpr)(nil),                // 11: sluice.CastExpr
-	(*WhenThen)(nil),                // 12: sluice.WhenThen
-	(*CaseExpr)(nil),                // 13: sluice.CaseExpr
-	(*NullIfExpr)(nil),              // 14: sluice.NullIfExpr
-	(*InListExpr)(nil),              // 15: sluice.InListExpr
-	(*LikeExpr)(nil),                // 16: sluice.LikeExpr
-	(*FuncExpr)(nil),                // 17: sluice.FuncExpr
-	(*SortKey)(nil),                 // 18: sluice.SortKey
-	(*Partitioning)(nil),            // 19: sluice.Partitioning
-	(*ColumnPredicate)(nil),         // 20: sluice.ColumnPredicate
-	(*PhysicalPlan)(nil),            // 21: sluice.PhysicalPlan
-	(*ParquetScanNode)(nil),         // 22: sluice.ParquetScanNode
-	(*CsvScanNode)(nil),             // 23: sluice.CsvScanNode
-	(*FilterNode)(nil),              // 24: sluice.FilterNode
-	(*ProjectionNode)(nil),          // 25: sluice.ProjectionNode
-	(*AggregateExpr)(nil),           // 26: sluice.AggregateExpr
-	(*HashAggregateNode)(nil),       // 27: sluice.HashAggregateNode
-	(*HashJoinNode)(nil),            // 28: sluice.HashJoinNode
-	(*NestedLoopJoinNode)(nil),      // 29: sluice.NestedLoopJoinNode
-	(*SortNode)(nil),                // 30: sluice.SortNode
-	(*SortPreservingMergeNode)(nil), // 31: sluice.SortPreservingMergeNode
-	(*LimitNode)(nil),               // 32: sluice.LimitNode
-	(*UnionNode)(nil),               // 33: sluice.UnionNode
-	(*ValuesRow)(nil),               // 34: sluice.ValuesRow
-	(*ValuesNode)(nil),              // 35: sluice.ValuesNode
-	(*CoalescePartitionsNode)(nil),  // 36: sluice.CoalescePartitionsNode
-	(*RepartitionNode)(nil),         // 37: sluice.RepartitionNode
-	(*ShuffleWriterNode)(nil),       // 38: sluice.ShuffleWriterNode
-	(*PartitionLocation)(nil),       // 39: sluice.PartitionLocation
-	(*PartitionLocations)(nil),      // 40: sluice.PartitionLocations
-	(*ShuffleReaderNode)(nil),       // 41: sluice.ShuffleReaderNode
-	(*UnresolvedExchangeNode)(nil),  // 42: sluice.UnresolvedExchangeNode
-	(*PipelinedWriterNode)(nil),     // 43: sluice.PipelinedWriterNode
-	(*PipelinedProducer)(nil),       // 44: sluice.PipelinedProducer
-	(*PipelinedProducers)(nil),      // 45: sluice.PipelinedProducers
-	(*PipelinedReaderNode)(nil),     // 46: sluice.PipelinedReaderNode
-	(*Ticket)(nil),                  // 47: sluice.Ticket
-	(*FetchPartition)(nil),          // 48: sluice.FetchPartition
-	(*FetchPipelinedPartition)(nil), // 49: sluice.FetchPipelinedPartition
-	(*GenerateSeriesNode)(nil),      // 50: sluice.GenerateSeriesNode
-	(*GroupingSet)(nil),             // 51: sluice.GroupingSet
-	(*ExpandNode)(nil),              // 52: sluice.ExpandNode
-	(*WindowFrameBound)(nil),        // 53: sluice.WindowFrameBound
-	(*WindowFrame)(nil),             // 54: sluice.WindowFrame
-	(*WindowFuncExpr)(nil),          // 55: sluice.WindowFuncExpr
-	(*WindowNode)(nil),              // 56: sluice.WindowNode
-	(*SetOpNode)(nil),               // 57: sluice.SetOpNode
-	(*WriteSpec)(nil),               // 58: sluice.WriteSpec
-	(*FileSinkNode)(nil),            // 59: sluice.FileSinkNode
-	(*WriteCommitNode)(nil),         // 60: sluice.WriteCommitNode
-	(*TableFile)(nil),               // 61: sluice.TableFile
-	(*DynamicFilterBuildNode)(nil),  // 62: sluice.DynamicFilterBuildNode
-	(*DynamicFilterKeys)(nil),       // 63: sluice.DynamicFilterKeys
-	(*DynamicFilterUse)(nil),        // 64: sluice.DynamicFilterUse
+	(MuxFrame_Kind)(0),              // 1: sluice.MuxFrame.Kind
+	(*ArrowType)(nil),               // 2: sluice.ArrowType
+	(*Field)(nil),                   // 3: sluice.Field
+	(*Schema)(nil),                  // 4: sluice.Schema
+	(*Interval)(nil),                // 5: sluice.Interval
+	(*Literal)(nil),                 // 6: sluice.Literal
+	(*PhysicalExpr)(nil),            // 7: sluice.PhysicalExpr
+	(*ColumnExpr)(nil),              // 8: sluice.ColumnExpr
+	(*BinaryExpr)(nil),              // 9: sluice.BinaryExpr
+	(*UnaryExpr)(nil),               // 10: sluice.UnaryExpr
+	(*IsNullExpr)(nil),              // 11: sluice.IsNullExpr
+	(*CastExpr)(nil),                // 12: sluice.CastExpr
+	(*WhenThen)(nil),                // 13: sluice.WhenThen
+	(*CaseExpr)(nil),                // 14: sluice.CaseExpr
+	(*NullIfExpr)(nil),              // 15: sluice.NullIfExpr
+	(*InListExpr)(nil),              // 16: sluice.InListExpr
+	(*LikeExpr)(nil),                // 17: sluice.LikeExpr
+	(*FuncExpr)(nil),                // 18: sluice.FuncExpr
+	(*SortKey)(nil),                 // 19: sluice.SortKey
+	(*Partitioning)(nil),            // 20: sluice.Partitioning
+	(*ColumnPredicate)(nil),         // 21: sluice.ColumnPredicate
+	(*PhysicalPlan)(nil),            // 22: sluice.PhysicalPlan
+	(*ParquetScanNode)(nil),         // 23: sluice.ParquetScanNode
+	(*CsvScanNode)(nil),             // 24: sluice.CsvScanNode
+	(*FilterNode)(nil),              // 25: sluice.FilterNode
+	(*ProjectionNode)(nil),          // 26: sluice.ProjectionNode
+	(*AggregateExpr)(nil),           // 27: sluice.AggregateExpr
+	(*HashAggregateNode)(nil),       // 28: sluice.HashAggregateNode
+	(*HashJoinNode)(nil),            // 29: sluice.HashJoinNode
+	(*NestedLoopJoinNode)(nil),      // 30: sluice.NestedLoopJoinNode
+	(*SortNode)(nil),                // 31: sluice.SortNode
+	(*SortPreservingMergeNode)(nil), // 32: sluice.SortPreservingMergeNode
+	(*LimitNode)(nil),               // 33: sluice.LimitNode
+	(*UnionNode)(nil),               // 34: sluice.UnionNode
+	(*ValuesRow)(nil),               // 35: sluice.ValuesRow
+	(*ValuesNode)(nil),              // 36: sluice.ValuesNode
+	(*CoalescePartitionsNode)(nil),  // 37: sluice.CoalescePartitionsNode
+	(*RepartitionNode)(nil),         // 38: sluice.RepartitionNode
+	(*ShuffleWriterNode)(nil),       // 39: sluice.ShuffleWriterNode
+	(*PartitionLocation)(nil),       // 40: sluice.PartitionLocation
+	(*PartitionLocations)(nil),      // 41: sluice.PartitionLocations
+	(*ShuffleReaderNode)(nil),       // 42: sluice.ShuffleReaderNode
+	(*UnresolvedExchangeNode)(nil),  // 43: sluice.UnresolvedExchangeNode
+	(*PipelinedWriterNode)(nil),     // 44: sluice.PipelinedWriterNode
+	(*PipelinedProducer)(nil),       // 45: sluice.PipelinedProducer
+	(*PipelinedProducers)(nil),      // 46: sluice.PipelinedProducers
+	(*PipelinedReaderNode)(nil),     // 47: sluice.PipelinedReaderNode
+	(*Ticket)(nil),                  // 48: sluice.Ticket
+	(*FetchPartition)(nil),          // 49: sluice.FetchPartition
+	(*FetchPipelinedPartition)(nil), // 50: sluice.FetchPipelinedPartition
+	(*GenerateSeriesNode)(nil),      // 51: sluice.GenerateSeriesNode
+	(*GroupingSet)(nil),             // 52: sluice.GroupingSet
+	(*ExpandNode)(nil),              // 53: sluice.ExpandNode
+	(*WindowFrameBound)(nil),        // 54: sluice.WindowFrameBound
+	(*WindowFrame)(nil),             // 55: sluice.WindowFrame
+	(*WindowFuncExpr)(nil),          // 56: sluice.WindowFuncExpr
+	(*WindowNode)(nil),              // 57: sluice.WindowNode
+	(*SetOpNode)(nil),               // 58: sluice.SetOpNode
+	(*WriteSpec)(nil),               // 59: sluice.WriteSpec
+	(*FileSinkNode)(nil),            // 60: sluice.FileSinkNode
+	(*WriteCommitNode)(nil),         // 61: sluice.WriteCommitNode
+	(*TableFile)(nil),               // 62: sluice.TableFile
+	(*DynamicFilterBuildNode)(nil),  // 63: sluice.DynamicFilterBuildNode
+	(*DynamicFilterKeys)(nil),       // 64: sluice.DynamicFilterKeys
+	(*DynamicFilterUse)(nil),        // 65: sluice.DynamicFilterUse
+	(*MuxRequest)(nil),              // 66: sluice.MuxRequest
+	(*MuxOpen)(nil),                 // 67: sluice.MuxOpen
+	(*MuxCredit)(nil),               // 68: sluice.MuxCredit
+	(*MuxFrame)(nil),                // 69: sluice.MuxFrame
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
-	1,   // 1: sluice.ArrowType.elem:type_name -> sluice.ArrowType
-	1,   // 2: sluice.Field.type:type_name -> sluice.ArrowType
-	2,   // 3: sluice.Schema.fields:type_name -> sluice.Field
-	1,   // 4: sluice.Literal.type:type_name -> sluice.ArrowType
-	4,   // 5: sluice.Literal.interval_value:type_name -> sluice.Interval
-	7,   // 6: sluice.PhysicalExpr.column:type_name -> sluice.ColumnExpr
-	5,   // 7: sluice.PhysicalExpr.literal:type_name -> sluice.Literal
-	8,   // 8: sluice.PhysicalExpr.binary:type_name -> sluice.BinaryExpr
-	9,   // 9: sluice.PhysicalExpr.not:type_name -> sluice.UnaryExpr
-	9,   // 10: sluice.PhysicalExpr.negate:type_name -> sluice.UnaryExpr
-	10,  // 11: sluice.PhysicalExpr.is_null:type_name -> sluice.IsNullExpr
-	11,  // 12: sluice.PhysicalExpr.cast:type_name -> sluice.CastExpr
-	13,  // 13: sluice.PhysicalExpr.case:type_name -> sluice.CaseExpr
-	17,  // 14: sluice.PhysicalExpr.coalesce:type_name -> sluice.FuncExpr
-	14,  // 15: sluice.PhysicalExpr.nullif:type_name -> sluice.NullIfExpr
-	15,  // 16: sluice.PhysicalExpr.in_list:type_name -> sluice.InListExpr
-	16,  // 17: sluice.PhysicalExpr.like:type_name -> sluice.LikeExpr
-	17,  // 18: sluice.PhysicalExpr.func:type_name -> sluice.FuncExpr
-	1,   // 19: sluice.ColumnExpr.type:type_name -> sluice.ArrowType
-	6,   // 20: sluice.BinaryExpr.left:type_name -> sluice.PhysicalExpr
-	6,   // 21: sluice.BinaryExpr.right:type_name -> sluice.PhysicalExpr
-	1,   // 22: sluice.BinaryExpr.type:type_name -> sluice.ArrowType
-	6,   // 23: sluice.UnaryExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 24: sluice.IsNullExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 25: sluice.CastExpr.x:type_name -> sluice.PhysicalExpr
-	1,   // 26: sluice.CastExpr.to:type_name -> sluice.ArrowType
-	6,   // 27: sluice.WhenThen.when:type_name -> sluice.PhysicalExpr
-	6,   // 28: sluice.WhenThen.then:type_name -> sluice.PhysicalExpr
-	12,  // 29: sluice.CaseExpr.whens:type_name -> sluice.WhenThen
-	6,   // 30: sluice.CaseExpr.else:type_name -> sluice.PhysicalExpr
-	1,   // 31: sluice.CaseExpr.type:type_name -> sluice.ArrowType
-	6,   // 32: sluice.NullIfExpr.a:type_name -> sluice.PhysicalExpr
-	6,   // 33: sluice.NullIfExpr.b:type_name -> sluice.PhysicalExpr
-	1,   // 34: sluice.NullIfExpr.type:type_name -> sluice.ArrowType
-	6,   // 35: sluice.InListExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 36: sluice.InListExpr.list:type_name -> sluice.PhysicalExpr
-	6,   // 37: sluice.LikeExpr.x:type_name -> sluice.PhysicalExpr
-	6,   // 38: sluice.LikeExpr.pattern:type_name -> sluice.PhysicalExpr
-	6,   // 39: sluice.FuncExpr.args:type_name -> sluice.PhysicalExpr
-	1,   // 40: sluice.FuncExpr.type:type_name -> sluice.ArrowType
-	6,   // 41: sluice.SortKey.expr:type_name -> sluice.PhysicalExpr
-	6,   // 42: sluice.Partitioning.keys:type_name -> sluice.PhysicalExpr
-	5,   // 43: sluice.ColumnPredicate.value:type_name -> sluice.Literal
-	22,  // 44: sluice.PhysicalPlan.parquet_scan:type_name -> sluice.ParquetScanNode
-	23,  // 45: sluice.PhysicalPlan.csv_scan:type_name -> sluice.CsvScanNode
-	24,  // 46: sluice.PhysicalPlan.filter:type_name -> sluice.FilterNode
-	25,  // 47: sluice.PhysicalPlan.projection:type_name -> sluice.ProjectionNode
-	27,  // 48: sluice.PhysicalPlan.hash_aggregate:type_name -> sluice.HashAggregateNode
-	28,  // 49: sluice.PhysicalPlan.hash_join:type_name -> sluice.HashJoinNode
-	29,  // 50: sluice.PhysicalPlan.nested_loop_join:type_name -> sluice.NestedLoopJoinNode
-	30,  // 51: sluice.PhysicalPlan.sort:type_name -> sluice.SortNode
-	31,  // 52: sluice.PhysicalPlan.sort_preserving_merge:type_name -> sluice.SortPreservingMergeNode
-	32,  // 53: sluice.PhysicalPlan.limit:type_name -> sluice.LimitNode
-	33,  // 54: sluice.PhysicalPlan.union:type_name -> sluice.UnionNode
-	35,  // 55: sluice.PhysicalPlan.values:type_name -> sluice.ValuesNode
-	36,  // 56: sluice.PhysicalPlan.coalesce_partitions:type_name -> sluice.CoalescePartitionsNode
-	37,  // 57: sluice.PhysicalPlan.repartition:type_name -> sluice.RepartitionNode
-	38,  // 58: sluice.PhysicalPlan.shuffle_writer:type_name -> sluice.ShuffleWriterNode
-	41,  // 59: sluice.PhysicalPlan.shuffle_reader:type_name -> sluice.ShuffleReaderNode
-	42,  // 60: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
-	43,  // 61: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
-	46,  // 62: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
-	52,  // 63: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
-	50,  // 64: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
-	56,  // 65: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
-	57,  // 66: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
-	59,  // 67: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
-	60,  // 68: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
-	62,  // 69: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
-	20,  // 70: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	61,  // 71: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
-	3,   // 72: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	61,  // 73: sluice.CsvScanNode.files:type_name -> sluice.TableFile
-	21,  // 74: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 75: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	21,  // 76: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 77: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	6,   // 78: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	1,   // 79: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	6,   // 80: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	18,  // 81: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	21,  // 82: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 83: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	26,  // 84: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	21,  // 85: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 86: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 87: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	6,   // 88: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	6,   // 89: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 90: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 91: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	6,   // 92: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	21,  // 93: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 94: sluice.SortNode.keys:type_name -> sluice.SortKey
-	21,  // 95: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	18,  // 96: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	21,  // 97: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 98: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	6,   // 99: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	3,   // 100: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	34,  // 101: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	21,  // 102: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	21,  // 103: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 104: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 105: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 106: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	39,  // 107: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	3,   // 108: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	40,  // 109: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	3,   // 110: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	19,  // 111: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	21,  // 112: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 113: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	44,  // 114: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	3,   // 115: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	45,  // 116: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	48,  // 117: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	49,  // 118: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	3,   // 119: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	6,   // 120: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	6,   // 121: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	6,   // 122: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	21,  // 123: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 124: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	51,  // 125: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	5,   // 126: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	53,  // 127: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	53,  // 128: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	6,   // 129: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	54,  // 130: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	1,   // 131: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	21,  // 132: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	6,   // 133: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	18,  // 134: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	55,  // 135: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	21,  // 136: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	21,  // 137: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	3,   // 138: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	21,  // 139: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
-	58,  // 140: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
-	21,  // 141: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
-	58,  // 142: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
-	21,  // 143: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
-	63,  // 144: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
-	145, // [145:145] is the sub-list for method output_type
-	145, // [145:145] is the sub-list for method input_type
-	145, // [145:145] is the sub-list for extension type_name
-	145, // [145:145] is the sub-list for extension extendee
-	0,   // [0:145] is the sub-list for field type_name
+	2,   // 1: sluice.ArrowType.elem:type_name -> sluice.ArrowType
+	2,   // 2: sluice.Field.type:type_name -> sluice.ArrowType
+	3,   // 3: sluice.Schema.fields:type_name -> sluice.Field
+	2,   // 4: sluice.Literal.type:type_name -> sluice.ArrowType
+	5,   // 5: sluice.Literal.interval_value:type_name -> sluice.Interval
+	8,   // 6: sluice.PhysicalExpr.column:type_name -> sluice.ColumnExpr
+	6,   // 7: sluice.PhysicalExpr.literal:type_name -> sluice.Literal
+	9,   // 8: sluice.PhysicalExpr.binary:type_name -> sluice.BinaryExpr
+	10,  // 9: sluice.PhysicalExpr.not:type_name -> sluice.UnaryExpr
+	10,  // 10: sluice.PhysicalExpr.negate:type_name -> sluice.UnaryExpr
+	11,  // 11: sluice.PhysicalExpr.is_null:type_name -> sluice.IsNullExpr
+	12,  // 12: sluice.PhysicalExpr.cast:type_name -> sluice.CastExpr
+	14,  // 13: sluice.PhysicalExpr.case:type_name -> sluice.CaseExpr
+	18,  // 14: sluice.PhysicalExpr.coalesce:type_name -> sluice.FuncExpr
+	15,  // 15: sluice.PhysicalExpr.nullif:type_name -> sluice.NullIfExpr
+	16,  // 16: sluice.PhysicalExpr.in_list:type_name -> sluice.InListExpr
+	17,  // 17: sluice.PhysicalExpr.like:type_name -> sluice.LikeExpr
+	18,  // 18: sluice.PhysicalExpr.func:type_name -> sluice.FuncExpr
+	2,   // 19: sluice.ColumnExpr.type:type_name -> sluice.ArrowType
+	7,   // 20: sluice.BinaryExpr.left:type_name -> sluice.PhysicalExpr
+	7,   // 21: sluice.BinaryExpr.right:type_name -> sluice.PhysicalExpr
+	2,   // 22: sluice.BinaryExpr.type:type_name -> sluice.ArrowType
+	7,   // 23: sluice.UnaryExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 24: sluice.IsNullExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 25: sluice.CastExpr.x:type_name -> sluice.PhysicalExpr
+	2,   // 26: sluice.CastExpr.to:type_name -> sluice.ArrowType
+	7,   // 27: sluice.WhenThen.when:type_name -> sluice.PhysicalExpr
+	7,   // 28: sluice.WhenThen.then:type_name -> sluice.PhysicalExpr
+	13,  // 29: sluice.CaseExpr.whens:type_name -> sluice.WhenThen
+	7,   // 30: sluice.CaseExpr.else:type_name -> sluice.PhysicalExpr
+	2,   // 31: sluice.CaseExpr.type:type_name -> sluice.ArrowType
+	7,   // 32: sluice.NullIfExpr.a:type_name -> sluice.PhysicalExpr
+	7,   // 33: sluice.NullIfExpr.b:type_name -> sluice.PhysicalExpr
+	2,   // 34: sluice.NullIfExpr.type:type_name -> sluice.ArrowType
+	7,   // 35: sluice.InListExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 36: sluice.InListExpr.list:type_name -> sluice.PhysicalExpr
+	7,   // 37: sluice.LikeExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 38: sluice.LikeExpr.pattern:type_name -> sluice.PhysicalExpr
+	7,   // 39: sluice.FuncExpr.args:type_name -> sluice.PhysicalExpr
+	2,   // 40: sluice.FuncExpr.type:type_name -> sluice.ArrowType
+	7,   // 41: sluice.SortKey.expr:type_name -> sluice.PhysicalExpr
+	7,   // 42: sluice.Partitioning.keys:type_name -> sluice.PhysicalExpr
+	6,   // 43: sluice.ColumnPredicate.value:type_name -> sluice.Literal
+	23,  // 44: sluice.PhysicalPlan.parquet_scan:type_name -> sluice.ParquetScanNode
+	24,  // 45: sluice.PhysicalPlan.csv_scan:type_name -> sluice.CsvScanNode
+	25,  // 46: sluice.PhysicalPlan.filter:type_name -> sluice.FilterNode
+	26,  // 47: sluice.PhysicalPlan.projection:type_name -> sluice.ProjectionNode
+	28,  // 48: sluice.PhysicalPlan.hash_aggregate:type_name -> sluice.HashAggregateNode
+	29,  // 49: sluice.PhysicalPlan.hash_join:type_name -> sluice.HashJoinNode
+	30,  // 50: sluice.PhysicalPlan.nested_loop_join:type_name -> sluice.NestedLoopJoinNode
+	31,  // 51: sluice.PhysicalPlan.sort:type_name -> sluice.SortNode
+	32,  // 52: sluice.PhysicalPlan.sort_preserving_merge:type_name -> sluice.SortPreservingMergeNode
+	33,  // 53: sluice.PhysicalPlan.limit:type_name -> sluice.LimitNode
+	34,  // 54: sluice.PhysicalPlan.union:type_name -> sluice.UnionNode
+	36,  // 55: sluice.PhysicalPlan.values:type_name -> sluice.ValuesNode
+	37,  // 56: sluice.PhysicalPlan.coalesce_partitions:type_name -> sluice.CoalescePartitionsNode
+	38,  // 57: sluice.PhysicalPlan.repartition:type_name -> sluice.RepartitionNode
+	39,  // 58: sluice.PhysicalPlan.shuffle_writer:type_name -> sluice.ShuffleWriterNode
+	42,  // 59: sluice.PhysicalPlan.shuffle_reader:type_name -> sluice.ShuffleReaderNode
+	43,  // 60: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
+	44,  // 61: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
+	47,  // 62: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
+	53,  // 63: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
+	51,  // 64: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
+	57,  // 65: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
+	58,  // 66: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
+	60,  // 67: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
+	61,  // 68: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
+	63,  // 69: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
+	21,  // 70: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	62,  // 71: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
+	4,   // 72: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	62,  // 73: sluice.CsvScanNode.files:type_name -> sluice.TableFile
+	22,  // 74: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 75: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	22,  // 76: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 77: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	7,   // 78: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	2,   // 79: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	7,   // 80: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	19,  // 81: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	22,  // 82: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 83: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	27,  // 84: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	22,  // 85: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 86: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 87: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	7,   // 88: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	7,   // 89: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 90: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 91: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 92: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 93: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 94: sluice.SortNode.keys:type_name -> sluice.SortKey
+	22,  // 95: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 96: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	22,  // 97: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 98: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	7,   // 99: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	4,   // 100: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	35,  // 101: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	22,  // 102: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 103: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 104: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 105: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 106: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	40,  // 107: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	4,   // 108: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	41,  // 109: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	4,   // 110: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	20,  // 111: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 112: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 113: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	45,  // 114: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	4,   // 115: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	46,  // 116: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	49,  // 117: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	50,  // 118: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	4,   // 119: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	7,   // 120: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	7,   // 121: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	7,   // 122: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	22,  // 123: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 124: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	52,  // 125: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	6,   // 126: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	54,  // 127: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	54,  // 128: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	7,   // 129: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	55,  // 130: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	2,   // 131: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	22,  // 132: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 133: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	19,  // 134: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	56,  // 135: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	22,  // 136: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 137: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	4,   // 138: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	22,  // 139: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 140: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	22,  // 141: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 142: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	22,  // 143: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
+	64,  // 144: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
+	67,  // 145: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
+	68,  // 146: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
+	1,   // 147: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
+	148, // [148:148] is the sub-list for method output_type
+	148, // [148:148] is the sub-list for method input_type
+	148, // [148:148] is the sub-list for extension type_name
+	148, // [148:148] is the sub-list for extension extendee
+	0,   // [0:148] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -5781,8 +6164,8 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   64,
+			NumEnums:      2,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

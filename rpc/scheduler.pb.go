@@ -1955,8 +1955,11 @@ type OperatorMetrics struct {
 	// registry (local) and over Flight (remote).
 	LocalQueueReads  int64 `protobuf:"varint,150,opt,name=local_queue_reads,json=localQueueReads,proto3" json:"local_queue_reads,omitempty"`
 	RemoteQueueReads int64 `protobuf:"varint,151,opt,name=remote_queue_reads,json=remoteQueueReads,proto3" json:"remote_queue_reads,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Of the remote reads' streams, the multiplexed ones (exchange.multiplex)
+	// the reader opened: each carried one or more of the remote reads.
+	MuxStreams    int64 `protobuf:"varint,165,opt,name=mux_streams,json=muxStreams,proto3" json:"mux_streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OperatorMetrics) Reset() {
@@ -2069,6 +2072,13 @@ func (x *OperatorMetrics) GetLocalQueueReads() int64 {
 func (x *OperatorMetrics) GetRemoteQueueReads() int64 {
 	if x != nil {
 		return x.RemoteQueueReads
+	}
+	return 0
+}
+
+func (x *OperatorMetrics) GetMuxStreams() int64 {
+	if x != nil {
+		return x.MuxStreams
 	}
 	return 0
 }
@@ -2362,7 +2372,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12.\n" +
 	"\bstatuses\x18\x02 \x03(\v2\x12.sluice.TaskStatusR\bstatuses\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse\"\xfc\x03\n" +
+	"\x18UpdateTaskStatusResponse\"\x9e\x04\n" +
 	"\x0fOperatorMetrics\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x18\n" +
@@ -2375,7 +2385,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x1bdynamic_filter_rows_dropped\x18f \x01(\x03R\x18dynamicFilterRowsDropped\x125\n" +
 	"\x17page_index_rows_skipped\x18\a \x01(\x03R\x14pageIndexRowsSkipped\x12+\n" +
 	"\x11local_queue_reads\x18\x96\x01 \x01(\x03R\x0flocalQueueReads\x12-\n" +
-	"\x12remote_queue_reads\x18\x97\x01 \x01(\x03R\x10remoteQueueReads\"\x87\x01\n" +
+	"\x12remote_queue_reads\x18\x97\x01 \x01(\x03R\x10remoteQueueReads\x12 \n" +
+	"\vmux_streams\x18\xa5\x01 \x01(\x03R\n" +
+	"muxStreams\"\x87\x01\n" +
 	"\x13PartitionCapability\x12\x19\n" +
 	"\bstage_id\x18\x01 \x01(\x05R\astageId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x1c\n" +

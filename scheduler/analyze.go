@@ -161,6 +161,7 @@ func (a *analysis) format(g ExecutionGraph) string {
 					DynExpected: m.DynamicFiltersExpected, DynReceived: m.DynamicFiltersReceived, DynDropped: m.DynamicFilterRowsDropped,
 					PageSkipped: m.PageIndexRowsSkipped,
 					LocalReads:  m.LocalQueueReads, RemoteReads: m.RemoteQueueReads,
+					MuxStreams: m.MuxStreams,
 				})
 			}
 		}

@@ -50,18 +50,30 @@ func TestSQLLogic(t *testing.T) {
 }
 
 // clusterConfigs are the embedded clusters every .slt file and TPC-H query
-// runs on.
+// runs on, with the settings (beside the mode) each sets.
 var clusterConfigs = []struct {
 	executors int
 	policy    string
 	mode      string
+	settings  map[string]string
 }{
-	{2, cluster.PolicyPush, "blocking"},
-	{3, cluster.PolicyPush, "blocking"},
-	{2, cluster.PolicyPull, "blocking"},
-	{3, cluster.PolicyPull, "blocking"},
-	{2, cluster.PolicyPush, "pipelined"},
-	{3, cluster.PolicyPush, "pipelined"},
+	{2, cluster.PolicyPush, "blocking", nil},
+	{3, cluster.PolicyPush, "blocking", nil},
+	{2, cluster.PolicyPull, "blocking", nil},
+	{3, cluster.PolicyPull, "blocking", nil},
+	{2, cluster.PolicyPush, "pipelined", map[string]string{"exchange.multiplex": "off"}},
+	// Three executors: most of a consumer's inputs are remote, and with
+	// multiplexing each producer task's arrive on one stream.
+	{3, cluster.PolicyPush, "pipelined", map[string]string{"exchange.multiplex": "on"}},
+}
+
+// configName names a cluster configuration in a subtest's name.
+func configName(mode string, executors int, policy string, settings map[string]string) string {
+	name := fmt.Sprintf("%s/%d-executors/%s", mode, executors, policy)
+	if settings["exchange.multiplex"] == "on" {
+		name += "/multiplex"
+	}
+	return name
 }
 
 // startCluster starts an embedded cluster with an empty catalog and
@@ -95,10 +107,14 @@ func TestSQLLogicCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range clusterConfigs {
-		t.Run(fmt.Sprintf("%s/%d-executors/%s", c.mode, c.executors, c.policy), func(t *testing.T) {
+		t.Run(configName(c.mode, c.executors, c.policy, c.settings), func(t *testing.T) {
 			for _, f := range files {
 				s := startCluster(t, c.executors, c.policy)
 				settings, label := map[string]string{"execution.mode": c.mode}, c.mode
+				for k, v := range c.settings {
+					settings[k] = v
+					label += ", " + k + "=" + v
+				}
 				if c.mode == "blocking" {
 					// Adaptive execution's target is a tuned guess: the
 					// answers must not depend on it (log-uniform, 1 byte

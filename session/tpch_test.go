@@ -98,10 +98,15 @@ func TestTPCHCluster(t *testing.T) {
 	dir := tpchData(t)
 	ctx := context.Background()
 	for _, c := range clusterConfigs {
-		t.Run(fmt.Sprintf("%s/%d-executors/%s", c.mode, c.executors, c.policy), func(t *testing.T) {
+		t.Run(configName(c.mode, c.executors, c.policy, c.settings), func(t *testing.T) {
 			s := startCluster(t, c.executors, c.policy)
 			if err := s.Settings.Set("execution.mode", c.mode); err != nil {
 				t.Fatal(err)
+			}
+			for k, v := range c.settings {
+				if err := s.Settings.Set(k, v); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if c.mode == "blocking" {
 				// Adaptive execution's thresholds are tuned guesses: the
