@@ -128,17 +128,22 @@ func (localFS) openAt(_ context.Context, f FileInfo) (RandomReader, error) {
 		file.Close()
 		return nil, fmt.Errorf("open %s: %w", f.Path, err)
 	}
-	return localFile{File: file, size: st.Size()}, nil
+	return localFile{File: file, size: st.Size(), modTime: st.ModTime().UnixNano()}, nil
 }
 
 func (localFS) open(_ context.Context, f FileInfo) (io.ReadCloser, error) {
 	return OpenRegular(f.Path)
 }
 
-// localFile is an open local file and its size.
+// localFile is an open local file, its size and modification time.
 type localFile struct {
 	*os.File
-	size int64
+	size    int64
+	modTime int64 // Unix nanoseconds
 }
+
+// sameAs reports whether the open file has the size and modification time
+// f records.
+func (f localFile) sameAs(fi FileInfo) bool { return f.size == fi.Size && f.modTime == fi.ModTime }
 
 func (f localFile) Size() int64 { return f.size }

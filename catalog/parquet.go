@@ -41,14 +41,14 @@ type ParquetFile struct {
 	ModTime   int64  // modification time, Unix nanoseconds
 	ETag      string // an object's entity tag; "" for local files
 	RowGroups []RowGroup
-	// footer is the parsed footer of a remote file, kept so that scans
-	// do not fetch it again for every part of the file they read; nil
-	// for local files, whose footers are read from the page cache.
+	// footer is the file's parsed footer, kept so that scans do not
+	// fetch (an object) or parse (a local file: a scan opens the file
+	// for every run of row groups it reads) it again.
 	footer *metadata.FileMetaData
 }
 
-// Footer is the file's parsed footer when the table keeps it (remote
-// files), else nil; pass it to OpenParquetReader.
+// Footer is the file's parsed footer when the table keeps it, else nil;
+// pass it to OpenParquetReader.
 func (f ParquetFile) Footer() *metadata.FileMetaData { return f.footer }
 
 // Info is the file's identity, for reading it (OpenFile).
@@ -267,13 +267,18 @@ func CheckParquetMagicAt(r io.ReaderAt, size int64, path string) error {
 
 // OpenParquetReader opens the Parquet file f with props (nil for the
 // defaults), after checking its magic bytes. Given the file's footer
-// (ParquetFile.Footer), it neither reads nor checks the footer again: the
-// object's entity tag pins its content. Closing the reader closes the
+// (ParquetFile.Footer), it neither reads nor checks the footer again: an
+// object's entity tag pins its content, and a local file is taken to be
+// the one the footer was read from while its size and modification time
+// are (else its footer is read again). Closing the reader closes the
 // file.
 func OpenParquetReader(ctx context.Context, f FileInfo, props *parquet.ReaderProperties, footer *metadata.FileMetaData) (*file.Reader, error) {
 	r, err := OpenFile(ctx, f)
 	if err != nil {
 		return nil, err
+	}
+	if lf, ok := r.(localFile); ok && !lf.sameAs(f) {
+		footer = nil
 	}
 	var opts []file.ReadOption
 	if footer != nil {
@@ -301,12 +306,10 @@ func readParquetFooter(fi FileInfo) (ParquetFile, *arrow.Schema, [][]int, error)
 		return pf, nil, nil, err
 	}
 	defer rdr.Close()
-	if fi.Remote() {
-		pf.footer = rdr.MetaData()
-		// Set the writer version it computes lazily now, before scans
-		// share the footer between goroutines.
-		pf.footer.WriterVersion()
-	}
+	pf.footer = rdr.MetaData()
+	// Set the writer version it computes lazily now, before scans share
+	// the footer between goroutines.
+	pf.footer.WriterVersion()
 	manifest, err := ParquetArrowSchema(rdr)
 	if err != nil {
 		return pf, nil, nil, fmt.Errorf("parquet file %s: schema: %w", path, err)

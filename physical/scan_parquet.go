@@ -261,7 +261,10 @@ func (s *ParquetScan) readFile(ctx context.Context, mem memory.Allocator, batchS
 	pf := s.table.Files[units[0].file]
 	fi := pf.Info()
 	path := fi.Path
-	props := parquet.NewReaderProperties(mem)
+	// The reader's own buffers (compressed and decompressed pages, the
+	// footer) are written whole before they are read, so recycled ones
+	// are handed over without clearing them first.
+	props := parquet.NewReaderProperties(mempool.Unzeroed(mem))
 	// Stream column chunks instead of reading each whole into a fresh
 	// slice first: by default the reader allocates (and the runtime
 	// zeroes) a slice the size of the chunk, preads into it, and then

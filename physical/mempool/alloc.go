@@ -148,3 +148,39 @@ func FreeSlice[T any](s []T) {
 	}
 	Allocator.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 1<<c))
 }
+
+// Unzeroed returns an allocator for buffers every byte of which their user
+// writes before reading any (arrow-go's Parquet page reader: a compressed
+// page is read into its buffer whole, and decompressed into another that
+// it then checks is filled to the page's size): from Allocator, recycled
+// buffers are handed over, and grown, without clearing them first. Any
+// other allocator is returned as it is.
+func Unzeroed(mem memory.Allocator) memory.Allocator {
+	if a, ok := mem.(*poolAllocator); ok {
+		return unzeroedAllocator{a}
+	}
+	return mem
+}
+
+// unzeroedAllocator is Allocator without the clearing of recycled bytes.
+type unzeroedAllocator struct{ a *poolAllocator }
+
+// Allocate implements memory.Allocator.
+func (u unzeroedAllocator) Allocate(size int) []byte {
+	buf, _ := u.a.take(size)
+	return buf
+}
+
+// Reallocate implements memory.Allocator.
+func (u unzeroedAllocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	nb := u.Allocate(size)
+	copy(nb, b)
+	u.a.Free(b)
+	return nb
+}
+
+// Free implements memory.Allocator.
+func (u unzeroedAllocator) Free(b []byte) { u.a.Free(b) }

@@ -2,6 +2,8 @@ package mempool
 
 import (
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // TestPoolAllocatorZeroesRecycledBuffers: a freed buffer comes back zeroed,
@@ -104,5 +106,35 @@ func TestAllocSlice(t *testing.T) {
 	FreeSlice(small) // not pooled: ignored
 	if AllocSlice[int64](0) != nil {
 		t.Fatal("zero-length slice allocated")
+	}
+}
+
+// TestUnzeroed: buffers come from the pool and go back to it, growth keeps
+// what was written, and an allocator other than the pool is left alone.
+func TestUnzeroed(t *testing.T) {
+	u := Unzeroed(Allocator)
+	b := u.Allocate(5000)
+	if len(b) != 5000 || cap(b) != 8192 {
+		t.Fatalf("Allocate(5000): len %d cap %d, want 5000 and 8192", len(b), cap(b))
+	}
+	for i := range b {
+		b[i] = byte(i)
+	}
+	g := u.Reallocate(8192, b)
+	if len(g) != 8192 || &g[0] != &b[0] {
+		t.Fatalf("growth within the class moved or cut the buffer")
+	}
+	h := u.Reallocate(20000, g)
+	if len(h) != 20000 || cap(h) != 32768 {
+		t.Fatalf("Reallocate(20000): len %d cap %d", len(h), cap(h))
+	}
+	for i := range 5000 {
+		if h[i] != byte(i) {
+			t.Fatalf("growth lost byte %d", i)
+		}
+	}
+	u.Free(h)
+	if Unzeroed(memory.DefaultAllocator) != memory.DefaultAllocator {
+		t.Fatal("Unzeroed of the Go allocator is not the Go allocator")
 	}
 }
