@@ -1044,8 +1044,9 @@ func selectByCode(codes []int32, truth []bool, sel []int32) []int32 {
 
 // valueFilters are the conjuncts of a Filter directly over the scan that
 // read only columns the file hands over in their output type (dates,
-// integers, floats, plain strings; not dictionaries, not decimals stored as
-// integers). The scan evaluates them on each batch as read and shapes only
+// integers, floats, plain strings; not dictionaries), and comparisons of a
+// decimal stored as integers with a literal, judged on the integers
+// (rawDecimalConjunct). The scan evaluates them on each batch as read and shapes only
 // the rows that pass, so that decoding dictionaries, widening decimals and
 // the Filter's own copy are spent on those rows alone. The Filter above
 // still evaluates its whole predicate (every function is deterministic, so
@@ -1071,7 +1072,9 @@ func (s *ParquetScan) valueFilters(filters []expr.Expr, rec arrow.RecordBatch, r
 				arrow.TypeEqual(rec.Column(readPos[pos]).DataType(), s.schema.Field(pos).Type)
 		}
 		if !ok {
-			continue
+			if f = rawDecimalConjunct(f, rec, readPos); f == nil {
+				continue
+			}
 		}
 		vf.count++
 		if vf.pred == nil {
@@ -1086,6 +1089,53 @@ func (s *ParquetScan) valueFilters(filters []expr.Expr, rec arrow.RecordBatch, r
 		}
 	}
 	return vf
+}
+
+// rawDecimalConjunct rewrites a comparison of a decimal column the file
+// stores as integers (INT32 or INT64 unscaled values, as DuckDB and Spark
+// write them) with a literal of the column's own type into the same
+// comparison of the stored integers with the literal's unscaled value, so
+// the scan can judge it before widening the column. Nil when f is not such
+// a comparison, or the literal is outside the stored type's range (the
+// Filter above judges those).
+func rawDecimalConjunct(f expr.Expr, rec arrow.RecordBatch, readPos []int) expr.Expr {
+	b, ok := f.(*expr.Binary)
+	if !ok || !b.Op.IsComparison() {
+		return nil
+	}
+	c, lit, colLeft := b.L, b.R, true
+	if _, isCol := c.(*expr.Column); !isCol {
+		c, lit, colLeft = b.R, b.L, false
+	}
+	col, ok1 := c.(*expr.Column)
+	l, ok2 := lit.(*expr.Literal)
+	if !ok1 || !ok2 || col.Index < 0 || col.Index >= len(readPos) || col.Type.ID() != arrow.DECIMAL128 ||
+		!arrow.TypeEqual(l.Value.Typ, col.Type) {
+		return nil
+	}
+	v, ok := l.Value.Val.(decimal128.Num)
+	if !ok || v.HighBits() != int64(v.LowBits())>>63 {
+		return nil // NULL, or beyond int64
+	}
+	unscaled := int64(v.LowBits())
+	var raw plan.Literal
+	switch stored := rec.Column(readPos[col.Index]).DataType(); stored.ID() {
+	case arrow.INT64:
+		raw = plan.Literal{Typ: stored, Val: unscaled}
+	case arrow.INT32:
+		if unscaled < math.MinInt32 || unscaled > math.MaxInt32 {
+			return nil
+		}
+		raw = plan.Literal{Typ: stored, Val: int32(unscaled)}
+	default:
+		return nil
+	}
+	rc := &expr.Column{Index: col.Index, Name: col.Name, Type: raw.Typ}
+	rl := &expr.Literal{Value: raw}
+	if colLeft {
+		return &expr.Binary{Op: b.Op, L: rc, R: rl, Type: b.Type}
+	}
+	return &expr.Binary{Op: b.Op, L: rl, R: rc, Type: b.Type}
 }
 
 // selection returns the rows of rec that pass every value filter (nil: all

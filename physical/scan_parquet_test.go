@@ -846,6 +846,125 @@ func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
 	}
 }
 
+// TestParquetScanRawDecimalFilters: comparisons of decimals stored as INT32
+// and INT64 with literals, on either side, every operator, a literal the
+// INT32 column cannot hold, and a conjunct on another column, are judged by
+// the scan on the stored integers (rawDecimalConjunct) and keep exactly the
+// rows the Filter keeps, NULLs never.
+func TestParquetScanRawDecimalFilters(t *testing.T) {
+	d9 := &arrow.Decimal128Type{Precision: 9, Scale: 2}
+	d18 := &arrow.Decimal128Type{Precision: 18, Scale: 3}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: d9, Nullable: true},
+		{Name: "b", Type: d18, Nullable: true},
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	val := func(i int) (int64, int64, bool) {
+		return int64(i*37 - 50000), int64(i)*1_000_000_007 - 3_000_000_000_000, i%7 != 2
+	}
+	const n = 3000
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range n {
+		x, y, ok := val(i)
+		if ok {
+			b.Field(0).(*array.Decimal128Builder).Append(decimal128.FromI64(x))
+			b.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(y))
+		} else {
+			b.Field(0).AppendNull()
+			b.Field(1).AppendNull()
+		}
+		b.Field(2).(*array.Int64Builder).Append(int64(i))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "d.parquet")
+	writeParquetWith(t, path, rec, parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(700))
+	rec.Release()
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &expr.Column{Index: 0, Name: "a", Type: d9}
+	bcol := &expr.Column{Index: 1, Name: "b", Type: d18}
+	k := &expr.Column{Index: 2, Name: "k", Type: arrow.PrimitiveTypes.Int64}
+	lit := func(typ arrow.DataType, v decimal128.Num) expr.Expr {
+		return &expr.Literal{Value: plan.Literal{Typ: typ, Val: v}}
+	}
+	cmp := func(op plan.BinaryOp, l, r expr.Expr) expr.Expr {
+		return &expr.Binary{Op: op, L: l, R: r, Type: arrow.FixedWidthTypes.Boolean}
+	}
+	cmpInt := func(op plan.BinaryOp, x, y int64) bool {
+		switch op {
+		case plan.OpEq:
+			return x == y
+		case plan.OpNotEq:
+			return x != y
+		case plan.OpLt:
+			return x < y
+		case plan.OpLtEq:
+			return x <= y
+		case plan.OpGt:
+			return x > y
+		}
+		return x >= y
+	}
+	ops := []plan.BinaryOp{plan.OpEq, plan.OpNotEq, plan.OpLt, plan.OpLtEq, plan.OpGt, plan.OpGtEq}
+	type check struct {
+		name string
+		pred expr.Expr
+		keep func(i int) bool
+	}
+	var checks []check
+	for _, op := range ops {
+		x0, y0, _ := val(1234)
+		checks = append(checks,
+			check{fmt.Sprintf("a %s lit", op), cmp(op, a, lit(d9, decimal128.FromI64(x0))), func(i int) bool {
+				x, _, ok := val(i)
+				return ok && cmpInt(op, x, x0)
+			}},
+			check{fmt.Sprintf("lit %s b", op), cmp(op, lit(d18, decimal128.FromI64(y0)), bcol), func(i int) bool {
+				_, y, ok := val(i)
+				return ok && cmpInt(op, y0, y)
+			}},
+			check{fmt.Sprintf("a %s beyond int32", op), cmp(op, a, lit(d9, decimal128.FromI64(1<<40))), func(i int) bool {
+				x, _, ok := val(i)
+				return ok && cmpInt(op, x, 1<<40)
+			}},
+		)
+	}
+	x1, _, _ := val(100)
+	_, y2, _ := val(2500)
+	checks = append(checks, check{"a >= lit AND b < lit AND k % 3 = 0 via k <> 7",
+		cmp(plan.OpAnd, cmp(plan.OpAnd, cmp(plan.OpGtEq, a, lit(d9, decimal128.FromI64(x1))), cmp(plan.OpLt, bcol, lit(d18, decimal128.FromI64(y2)))),
+			cmp(plan.OpNotEq, k, &expr.Literal{Value: plan.Literal{Typ: arrow.PrimitiveTypes.Int64, Val: int64(7)}})),
+		func(i int) bool {
+			x, y, ok := val(i)
+			return ok && x >= x1 && y < y2 && i != 7
+		}})
+	for _, c := range checks {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		op := NewFilter(NewParquetScan("d", tbl, []int{0, 1, 2}, nil, 1), c.pred)
+		var got []int64
+		for _, b := range drainPartition(t, op, 0, testTaskContext(mem, 500)) {
+			ks := b.Column(2).(*array.Int64)
+			for r := 0; r < ks.Len(); r++ {
+				got = append(got, ks.Value(r))
+			}
+			b.Release()
+		}
+		var want []int64
+		for i := range n {
+			if c.keep(i) {
+				want = append(want, int64(i))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows, want %d", c.name, len(got), len(want))
+		}
+		mem.AssertSize(t, 0)
+	}
+}
+
 // writeParquetWith and writeParquetArrow are shared with the decoders' tests.
 var (
 	writeParquetWith  = testutil.WriteParquet
