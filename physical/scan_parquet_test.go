@@ -767,22 +767,30 @@ func TestFilterOverScanDictionaryPushdown(t *testing.T) {
 // passThrough hides an operator's concrete type.
 type passThrough struct{ Operator }
 
-// TestParquetScanDecimalsStoredAsIntegers: decimals stored as INT32 and
-// INT64 (negative values and NULLs included) come back as the same
-// decimal128 values, with and without rows dropped by a dictionary filter.
-func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
-	d9 := &arrow.Decimal128Type{Precision: 9, Scale: 2}
-	d18 := &arrow.Decimal128Type{Precision: 18, Scale: 3}
+// decimalsAsIntegers gives the decimals-as-integers tests' two column types
+// and row i's values (unscaled; NULL in both columns when !ok).
+func decimalsAsIntegers() (d9, d18 *arrow.Decimal128Type, val func(i int) (int64, int64, bool)) {
+	return &arrow.Decimal128Type{Precision: 9, Scale: 2}, &arrow.Decimal128Type{Precision: 18, Scale: 3},
+		func(i int) (int64, int64, bool) {
+			return int64(i*37 - 50000), int64(i)*1_000_000_007 - 3_000_000_000_000, i%7 != 2
+		}
+}
+
+// writeDecimalsAsIntegers writes n rows of a (DECIMAL(9,2)) and b
+// (DECIMAL(18,3)), from decimalsAsIntegers, and extra, appended by add, to
+// a Parquet file storing the decimals as INT32 and INT64, and returns its
+// path.
+func writeDecimalsAsIntegers(t *testing.T, n int, extra arrow.Field, add func(b array.Builder, i int), props ...parquet.WriterProperty) string {
+	t.Helper()
+	d9, d18, val := decimalsAsIntegers()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "a", Type: d9, Nullable: true},
 		{Name: "b", Type: d18, Nullable: true},
-		{Name: "tag", Type: arrow.BinaryTypes.String},
+		extra,
 	}, nil)
-	val := func(i int) (int64, int64, bool) {
-		return int64(i*37 - 50000), int64(i)*1_000_000_007 - 3_000_000_000_000, i%7 != 2
-	}
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
-	for i := range 3000 {
+	defer b.Release()
+	for i := range n {
 		x, y, ok := val(i)
 		if ok {
 			b.Field(0).(*array.Decimal128Builder).Append(decimal128.FromI64(x))
@@ -791,12 +799,23 @@ func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
 			b.Field(0).AppendNull()
 			b.Field(1).AppendNull()
 		}
-		b.Field(2).(*array.StringBuilder).Append([]string{"keep", "drop", "keep", "other"}[i%4])
+		add(b.Field(2), i)
 	}
 	rec := b.NewRecordBatch()
-	b.Release()
+	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "d.parquet")
-	writeParquetWith(t, path, rec, parquet.WithStoreDecimalAsInteger(true))
+	writeParquetWith(t, path, rec, append([]parquet.WriterProperty{parquet.WithStoreDecimalAsInteger(true)}, props...)...)
+	return path
+}
+
+// TestParquetScanDecimalsStoredAsIntegers: decimals stored as INT32 and
+// INT64 (negative values and NULLs included) come back as the same
+// decimal128 values, with and without rows dropped by a dictionary filter.
+func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
+	d9, d18, val := decimalsAsIntegers()
+	path := writeDecimalsAsIntegers(t, 3000, arrow.Field{Name: "tag", Type: arrow.BinaryTypes.String}, func(b array.Builder, i int) {
+		b.(*array.StringBuilder).Append([]string{"keep", "drop", "keep", "other"}[i%4])
+	})
 	rdr, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		t.Fatal(err)
@@ -852,34 +871,11 @@ func TestParquetScanDecimalsStoredAsIntegers(t *testing.T) {
 // the scan on the stored integers (rawDecimalConjunct) and keep exactly the
 // rows the Filter keeps, NULLs never.
 func TestParquetScanRawDecimalFilters(t *testing.T) {
-	d9 := &arrow.Decimal128Type{Precision: 9, Scale: 2}
-	d18 := &arrow.Decimal128Type{Precision: 18, Scale: 3}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "a", Type: d9, Nullable: true},
-		{Name: "b", Type: d18, Nullable: true},
-		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-	}, nil)
-	val := func(i int) (int64, int64, bool) {
-		return int64(i*37 - 50000), int64(i)*1_000_000_007 - 3_000_000_000_000, i%7 != 2
-	}
+	d9, d18, val := decimalsAsIntegers()
 	const n = 3000
-	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
-	for i := range n {
-		x, y, ok := val(i)
-		if ok {
-			b.Field(0).(*array.Decimal128Builder).Append(decimal128.FromI64(x))
-			b.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(y))
-		} else {
-			b.Field(0).AppendNull()
-			b.Field(1).AppendNull()
-		}
-		b.Field(2).(*array.Int64Builder).Append(int64(i))
-	}
-	rec := b.NewRecordBatch()
-	b.Release()
-	path := filepath.Join(t.TempDir(), "d.parquet")
-	writeParquetWith(t, path, rec, parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(700))
-	rec.Release()
+	path := writeDecimalsAsIntegers(t, n, arrow.Field{Name: "k", Type: arrow.PrimitiveTypes.Int64}, func(b array.Builder, i int) {
+		b.(*array.Int64Builder).Append(int64(i))
+	}, parquet.WithMaxRowGroupLength(700))
 	tbl, err := catalog.OpenParquet(path)
 	if err != nil {
 		t.Fatal(err)
