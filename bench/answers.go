@@ -26,10 +26,10 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
-// checkAnswer runs a TPC-H script on sess, keeps the last query's rows and
+// CheckAnswer runs a TPC-H script on sess, keeps the last query's rows and
 // compares them with dir/qN.out. A query without an answer file is not
 // checked (ok false).
-func checkAnswer(ctx context.Context, sess *session.Session, dir string, q Query, mode string) (c Check, ok bool, err error) {
+func CheckAnswer(ctx context.Context, sess *session.Session, dir string, q Query, mode string) (c Check, ok bool, err error) {
 	f, err := os.Open(filepath.Join(dir, fmt.Sprintf("q%d.out", q.N)))
 	if errors.Is(err, os.ErrNotExist) {
 		return Check{}, false, nil

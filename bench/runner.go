@@ -233,7 +233,7 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 					_, err := run(ctx, sess, q.Text)
 					return err
 				}
-				c, ok, err := checkAnswer(ctx, sess, s.Answers, q, mode)
+				c, ok, err := CheckAnswer(ctx, sess, s.Answers, q, mode)
 				if err != nil || !ok {
 					if !ok && err == nil {
 						_, err = run(ctx, sess, q.Text)

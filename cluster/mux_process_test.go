@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sluice/render"
-	"sluice/repl"
-	"sluice/session"
+	"sluice/bench"
 	"sluice/tpch"
 )
 
@@ -56,27 +52,13 @@ func TestMultiplexedTPCHProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := scriptCSV(ctx, s, string(text))
+		c, ok, err := bench.CheckAnswer(ctx, s, "../testdata/tpch/answers-sf1", bench.Query{N: n, Text: string(text)}, "pipelined")
 		if err != nil {
 			t.Errorf("q%d: %v", n, err)
 			continue
 		}
-		header, rows, err := tpch.ReadCSVResult(strings.NewReader(got))
-		if err != nil {
-			t.Errorf("q%d: %v", n, err)
-			continue
-		}
-		ans, err := os.Open(fmt.Sprintf("../testdata/tpch/answers-sf1/q%d.out", n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := tpch.CompareAnswer(n, ans, header, rows)
-		ans.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Pass {
-			t.Errorf("q%d does not match the official answer: %s", n, res.Detail)
+		if !ok || !c.Pass {
+			t.Errorf("q%d does not match the official answer (answer file found: %v): %s", n, ok, c.Detail)
 		}
 	}
 
@@ -96,58 +78,4 @@ func TestMultiplexedTPCHProcesses(t *testing.T) {
 	if streams == 0 || remote <= streams {
 		t.Errorf("q5 read %d queues remotely over %d multiplexed streams; want fewer streams than reads:\n%s", remote, streams, plan)
 	}
-}
-
-// scriptCSV runs each statement of a script and returns the results of
-// those that have one as CSV.
-func scriptCSV(ctx context.Context, s *session.Session, text string) (string, error) {
-	var out strings.Builder
-	sp := repl.NewSplitter()
-	pieces, err := sp.Feed(text)
-	if err != nil {
-		return "", err
-	}
-	if p, ok := sp.Pending(); ok {
-		pieces = append(pieces, p)
-	}
-	for _, p := range pieces {
-		if err := statementCSV(ctx, s, p.SQL, &out); err != nil {
-			return "", fmt.Errorf("line %d: %w", p.Line, err)
-		}
-	}
-	return out.String(), nil
-}
-
-func statementCSV(ctx context.Context, s *session.Session, sql string, out io.Writer) error {
-	res, err := s.Execute(ctx, sql)
-	if err != nil {
-		return err
-	}
-	defer res.Close()
-	if res.Schema == nil {
-		return nil
-	}
-	w, err := render.New("csv", out, render.Options{})
-	if err != nil {
-		return err
-	}
-	if err := w.Begin(res.Schema); err != nil {
-		return err
-	}
-	for {
-		b, err := res.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		err = w.Write(b)
-		b.Release()
-		if err != nil {
-			return err
-		}
-	}
-	_, err = w.End()
-	return err
 }
