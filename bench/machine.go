@@ -56,3 +56,25 @@ func parseVmHWM(status string) (int64, error) {
 }
 
 func sortInts(xs []int) { slices.Sort(xs) }
+
+// LoadAverage is the machine's one-minute load average (Linux), for telling
+// a measurement on an idle machine from one that shared it.
+func LoadAverage() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, fmt.Errorf("load average: %w (only Linux reports it)", err)
+	}
+	return parseLoadAvg(string(b))
+}
+
+func parseLoadAvg(s string) (float64, error) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return 0, fmt.Errorf("load average: empty /proc/loadavg")
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0, fmt.Errorf("load average: %w", err)
+	}
+	return v, nil
+}

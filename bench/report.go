@@ -73,7 +73,8 @@ type Latency struct {
 	P99Ms float64 `json:"p99_ms"`
 }
 
-// Memory is what one mode's suite cost in memory.
+// Memory is what one mode's suite cost in memory, and how busy the machine
+// was meanwhile.
 type Memory struct {
 	Mode string `json:"mode"`
 	// PeakRSSBytes is the process's resident high-water mark (VmHWM) when
@@ -87,6 +88,11 @@ type Memory struct {
 	// had reserved at once during the mode's suite: what operators
 	// accounted (hash tables, sorts, buffered batches), not the heap.
 	PeakReservedBytes []int64 `json:"peak_reserved_bytes,omitempty"`
+	// LoadStart and LoadEnd are the machine's one-minute load average when
+	// the mode's suite started and ended (0: not known). Times measured
+	// while other work ran are not comparable with an idle machine's.
+	LoadStart float64 `json:"load_start,omitempty"`
+	LoadEnd   float64 `json:"load_end,omitempty"`
 }
 
 // Report is everything one benchmark run measured.

@@ -208,6 +208,7 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 	var mem []Memory
 	var skipped []Skip
 	for _, mode := range s.Modes {
+		loadStart, _ := LoadAverage()
 		if s.ResetQueuePeak != nil {
 			s.ResetQueuePeak()
 		}
@@ -269,7 +270,8 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 				fmt.Fprintf(s.Progress, "%-3s %-10s median %8.1f ms\n", Label(q.Set, q.N), mode, Median(totals))
 			}
 		}
-		m := Memory{Mode: mode}
+		m := Memory{Mode: mode, LoadStart: loadStart}
+		m.LoadEnd, _ = LoadAverage()
 		if rss, err := PeakRSS(); err == nil {
 			m.PeakRSSBytes = rss
 		}

@@ -156,6 +156,7 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 	}
 	rep := &bench.Report{Suite: "tpch", ScaleFact: sf, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
 		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, Parquet read through views over read_parquet, results read as Arrow record batches", version)}}
+	loadStart, _ := bench.LoadAverage()
 	for _, q := range qs {
 		label := bench.Label(q.Set, q.N)
 		if _, err := runScript(ctx, conn, q.Text); err != nil {
@@ -173,7 +174,8 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 		fmt.Fprintf(os.Stderr, "%-3s duckdb     median %8.1f ms\n", label, bench.Median(totals))
 	}
 	if rss, err := bench.PeakRSS(); err == nil {
-		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
+		loadEnd, _ := bench.LoadAverage()
+		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss, LoadStart: loadStart, LoadEnd: loadEnd})
 	}
 	return bench.WriteJSON(out, rep)
 }
@@ -287,6 +289,7 @@ func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, ou
 	}
 	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
 		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, integer division and NULL order as PostgreSQL, Parquet read through views over read_parquet, results read as Arrow record batches", version)}}
+	loadStart, _ := bench.LoadAverage()
 	for _, q := range qs {
 		n := q.N
 		label := bench.Label(bench.SetTPCDS, n)
@@ -307,7 +310,8 @@ func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, ou
 		fmt.Fprintf(os.Stderr, "%-3s duckdb     median %8.1f ms\n", label, bench.Median(totals))
 	}
 	if rss, err := bench.PeakRSS(); err == nil {
-		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss})
+		loadEnd, _ := bench.LoadAverage()
+		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss, LoadStart: loadStart, LoadEnd: loadEnd})
 	}
 	return bench.WriteJSON(out, rep)
 }
