@@ -112,8 +112,12 @@ func (s *groupFixedKeys[T]) addRows(rows []int32) {
 		}
 		return
 	}
-	s.vals = slices.Grow(s.vals, max(len(rows), min(len(s.vals), 1<<20)))
-	s.valid = slices.Grow(s.valid, max(len(rows), min(len(s.valid), 1<<20)))
+	if len(s.vals)+len(rows) > cap(s.vals) {
+		s.vals = slices.Grow(s.vals, max(len(rows), len(s.vals)))
+	}
+	if len(s.valid)+len(rows) > cap(s.valid) {
+		s.valid = slices.Grow(s.valid, max(len(rows), len(s.valid)))
+	}
 	for _, r := range rows {
 		s.vals = append(s.vals, s.curVals[r])
 		s.valid = append(s.valid, true)
