@@ -42,6 +42,11 @@ type groupingSetsCascade struct {
 	parent []int // per set index: the set it is computed from, -1 for the root
 	// stateCols are the output columns of each aggregate's state.
 	stateCols []int
+	// rootUnique: the Expand's input is an aggregate whose groups the
+	// root set's keys include, so every input row is its own root group,
+	// and every aggregate's state is its argument column as it is; the
+	// root's partial groups are then a projection of the input.
+	rootUnique bool
 }
 
 // groupingSetsCascadePlan reports whether h is computed set by set, and how.
@@ -98,6 +103,7 @@ func (h *HashAggregate) groupingSetsCascadePlan() (*groupingSetsCascade, bool) {
 	if len(e.sets[root]) == 0 {
 		return nil, false
 	}
+	c.rootUnique = rootRowsUnique(e, e.sets[root], h)
 	c.parent = make([]int, len(e.sets))
 	c.parent[root] = -1
 	for j, s := range c.order[1:] {
@@ -115,6 +121,43 @@ func (h *HashAggregate) groupingSetsCascadePlan() (*groupingSetsCascade, bool) {
 		c.parent[s] = best
 	}
 	return c, true
+}
+
+// rootRowsUnique reports whether the rows of e's input are distinct on the
+// keys of set and h's states are its aggregates' argument columns unchanged:
+// the input is a final (or single) aggregate without grand totals whose
+// group columns are all among set's keys, and every aggregate is a SUM
+// whose sum type is its argument's, a MIN or a MAX of an input column.
+func rootRowsUnique(e *Expand, set []int, h *HashAggregate) bool {
+	in, ok := e.input.(*HashAggregate)
+	if !ok || (in.mode != AggFinal && in.mode != AggSingle) || len(in.grandTotals) > 0 {
+		return false
+	}
+	covered := make([]bool, len(in.groupBy))
+	for _, k := range set {
+		if c, ok := e.keys[k].(*expr.Column); ok && c.Index < len(covered) {
+			covered[c.Index] = true
+		}
+	}
+	if slices.Contains(covered, false) {
+		return false
+	}
+	for _, a := range h.aggs {
+		c, ok := a.Arg.(*expr.Column)
+		if !ok {
+			return false
+		}
+		switch a.Func {
+		case plan.AggMin, plan.AggMax:
+		case plan.AggSum:
+			if !arrow.TypeEqual(plan.SumType(c.Type), c.Type) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // isSubset reports whether every key of a is in b.
@@ -238,6 +281,21 @@ func (s *groupingSetsStream) start(ctx context.Context, set int) error {
 	var agg *HashAggregate
 	var err error
 	p := s.c.parent[set]
+	if p < 0 && s.c.rootUnique {
+		exprs := make([]expr.Expr, 0, len(keys)+len(h.aggs))
+		for _, k := range keys {
+			exprs = append(exprs, e.keys[k])
+		}
+		for _, a := range h.aggs {
+			exprs = append(exprs, a.Arg)
+		}
+		cur, err := NewProjection(e.input, exprs, make([]string, len(exprs))).Execute(ctx, s.partition, s.tc)
+		if err != nil {
+			return err
+		}
+		s.set, s.cur = set, cur
+		return nil
+	}
 	if p < 0 {
 		groupBy := make([]expr.Expr, len(keys))
 		for i, k := range keys {

@@ -125,3 +125,94 @@ func TestGroupingSetsCascade(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupingSetsCascadeUniqueRoot runs the cascade over an aggregate
+// (the grouping-sets pre-aggregation's shape), whose rows the root set
+// passes through without grouping them, against the replicated plan; with
+// a COUNT among the aggregates the root is grouped as usual.
+func TestGroupingSetsCascadeUniqueRoot(t *testing.T) {
+	schema := jaSchema("a", plan.Utf8, "b", plan.Int64, "v", plan.Int64)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for iter := 0; iter < 12; iter++ {
+		withCount := iter%2 == 1
+		t.Run(fmt.Sprint(iter), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			var data [][]any
+			for i := rng.IntN(300); i > 0; i-- {
+				r := []any{fmt.Sprint("a", rng.IntN(5)), rng.IntN(6), rng.IntN(50)}
+				for j := range r {
+					if rng.IntN(7) == 0 {
+						r[j] = nil
+					}
+				}
+				data = append(data, r)
+			}
+			var parts [][]arrow.RecordBatch
+			if len(data) > 0 {
+				parts = [][]arrow.RecordBatch{{jaBatch(t, mem, schema, data)}}
+			} else {
+				parts = [][]arrow.RecordBatch{nil}
+			}
+			src := &jaSource{schema: schema, parts: parts}
+			defer src.release()
+			v := jaCol(2, "v", plan.Int64)
+			inner, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "a", plan.Utf8), jaCol(1, "b", plan.Int64)}, []string{"a", "b"},
+				[]AggregateExpr{{Func: plan.AggSum, Arg: v, Name: "s", Type: plan.Int64}, {Func: plan.AggMax, Arg: v, Name: "m", Type: plan.Int64}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sets := [][]int{{0, 1}, {0}, {}}
+			run := func(cascade bool) []string {
+				exp, err := NewExpand(inner, []expr.Expr{jaCol(0, "a", plan.Utf8), jaCol(1, "b", plan.Int64)}, []string{"ka", "kb"}, sets, "gid")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var in Operator = exp
+				if !cascade {
+					var exprs []expr.Expr
+					var names []string
+					for i, f := range exp.Schema().Fields() {
+						exprs, names = append(exprs, jaCol(i, f.Name, f.Type)), append(names, f.Name)
+					}
+					in = NewProjection(exp, exprs, names)
+				}
+				groups := []expr.Expr{jaCol(4, "ka", plan.Utf8), jaCol(5, "kb", plan.Int64), jaCol(6, "gid", plan.Int64)}
+				names := []string{"ka", "kb", "gid"}
+				aggs := []AggregateExpr{
+					{Func: plan.AggSum, Arg: jaCol(2, "s", plan.Int64), Name: "s", Type: plan.Int64},
+					{Func: plan.AggMax, Arg: jaCol(3, "m", plan.Int64), Name: "m", Type: plan.Int64},
+				}
+				if withCount {
+					aggs = append(aggs, AggregateExpr{Func: plan.AggCount, Arg: jaCol(3, "m", plan.Int64), Name: "n", Type: plan.Int64})
+				}
+				partial, err := NewHashAggregate(in, AggPartial, groups, names, aggs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c, ok := partial.groupingSetsCascadePlan(); cascade && (!ok || c.rootUnique == withCount) {
+					t.Fatalf("cascade %v, unique root %v", ok, c != nil && c.rootUnique)
+				}
+				pkeys := []expr.Expr{jaCol(0, "ka", plan.Utf8), jaCol(1, "kb", plan.Int64), jaCol(2, "gid", plan.Int64)}
+				mid := NewRepartition(partial, Partitioning{Kind: PartHash, Count: 2, Keys: pkeys})
+				final, err := NewHashAggregate(mid, AggFinal, groups, names, aggs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if final, err = final.WithGrandTotals([]int64{2}); err != nil {
+					t.Fatal(err)
+				}
+				tctx := jaTC(mem, 1+rng.IntN(40), 0)
+				got := jaCollect(t, final, tctx)
+				if u := tctx.Memory.Used(); u != 0 {
+					t.Fatalf("memory pool still holds %d bytes", u)
+				}
+				return got
+			}
+			got, want := run(true), run(false)
+			if !slices.Equal(got, want) {
+				t.Fatalf("cascade\n%s\nreplicated\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
