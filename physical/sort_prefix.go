@@ -11,26 +11,37 @@ import (
 )
 
 // A sort compares rows through a comparator that reads every key through
-// an interface, per comparison; most comparisons are decided by the first
-// key or two. sortRefsByPrefix first encodes each row's first two keys as
-// unsigned words that order as the keys do (direction and NULL placement
-// folded in), sorts the (words, row) pairs comparing words, and calls the
-// full comparator only on ties. Words need only be monotone: a row whose
-// word is smaller sorts first, equal words say nothing unless both rows'
-// first key was encoded exactly (then the keys are equal and the second
-// word decides, or ties again). TPC-DS q67's window sorts 167,000 rows by
-// (i_category, sumsales DESC): the comparator took 17 % of its CPU.
+// an interface, per comparison. sortRefsByPrefix first encodes each row's
+// first keys (up to maxPrefixKeys) as unsigned words that order as the
+// keys do (direction and NULL placement folded in), sorts the (words, row)
+// pairs comparing words, and calls the full comparator only on ties. A
+// word need only be monotone: a row whose word is smaller sorts first;
+// equal words say nothing unless both rows' key was encoded exactly (then
+// the keys are equal and the next word decides). String keys with few
+// distinct values (categories, brands, store names) are encoded exactly as
+// their rank among the distinct values; others by their first bytes.
+// TPC-DS q67's window sorts 167,000 rows by (i_category, sumsales DESC),
+// q47's by four strings and two integers: the comparator took 17 % and
+// 38 % of their CPU.
+
+// maxPrefixKeys is how many leading keys are encoded.
+const maxPrefixKeys = 6
 
 // prefixedRow is one row's encoded keys.
 type prefixedRow struct {
-	w0, w1 uint64
-	ref    kernels.RowRef
-	exact  bool // w0 holds the first key exactly
+	w   [maxPrefixKeys]uint64
+	ref kernels.RowRef
+	// exact is how many leading keys w holds exactly.
+	exact uint8
 }
 
 // minPrefixSortRows is the fewest rows worth encoding; smaller sorts use
 // the comparator alone.
 var minPrefixSortRows = 256
+
+// maxRankedStrings is the most distinct values a string key is ranked
+// over (beyond, it is encoded by its first bytes); ranking sorts them.
+var maxRankedStrings = 1 << 16
 
 // sortRefsByPrefix sorts refs by c, as slices.SortFunc(refs, c.compare)
 // would (up to the order of equal rows).
@@ -39,32 +50,94 @@ func sortRefsByPrefix(c *rowComparator, refs []kernels.RowRef) {
 		slices.SortFunc(refs, c.compare)
 		return
 	}
+	nk := min(len(c.cols), maxPrefixKeys)
 	rows := make([]prefixedRow, len(refs))
-	for i, r := range refs {
-		rows[i].ref = r
-		w, exact := keyWord(c, 0, r)
-		rows[i].w0, rows[i].exact = w, exact
-		if exact && len(c.cols) > 1 {
-			rows[i].w1, _ = keyWord(c, 1, r)
+	exact := make([]bool, len(refs))
+	for k := 0; k < nk; k++ {
+		ranks := rankStrings(c, k, refs)
+		for i, r := range refs {
+			if k == 0 {
+				rows[i].ref = r
+			}
+			var w uint64
+			var ex bool
+			if ranks != nil {
+				w, ex = ranks(r)
+			} else {
+				w, ex = keyWord(c, k, r)
+			}
+			rows[i].w[k] = w
+			if k == 0 {
+				exact[i] = ex
+			} else {
+				exact[i] = exact[i] && ex
+			}
+			if exact[i] {
+				rows[i].exact = uint8(k + 1)
+			}
 		}
 	}
 	slices.SortFunc(rows, func(a, b prefixedRow) int {
-		if a.w0 != b.w0 {
-			if a.w0 < b.w0 {
-				return -1
+		for k := 0; k < nk; k++ {
+			if a.w[k] != b.w[k] {
+				if a.w[k] < b.w[k] {
+					return -1
+				}
+				return 1
 			}
-			return 1
-		}
-		if a.exact && b.exact && a.w1 != b.w1 {
-			if a.w1 < b.w1 {
-				return -1
+			if int(a.exact) <= k || int(b.exact) <= k {
+				break
 			}
-			return 1
 		}
 		return c.compare(a.ref, b.ref)
 	})
 	for i := range rows {
 		refs[i] = rows[i].ref
+	}
+}
+
+// rankStrings returns, for a string key k with at most maxRankedStrings
+// distinct values among refs, the encoding of a row's key as its rank
+// among them (exact); nil for other keys.
+func rankStrings(c *rowComparator, k int, refs []kernels.RowRef) func(kernels.RowRef) (uint64, bool) {
+	col, ok := c.cols[k].(*stringKeyColumn)
+	if !ok {
+		return nil
+	}
+	ids := map[string]uint64{}
+	for _, r := range refs {
+		if col.isNull(r) {
+			continue
+		}
+		v := col.strs[r.Batch].Value(int(r.Row))
+		if _, seen := ids[v]; !seen {
+			if len(ids) == maxRankedStrings {
+				return nil
+			}
+			ids[v] = 0
+		}
+	}
+	vals := make([]string, 0, len(ids))
+	for v := range ids {
+		vals = append(vals, v)
+	}
+	slices.Sort(vals)
+	for i, v := range vals {
+		ids[v] = uint64(i + 1)
+	}
+	key := c.keys[k]
+	return func(r kernels.RowRef) (uint64, bool) {
+		if col.isNull(r) {
+			if key.NullsFirst {
+				return 0, false
+			}
+			return math.MaxUint64, false
+		}
+		w := ids[col.strs[r.Batch].Value(int(r.Row))]
+		if key.Desc {
+			w = ^w
+		}
+		return w, true
 	}
 }
 

@@ -16,11 +16,12 @@ import (
 // TestSortRefsByPrefix sorts random rows of every key type (ints, dates,
 // floats with NaN, -0 and infinities, decimals beyond int64, strings with
 // NUL bytes, shared prefixes and lengths around 7 and 8, booleans, NULLs)
-// by one to three keys in random directions and NULL placements, with a
-// random threshold for encoding, over several batches, and checks that the
-// result is a permutation in the comparator's order.
+// by one to eight keys in random directions and NULL placements, with
+// random thresholds for encoding and for ranking strings, over several
+// batches, and checks that the result is a permutation in the
+// comparator's order.
 func TestSortRefsByPrefix(t *testing.T) {
-	defer func(n int) { minPrefixSortRows = n }(minPrefixSortRows)
+	defer func(n, m int) { minPrefixSortRows, maxRankedStrings = n, m }(minPrefixSortRows, maxRankedStrings)
 	rng := rand.New(rand.NewPCG(31, 32))
 	schema := jaSchema("i32", arrow.PrimitiveTypes.Int32, "i64", plan.Int64, "f", plan.Float64,
 		"d", &arrow.Decimal128Type{Precision: 38, Scale: 2}, "s", plan.Utf8, "b", arrow.FixedWidthTypes.Boolean,
@@ -51,8 +52,9 @@ func TestSortRefsByPrefix(t *testing.T) {
 	for iter := 0; iter < 300; iter++ {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		minPrefixSortRows = rng.IntN(40)
+		maxRankedStrings = rng.IntN(12)
 		var keys []SortKey
-		for n := 1 + rng.IntN(3); len(keys) < n; {
+		for n := 1 + rng.IntN(8); len(keys) < n; {
 			c := rng.IntN(7)
 			f := schema.Field(c)
 			keys = append(keys, SortKey{Expr: jaCol(c, f.Name, f.Type), Desc: rng.IntN(2) == 0, NullsFirst: rng.IntN(2) == 0})
