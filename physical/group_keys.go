@@ -232,8 +232,35 @@ func (s *groupStringKeys) add(row int) {
 }
 
 func (s *groupStringKeys) addRows(rows []int32) {
+	if s.curNulls || len(rows) == 0 {
+		for _, r := range rows {
+			s.add(int(r))
+		}
+		return
+	}
+	// Without NULLs: the arena and the offsets grow once for the batch.
+	offs := s.cur.ValueOffsets()
+	var src []byte
+	if b := s.cur.Data().Buffers()[2]; b != nil {
+		src = b.Bytes()
+	}
+	total := 0
 	for _, r := range rows {
-		s.add(int(r))
+		total += int(offs[r+1] - offs[r])
+	}
+	if len(s.data)+total > cap(s.data) {
+		s.data = slices.Grow(s.data, max(total, len(s.data), 1024))
+	}
+	if len(s.offs)+len(rows) > cap(s.offs) {
+		s.offs = slices.Grow(s.offs, max(len(rows), len(s.offs)))
+	}
+	if len(s.valid)+len(rows) > cap(s.valid) {
+		s.valid = slices.Grow(s.valid, max(len(rows), len(s.valid)))
+	}
+	for _, r := range rows {
+		s.data = append(s.data, src[offs[r]:offs[r+1]]...)
+		s.offs = append(s.offs, int64(len(s.data)))
+		s.valid = append(s.valid, true)
 	}
 }
 
