@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
@@ -195,7 +196,7 @@ func (h *HashAggregate) executeGroupingSets(ctx context.Context, c *groupingSets
 	}
 	return &groupingSetsStream{
 		op: h, c: c, partition: partition, tc: tc,
-		held: make([][]arrow.RecordBatch, len(c.parent)), children: children,
+		held: make([]heldSet, len(c.parent)), children: children,
 		res: tc.NewReservation(ctx, fmt.Sprintf("HashAggregate[%d] grouping sets", partition)),
 	}, nil
 }
@@ -210,12 +211,11 @@ type groupingSetsStream struct {
 	tc        *TaskContext
 	res       *mempool.Reservation
 
-	next     int                   // index into c.order of the next set to start
-	set      int                   // the set being computed, -1 for none
-	cur      Stream                // its aggregate
-	held     [][]arrow.RecordBatch // per set: its output, while children remain
-	heldSize []int64
-	children []int // per set: sets not yet computed from it
+	next     int       // index into c.order of the next set to start
+	set      int       // the set being computed, -1 for none
+	cur      Stream    // its aggregate
+	held     []heldSet // per set: its output, while children remain
+	children []int     // per set: sets not yet computed from it
 	closed   bool
 }
 
@@ -253,17 +253,10 @@ func (s *groupingSetsStream) Next(ctx context.Context) (arrow.RecordBatch, error
 			return nil, err
 		}
 		if s.children[s.set] > 0 {
-			size := kernels.BatchBytes(out)
-			if err := s.res.Grow(size); err != nil {
+			if err := s.hold(out); err != nil {
 				out.Release()
 				return nil, fmt.Errorf("hash aggregate: grouping set %d: %w", s.set, err)
 			}
-			if s.heldSize == nil {
-				s.heldSize = make([]int64, len(s.held))
-			}
-			s.heldSize[s.set] += size
-			out.Retain()
-			s.held[s.set] = append(s.held[s.set], out)
 		}
 		return out, nil
 	}
@@ -303,7 +296,7 @@ func (s *groupingSetsStream) start(ctx context.Context, set int) error {
 		}
 		agg, err = NewHashAggregate(e.input, AggPartial, groupBy, names, h.aggs)
 	} else {
-		if len(s.held[p]) == 0 && len(keys) == 0 {
+		if s.held[p].rows == 0 && len(keys) == 0 {
 			// No groups above: an empty set over no rows has no partial
 			// row either (the final aggregate makes its grand total).
 			s.release(p)
@@ -320,7 +313,12 @@ func (s *groupingSetsStream) start(ctx context.Context, set int) error {
 				return err
 			}
 		}
-		src := &heldBatches{schema: h.schema, batches: s.held[p]}
+		if f := s.held[p].file; f != nil {
+			if err := f.finish(); err != nil {
+				return err
+			}
+		}
+		src := &heldBatches{schema: h.schema, batches: s.held[p].batches, file: s.held[p].file}
 		agg, err = NewHashAggregate(src, AggPartial, groupBy, names, aggs)
 	}
 	if err != nil {
@@ -351,12 +349,63 @@ func (s *groupingSetsStream) release(p int) {
 	if s.children[p] > 0 {
 		return
 	}
-	kernels.ReleaseAll(s.held[p])
-	s.held[p] = nil
-	if s.heldSize != nil {
-		s.res.Shrink(s.heldSize[p])
-		s.heldSize[p] = 0
+	s.res.Shrink(s.held[p].size)
+	s.held[p].release()
+}
+
+// heldSet is a set's output kept for the sets computed from it: in memory,
+// reserved, or, once the reservation is refused in a task that may spill,
+// in a spill file.
+type heldSet struct {
+	batches []arrow.RecordBatch
+	size    int64 // reserved for batches
+	file    *spillFile
+	rows    int64
+}
+
+func (h *heldSet) release() {
+	kernels.ReleaseAll(h.batches)
+	h.batches, h.size = nil, 0
+	if h.file != nil {
+		h.file.close()
+		h.file = nil
 	}
+}
+
+// hold keeps b (the caller keeps its reference) as the current set's
+// output: in memory while the reservation grows, else in a spill file,
+// where the batches held so far go too.
+func (s *groupingSetsStream) hold(b arrow.RecordBatch) error {
+	h := &s.held[s.set]
+	h.rows += b.NumRows()
+	if h.file == nil {
+		size := kernels.BatchBytes(b)
+		err := s.res.Grow(size)
+		if err == nil {
+			b.Retain()
+			h.batches = append(h.batches, b)
+			h.size += size
+			return nil
+		}
+		if !canSpill(s.tc, err) {
+			return err
+		}
+		f, err := newSpillFile(s.tc.SpillDir, s.op.schema, s.tc.Alloc)
+		if err != nil {
+			return err
+		}
+		h.file = f
+		for _, old := range h.batches {
+			if err := f.write(old); err != nil {
+				return err
+			}
+		}
+		kernels.ReleaseAll(h.batches)
+		h.batches = nil
+		s.res.Shrink(h.size)
+		h.size = 0
+	}
+	return h.file.write(b)
 }
 
 // widen turns one of the current set's aggregate batches (its keys, then
@@ -400,18 +449,18 @@ func (s *groupingSetsStream) Close() {
 		s.cur = nil
 	}
 	for i := range s.held {
-		kernels.ReleaseAll(s.held[i])
-		s.held[i] = nil
+		s.held[i].release()
 	}
 	s.res.Free()
 }
 
 // heldBatches is the operator a cascaded set's aggregate reads: its
-// parent's output, held in memory (one partition; never planned or
-// serialized).
+// parent's output, held in memory or in a finished spill file (one
+// partition; never planned or serialized).
 type heldBatches struct {
 	schema  *arrow.Schema
 	batches []arrow.RecordBatch
+	file    *spillFile
 }
 
 func (o *heldBatches) Schema() *arrow.Schema { return o.schema }
@@ -423,7 +472,14 @@ func (o *heldBatches) OutputPartitioning() Partitioning {
 
 // Execute returns a stream of the batches, each retained for the reader;
 // partition is ignored (the batches are the caller's partition's).
-func (o *heldBatches) Execute(context.Context, int, *TaskContext) (Stream, error) {
+func (o *heldBatches) Execute(_ context.Context, _ int, tc *TaskContext) (Stream, error) {
+	if o.file != nil {
+		rd, err := ipc.NewReader(o.file.reader(), ipc.WithAllocator(tc.Alloc), ipc.WithSchema(o.schema))
+		if err != nil {
+			return nil, fmt.Errorf("reading back spilled rows: %w", err)
+		}
+		return &spillStream{rd: rd}, nil
+	}
 	return &heldBatchesStream{batches: o.batches}, nil
 }
 

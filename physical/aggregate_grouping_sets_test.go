@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
@@ -17,7 +18,8 @@ import (
 // TestGroupingSetsCascade runs a two-stage aggregate over an Expand for
 // many sets (ROLLUP, CUBE, duplicated and unrelated sets, a grand total)
 // on random rows with NULL keys and values, in random batch sizes and
-// partition counts, and checks its answer against the same plan with an
+// partition counts (the last under a memory limit, spilling), and checks
+// its answer against the same plan with an
 // identity projection between the Expand and the partial aggregate (which
 // replicates every row once per set instead of cascading).
 func TestGroupingSetsCascade(t *testing.T) {
@@ -70,6 +72,12 @@ func TestGroupingSetsCascade(t *testing.T) {
 					}
 				}
 				batch := 1 + rng.IntN(50)
+				// The last iterations run under a memory limit in a task
+				// that may spill: held groups go to disk.
+				limit := int64(0)
+				if iter == 3 {
+					limit = int64(96<<10 + rng.IntN(64<<10))
+				}
 				run := func(cascade bool) []string {
 					exp, err := NewExpand(src, keys, []string{"ka", "kb", "kc"}, c.sets, "gid")
 					if err != nil {
@@ -110,14 +118,18 @@ func TestGroupingSetsCascade(t *testing.T) {
 					if final, err = final.WithGrandTotals(grand); err != nil {
 						t.Fatal(err)
 					}
-					tctx := jaTC(mem, batch, 0)
+					tctx := jaTC(mem, batch, limit)
+					if limit > 0 {
+						tctx.SpillDir = t.TempDir()
+					}
 					got := jaCollect(t, final, tctx)
 					if u := tctx.Memory.Used(); u != 0 {
 						t.Fatalf("memory pool still holds %d bytes", u)
 					}
 					return got
 				}
-				got, want := run(true), run(false)
+				want := run(false)
+				got := run(true)
 				if !slices.Equal(got, want) {
 					t.Fatalf("cascade\n%s\nreplicated\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
@@ -214,5 +226,66 @@ func TestGroupingSetsCascadeUniqueRoot(t *testing.T) {
 				t.Fatalf("cascade\n%s\nreplicated\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// TestGroupingSetsCascadeSpillsHeldGroups runs a ROLLUP over many distinct
+// keys under a memory limit the root set's groups do not fit: they are
+// held in a spill file for the sets computed from them, and the answer is
+// the one without a limit.
+func TestGroupingSetsCascadeSpillsHeldGroups(t *testing.T) {
+	schema := jaSchema("a", plan.Utf8, "b", plan.Int64, "v", plan.Int64)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var data [][]any
+	for i := 0; i < 4000; i++ {
+		data = append(data, []any{fmt.Sprintf("key %d", i%700), i, i % 13})
+	}
+	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{{jaBatch(t, mem, schema, data)}}}
+	defer src.release()
+	run := func(limit int64) ([]string, int64) {
+		exp, err := NewExpand(src, []expr.Expr{jaCol(0, "a", plan.Utf8), jaCol(1, "b", plan.Int64)}, []string{"ka", "kb"}, [][]int{{0, 1}, {0}, {}}, "gid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := []expr.Expr{jaCol(3, "ka", plan.Utf8), jaCol(4, "kb", plan.Int64), jaCol(5, "gid", plan.Int64)}
+		names := []string{"ka", "kb", "gid"}
+		aggs := []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(2, "v", plan.Int64), Name: "s", Type: plan.Int64}}
+		partial, err := NewHashAggregate(exp, AggPartial, groups, names, aggs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tctx := jaTC(mem, 256, limit)
+		tctx.SpillDir = t.TempDir()
+		files, _ := SpillStats()
+		bs, err := jaRun(t, partial, tctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, _ := SpillStats()
+		// The partial groups of each set, summed per group (a partial
+		// aggregate under a limit may pass a group on in pieces).
+		sums := map[string]int64{}
+		for _, b := range bs {
+			for r := 0; r < int(b.NumRows()); r++ {
+				k := fmt.Sprint(jaFormat(b.Column(0), r), "|", jaFormat(b.Column(1), r), "|", jaFormat(b.Column(2), r))
+				sums[k] += b.Column(3).(*array.Int64).Value(r)
+			}
+			b.Release()
+		}
+		var out []string
+		for k, v := range sums {
+			out = append(out, fmt.Sprint(k, "=", v))
+		}
+		slices.Sort(out)
+		return out, after - files
+	}
+	want, _ := run(0)
+	got, spilled := run(96 << 10)
+	if spilled == 0 {
+		t.Fatal("no spill file under the limit")
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("under a limit\n%s\nwithout\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
