@@ -375,6 +375,9 @@ func (h *HashAggregate) newGroups(tc *TaskContext) (*groupTable, []aggAccumulato
 
 // Execute implements Operator.
 func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+	if c, ok := h.groupingSetsCascadePlan(); ok {
+		return h.executeGroupingSets(ctx, c, partition, tc)
+	}
 	table, accs, hist, err := h.newGroups(tc)
 	if err != nil {
 		return nil, err

@@ -325,3 +325,99 @@ func (r *intGroupRef) lookupAndCheck(t *testing.T, mem memory.Allocator, tab *gr
 		}
 	}
 }
+
+// TestGroupTableMixedKeysArena groups batches of a string, an int32 and a
+// second string key (NULLs in each, arrays sliced out of larger ones, values
+// long and empty) through the hashed path, so that the string keys' byte
+// arena grows over many batches and the new groups of a batch are stored
+// before later rows of the same batch are checked against them; every
+// row's group and "new" flag is checked against a map, and the keys built
+// back in several ranges.
+func TestGroupTableMixedKeysArena(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(21, 22))
+	tab, err := newGroupTable([]arrow.DataType{plan.Utf8, arrow.PrimitiveTypes.Int32, plan.Utf8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int32{}
+	var order []string
+	nulls := false // odd batches only, so that even ones take the no-NULL paths
+	str := func() (string, bool) {
+		switch rng.IntN(10) {
+		case 0:
+			return "", !nulls
+		case 1:
+			return "", true
+		}
+		return fmt.Sprintf("value %d %s", rng.IntN(60), string(make([]byte, rng.IntN(30)))), true
+	}
+	for b := 0; b < 30; b++ {
+		rows := 1 + rng.IntN(900)
+		pad := rng.IntN(5)
+		nulls = b%2 == 1
+		sb1, ib, sb2 := array.NewStringBuilder(mem), array.NewInt32Builder(mem), array.NewStringBuilder(mem)
+		keys := make([]string, rows)
+		for i := 0; i < rows+2*pad; i++ {
+			v1, ok1 := str()
+			v2, ok2 := str()
+			n, okn := int32(rng.IntN(4)), rng.IntN(7) != 0
+			sb1.AppendValues([]string{v1}, []bool{ok1})
+			sb2.AppendValues([]string{v2}, []bool{ok2})
+			ib.AppendValues([]int32{n}, []bool{okn})
+			if i >= pad && i < pad+rows {
+				keys[i-pad] = fmt.Sprintf("%q %v|%d %v|%q %v", v1, ok1, n*int32(boolInt(okn)), okn, v2, ok2)
+			}
+		}
+		full := []arrow.Array{sb1.NewArray(), ib.NewArray(), sb2.NewArray()}
+		sb1.Release()
+		ib.Release()
+		sb2.Release()
+		cols := make([]arrow.Array, 3)
+		for c, a := range full {
+			cols[c] = array.NewSlice(a, int64(pad), int64(pad+rows))
+		}
+		joinReleaseArrays(full)
+		gids, isNew := make([]int32, rows), make([]bool, rows)
+		if err := tab.lookup(cols, rows, gids, isNew); err != nil {
+			t.Fatal(err)
+		}
+		for i, key := range keys {
+			g, seen := want[key]
+			if !seen {
+				g = int32(len(order))
+				want[key] = g
+				order = append(order, key)
+			}
+			if gids[i] != g || isNew[i] == seen {
+				t.Fatalf("batch %d row %d %s: gid %d new %v, want %d new %v", b, i, key, gids[i], isNew[i], g, !seen)
+			}
+		}
+		joinReleaseArrays(cols)
+	}
+	if tab.numGroups() != len(order) {
+		t.Fatalf("%d groups, want %d", tab.numGroups(), len(order))
+	}
+	for start := 0; start < len(order); start += 97 {
+		end := min(start+97, len(order))
+		keys := tab.buildKeys(start, end, mem)
+		s1, n, s2 := keys[0].(*array.String), keys[1].(*array.Int32), keys[2].(*array.String)
+		for g := start; g < end; g++ {
+			i := g - start
+			got := fmt.Sprintf("%q %v|%d %v|%q %v", s1.Value(i), s1.IsValid(i), n.Value(i)*int32(boolInt(n.IsValid(i))), n.IsValid(i), s2.Value(i), s2.IsValid(i))
+			if got != order[g] {
+				t.Fatalf("group %d keys %s, want %s", g, got, order[g])
+			}
+		}
+		joinReleaseArrays(keys)
+	}
+	tab.releaseSlots()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

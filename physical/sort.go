@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
@@ -252,7 +251,7 @@ func (s *sortStream) sortRefs() {
 			s.refs = append(s.refs, kernels.RowRef{Batch: int32(i), Row: r})
 		}
 	}
-	slices.SortFunc(s.refs, s.cmp.compare)
+	sortRefsByPrefix(s.cmp, s.refs)
 }
 
 // spillRun sorts the rows held in memory, writes them to a new spill file
@@ -348,7 +347,7 @@ func (s *sortStream) consumeTopK(ctx context.Context) error {
 	}
 	s.refs = append(s.refs[:0], s.heap...)
 	s.heap = nil
-	slices.SortFunc(s.refs, s.cmp.compare)
+	sortRefsByPrefix(s.cmp, s.refs)
 	return nil
 }
 

@@ -65,8 +65,14 @@ func flattenInner(n Node, leaves *[]Node, conds *[]Expr) {
 
 func greedyJoin(leaves []Node, conds []Expr) Node {
 	condCols := make([]ColumnSet, len(conds))
+	equis := make([]equiSides, len(conds))
 	for i, c := range conds {
 		condCols[i] = ColumnsOf(c)
+		if b, ok := c.(*Binary); ok && b.Op == OpEq {
+			if l, r := ColumnsOf(b.L), ColumnsOf(b.R); len(l) > 0 && len(r) > 0 {
+				equis[i] = equiSides{l, r}
+			}
+		}
 	}
 	leafCols := make([]ColumnSet, len(leaves))
 	for i, l := range leaves {
@@ -97,7 +103,7 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 		if anyConnected && !connected[st] {
 			continue
 		}
-		tree, used, cost := greedyFrom(st, leaves, leafCols, conds, condCols)
+		tree, used, cost := greedyFrom(st, leaves, leafCols, conds, condCols, equis)
 		if bestStart < 0 || cost < bestCost ||
 			cost == bestCost && EstimateRows(leaves[st]) < EstimateRows(leaves[bestStart]) {
 			best, bestUsed, bestCost, bestStart = tree, used, cost, st
@@ -114,11 +120,16 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 	return filterOver(best, rest)
 }
 
+// equiSides are the columns of an equality's two operands (nil for a
+// condition that is not an equality of columns on both sides), computed
+// once for isEquiBetween's test at every step of every start.
+type equiSides struct{ l, r ColumnSet }
+
 // greedyFrom builds the left-deep tree that starts at leaves[start] and
 // repeatedly joins the input giving the smallest estimated result among
 // those an equality connects. It returns the tree, which conditions it
 // attached, and the sum of its joins' estimated rows.
-func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, condCols []ColumnSet) (Node, []bool, float64) {
+func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, condCols []ColumnSet, equis []equiSides) (Node, []bool, float64) {
 	used := make([]bool, len(conds))
 	done := make([]bool, len(leaves))
 	cur := leaves[start]
@@ -127,9 +138,14 @@ func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, co
 	// Unclamped estimates, as estimateJoin passes them on.
 	curRows := estimate(cur)
 	leafRows := make([]float64, len(leaves))
+	leafBase := make([]float64, len(leaves))
 	for i, leaf := range leaves {
 		leafRows[i] = estimate(leaf)
+		leafBase[i] = maxBaseRows(leaf)
 	}
+	// The tree's largest base table, kept as it grows (a join's is the
+	// larger of its sides').
+	curBase := leafBase[start]
 	cost := 0.0
 	for step := 1; step < len(leaves); step++ {
 		best, bestConnected, bestRows, bestRaw := -1, false, 0.0, 0.0
@@ -139,23 +155,22 @@ func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, co
 			if done[i] {
 				continue
 			}
-			both := union(curCols, leafCols[i])
 			var apply []Expr
 			var idx []int
 			connected := false
 			for k, c := range conds {
-				if used[k] || !condCols[k].SubsetOf(both) {
+				if used[k] || !subsetOfEither(condCols[k], curCols, leafCols[i]) {
 					continue
 				}
 				apply = append(apply, c)
 				idx = append(idx, k)
-				if isEquiBetween(c, curCols, leafCols[i]) {
+				if eq := equis[k]; eq.l != nil && (eq.l.SubsetOf(curCols) && eq.r.SubsetOf(leafCols[i]) || eq.l.SubsetOf(leafCols[i]) && eq.r.SubsetOf(curCols)) {
 					connected = true
 				}
 			}
 			cand := &Join{Kind: JoinInner, Left: cur, Right: leaf, Cond: Conjunction(apply)}
 			// EstimateRows(cand), from the estimates already known.
-			raw := innerJoinRowsCols(cand, curRows, leafRows[i], curCols, leafCols[i])
+			raw := innerJoinRowsCols(cand, curRows, leafRows[i], curCols, leafCols[i], curBase, leafBase[i])
 			rows := math.Max(1, raw)
 			better := best < 0 ||
 				(connected && !bestConnected) ||
@@ -169,11 +184,25 @@ func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, co
 			used[k] = true
 		}
 		cur = bestJoin
-		curCols = union(curCols, leafCols[best])
+		for id := range leafCols[best] {
+			curCols[id] = struct{}{} // curCols is the tree's own set (Schema().IDs() is a new one)
+		}
 		curRows = bestRaw
+		curBase = math.Max(curBase, leafBase[best])
 		cost += bestRows
 	}
 	return cur, used, cost
+}
+
+// subsetOfEither reports whether every column of s is in a or in b (s is a
+// subset of their union, without building it).
+func subsetOfEither(s, a, b ColumnSet) bool {
+	for id := range s {
+		if !a.Has(id) && !b.Has(id) {
+			return false
+		}
+	}
+	return true
 }
 
 func union(a, b ColumnSet) ColumnSet {

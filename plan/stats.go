@@ -110,13 +110,13 @@ func innerJoinRows(j *Join, l, r float64) float64 {
 	if j.Cond == nil {
 		return l * r
 	}
-	return innerJoinRowsCols(j, l, r, j.Left.Schema().IDs(), j.Right.Schema().IDs())
+	return innerJoinRowsCols(j, l, r, j.Left.Schema().IDs(), j.Right.Schema().IDs(), maxBaseRows(j.Left), maxBaseRows(j.Right))
 }
 
 // innerJoinRowsCols is innerJoinRows for a caller that already holds the
 // sides' column sets L and R (the join reordering, which tries every
 // candidate join at every step).
-func innerJoinRowsCols(j *Join, l, r float64, L, R ColumnSet) float64 {
+func innerJoinRowsCols(j *Join, l, r float64, L, R ColumnSet, lBase, rBase float64) float64 {
 	if j.Cond == nil {
 		return l * r
 	}
@@ -135,7 +135,7 @@ func innerJoinRowsCols(j *Join, l, r float64, L, R ColumnSet) float64 {
 	// Foreign key → primary key: each row of the larger side finds its
 	// partner, so the output is the larger side, thinned by the fraction of
 	// the other side that survived its filters.
-	red := math.Min(reduction(j.Left, l), reduction(j.Right, r))
+	red := math.Min(reductionOf(l, lBase), reductionOf(r, rBase))
 	fk := math.Max(l, r) * red
 	// Where distinct counts are known, |L|·|R| / max(ndv) catches joins on
 	// low-cardinality columns (many-to-many) that the key guess misses.
@@ -246,9 +246,9 @@ func columnScan(n Node, id ColumnID) (*Scan, int) {
 	return nil, -1
 }
 
-// reduction is the fraction of its largest base table a subtree keeps.
-func reduction(n Node, rows float64) float64 {
-	base := maxBaseRows(n)
+// reductionOf is the fraction of its largest base table (base rows, see
+// maxBaseRows) a subtree of rows rows keeps.
+func reductionOf(rows, base float64) float64 {
 	if base <= 0 {
 		return 1
 	}
