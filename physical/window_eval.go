@@ -349,9 +349,13 @@ func (p *windowPartitions) aggregate(f WindowExpr, args []arrow.Array) (arrow.Ar
 	if err != nil {
 		return nil, err
 	}
-	if err := agg.init(arg, int(p.in.NumRows())); err != nil {
+	defer agg.release()
+	a, err := newWinAggArg(f.Agg, arg, 0)
+	if err != nil {
 		return nil, err
 	}
+	n := int(p.in.NumRows())
+	agg.outputs(n)
 	var aggErr error
 	lo, hi := -1, -1
 	err = p.frames(f.Frame, func(r, s, e int) {
@@ -365,12 +369,12 @@ func (p *windowPartitions) aggregate(f WindowExpr, args []arrow.Array) (arrow.Ar
 			lo, hi = s, s
 		}
 		for ; lo < s; lo++ {
-			if aggErr = agg.remove(lo); aggErr != nil {
+			if aggErr = agg.remove(a, lo); aggErr != nil {
 				return
 			}
 		}
 		for ; hi < e; hi++ {
-			if aggErr = agg.add(hi); aggErr != nil {
+			if aggErr = agg.add(a, hi); aggErr != nil {
 				return
 			}
 		}
@@ -381,6 +385,17 @@ func (p *windowPartitions) aggregate(f WindowExpr, args []arrow.Array) (arrow.Ar
 	}
 	if aggErr != nil {
 		return nil, aggErr
+	}
+	if pk, ok := agg.(winPicker); ok {
+		picks := pk.picks()
+		idx := make([]int, n)
+		for r, j := range picks {
+			idx[r] = int(j)
+			if j < 0 {
+				idx[r] = -2
+			}
+		}
+		return p.gather(arg, nil, idx)
 	}
 	return agg.finish(p.mem)
 }
