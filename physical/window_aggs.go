@@ -46,6 +46,15 @@ type winPicker interface {
 	picks() []int64
 }
 
+// winDropper is an aggregator that, though not invertible, may let rows
+// leave the set without starting it over in some states: a min or max
+// whose extreme row stays.
+type winDropper interface {
+	// keeps reports whether the aggregate of the set without its rows
+	// before partition row s is the aggregate of the set.
+	keeps(s int64) bool
+}
+
 // winAggArg is an aggregate's argument column (nil for count(*)) prepared
 // for reading rows; base is the partition row its row 0 is.
 type winAggArg struct {
@@ -415,6 +424,12 @@ func (m *winMinMax) emit(i int) error {
 	return nil
 }
 func (m *winMinMax) picks() []int64 { return m.out }
+
+// keeps: the extreme row is the first with its value, so it stays the
+// extreme (and the first) once the rows before it are gone.
+func (m *winMinMax) keeps(s int64) bool {
+	return m.row < 0 || m.best.base+int64(m.row) >= s
+}
 func (m *winMinMax) finish(memory.Allocator) (arrow.Array, error) {
 	return nil, errors.New("internal: min/max results are picks")
 }
