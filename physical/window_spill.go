@@ -40,8 +40,8 @@ import (
 const windowPeerColumn = "__window_peer_start"
 
 // windowSpillBlockBytes is about how large a block of a spilled window
-// partition is: small enough that the cursors of several functions fit
-// a small limit, large enough to read efficiently.
+// partition is (at most a 64th of the task's limit): small enough that
+// the cursors of several functions fit, large enough to read efficiently.
 var windowSpillBlockBytes int64 = 128 << 10
 
 // spilledWindow is one window partition written to disk, then evaluated
@@ -184,7 +184,13 @@ func (sp *spilledWindow) write(b arrow.RecordBatch) error {
 	peerArr.Release()
 	defer full.Release()
 	if sp.per == 0 {
-		sp.per = max(8, min(int64(max(sp.tc.BatchSize, 1)), windowSpillBlockBytes*int64(n)/max(kernels.BatchBytes(full), 1)))
+		// Under a small limit, smaller blocks: the cursors of several
+		// functions hold a few each.
+		block := windowSpillBlockBytes
+		if limit := sp.tc.Memory.Limit(); limit > 0 {
+			block = max(min(block, limit/64), 1)
+		}
+		sp.per = max(8, min(int64(max(sp.tc.BatchSize, 1)), block*int64(n)/max(kernels.BatchBytes(full), 1)))
 	}
 	for off := int64(0); off < int64(n); off += sp.per {
 		piece := full.NewSlice(off, min(off+sp.per, int64(n)))
