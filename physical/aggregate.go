@@ -462,7 +462,7 @@ type hashAggStream struct {
 	streaming bool
 	// carry is the rest of an input batch a streaming partial aggregate
 	// was refused the memory to aggregate at once.
-	carry arrow.RecordBatch
+	carry     arrow.RecordBatch
 	inputDone bool
 
 	// Spilling (a single or final aggregate the pool refused memory, in a
