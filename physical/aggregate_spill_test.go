@@ -315,3 +315,35 @@ func TestHashAggregateGroupingSetsSpill(t *testing.T) {
 		})
 	}
 }
+
+// TestHashAggregatePartialHalvesBatches: a streaming partial aggregate
+// refused the memory for one batch's groups (the final aggregate above it
+// in its task holding the limit) aggregates the batch in halves, and the
+// final aggregate, spilling, gives the unlimited answer.
+func TestHashAggregatePartialHalvesBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaSpillAggInput(t, mem)
+	defer src.release()
+	single := jaSpillAgg(t, src)
+	want := jaCollect(t, single, jaTC(mem, 256, 0))
+	partial, err := NewHashAggregate(src, AggPartial, single.groupBy, single.groupNames, single.aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := NewHashAggregate(partial, AggFinal, single.groupBy, single.groupNames, single.aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		limit := 25_000 + rand.Int64N(40_000)
+		tc := jaTC(mem, 256, limit)
+		tc.SpillDir = t.TempDir()
+		spillCheck(t, tc, true, func() {
+			got := jaCollect(t, final, tc)
+			if !slices.Equal(got, want) {
+				t.Fatalf("limit %d: %d rows differ from the unlimited %d", limit, len(got), len(want))
+			}
+		})
+	}
+}
