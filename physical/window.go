@@ -281,6 +281,9 @@ func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 			s.outBytes = 0
 		}
 		if s.spill != nil && s.spill.eval != nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if err := s.nextSpilled(); err != nil {
 				return nil, err
 			}

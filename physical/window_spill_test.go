@@ -1,6 +1,7 @@
 package physical
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -200,4 +201,52 @@ func TestWindowSpillTinyLimits(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 20 limits under a quarter of the unlimited peak passed", passed)
+}
+
+// TestWindowSpillCancel: a window cancelled while it evaluates a spilled
+// partition stops, and frees what it holds, its spill file included.
+func TestWindowSpillCancel(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := windowSource(t, mem, windowOnePartitionRows(5, 3000, false), 40)
+	defer src.release()
+	w, err := NewWindow(src, nil, []SortKey{{Expr: wO}}, windowSpillFamilies()["frame2"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := newTestTC(mem, 64)
+	tc.Memory = mempool.NewPool("task", 40_000, nil)
+	tc.SpillDir = t.TempDir()
+	fds := openFDs(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := w.Execute(ctx, 0, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := SpillStats()
+	b, err := s.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	if after, _ := SpillStats(); after == files {
+		t.Fatal("the partition was not spilled")
+	}
+	cancel()
+	for err == nil {
+		if b, err = s.Next(ctx); err == nil {
+			b.Release()
+		}
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	s.Close()
+	if tc.Memory.Used() != 0 {
+		t.Errorf("%d bytes still reserved", tc.Memory.Used())
+	}
+	checkNoSpillFiles(t, tc.SpillDir)
+	if n := openFDs(t); n > fds {
+		t.Errorf("%d file descriptors open, %d before: the spill file was left open", n, fds)
+	}
 }
