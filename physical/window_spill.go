@@ -436,11 +436,16 @@ func (s *windowStream) startSpill(b arrow.RecordBatch) error {
 // keeps the rest of b for afterwards.
 func (s *windowStream) spillMore(b arrow.RecordBatch) error {
 	sp := s.spill
+	// The batch is reserved while its rows are written, if the task has
+	// room; if not, it is written anyway: it is in memory already, and
+	// writing it is what frees it (refusing it would only fail the query).
 	n := kernels.BatchBytes(b)
 	if err := s.res.Grow(n); err != nil {
-		err = s.refused(err, sp.first, fmt.Sprintf("spilling the window partition %%s: %d rows so far, and an input batch of %d", sp.n, b.NumRows()))
-		b.Release()
-		return err
+		if !canSpill(s.tc, err) {
+			b.Release()
+			return fmt.Errorf("window: %w", err)
+		}
+		n = 0
 	}
 	k, err := sp.rowsIn(b)
 	if err == nil && k > 0 {
