@@ -400,7 +400,7 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 // maySpill reports whether the aggregate answers a refused reservation
 // by spilling its groups, or (partial) by passing them on.
 func (h *HashAggregate) maySpill() bool {
-	if len(h.groupBy) == 0 || len(h.grandTotals) > 0 || h.splitLevel >= maxSplitLevel {
+	if len(h.groupBy) == 0 || h.splitLevel >= maxSplitLevel {
 		return false
 	}
 	if h.mode == AggPartial {
@@ -418,7 +418,7 @@ func (h *HashAggregate) maySpill() bool {
 			distinct++
 		}
 	}
-	return distinct == 0 || distinct == len(h.aggs)
+	return distinct == 0 || (distinct == len(h.aggs) && len(h.grandTotals) == 0)
 }
 
 // shareAvgSums gives each avg(x) whose x is also summed, sum(x), that
@@ -463,6 +463,9 @@ type hashAggStream struct {
 	// the input is exhausted and closed.
 	rows      int64
 	streaming bool
+	// carry is the rest of an input batch a streaming partial aggregate
+	// was refused the memory to aggregate at once.
+	carry     arrow.RecordBatch
 	inputDone bool
 
 	// Spilling (a single or final aggregate the pool refused memory, in a
@@ -616,8 +619,30 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 	if s.rawSpill {
 		return nil // every row since the spill is on disk
 	}
+	// An aggregate that ends its input with its groups in memory holds
+	// them until its output is read, and the operators above it (the
+	// partial aggregate of grouping sets over its output, say) may find
+	// no memory left. As a sort does, in a task that may spill, when less
+	// of the task's limit is free than it holds, it spills its groups and
+	// outputs them a bucket at a time.
+	if s.buckets == nil && s.tc.SpillDir != "" && s.spillable() {
+		if limit := s.tc.Memory.Limit(); limit > 0 && limit-s.tc.Memory.Used() < s.res.Size() {
+			if err := s.spillGroups(); err != nil {
+				return err
+			}
+		}
+	}
 	if s.buckets != nil {
-		// The groups still held join the others on disk.
+		// The groups still held join the others on disk, and then the
+		// grand-total groups (of grouping sets) this partition owes,
+		// empty: a bucket's merge combines one with the rows of its
+		// group, if any, and outputs it either way.
+		if err := s.spillGroups(); err != nil {
+			return err
+		}
+		if err := s.addGrandTotals(); err != nil {
+			return err
+		}
 		return s.spillGroups()
 	}
 	if len(s.op.groupBy) == 0 && s.table.numGroups() == 0 {
@@ -631,11 +656,11 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 }
 
 // spillable reports whether the aggregate can spill its groups: a single
-// or final aggregate with group keys, whose every function merges partial
-// states (no DISTINCT, no ordered string_agg) and that owes no grand-total
-// rows.
+// or final aggregate with group keys (a grouping sets aggregate's include
+// the grouping id, so its sets' groups stay apart), whose every function
+// merges partial states (no DISTINCT, no ordered string_agg).
 func (s *hashAggStream) spillable() bool {
-	if s.op.mode == AggPartial || len(s.op.groupBy) == 0 || len(s.op.grandTotals) > 0 || s.op.splitLevel >= maxSplitLevel {
+	if s.op.mode == AggPartial || len(s.op.groupBy) == 0 || s.op.splitLevel >= maxSplitLevel {
 		return false
 	}
 	for _, a := range s.op.aggs {
@@ -762,23 +787,57 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := s.input.Next(ctx)
-	if err == io.EOF {
-		s.input.Close()
-		s.inputDone = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("hash aggregate: %w", err)
+	b := s.carry
+	s.carry = nil
+	if b == nil {
+		var err error
+		b, err = s.input.Next(ctx)
+		if err == io.EOF {
+			s.input.Close()
+			s.inputDone = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("hash aggregate: %w", err)
+		}
 	}
 	defer b.Release()
-	table, accs, hist, err := s.op.newGroups(s.tc)
-	if err != nil {
-		return err
-	}
-	s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
-	if err := s.consumeBatch(b); err != nil {
-		return err
+	cur := b
+	cur.Retain()
+	defer func() { cur.Release() }()
+	for {
+		table, accs, hist, err := s.op.newGroups(s.tc)
+		if err != nil {
+			return err
+		}
+		s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
+		err = s.consumeBatch(cur)
+		if err == nil {
+			break
+		}
+		n := cur.NumRows()
+		if !canSpill(s.tc, err) || n < 2 {
+			return err
+		}
+		// Refused the groups of the whole batch (the operators beside it
+		// in its task holding the rest of the limit): the first half
+		// now, the rest of the batch next time, in fresh groups each.
+		s.table.releaseSlots()
+		fresh, faccs, fhist, ferr := s.op.newGroups(s.tc)
+		if ferr != nil {
+			return ferr
+		}
+		s.table, s.accs, s.hist = fresh, faccs, fhist
+		if ferr := s.account(); ferr != nil {
+			return ferr
+		}
+		if s.carry != nil {
+			s.carry.Release()
+		}
+		s.carry = b.NewSlice(n/2, b.NumRows())
+		half := b.NewSlice(0, n/2)
+		cur.Release()
+		cur = half
 	}
 	s.table.releaseSlots()
 	return nil
@@ -1034,6 +1093,10 @@ func (s *hashAggStream) Close() {
 	}
 	s.closed = true
 	s.input.Close()
+	if s.carry != nil {
+		s.carry.Release()
+		s.carry = nil
+	}
 	if s.bucketOut != nil {
 		s.bucketOut.Close()
 	}

@@ -241,3 +241,109 @@ func TestHashAggregateDistinctSpills(t *testing.T) {
 		})
 	})
 }
+
+// TestHashAggregateGroupingSetsSpill: the final aggregate of grouping
+// sets (its last key the grouping id, owing the grand-total group of the
+// empty set) spills under random small limits and gives the unlimited
+// answer: the sets' groups, NULL keys and all, stay apart by their
+// grouping id, and the grand-total group appears exactly once, whether
+// rows of it were spilled or it has none (then with an empty count and
+// a NULL sum).
+func TestHashAggregateGroupingSetsSpill(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := jaSchema("k", plan.Int64, "s", plan.Utf8, "x", plan.Int64, "g", plan.Int64)
+	for _, totals := range []bool{true, false} {
+		t.Run(fmt.Sprintf("grand-total rows=%v", totals), func(t *testing.T) {
+			src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 1)}
+			defer src.release()
+			for b := range 30 {
+				var rows [][]any
+				for i := range 300 {
+					n := b*300 + i
+					k, s, x := any(n%3000), any(fmt.Sprint("g", n%7)), any(n%1000)
+					if n%101 == 0 {
+						k = nil
+					}
+					// The rows an Expand makes of one input row: (k, s),
+					// (k) and, with totals, ().
+					rows = append(rows, []any{k, s, x, 0}, []any{k, nil, x, 1})
+					if totals {
+						rows = append(rows, []any{nil, nil, x, 3})
+					}
+				}
+				src.parts[0] = append(src.parts[0], jaBatch(t, mem, schema, rows))
+			}
+			x := jaCol(2, "x", plan.Int64)
+			aggs := []AggregateExpr{
+				{Func: plan.AggCountStar, Name: "cs", Type: plan.Int64},
+				{Func: plan.AggSum, Arg: x, Name: "sx", Type: plan.SumType(plan.Int64)},
+			}
+			gb := []expr.Expr{jaCol(0, "k", plan.Int64), jaCol(1, "s", plan.Utf8), jaCol(3, "g", plan.Int64)}
+			op, err := NewHashAggregate(src, AggSingle, gb, []string{"k", "s", "g"}, aggs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op, err = op.WithGrandTotals([]int64{3}); err != nil {
+				t.Fatal(err)
+			}
+			want := jaCollect(t, op, jaTC(mem, 256, 0))
+			total := 0
+			for _, r := range want {
+				if strings.HasPrefix(r, "NULL|NULL|3|") {
+					total++
+				}
+			}
+			if total != 1 {
+				t.Fatalf("%d grand-total rows in the unlimited answer %v", total, want[:min(len(want), 5)])
+			}
+			for range 3 {
+				limit := 60_000 + rand.Int64N(100_000)
+				tc := jaTC(mem, 256, limit)
+				tc.SpillDir = t.TempDir()
+				before, _ := SpillStats()
+				spillCheck(t, tc, true, func() {
+					got := jaCollect(t, op, tc)
+					if !slices.Equal(got, want) {
+						t.Fatalf("limit %d: %d rows differ from the unlimited %d", limit, len(got), len(want))
+					}
+				})
+				if after, _ := SpillStats(); after == before {
+					t.Errorf("limit %d: nothing spilled", limit)
+				}
+			}
+		})
+	}
+}
+
+// TestHashAggregatePartialHalvesBatches: a streaming partial aggregate
+// refused the memory for one batch's groups (the final aggregate above it
+// in its task holding the limit) aggregates the batch in halves, and the
+// final aggregate, spilling, gives the unlimited answer.
+func TestHashAggregatePartialHalvesBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaSpillAggInput(t, mem)
+	defer src.release()
+	single := jaSpillAgg(t, src)
+	want := jaCollect(t, single, jaTC(mem, 256, 0))
+	partial, err := NewHashAggregate(src, AggPartial, single.groupBy, single.groupNames, single.aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := NewHashAggregate(partial, AggFinal, single.groupBy, single.groupNames, single.aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		limit := 25_000 + rand.Int64N(40_000)
+		tc := jaTC(mem, 256, limit)
+		tc.SpillDir = t.TempDir()
+		spillCheck(t, tc, true, func() {
+			got := jaCollect(t, final, tc)
+			if !slices.Equal(got, want) {
+				t.Fatalf("limit %d: %d rows differ from the unlimited %d", limit, len(got), len(want))
+			}
+		})
+	}
+}

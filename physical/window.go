@@ -247,9 +247,17 @@ type windowStream struct {
 	// reservation, released when the last one is returned.
 	out      []arrow.RecordBatch
 	outBytes int64
-	eof      bool
-	closed   bool
-	err      error // sticky: the buffered state cannot be resumed after one
+	// spill is a window partition too large for memory, being written to
+	// disk or evaluated from it (see window_spill.go); deferred holds the
+	// input rows read after it (deferredBytes reserved), added once it is
+	// evaluated.
+	spill         *spilledWindow
+	queued        []*spilledWindow // spilled partitions to evaluate after it
+	deferred      arrow.RecordBatch
+	deferredBytes int64
+	eof           bool
+	closed        bool
+	err           error // sticky: the buffered state cannot be resumed after one
 }
 
 func (s *windowStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -272,6 +280,15 @@ func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 			s.res.Shrink(s.outBytes)
 			s.outBytes = 0
 		}
+		if s.spill != nil && s.spill.eval != nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := s.nextSpilled(); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if s.ready != nil {
 			if err := s.evaluateGroup(); err != nil {
 				return nil, err
@@ -287,6 +304,12 @@ func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 		b, err := s.in.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			s.eof = true
+			if s.spill != nil {
+				if err := s.spill.finish(); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if len(s.pending) > 0 {
 				if err := s.flush(len(s.pending), -1); err != nil {
 					return nil, err
@@ -301,7 +324,12 @@ func (s *windowStream) next(ctx context.Context) (arrow.RecordBatch, error) {
 			b.Release()
 			continue
 		}
-		if err := s.add(b); err != nil {
+		if s.spill != nil {
+			err = s.spillMore(b)
+		} else {
+			err = s.add(b)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -321,6 +349,9 @@ func (s *windowStream) add(b arrow.RecordBatch) error {
 	n := kernels.BatchBytes(b)
 	if err := s.res.Grow(n); err != nil {
 		kernels.ReleaseAll(keys)
+		if canSpill(s.tc, err) {
+			return s.startSpill(b)
+		}
 		first, rows := b, int64(0)
 		if len(s.pending) > 0 {
 			first = s.pending[0]
@@ -458,6 +489,9 @@ func (s *windowStream) compactRest(rest *arrow.RecordBatch) error {
 // evaluation (retaining it), reserving n bytes for it.
 func (s *windowStream) setReady(in arrow.RecordBatch, n int64) error {
 	if err := s.res.Grow(n); err != nil {
+		if canSpill(s.tc, err) {
+			return s.spillAll(in)
+		}
 		return s.refused(err, in, fmt.Sprintf("holding complete window partitions from %%s on: %d rows", in.NumRows()))
 	}
 	parts, err := s.partitionStarts(in)
@@ -512,8 +546,16 @@ func (s *windowStream) evaluateGroup() error {
 		if err == nil {
 			break
 		}
-		if k == 1 || !canSpill(s.tc, err) {
+		if !canSpill(s.tc, err) {
 			return err
+		}
+		if k == 1 {
+			// One partition whose results do not fit: it is evaluated
+			// from disk.
+			if err := s.spillReady(first, s.readyParts[1]); err != nil {
+				return err
+			}
+			break
 		}
 		k /= 2
 	}
@@ -550,15 +592,14 @@ func (s *windowStream) evaluate(in arrow.RecordBatch) error {
 }
 
 // refused wraps a refused reservation. In a task that may spill it says
-// which window partition the window held: it passes on each partition
-// once its last row is read and evaluates a batch's worth of complete
-// partitions at a time, so it holds the partition being read, the input
-// batch that ends it and a batch's worth of results, and a refusal means
-// that needs more memory than the task has left. first is a batch whose
-// first row starts that partition (a pending or ready batch always starts
-// at a partition's first row); doing says what the window was doing, with
-// a %s for the partition. The explanation goes into the LimitError, as
-// that is what a cluster shows the user.
+// which window partition the window was reading or evaluating: it spills
+// a partition too large for memory, so a refusal means the task has too
+// little left for an input batch, a batch's worth of results or the
+// blocks of a spilled partition it reads back. first is a batch whose
+// first row starts that partition (a pending or ready batch always
+// starts at a partition's first row); doing says what the window was
+// doing, with a %s for the partition. The explanation goes into the
+// LimitError, as that is what a cluster shows the user.
 func (s *windowStream) refused(err error, first arrow.RecordBatch, doing string) error {
 	var le *mempool.LimitError
 	if !canSpill(s.tc, err) || !errors.As(err, &le) {
@@ -570,12 +611,9 @@ func (s *windowStream) refused(err error, first arrow.RecordBatch, doing string)
 	}
 	e := *le
 	e.Owner = fmt.Sprintf("%s, %s,", le.Owner, fmt.Sprintf(doing, what))
-	e.Hint = "a window holds in memory the window partition it reads (with the input batch that ends it and a batch's worth of results) and does not spill it"
+	e.Hint = "a window holds in memory the input batch it reads and a batch's worth of results, and spills a window partition larger than memory to evaluate it from disk a block at a time, with a few blocks per window function"
 	if le.Hint != "" {
 		e.Hint += "; " + le.Hint
-	}
-	if len(s.op.partitionBy) == 0 {
-		e.Hint += "; a window with a PARTITION BY needs only its largest partition in memory"
 	}
 	return fmt.Errorf("window: %w", &e)
 }
@@ -644,6 +682,18 @@ func (s *windowStream) Close() {
 	if s.ready != nil {
 		s.ready.Release()
 		s.ready = nil
+	}
+	if s.spill != nil {
+		s.spill.close()
+		s.spill = nil
+	}
+	for _, sp := range s.queued {
+		sp.close()
+	}
+	s.queued = nil
+	if s.deferred != nil {
+		s.deferred.Release()
+		s.deferred = nil
 	}
 	s.pcmp.release()
 	s.res.Free()

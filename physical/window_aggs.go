@@ -13,23 +13,81 @@ import (
 	"sluice/plan"
 )
 
-// windowAggregator computes one aggregate over a moving set of rows of an
-// evaluated batch: the rows of the current frame. Results are the same as
-// the GROUP BY accumulators' (same types, overflow errors and rounding).
+// windowAggregator computes one aggregate over a moving set of rows: the
+// rows of the current frame. Rows are given as a row of a prepared
+// argument column (winAggArg): the in-memory window has one for its
+// batch, a spilled window partition one per block it reads back, so the
+// set may hold rows of several columns. Results are the same as the
+// GROUP BY accumulators' (same types, overflow errors and rounding).
 type windowAggregator interface {
-	// init binds the argument column (nil for count(*)) of a batch of n rows.
-	init(arg arrow.Array, n int) error
+	// outputs starts n new results (emit's i indexes them), keeping the
+	// set.
+	outputs(n int)
 	// reset empties the set.
 	reset()
-	add(r int) error
-	// remove takes row r out again; only called when invertible.
-	remove(r int) error
+	add(a *winAggArg, r int) error
+	// remove takes row r of a out again; only called when invertible.
+	remove(a *winAggArg, r int) error
 	// invertible reports whether remove is supported exactly.
 	invertible() bool
-	// emit records the aggregate of the current set as row r's result.
-	emit(r int) error
-	// finish returns the results of every row.
+	// emit records the aggregate of the current set as result i.
+	emit(i int) error
+	// finish returns the results since outputs (not for a winPicker).
 	finish(mem memory.Allocator) (arrow.Array, error)
+	// release drops the columns the aggregator still refers to.
+	release()
+}
+
+// winPicker is an aggregator whose results are rows of its argument (min
+// and max): its caller gathers them.
+type winPicker interface {
+	// picks returns, per result since outputs, the partition row (its
+	// column's base plus its row) whose value it is, or -1 for NULL.
+	picks() []int64
+}
+
+// winDropper is an aggregator that, though not invertible, may let rows
+// leave the set without starting it over in some states: a min or max
+// whose extreme row stays.
+type winDropper interface {
+	// keeps reports whether the aggregate of the set without its rows
+	// before partition row s is the aggregate of the set.
+	keeps(s int64) bool
+}
+
+// winAggArg is an aggregate's argument column (nil for count(*)) prepared
+// for reading rows; base is the partition row its row 0 is.
+type winAggArg struct {
+	arr  arrow.Array
+	base int64
+	null bool // arr is of the NULL type: every value is NULL
+	i64  []int64
+	f64  *array.Float64
+	dec  []decimal128.Num
+}
+
+// newWinAggArg prepares arr for the aggregate fn.
+func newWinAggArg(fn plan.AggFunc, arr arrow.Array, base int64) (*winAggArg, error) {
+	a := &winAggArg{arr: arr, base: base, null: arr != nil && arr.DataType().ID() == arrow.NULL}
+	if arr == nil || (fn != plan.AggSum && fn != plan.AggAvg) {
+		return a, nil
+	}
+	switch x := arr.(type) {
+	case *array.Int64:
+		a.i64 = x.Int64Values()
+	case *array.Int32:
+		a.i64 = make([]int64, x.Len())
+		for i, v := range x.Int32Values() {
+			a.i64[i] = int64(v)
+		}
+	case *array.Float64:
+		a.f64 = x
+	case *array.Decimal128:
+		a.dec = arrow.GetValues[decimal128.Num](x.Data(), 1)
+	default:
+		return nil, fmt.Errorf("%s: unexpected argument type %s", fn, arr.DataType())
+	}
+	return a, nil
 }
 
 // newWindowAggregator returns the aggregator for fn over argType (nil for
@@ -59,10 +117,11 @@ func newWindowAggregator(fn plan.AggFunc, argType, resultType arrow.DataType) (w
 		if argType.ID() == arrow.NULL {
 			return nil, fmt.Errorf("%s of null is not supported", fn)
 		}
-		if _, err := newKeyColumn(argType); err != nil {
+		m, err := newWinMinMax(fn == plan.AggMax, argType)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fn, err)
 		}
-		return &winMinMax{isMax: fn == plan.AggMax}, nil
+		return m, nil
 	}
 	return nil, fmt.Errorf("aggregate %s is not supported as a window function", fn)
 }
@@ -71,37 +130,34 @@ func newWindowAggregator(fn plan.AggFunc, argType, resultType arrow.DataType) (w
 
 type winCount struct {
 	star bool
-	none bool
-	arg  arrow.Array
 	n    int64
 	out  []int64
 }
 
-func (c *winCount) init(arg arrow.Array, n int) error {
-	c.arg, c.out = arg, make([]int64, n)
-	// count(NULL) counts nothing (a NULL-typed array has no validity
-	// bitmap, so it reports its values as valid).
-	c.none = arg != nil && arg.DataType().ID() == arrow.NULL
-	return nil
-}
+func (c *winCount) outputs(n int)    { c.out = make([]int64, n) }
 func (c *winCount) reset()           { c.n = 0 }
+func (c *winCount) release()         {}
 func (c *winCount) invertible() bool { return true }
-func (c *winCount) counts(r int) bool {
-	return c.star || (!c.none && c.arg.IsValid(r))
+
+// counts reports whether row r counts; count(NULL) counts nothing (a
+// NULL-typed array has no validity bitmap, so it reports its values as
+// valid).
+func (c *winCount) counts(a *winAggArg, r int) bool {
+	return c.star || (!a.null && a.arr.IsValid(r))
 }
-func (c *winCount) add(r int) error {
-	if c.counts(r) {
+func (c *winCount) add(a *winAggArg, r int) error {
+	if c.counts(a, r) {
 		c.n++
 	}
 	return nil
 }
-func (c *winCount) remove(r int) error {
-	if c.counts(r) {
+func (c *winCount) remove(a *winAggArg, r int) error {
+	if c.counts(a, r) {
 		c.n--
 	}
 	return nil
 }
-func (c *winCount) emit(r int) error { c.out[r] = c.n; return nil }
+func (c *winCount) emit(i int) error { c.out[i] = c.n; return nil }
 func (c *winCount) finish(mem memory.Allocator) (arrow.Array, error) {
 	b := array.NewInt64Builder(mem)
 	defer b.Release()
@@ -115,8 +171,6 @@ func (c *winCount) finish(mem memory.Allocator) (arrow.Array, error) {
 // divides in float64, as the GROUP BY accumulator does.
 type winSumInt struct {
 	avg    bool
-	arg    arrow.Array
-	vals   []int64
 	sum    int64
 	cnt    int64
 	out    []int64
@@ -124,34 +178,25 @@ type winSumInt struct {
 	outSet []bool
 }
 
-func (s *winSumInt) init(arg arrow.Array, n int) error {
-	s.arg = arg
-	switch a := arg.(type) {
-	case *array.Int64:
-		s.vals = a.Int64Values()
-	case *array.Int32:
-		s.vals = make([]int64, a.Len())
-		for i, v := range a.Int32Values() {
-			s.vals[i] = int64(v)
-		}
-	default:
-		return fmt.Errorf("sum: unexpected argument type %s", arg.DataType())
-	}
+func (s *winSumInt) outputs(n int) {
 	s.outSet = make([]bool, n)
 	if s.avg {
 		s.outF = make([]float64, n)
 	} else {
 		s.out = make([]int64, n)
 	}
-	return nil
 }
 func (s *winSumInt) reset()           { s.sum, s.cnt = 0, 0 }
+func (s *winSumInt) release()         {}
 func (s *winSumInt) invertible() bool { return true }
-func (s *winSumInt) add(r int) error {
-	if s.arg.IsNull(r) {
+func (s *winSumInt) add(a *winAggArg, r int) error {
+	if a.arr.IsNull(r) {
 		return nil
 	}
-	x, v := s.sum, s.vals[r]
+	if a.i64 == nil {
+		return fmt.Errorf("sum: unexpected argument type %s", a.arr.DataType())
+	}
+	x, v := s.sum, a.i64[r]
 	s.sum = x + v
 	s.cnt++
 	if ((x ^ s.sum) & (v ^ s.sum)) < 0 {
@@ -159,11 +204,11 @@ func (s *winSumInt) add(r int) error {
 	}
 	return nil
 }
-func (s *winSumInt) remove(r int) error {
-	if s.arg.IsNull(r) {
+func (s *winSumInt) remove(a *winAggArg, r int) error {
+	if a.arr.IsNull(r) {
 		return nil
 	}
-	x, v := s.sum, s.vals[r]
+	x, v := s.sum, a.i64[r]
 	s.sum = x - v
 	s.cnt--
 	if ((x ^ v) & (x ^ s.sum)) < 0 {
@@ -171,15 +216,15 @@ func (s *winSumInt) remove(r int) error {
 	}
 	return nil
 }
-func (s *winSumInt) emit(r int) error {
+func (s *winSumInt) emit(i int) error {
 	if s.cnt == 0 {
 		return nil
 	}
-	s.outSet[r] = true
+	s.outSet[i] = true
 	if s.avg {
-		s.outF[r] = float64(s.sum) / float64(s.cnt)
+		s.outF[i] = float64(s.sum) / float64(s.cnt)
 	} else {
-		s.out[r] = s.sum
+		s.out[i] = s.sum
 	}
 	return nil
 }
@@ -202,39 +247,37 @@ func (s *winSumInt) finish(mem memory.Allocator) (arrow.Array, error) {
 // the sum of the remaining rows exactly.
 type winSumFloat struct {
 	avg    bool
-	arg    *array.Float64
 	sum    float64
 	cnt    int64
 	out    []float64
 	outSet []bool
 }
 
-func (s *winSumFloat) init(arg arrow.Array, n int) error {
-	a, ok := arg.(*array.Float64)
-	if !ok {
-		return fmt.Errorf("sum: unexpected argument type %s", arg.DataType())
-	}
-	s.arg, s.out, s.outSet = a, make([]float64, n), make([]bool, n)
-	return nil
-}
+func (s *winSumFloat) outputs(n int)    { s.out, s.outSet = make([]float64, n), make([]bool, n) }
 func (s *winSumFloat) reset()           { s.sum, s.cnt = 0, 0 }
+func (s *winSumFloat) release()         {}
 func (s *winSumFloat) invertible() bool { return false }
-func (s *winSumFloat) add(r int) error {
-	if s.arg.IsValid(r) {
-		s.sum += s.arg.Value(r)
+func (s *winSumFloat) add(a *winAggArg, r int) error {
+	if a.f64 == nil {
+		return fmt.Errorf("sum: unexpected argument type %s", a.arr.DataType())
+	}
+	if a.f64.IsValid(r) {
+		s.sum += a.f64.Value(r)
 		s.cnt++
 	}
 	return nil
 }
-func (s *winSumFloat) remove(int) error { return errors.New("internal: float sums cannot remove rows") }
-func (s *winSumFloat) emit(r int) error {
+func (s *winSumFloat) remove(*winAggArg, int) error {
+	return errors.New("internal: float sums cannot remove rows")
+}
+func (s *winSumFloat) emit(i int) error {
 	if s.cnt == 0 {
 		return nil
 	}
-	s.outSet[r] = true
-	s.out[r] = s.sum
+	s.outSet[i] = true
+	s.out[i] = s.sum
 	if s.avg {
-		s.out[r] = s.sum / float64(s.cnt)
+		s.out[i] = s.sum / float64(s.cnt)
 	}
 	return nil
 }
@@ -254,23 +297,17 @@ type winSumDecimal struct {
 	avg    bool
 	typ    *arrow.Decimal128Type
 	k      int32
-	arg    arrow.Array
-	vals   []decimal128.Num
 	sum    decimal128.Num
 	cnt    int64
 	out    []decimal128.Num
 	outSet []bool
 }
 
-func (s *winSumDecimal) init(arg arrow.Array, n int) error {
-	if arg.DataType().ID() != arrow.DECIMAL128 {
-		return fmt.Errorf("sum: unexpected argument type %s", arg.DataType())
-	}
-	s.arg, s.vals = arg, arrow.GetValues[decimal128.Num](arg.Data(), 1)
+func (s *winSumDecimal) outputs(n int) {
 	s.out, s.outSet = make([]decimal128.Num, n), make([]bool, n)
-	return nil
 }
 func (s *winSumDecimal) reset()           { s.sum, s.cnt = decimal128.Num{}, 0 }
+func (s *winSumDecimal) release()         {}
 func (s *winSumDecimal) invertible() bool { return true }
 
 // addNum adds v to the sum, failing on two's-complement overflow.
@@ -282,21 +319,24 @@ func (s *winSumDecimal) addNum(v decimal128.Num) error {
 	s.sum = r
 	return nil
 }
-func (s *winSumDecimal) add(r int) error {
-	if s.arg.IsNull(r) {
+func (s *winSumDecimal) add(a *winAggArg, r int) error {
+	if a.arr.IsNull(r) {
 		return nil
 	}
+	if a.dec == nil {
+		return fmt.Errorf("sum: unexpected argument type %s", a.arr.DataType())
+	}
 	s.cnt++
-	return s.addNum(s.vals[r])
+	return s.addNum(a.dec[r])
 }
-func (s *winSumDecimal) remove(r int) error {
-	if s.arg.IsNull(r) {
+func (s *winSumDecimal) remove(a *winAggArg, r int) error {
+	if a.arr.IsNull(r) {
 		return nil
 	}
 	s.cnt--
-	return s.addNum(s.vals[r].Negate())
+	return s.addNum(a.dec[r].Negate())
 }
-func (s *winSumDecimal) emit(r int) error {
+func (s *winSumDecimal) emit(i int) error {
 	if s.cnt == 0 {
 		return nil
 	}
@@ -305,14 +345,14 @@ func (s *winSumDecimal) emit(r int) error {
 		if err != nil {
 			return fmt.Errorf("avg: %w", err)
 		}
-		s.out[r] = v
+		s.out[i] = v
 	} else {
 		if !s.sum.FitsInPrecision(s.typ.Precision) {
 			return fmt.Errorf("sum: %w", errDecimalOverflow)
 		}
-		s.out[r] = s.sum
+		s.out[i] = s.sum
 	}
-	s.outSet[r] = true
+	s.outSet[i] = true
 	return nil
 }
 func (s *winSumDecimal) finish(mem memory.Allocator) (arrow.Array, error) {
@@ -325,78 +365,78 @@ func (s *winSumDecimal) finish(mem memory.Allocator) (arrow.Array, error) {
 // ---- min and max ----
 
 // winMinMax keeps the row holding the extreme value; its results are
-// gathered from the argument column at the end.
+// picks, gathered from the argument by its caller. The best row's column
+// is kept (retained) while it is best, as a spilled partition's block
+// may be read past meanwhile.
 type winMinMax struct {
 	isMax bool
-	arg   arrow.Array
-	col   keyColumn
-	best  int
-	out   []int32
-	valid []bool
+	col   keyColumn // slot 0: the best row's column; slot 1: a candidate's
+	best  *winAggArg
+	row   int // the best row of best, -1 for none
+	cand  *winAggArg
+	out   []int64
 }
 
-func (m *winMinMax) init(arg arrow.Array, n int) error {
-	col, err := newKeyColumn(arg.DataType())
-	if err != nil {
-		return err
-	}
-	col.add(arg)
-	m.arg, m.col, m.best = arg, col, -1
-	m.out, m.valid = make([]int32, n), make([]bool, n)
-	return nil
-}
-func (m *winMinMax) reset()           { m.best = -1 }
-func (m *winMinMax) invertible() bool { return false }
-func (m *winMinMax) add(r int) error {
-	if m.arg.IsNull(r) {
-		return nil
-	}
-	if m.best < 0 {
-		m.best = r
-		return nil
-	}
-	c := m.col.compare(kernels.RowRef{Batch: 0, Row: int32(r)}, kernels.RowRef{Batch: 0, Row: int32(m.best)})
-	if (m.isMax && c > 0) || (!m.isMax && c < 0) {
-		m.best = r
-	}
-	return nil
-}
-func (m *winMinMax) remove(int) error { return errors.New("internal: min/max cannot remove rows") }
-func (m *winMinMax) emit(r int) error {
-	if m.best >= 0 {
-		m.out[r], m.valid[r] = int32(m.best), true
-	}
-	return nil
-}
-func (m *winMinMax) finish(mem memory.Allocator) (arrow.Array, error) {
-	vals, err := kernels.TakeArray(mem, m.arg, m.out)
+func newWinMinMax(isMax bool, argType arrow.DataType) (*winMinMax, error) {
+	col, err := newKeyColumn(argType)
 	if err != nil {
 		return nil, err
 	}
-	defer vals.Release()
-	// Rows with an empty (or all-NULL) frame are NULL: copy vals with
-	// those positions cleared.
-	allValid := true
-	for _, v := range m.valid {
-		allValid = allValid && v
+	col.add(nil)
+	col.add(nil)
+	return &winMinMax{isMax: isMax, col: col, row: -1}, nil
+}
+
+func (m *winMinMax) outputs(n int)    { m.out = make([]int64, n) }
+func (m *winMinMax) reset()           { m.row = -1 }
+func (m *winMinMax) invertible() bool { return false }
+func (m *winMinMax) add(a *winAggArg, r int) error {
+	if a.arr.IsNull(r) {
+		return nil
 	}
-	if allValid {
-		vals.Retain()
-		return vals, nil
-	}
-	idx := make([]int32, len(m.out))
-	for i := range idx {
-		idx[i] = int32(i)
-		if !m.valid[i] {
-			idx[i] = int32(len(m.out))
+	if m.row >= 0 {
+		if m.cand != a {
+			m.col.set(1, a.arr)
+			m.cand = a
+		}
+		c := m.col.compare(kernels.RowRef{Batch: 1, Row: int32(r)}, kernels.RowRef{Batch: 0, Row: int32(m.row)})
+		if (m.isMax && c <= 0) || (!m.isMax && c >= 0) {
+			return nil
 		}
 	}
-	null := array.MakeArrayOfNull(mem, m.arg.DataType(), 1)
-	defer null.Release()
-	all, err := array.Concatenate([]arrow.Array{vals, null}, mem)
-	if err != nil {
-		return nil, err
+	if m.best != a {
+		a.arr.Retain()
+		m.release()
+		m.best = a
+		m.col.set(0, a.arr)
 	}
-	defer all.Release()
-	return kernels.TakeArray(mem, all, idx)
+	m.row = r
+	return nil
+}
+func (m *winMinMax) remove(*winAggArg, int) error {
+	return errors.New("internal: min/max cannot remove rows")
+}
+func (m *winMinMax) emit(i int) error {
+	m.out[i] = -1
+	if m.row >= 0 {
+		m.out[i] = m.best.base + int64(m.row)
+	}
+	return nil
+}
+func (m *winMinMax) picks() []int64 { return m.out }
+
+// keeps: the extreme row is the first with its value, so it stays the
+// extreme (and the first) once the rows before it are gone.
+func (m *winMinMax) keeps(s int64) bool {
+	return m.row < 0 || m.best.base+int64(m.row) >= s
+}
+func (m *winMinMax) finish(memory.Allocator) (arrow.Array, error) {
+	return nil, errors.New("internal: min/max results are picks")
+}
+func (m *winMinMax) release() {
+	if m.best != nil {
+		m.best.arr.Release()
+		m.best = nil
+		m.col.set(0, nil)
+	}
 }

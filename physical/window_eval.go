@@ -278,6 +278,13 @@ func (p *windowPartitions) frames(fr plan.WindowFrame, fn func(r, start, end int
 	return nil
 }
 
+// keeps reports whether agg, which cannot remove rows, gives the same
+// aggregate without its rows before partition row s (winDropper).
+func keeps(agg windowAggregator, s int64) bool {
+	d, ok := agg.(winDropper)
+	return ok && d.keeps(s)
+}
+
 func frameOffset(fr plan.WindowFrame, b plan.FrameBound, orderBy []SortKey) (any, error) {
 	if b.Kind != plan.BoundPreceding && b.Kind != plan.BoundFollowing {
 		return nil, nil
@@ -335,7 +342,7 @@ func (p *windowPartitions) frameValue(f WindowExpr, args []arrow.Array) (arrow.A
 // the rows entering and, when it can, removes those leaving, so a running
 // frame costs O(1) per row. Aggregates that cannot remove a row (min, max,
 // float sums, whose removal would not be exact) start over when the frame
-// start moves.
+// start moves, min and max only when their extreme row leaves it.
 func (p *windowPartitions) aggregate(f WindowExpr, args []arrow.Array) (arrow.Array, error) {
 	var arg arrow.Array
 	if len(args) > 0 {
@@ -349,9 +356,13 @@ func (p *windowPartitions) aggregate(f WindowExpr, args []arrow.Array) (arrow.Ar
 	if err != nil {
 		return nil, err
 	}
-	if err := agg.init(arg, int(p.in.NumRows())); err != nil {
+	defer agg.release()
+	a, err := newWinAggArg(f.Agg, arg, 0)
+	if err != nil {
 		return nil, err
 	}
+	n := int(p.in.NumRows())
+	agg.outputs(n)
 	var aggErr error
 	lo, hi := -1, -1
 	err = p.frames(f.Frame, func(r, s, e int) {
@@ -360,17 +371,20 @@ func (p *windowPartitions) aggregate(f WindowExpr, args []arrow.Array) (arrow.Ar
 		}
 		// A new partition's first frame starts at or after the previous
 		// partition's end, so s >= hi also starts each partition afresh.
-		if lo < 0 || s < lo || e < hi || s >= hi || (s > lo && !agg.invertible()) {
+		if lo < 0 || s < lo || e < hi || s >= hi || (s > lo && !agg.invertible() && !keeps(agg, int64(s))) {
 			agg.reset()
 			lo, hi = s, s
 		}
+		if !agg.invertible() {
+			lo = s
+		}
 		for ; lo < s; lo++ {
-			if aggErr = agg.remove(lo); aggErr != nil {
+			if aggErr = agg.remove(a, lo); aggErr != nil {
 				return
 			}
 		}
 		for ; hi < e; hi++ {
-			if aggErr = agg.add(hi); aggErr != nil {
+			if aggErr = agg.add(a, hi); aggErr != nil {
 				return
 			}
 		}
@@ -381,6 +395,17 @@ func (p *windowPartitions) aggregate(f WindowExpr, args []arrow.Array) (arrow.Ar
 	}
 	if aggErr != nil {
 		return nil, aggErr
+	}
+	if pk, ok := agg.(winPicker); ok {
+		picks := pk.picks()
+		idx := make([]int, n)
+		for r, j := range picks {
+			idx[r] = int(j)
+			if j < 0 {
+				idx[r] = -2
+			}
+		}
+		return p.gather(arg, nil, idx)
 	}
 	return agg.finish(p.mem)
 }

@@ -176,6 +176,12 @@ type rangeKeys interface {
 	// (> when strict), or <= (<) when desc; target is key(i) + off, or
 	// key(i) - off when !plus. Keys in [lo, hi) are sorted and non-NULL.
 	search(lo, hi, i int, off any, plus, strict, desc bool) int
+	// saturates reports whether key(i) ± off (as search's target) lies
+	// beyond every representable key: above all (1) or below all (-1).
+	saturates(i int, off any, plus bool) int
+	// cmpTarget compares key j of o (keys of the same type) with key(i)
+	// ± off, as search's target, when that does not saturate.
+	cmpTarget(i int, off any, plus bool, o rangeKeys, j int) int
 }
 
 type typedRangeKeys[T any] struct {
@@ -188,6 +194,16 @@ type typedRangeKeys[T any] struct {
 }
 
 func (k *typedRangeKeys[T]) isNull(i int) bool { return k.arr.IsNull(i) }
+
+func (k *typedRangeKeys[T]) saturates(i int, off any, plus bool) int {
+	_, sat := k.shift(k.vals[i], off.(T), plus)
+	return sat
+}
+
+func (k *typedRangeKeys[T]) cmpTarget(i int, off any, plus bool, o rangeKeys, j int) int {
+	target, _ := k.shift(k.vals[i], off.(T), plus)
+	return k.cmp(o.(*typedRangeKeys[T]).vals[j], target)
+}
 
 func (k *typedRangeKeys[T]) search(lo, hi, i int, off any, plus, strict, desc bool) int {
 	target, sat := k.shift(k.vals[i], off.(T), plus)

@@ -234,9 +234,16 @@ func TestSpillsToDisk(t *testing.T) {
 		if err := s.Settings.Set("execution.memory_limit", "1048576"); err != nil {
 			t.Fatal(err)
 		}
-		err := drain(ctx, s, query)
-		if err == nil || !strings.Contains(err.Error(), "memory limit reached") || !strings.Contains(err.Error(), "blocking mode") {
-			t.Fatalf("error %v, want the memory limit and a hint to use blocking mode", err)
+		for _, q := range []string{query, windowOnePartition} {
+			err := drain(ctx, s, q)
+			if err == nil || !strings.Contains(err.Error(), "memory limit reached") || !strings.Contains(err.Error(), "blocking mode") {
+				t.Fatalf("%s: error %v, want the memory limit and a hint to use blocking mode", q, err)
+			}
 		}
 	})
 }
+
+// windowOnePartition is a window over one window partition of 300,000
+// rows: under a 1 MiB limit it spills in process and in blocking mode
+// (testdata/slt/window_spill.slt) and fails in pipelined mode.
+const windowOnePartition = "SELECT count(*), sum(rn), sum(s) FROM (SELECT row_number() OVER (ORDER BY x) rn, sum(x) OVER () s FROM generate_series(1, 300000) t(x)) w"
