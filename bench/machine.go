@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // cpuModel is the CPU's model name from /proc/cpuinfo, or "" elsewhere.
@@ -57,24 +58,88 @@ func parseVmHWM(status string) (int64, error) {
 
 func sortInts(xs []int) { slices.Sort(xs) }
 
-// LoadAverage is the machine's one-minute load average (Linux), for telling
-// a measurement on an idle machine from one that shared it.
-func LoadAverage() (float64, error) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, fmt.Errorf("load average: %w (only Linux reports it)", err)
-	}
-	return parseLoadAvg(string(b))
+// CPUSample is a reading of the machine's busy CPU time and this
+// process's own, both in clock ticks (Linux's USER_HZ, 100 a second).
+// Two samples tell how much CPU other processes used in between, which a
+// load average cannot: it counts this process too.
+type CPUSample struct {
+	At   time.Time
+	Busy int64 // all CPUs: user, nice, system, irq, softirq, steal
+	Self int64 // this process: user and system
 }
 
-func parseLoadAvg(s string) (float64, error) {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return 0, fmt.Errorf("load average: empty /proc/loadavg")
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
+// SampleCPU reads /proc/stat and /proc/self/stat (Linux).
+func SampleCPU() (CPUSample, error) {
+	st, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, fmt.Errorf("load average: %w", err)
+		return CPUSample{}, fmt.Errorf("CPU sample: %w (only Linux reports it)", err)
 	}
-	return v, nil
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return CPUSample{}, fmt.Errorf("CPU sample: %w", err)
+	}
+	busy, err := parseProcStatBusy(string(st))
+	if err != nil {
+		return CPUSample{}, err
+	}
+	own, err := parseSelfStatTicks(string(self))
+	if err != nil {
+		return CPUSample{}, err
+	}
+	return CPUSample{At: time.Now(), Busy: busy, Self: own}, nil
+}
+
+// OtherCPUs is how many CPUs, on average, processes other than this one
+// kept busy between s and later (steal time, another guest's, counts).
+func (s CPUSample) OtherCPUs(later CPUSample) float64 {
+	secs := later.At.Sub(s.At).Seconds()
+	if secs <= 0 {
+		return 0
+	}
+	other := float64((later.Busy-s.Busy)-(later.Self-s.Self)) / clockTicks
+	return max(other/secs, 0)
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every
+// Linux architecture Go runs on.
+const clockTicks = 100
+
+// parseProcStatBusy sums the busy fields of /proc/stat's "cpu" line: user,
+// nice, system, irq, softirq and steal (not idle, not iowait; guest time
+// is already inside user and nice).
+func parseProcStatBusy(stat string) (int64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("CPU sample: unexpected /proc/stat line %q", line)
+	}
+	var sum int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU sample: %w", err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// parseSelfStatTicks returns utime+stime from /proc/self/stat, whose
+// second field (the command, in parentheses) may hold spaces.
+func parseSelfStatTicks(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("CPU sample: unexpected /proc/self/stat %q", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("CPU sample: short /proc/self/stat %q", stat)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	k, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("CPU sample: bad times in /proc/self/stat %q", stat)
+	}
+	return u + k, nil
 }

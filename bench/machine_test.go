@@ -3,6 +3,7 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseVmHWM(t *testing.T) {
@@ -26,33 +27,46 @@ func TestParseVmHWM(t *testing.T) {
 	}
 }
 
-func TestParseLoadAvg(t *testing.T) {
-	if v, err := parseLoadAvg("1.25 0.80 0.50 2/345 6789\n"); err != nil || v != 1.25 {
-		t.Errorf("parseLoadAvg = %v, %v; want 1.25", v, err)
+func TestCPUSample(t *testing.T) {
+	busy, err := parseProcStatBusy("cpu  100 20 30 4000 50 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+	if err != nil || busy != 100+20+30+6+7+8 {
+		t.Errorf("parseProcStatBusy = %d, %v; want %d", busy, err, 100+20+30+6+7+8)
 	}
-	for _, bad := range []string{"", "x 1 2"} {
-		if _, err := parseLoadAvg(bad); err == nil {
-			t.Errorf("parseLoadAvg(%q) succeeded", bad)
-		}
+	if _, err := parseProcStatBusy("intr 1 2 3\n"); err == nil {
+		t.Errorf("parseProcStatBusy accepted a line that is not cpu's")
 	}
-	if _, err := LoadAverage(); err != nil {
-		t.Errorf("LoadAverage: %v", err)
+	self, err := parseSelfStatTicks("123 (a b) c) S 1 2 3 4 5 6 7 8 9 10 700 300 1 2 20 0")
+	if err != nil || self != 1000 {
+		t.Errorf("parseSelfStatTicks = %d, %v; want 1000", self, err)
+	}
+	s0 := CPUSample{At: time.Unix(100, 0), Busy: 1000, Self: 200}
+	s1 := CPUSample{At: time.Unix(102, 0), Busy: 1400, Self: 350}
+	if got := s0.OtherCPUs(s1); got != 1.25 {
+		t.Errorf("OtherCPUs = %v, want 1.25 (250 ticks of others over 2 s)", got)
+	}
+	a, err := SampleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := SampleCPU(); err != nil || b.Busy < a.Busy || b.Self < a.Self {
+		t.Errorf("samples went backwards: %+v then %+v, %v", a, b, err)
 	}
 }
 
-// TestWriteExtrasLoad: the memory table gives each suite's load average,
-// and a suite that started on a busy machine is named in a warning.
-func TestWriteExtrasLoad(t *testing.T) {
-	rep := &Report{Machine: Machine{CPUs: 2}, Memory: []Memory{
-		{Mode: "pipelined", PeakRSSBytes: 1 << 20, LoadStart: 0.4, LoadEnd: 1.1},
-		{Mode: "duckdb", PeakRSSBytes: 1 << 20, LoadStart: 3.5, LoadEnd: 2},
+// TestWriteExtrasOtherCPUs: the memory table gives the CPU other processes
+// used during each suite, and a suite measured on a busy machine is named
+// in a warning.
+func TestWriteExtrasOtherCPUs(t *testing.T) {
+	rep := &Report{Memory: []Memory{
+		{Mode: "pipelined", PeakRSSBytes: 1 << 20, OtherCPUs: 0.04},
+		{Mode: "duckdb", PeakRSSBytes: 1 << 20, OtherCPUs: 1.5},
 	}}
 	var b strings.Builder
 	if err := WriteExtras(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"| 0.40, 1.10 |", "| 3.50, 2.00 |", "busy when these suites started", "duckdb (3.50)"} {
+	for _, want := range []string{"| 0.04 |", "| 1.50 |", "not comparable with an idle machine", "duckdb (1.50)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("extras lack %q:\n%s", want, out)
 		}

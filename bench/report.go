@@ -88,11 +88,10 @@ type Memory struct {
 	// had reserved at once during the mode's suite: what operators
 	// accounted (hash tables, sorts, buffered batches), not the heap.
 	PeakReservedBytes []int64 `json:"peak_reserved_bytes,omitempty"`
-	// LoadStart and LoadEnd are the machine's one-minute load average when
-	// the mode's suite started and ended (0: not known). Times measured
+	// OtherCPUs is how many CPUs other processes kept busy, on average,
+	// while the mode's suite ran (0: none, or not known). Times measured
 	// while other work ran are not comparable with an idle machine's.
-	LoadStart float64 `json:"load_start,omitempty"`
-	LoadEnd   float64 `json:"load_end,omitempty"`
+	OtherCPUs float64 `json:"other_cpus,omitempty"`
 }
 
 // Report is everything one benchmark run measured.

@@ -208,7 +208,7 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 	var mem []Memory
 	var skipped []Skip
 	for _, mode := range s.Modes {
-		loadStart, _ := LoadAverage()
+		cpuStart, cpuErr := SampleCPU()
 		if s.ResetQueuePeak != nil {
 			s.ResetQueuePeak()
 		}
@@ -270,8 +270,10 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 				fmt.Fprintf(s.Progress, "%-3s %-10s median %8.1f ms\n", Label(q.Set, q.N), mode, Median(totals))
 			}
 		}
-		m := Memory{Mode: mode, LoadStart: loadStart}
-		m.LoadEnd, _ = LoadAverage()
+		m := Memory{Mode: mode}
+		if cpuEnd, err := SampleCPU(); err == nil && cpuErr == nil {
+			m.OtherCPUs = cpuStart.OtherCPUs(cpuEnd)
+		}
 		if rss, err := PeakRSS(); err == nil {
 			m.PeakRSSBytes = rss
 		}

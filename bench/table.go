@@ -162,6 +162,10 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	return err
 }
 
+// busyOtherCPUs is how much CPU, on average, other processes may use
+// during a suite before its report warns that the machine was not idle.
+const busyOtherCPUs = 0.25
+
 // WriteExtras writes the latency and memory measurements of r, if any.
 func WriteExtras(w io.Writer, r *Report) error {
 	var b strings.Builder
@@ -172,24 +176,20 @@ func WriteExtras(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.Memory) > 0 {
-		b.WriteString("\n| mode | peak RSS of the process after the mode's suite (MiB) | peak queued exchange bytes (MiB) | peak reserved memory per executor (MiB) | load average at the suite's start, end |\n|---|---:|---:|---:|---:|\n")
+		b.WriteString("\n| mode | peak RSS of the process after the mode's suite (MiB) | peak queued exchange bytes (MiB) | peak reserved memory per executor (MiB) | CPUs other processes kept busy meanwhile |\n|---|---:|---:|---:|---:|\n")
 		var busy []string
 		for _, m := range r.Memory {
 			per := make([]string, len(m.PeakReservedBytes))
 			for i, n := range m.PeakReservedBytes {
 				per[i] = fmt.Sprintf("%.0f", float64(n)/(1<<20))
 			}
-			load := ""
-			if m.LoadStart > 0 || m.LoadEnd > 0 {
-				load = fmt.Sprintf("%.2f, %.2f", m.LoadStart, m.LoadEnd)
-			}
-			fmt.Fprintf(&b, "| %s | %.0f | %.1f | %s | %s |\n", m.Mode, float64(m.PeakRSSBytes)/(1<<20), float64(m.PeakQueuedBytes)/(1<<20), strings.Join(per, ", "), load)
-			if r.Machine.CPUs > 0 && m.LoadStart > float64(r.Machine.CPUs)/2 {
-				busy = append(busy, fmt.Sprintf("%s (%.2f)", m.Mode, m.LoadStart))
+			fmt.Fprintf(&b, "| %s | %.0f | %.1f | %s | %.2f |\n", m.Mode, float64(m.PeakRSSBytes)/(1<<20), float64(m.PeakQueuedBytes)/(1<<20), strings.Join(per, ", "), m.OtherCPUs)
+			if m.OtherCPUs > busyOtherCPUs {
+				busy = append(busy, fmt.Sprintf("%s (%.2f)", m.Mode, m.OtherCPUs))
 			}
 		}
 		if len(busy) > 0 {
-			fmt.Fprintf(&b, "\nWarning: the machine was busy when these suites started (load average above half its %d CPUs): %s. Their times include the other work's and are not comparable with an idle machine's.\n", r.Machine.CPUs, strings.Join(busy, ", "))
+			fmt.Fprintf(&b, "\nWarning: other processes kept more than %.2f of a CPU busy on average during these suites: %s. Their times include that work's and are not comparable with an idle machine's.\n", busyOtherCPUs, strings.Join(busy, ", "))
 		}
 	}
 	if len(r.Checks) > 0 {

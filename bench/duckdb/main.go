@@ -156,7 +156,7 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 	}
 	rep := &bench.Report{Suite: "tpch", ScaleFact: sf, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
 		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, Parquet read through views over read_parquet, results read as Arrow record batches", version)}}
-	loadStart, _ := bench.LoadAverage()
+	cpuStart, cpuErr := bench.SampleCPU()
 	for _, q := range qs {
 		label := bench.Label(q.Set, q.N)
 		if _, err := runScript(ctx, conn, q.Text); err != nil {
@@ -174,8 +174,11 @@ func bench1(ctx context.Context, data, queriesDir, streamingDir, list string, ru
 		fmt.Fprintf(os.Stderr, "%-3s duckdb     median %8.1f ms\n", label, bench.Median(totals))
 	}
 	if rss, err := bench.PeakRSS(); err == nil {
-		loadEnd, _ := bench.LoadAverage()
-		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss, LoadStart: loadStart, LoadEnd: loadEnd})
+		m := bench.Memory{Mode: "duckdb", PeakRSSBytes: rss}
+		if cpuEnd, err := bench.SampleCPU(); err == nil && cpuErr == nil {
+			m.OtherCPUs = cpuStart.OtherCPUs(cpuEnd)
+		}
+		rep.Memory = append(rep.Memory, m)
 	}
 	return bench.WriteJSON(out, rep)
 }
@@ -289,7 +292,7 @@ func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, ou
 	}
 	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Machine: bench.ThisMachine(), ModesOrder: []string{"duckdb"},
 		Notes: []string{fmt.Sprintf("DuckDB %s, in process, its default threads, integer division and NULL order as PostgreSQL, Parquet read through views over read_parquet, results read as Arrow record batches", version)}}
-	loadStart, _ := bench.LoadAverage()
+	cpuStart, cpuErr := bench.SampleCPU()
 	for _, q := range qs {
 		n := q.N
 		label := bench.Label(bench.SetTPCDS, n)
@@ -310,8 +313,11 @@ func benchTPCDS(ctx context.Context, data, queriesDir, list string, runs int, ou
 		fmt.Fprintf(os.Stderr, "%-3s duckdb     median %8.1f ms\n", label, bench.Median(totals))
 	}
 	if rss, err := bench.PeakRSS(); err == nil {
-		loadEnd, _ := bench.LoadAverage()
-		rep.Memory = append(rep.Memory, bench.Memory{Mode: "duckdb", PeakRSSBytes: rss, LoadStart: loadStart, LoadEnd: loadEnd})
+		m := bench.Memory{Mode: "duckdb", PeakRSSBytes: rss}
+		if cpuEnd, err := bench.SampleCPU(); err == nil && cpuErr == nil {
+			m.OtherCPUs = cpuStart.OtherCPUs(cpuEnd)
+		}
+		rep.Memory = append(rep.Memory, m)
 	}
 	return bench.WriteJSON(out, rep)
 }
