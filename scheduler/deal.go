@@ -62,10 +62,11 @@ func dealTasks(n int, offers []*Offer, free []int, maxPer int) []dealt {
 	return out
 }
 
+// hostFree is the free vcores of a host's offers (indexes into free).
 func hostFree(offers []int, free []int) int {
 	sum := 0
 	for _, i := range offers {
-		sum += free[i]
+		sum += max(free[i], 0)
 	}
 	return sum
 }

@@ -21,6 +21,7 @@ func TestDealTasks(t *testing.T) {
 		{"max per task splits", 4, 1, []*Offer{{ExecutorID: "a", Free: 2}, {ExecutorID: "b", Free: 1}}, "[a:1 a:1 b:1]"},
 		{"out of vcores", 8, 8, []*Offer{{ExecutorID: "a", Free: 5}}, "[a:5]"},
 		{"nothing free", 3, 2, []*Offer{{ExecutorID: "a", Free: 0}}, "[]"},
+		{"an overcommitted executor takes nothing from its host's room", 2, 2, []*Offer{{ExecutorID: "a", FlightAddress: "h:1", Free: -1}, {ExecutorID: "b", FlightAddress: "h:2", Free: 2}}, "[b:2]"},
 		{"IPv6 hosts", 2, 2, []*Offer{{ExecutorID: "a", FlightAddress: "[::1]:1", Free: 2}, {ExecutorID: "b", FlightAddress: "[::1]:2", Free: 2}}, "[a:2]"},
 	}
 	for _, tc := range tests {
