@@ -1046,9 +1046,9 @@ func selectByCode(codes []int32, truth []bool, sel []int32) []int32 {
 // read only columns the file hands over in their output type (dates,
 // integers, floats, plain strings; not dictionaries), and comparisons of a
 // decimal stored as integers with a literal, judged on the integers
-// (rawDecimalConjunct). The scan evaluates them on each batch as read and shapes only
-// the rows that pass, so that decoding dictionaries, widening decimals and
-// the Filter's own copy are spent on those rows alone. The Filter above
+// (rawDecimalConjunct). The scan evaluates them on each batch as read and
+// shapes only the rows that pass, so that decoding dictionaries, widening
+// decimals and the Filter's own copy are spent on those rows alone. The Filter above
 // still evaluates its whole predicate (every function is deterministic, so
 // the rows the scan kept pass these conjuncts again); if the conjuncts fail
 // to evaluate here every row is kept, for the Filter to report.
