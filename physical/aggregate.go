@@ -14,6 +14,7 @@ import (
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
+	"sluice/physical/spill"
 	"sluice/plan"
 )
 
@@ -472,7 +473,7 @@ type hashAggStream struct {
 	// task that may spill): the partial states of the groups held, split
 	// by key hash into spillBuckets files; once the input is read, each
 	// bucket is aggregated on its own (bucket, bucketOut).
-	buckets     []*spillFile
+	buckets     []*spill.File
 	bucketState *arrow.Schema // the layout of the rows in buckets
 	// rawSpill: the buckets hold input rows (keys and arguments) rather
 	// than partial states (aggregate_distinct_spill.go).
@@ -693,9 +694,9 @@ func (s *hashAggStream) spillGroups() error {
 			return fmt.Errorf("hash aggregate: %w", err)
 		}
 		s.bucketState = schema
-		s.buckets = make([]*spillFile, spillBuckets)
+		s.buckets = make([]*spill.File, spillBuckets)
 		for i := range s.buckets {
-			if s.buckets[i], err = newSpillFile(s.tc.SpillDir, s.bucketState, s.tc.Alloc); err != nil {
+			if s.buckets[i], err = spill.NewFile(s.tc.SpillDir, s.bucketState, s.tc.Alloc); err != nil {
 				return fmt.Errorf("hash aggregate: %w", err)
 			}
 		}
@@ -741,14 +742,14 @@ func (s *hashAggStream) writeBuckets(b arrow.RecordBatch) error {
 func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch, error) {
 	for {
 		if s.bucketOut == nil {
-			for s.bucket < len(s.buckets) && s.buckets[s.bucket].rows == 0 {
+			for s.bucket < len(s.buckets) && s.buckets[s.bucket].Rows() == 0 {
 				s.bucket++
 			}
 			if s.bucket >= len(s.buckets) {
 				return nil, io.EOF
 			}
 			f := s.buckets[s.bucket]
-			if err := f.finish(); err != nil {
+			if err := f.Finish(); err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
 			}
 			var merge *HashAggregate
@@ -756,7 +757,7 @@ func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch,
 			if s.rawSpill {
 				merge, err = s.rawBucketAggregate(f)
 			} else {
-				merge, err = NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spillFile{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
+				merge, err = NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spill.File{f}}, AggFinal, s.op.groupBy, s.op.groupNames, s.op.aggs)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("hash aggregate: %w", err)
@@ -772,7 +773,7 @@ func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch,
 		if err == io.EOF {
 			s.bucketOut.Close()
 			s.bucketOut = nil
-			s.buckets[s.bucket].close()
+			s.buckets[s.bucket].Close()
 			s.bucket++
 			continue
 		}
@@ -1101,7 +1102,7 @@ func (s *hashAggStream) Close() {
 		s.bucketOut.Close()
 	}
 	for _, f := range s.buckets {
-		f.close()
+		f.Close()
 	}
 	for _, acc := range s.accs {
 		if ord, ok := acc.(aggOrderedAccumulator); ok {

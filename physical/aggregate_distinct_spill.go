@@ -8,6 +8,7 @@ import (
 
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
+	"sluice/physical/spill"
 )
 
 // A single aggregate whose every function is DISTINCT (count(DISTINCT x),
@@ -51,10 +52,10 @@ func (s *hashAggStream) spillDistinct() error {
 	}
 	s.bucketState = arrow.NewSchema(fields, nil)
 	s.rawSpill = true
-	s.buckets = make([]*spillFile, spillBuckets)
+	s.buckets = make([]*spill.File, spillBuckets)
 	for i := range s.buckets {
 		var err error
-		if s.buckets[i], err = newSpillFile(s.tc.SpillDir, s.bucketState, s.tc.Alloc); err != nil {
+		if s.buckets[i], err = spill.NewFile(s.tc.SpillDir, s.bucketState, s.tc.Alloc); err != nil {
 			return fmt.Errorf("hash aggregate: %w", err)
 		}
 	}
@@ -132,7 +133,7 @@ func (s *hashAggStream) splitRaw(b arrow.RecordBatch) error {
 
 // rawBucketAggregate is the aggregate of one bucket of rows: the same
 // functions over the bucket's columns, one split level down.
-func (s *hashAggStream) rawBucketAggregate(f *spillFile) (*HashAggregate, error) {
+func (s *hashAggStream) rawBucketAggregate(f *spill.File) (*HashAggregate, error) {
 	nk := len(s.op.groupBy)
 	fields := s.bucketState.Fields()
 	gb := make([]expr.Expr, nk)
@@ -144,7 +145,7 @@ func (s *hashAggStream) rawBucketAggregate(f *spillFile) (*HashAggregate, error)
 		a.Arg = &expr.Column{Index: nk + i, Name: fields[nk+i].Name, Type: fields[nk+i].Type}
 		aggs[i] = a
 	}
-	h, err := NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spillFile{f}}, AggSingle, gb, s.op.groupNames, aggs)
+	h, err := NewHashAggregate(&spillRuns{schema: s.bucketState, runs: []*spill.File{f}}, AggSingle, gb, s.op.groupNames, aggs)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
+	"sluice/physical/spill"
 	"sluice/plan"
 )
 
@@ -314,7 +315,7 @@ func (s *groupingSetsStream) start(ctx context.Context, set int) error {
 			}
 		}
 		if f := s.held[p].file; f != nil {
-			if err := f.finish(); err != nil {
+			if err := f.Finish(); err != nil {
 				return err
 			}
 		}
@@ -359,7 +360,7 @@ func (s *groupingSetsStream) release(p int) {
 type heldSet struct {
 	batches []arrow.RecordBatch
 	size    int64 // reserved for batches
-	file    *spillFile
+	file    *spill.File
 	rows    int64
 }
 
@@ -367,7 +368,7 @@ func (h *heldSet) release() {
 	kernels.ReleaseAll(h.batches)
 	h.batches, h.size = nil, 0
 	if h.file != nil {
-		h.file.close()
+		h.file.Close()
 		h.file = nil
 	}
 }
@@ -390,13 +391,13 @@ func (s *groupingSetsStream) hold(b arrow.RecordBatch) error {
 		if !canSpill(s.tc, err) {
 			return err
 		}
-		f, err := newSpillFile(s.tc.SpillDir, s.op.schema, s.tc.Alloc)
+		f, err := spill.NewFile(s.tc.SpillDir, s.op.schema, s.tc.Alloc)
 		if err != nil {
 			return err
 		}
 		h.file = f
 		for _, old := range h.batches {
-			if err := f.write(old); err != nil {
+			if err := f.Write(old); err != nil {
 				return err
 			}
 		}
@@ -405,7 +406,7 @@ func (s *groupingSetsStream) hold(b arrow.RecordBatch) error {
 		s.res.Shrink(h.size)
 		h.size = 0
 	}
-	return h.file.write(b)
+	return h.file.Write(b)
 }
 
 // widen turns one of the current set's aggregate batches (its keys, then
@@ -460,7 +461,7 @@ func (s *groupingSetsStream) Close() {
 type heldBatches struct {
 	schema  *arrow.Schema
 	batches []arrow.RecordBatch
-	file    *spillFile
+	file    *spill.File
 }
 
 func (o *heldBatches) Schema() *arrow.Schema { return o.schema }
@@ -474,7 +475,7 @@ func (o *heldBatches) OutputPartitioning() Partitioning {
 // partition is ignored (the batches are the caller's partition's).
 func (o *heldBatches) Execute(_ context.Context, _ int, tc *TaskContext) (Stream, error) {
 	if o.file != nil {
-		rd, err := ipc.NewReader(o.file.reader(), ipc.WithAllocator(tc.Alloc), ipc.WithSchema(o.schema))
+		rd, err := ipc.NewReader(o.file.Reader(), ipc.WithAllocator(tc.Alloc), ipc.WithSchema(o.schema))
 		if err != nil {
 			return nil, fmt.Errorf("reading back spilled rows: %w", err)
 		}

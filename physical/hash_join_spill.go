@@ -13,6 +13,7 @@ import (
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
+	"sluice/physical/spill"
 )
 
 // A hash join whose build side the memory pool refuses, in a task that may
@@ -25,7 +26,7 @@ import (
 // sixteenth of the memory.
 //
 // A bucket still too big for memory is split again the same way, by other
-// bits of its keys' hash (spillBucket), up to maxSplitLevel times; past
+// bits of its keys' hash (spill.Bucket), up to maxSplitLevel times; past
 // that its rows share nearly all of their hash, so they are one key with
 // more rows than memory holds, and the join fails with the memory error.
 //
@@ -44,14 +45,14 @@ const joinSpillBuckets = 16
 // joinSpilledBuild is a build side split into bucket files, finished and
 // ready to read (by several partitions at once for a collect-left join).
 type joinSpilledBuild struct {
-	files []*spillFile
+	files []*spill.File
 	// hasNullKey reports whether some build row has a NULL key.
 	hasNullKey bool
 }
 
 func (b *joinSpilledBuild) close() {
 	for _, f := range b.files {
-		f.close()
+		f.Close()
 	}
 }
 
@@ -74,8 +75,8 @@ type spillingJoinStream struct {
 
 	started bool
 	table   *joinBuildTable
-	cur     Stream       // the in-memory join, or the current bucket's
-	probes  []*spillFile // per bucket: the probe rows
+	cur     Stream        // the in-memory join, or the current bucket's
+	probes  []*spill.File // per bucket: the probe rows
 	bucket  int
 	closed  bool
 }
@@ -159,9 +160,9 @@ func (s *spillingJoinStream) start(ctx context.Context) error {
 		s.bucket = len(t.spilled.files)
 		return nil
 	}
-	s.probes = make([]*spillFile, len(t.spilled.files))
+	s.probes = make([]*spill.File, len(t.spilled.files))
 	for i := range s.probes {
-		if s.probes[i], err = newSpillFile(s.tc.SpillDir, s.h.right.Schema(), s.tc.Alloc); err != nil {
+		if s.probes[i], err = spill.NewFile(s.tc.SpillDir, s.h.right.Schema(), s.tc.Alloc); err != nil {
 			return fmt.Errorf("join: %w", err)
 		}
 	}
@@ -188,7 +189,7 @@ func (s *spillingJoinStream) start(ctx context.Context) error {
 // one that has any (none left: s.cur stays nil).
 func (s *spillingJoinStream) openBucket(ctx context.Context) error {
 	builds := s.table.spilled.files
-	for s.bucket < len(builds) && builds[s.bucket].rows == 0 && s.probes[s.bucket].rows == 0 {
+	for s.bucket < len(builds) && builds[s.bucket].Rows() == 0 && s.probes[s.bucket].Rows() == 0 {
 		s.closeBucket()
 		s.bucket++
 	}
@@ -196,14 +197,14 @@ func (s *spillingJoinStream) openBucket(ctx context.Context) error {
 		return nil
 	}
 	probe := s.probes[s.bucket]
-	if err := probe.finish(); err != nil {
+	if err := probe.Finish(); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
-	in, err := (&spillRuns{schema: s.h.right.Schema(), runs: []*spillFile{probe}}).Execute(ctx, 0, s.tc)
+	in, err := (&spillRuns{schema: s.h.right.Schema(), runs: []*spill.File{probe}}).Execute(ctx, 0, s.tc)
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
-	build := &spillRuns{schema: s.h.left.Schema(), runs: []*spillFile{builds[s.bucket]}}
+	build := &spillRuns{schema: s.h.left.Schema(), runs: []*spill.File{builds[s.bucket]}}
 	s.cur = s.h.newSpillingJoin(ctx, s.tc, in, build, []int{0}, s.owner, s.level+1)
 	return nil
 }
@@ -211,10 +212,10 @@ func (s *spillingJoinStream) openBucket(ctx context.Context) error {
 // closeBucket frees the disk space of the current bucket's files.
 func (s *spillingJoinStream) closeBucket() {
 	if s.bucket < len(s.probes) {
-		s.probes[s.bucket].close()
+		s.probes[s.bucket].Close()
 	}
 	if s.ownsBuild && s.bucket < len(s.table.spilled.files) {
-		s.table.spilled.files[s.bucket].close()
+		s.table.spilled.files[s.bucket].Close()
 	}
 }
 
@@ -231,7 +232,7 @@ func (s *spillingJoinStream) Close() {
 		s.probe.Close()
 	}
 	for _, f := range s.probes {
-		f.close()
+		f.Close()
 	}
 	s.release()
 }
@@ -334,10 +335,10 @@ func (k *joinBuildSink) refused(err error) error {
 
 // spillHeld creates the bucket files and moves the rows held into them.
 func (k *joinBuildSink) spillHeld() error {
-	k.spilled = &joinSpilledBuild{files: make([]*spillFile, joinSpillBuckets)}
+	k.spilled = &joinSpilledBuild{files: make([]*spill.File, joinSpillBuckets)}
 	for i := range k.spilled.files {
 		var err error
-		if k.spilled.files[i], err = newSpillFile(k.tc.SpillDir, k.schema, k.tc.Alloc); err != nil {
+		if k.spilled.files[i], err = spill.NewFile(k.tc.SpillDir, k.schema, k.tc.Alloc); err != nil {
 			return err
 		}
 	}
@@ -383,7 +384,7 @@ func (k *joinBuildSink) table() (*joinBuildTable, error) {
 		}
 	}
 	for _, f := range k.spilled.files {
-		if err := f.finish(); err != nil {
+		if err := f.Finish(); err != nil {
 			k.abort()
 			return nil, err
 		}
@@ -405,7 +406,7 @@ func (k *joinBuildSink) abort() {
 // splitByKey writes each row of b to the file of its key's hash bucket at
 // split level level, and reports whether a row had a NULL key; with
 // dropNulls, such rows are left out.
-func splitByKey(tc *TaskContext, b arrow.RecordBatch, keys []expr.Expr, files []*spillFile, level int, dropNulls bool) (bool, error) {
+func splitByKey(tc *TaskContext, b arrow.RecordBatch, keys []expr.Expr, files []*spill.File, level int, dropNulls bool) (bool, error) {
 	n := int(b.NumRows())
 	if n == 0 {
 		return false, nil

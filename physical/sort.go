@@ -8,6 +8,7 @@ import (
 
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
+	"sluice/physical/spill"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -99,7 +100,7 @@ type sortStream struct {
 
 	// External sort: the sorted runs spilled so far, and the merge of
 	// them that produces the output once the input is read.
-	runs   []*spillFile
+	runs   []*spill.File
 	merged Stream
 
 	// top-K state
@@ -258,7 +259,7 @@ func (s *sortStream) sortRefs() {
 // as one sorted run and frees them.
 func (s *sortStream) spillRun() error {
 	s.sortRefs()
-	run, err := newSpillFile(s.tc.SpillDir, s.op.input.Schema(), s.tc.Alloc)
+	run, err := spill.NewFile(s.tc.SpillDir, s.op.input.Schema(), s.tc.Alloc)
 	if err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
@@ -270,14 +271,14 @@ func (s *sortStream) spillRun() error {
 		if err != nil {
 			return fmt.Errorf("sort: %w", err)
 		}
-		err = run.write(out)
+		err = run.Write(out)
 		out.Release()
 		if err != nil {
 			return fmt.Errorf("sort: %w", err)
 		}
 		s.refs = s.refs[n:]
 	}
-	if err := run.finish(); err != nil {
+	if err := run.Finish(); err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
 	s.refs = nil
@@ -393,7 +394,7 @@ func (s *sortStream) Close() {
 		s.merged.Close()
 	}
 	for _, r := range s.runs {
-		r.close()
+		r.Close()
 	}
 	s.runs = nil
 	for i, b := range s.batches {

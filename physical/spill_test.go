@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"sluice/physical/spill"
 )
 
 // openFDs counts the process's open file descriptors (Linux), so that a
@@ -41,11 +43,11 @@ func TestSpillBucketBits(t *testing.T) {
 	for level := range maxSplitLevel {
 		seen := map[int]map[int]bool{}
 		for _, h := range hashes {
-			k := spillBucket(h, 16, level)
+			k := spill.Bucket(h, 16, level)
 			if seen[k] == nil {
 				seen[k] = map[int]bool{}
 			}
-			seen[k][spillBucket(h, 16, level+1)] = true
+			seen[k][spill.Bucket(h, 16, level+1)] = true
 		}
 		if len(seen) != 16 {
 			t.Fatalf("level %d: %d buckets used, want 16", level, len(seen))

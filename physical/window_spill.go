@@ -16,6 +16,7 @@ import (
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
+	"sluice/physical/spill"
 )
 
 // A window partition larger than the memory a task has left is spilled
@@ -97,18 +98,11 @@ func newSpilledWindow(s *windowStream, first arrow.RecordBatch) (*spilledWindow,
 		sp.close()
 		return nil, fmt.Errorf("window: %w", err)
 	}
-	f, err := os.CreateTemp(s.tc.SpillDir, "sluice-spill-*.arrow")
+	f, err := spill.CreateTemp(s.tc.SpillDir, "sluice-spill-*.arrow")
 	if err != nil {
 		sp.close()
 		return nil, fmt.Errorf("window: spilling to disk: %w", err)
 	}
-	// Unlinked at once, as every spill file: see spill.go.
-	if err := os.Remove(f.Name()); err != nil {
-		f.Close()
-		sp.close()
-		return nil, fmt.Errorf("window: spilling to disk: %w", err)
-	}
-	spilledFiles.Add(1)
 	sp.f, sp.buf = f, bufio.NewWriterSize(f, 256<<10)
 	if sp.w, err = ipc.NewFileWriter(sp.buf, ipc.WithSchema(sp.schema), ipc.WithAllocator(s.tc.Alloc)); err != nil {
 		sp.close()
@@ -227,7 +221,7 @@ func (sp *spilledWindow) finish() error {
 	if err != nil {
 		return fmt.Errorf("window: spilling to disk: %w", err)
 	}
-	spilledBytes.Add(size)
+	spill.Wrote(size)
 	sp.starts = append(sp.starts, sp.n)
 	if sp.rd, err = ipc.NewFileReader(io.NewSectionReader(sp.f, 0, size), ipc.WithAllocator(sp.tc.Alloc)); err != nil {
 		return fmt.Errorf("window: reading back the spilled window partition: %w", err)
