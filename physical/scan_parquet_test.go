@@ -889,42 +889,26 @@ func TestParquetScanRawDecimalFilters(t *testing.T) {
 	cmp := func(op plan.BinaryOp, l, r expr.Expr) expr.Expr {
 		return &expr.Binary{Op: op, L: l, R: r, Type: arrow.FixedWidthTypes.Boolean}
 	}
-	cmpInt := func(op plan.BinaryOp, x, y int64) bool {
-		switch op {
-		case plan.OpEq:
-			return x == y
-		case plan.OpNotEq:
-			return x != y
-		case plan.OpLt:
-			return x < y
-		case plan.OpLtEq:
-			return x <= y
-		case plan.OpGt:
-			return x > y
-		}
-		return x >= y
-	}
-	ops := []plan.BinaryOp{plan.OpEq, plan.OpNotEq, plan.OpLt, plan.OpLtEq, plan.OpGt, plan.OpGtEq}
 	type check struct {
 		name string
 		pred expr.Expr
 		keep func(i int) bool
 	}
 	var checks []check
-	for _, op := range ops {
+	for _, op := range testutil.CompareOps {
 		x0, y0, _ := val(1234)
 		checks = append(checks,
 			check{fmt.Sprintf("a %s lit", op), cmp(op, a, lit(d9, decimal128.FromI64(x0))), func(i int) bool {
 				x, _, ok := val(i)
-				return ok && cmpInt(op, x, x0)
+				return ok && testutil.Compare(op, x, x0)
 			}},
 			check{fmt.Sprintf("lit %s b", op), cmp(op, lit(d18, decimal128.FromI64(y0)), bcol), func(i int) bool {
 				_, y, ok := val(i)
-				return ok && cmpInt(op, y0, y)
+				return ok && testutil.Compare(op, y0, y)
 			}},
 			check{fmt.Sprintf("a %s beyond int32", op), cmp(op, a, lit(d9, decimal128.FromI64(1<<40))), func(i int) bool {
 				x, _, ok := val(i)
-				return ok && cmpInt(op, x, 1<<40)
+				return ok && testutil.Compare(op, x, 1<<40)
 			}},
 		)
 	}

@@ -2,37 +2,18 @@ package expr
 
 import (
 	"math"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/internal/testutil"
 	"sluice/plan"
 )
-
-var kernelOps = []plan.BinaryOp{plan.OpEq, plan.OpNotEq, plan.OpLt, plan.OpLtEq, plan.OpGt, plan.OpGtEq}
-
-func naiveCmp[T int32 | int64 | float64](op plan.BinaryOp, x, y T) bool {
-	switch op {
-	case plan.OpEq:
-		return x == y
-	case plan.OpNotEq:
-		return x != y
-	case plan.OpLt:
-		return x < y
-	case plan.OpLtEq:
-		return x <= y
-	case plan.OpGt:
-		return x > y
-	default:
-		return x >= y
-	}
-}
 
 // checkKernel compares cmpKernel with a value-by-value evaluation for every
 // operator, against a constant and against a column, at lengths that do
@@ -44,18 +25,18 @@ func checkKernel[T int32 | int64 | float64](t *testing.T, name string, gen func(
 			a[i], b[i] = gen(), gen()
 		}
 		c := gen()
-		for _, op := range kernelOps {
+		for _, op := range testutil.CompareOps {
 			out := make([]byte, bitutil.BytesForBits(int64(n)))
 			cmpKernel(op, a, []T{c}, 0, out)
 			for i := range a {
-				if got, want := bitutil.BitIsSet(out, i), naiveCmp(op, a[i], c); got != want {
+				if got, want := bitutil.BitIsSet(out, i), testutil.Compare(op, a[i], c); got != want {
 					t.Fatalf("%s n=%d %v vs constant: row %d (%v, %v) = %v, want %v", name, n, op, i, a[i], c, got, want)
 				}
 			}
 			out = make([]byte, bitutil.BytesForBits(int64(n)))
 			cmpKernel(op, a, b, 1, out)
 			for i := range a {
-				if got, want := bitutil.BitIsSet(out, i), naiveCmp(op, a[i], b[i]); got != want {
+				if got, want := bitutil.BitIsSet(out, i), testutil.Compare(op, a[i], b[i]); got != want {
 					t.Fatalf("%s n=%d %v vs column: row %d (%v, %v) = %v, want %v", name, n, op, i, a[i], b[i], got, want)
 				}
 			}
@@ -93,7 +74,7 @@ func TestCompareDecimalConstantChunks(t *testing.T) {
 		}
 	}
 	c := decimal128.FromI64(1)
-	for _, op := range kernelOps {
+	for _, op := range testutil.CompareOps {
 		out := make([]byte, bitutil.BytesForBits(n))
 		l := operand{arr: decArray(vals)}
 		rr := operand{lit: plan.Literal{Typ: plan.Decimal(20, 0), Val: c}}
