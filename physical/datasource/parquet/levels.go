@@ -172,8 +172,9 @@ func spreadFixed(out []byte, width, rows int, bits []byte, off, valid int) {
 	// whole run of NULL ones.
 	j := valid
 	for i := rows; i > j; {
-		k := runStart(bits, off, i, j, bitutil.BitIsSet(bits, off+i-1))
-		if bitutil.BitIsSet(bits, off+i-1) {
+		set := bitutil.BitIsSet(bits, off+i-1)
+		k := runStart(bits, off, i, j, set)
+		if set {
 			n := i - k
 			copy(out[k*width:i*width], out[(j-n)*width:j*width])
 			j -= n
