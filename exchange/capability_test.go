@@ -36,10 +36,7 @@ func pipelinedTicket(t *testing.T, f *rpc.FetchPipelinedPartition) []byte {
 func TestFlightServiceWantsTheCapability(t *testing.T) {
 	checkGoroutines(t)
 	a, _ := newExecutorEnv(t, "a")
-	a.Secrets = NewJobSecrets()
-	if err := a.Secrets.Bind("job", "secret"); err != nil {
-		t.Fatal(err)
-	}
+	bindJobSecret(t, a)
 	wiring := rpc.NewWiringKey()
 	key := rpc.PipelinedTaskKey(wiring, "job", 1, 0)
 	capOf := func(stage, task, partition int32) []byte {
@@ -134,10 +131,7 @@ func TestFlightServiceWantsTheCapability(t *testing.T) {
 func TestFlightServiceBroadcastCapability(t *testing.T) {
 	checkGoroutines(t)
 	a, _ := newExecutorEnv(t, "a")
-	a.Secrets = NewJobSecrets()
-	if err := a.Secrets.Bind("job", "secret"); err != nil {
-		t.Fatal(err)
-	}
+	bindJobSecret(t, a)
 	wiring := rpc.NewWiringKey()
 	key := rpc.PipelinedTaskKey(wiring, "job", 1, 0)
 	w := NewPipelinedWriter(rowsSource(1, 50, 10), "job", 1, physical.Partitioning{Kind: physical.PartUnknown}, true, 1)

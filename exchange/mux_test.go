@@ -253,10 +253,7 @@ func TestMuxProducerError(t *testing.T) {
 func TestMuxRefusedCapability(t *testing.T) {
 	checkGoroutines(t)
 	a, _ := newExecutorEnv(t, "a")
-	a.Secrets = NewJobSecrets()
-	if err := a.Secrets.Bind("job", "secret"); err != nil {
-		t.Fatal(err)
-	}
+	bindJobSecret(t, a)
 	wiring := rpc.NewWiringKey()
 	key := rpc.PipelinedTaskKey(wiring, "job", 1, 0)
 	mp := startMuxProducer(t, a, key, []int{5, 5}, func(int) error { return errBlock })

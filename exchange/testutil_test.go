@@ -163,6 +163,16 @@ func checkGoroutines(t *testing.T) {
 	})
 }
 
+// bindJobSecret gives env job secrets with job "job" bound to "secret",
+// so its Flight service checks the capabilities readers present.
+func bindJobSecret(t *testing.T, env *Env) {
+	t.Helper()
+	env.Secrets = NewJobSecrets()
+	if err := env.Secrets.Bind("job", "secret"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newExecutorEnv returns an executor Env with its own work dir, registry
 // and Flight service on 127.0.0.1:0; the service uses a checked allocator.
 func newExecutorEnv(t *testing.T, id string) (*Env, *FlightService) {
