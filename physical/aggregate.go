@@ -477,9 +477,16 @@ type hashAggStream struct {
 	bucketState *arrow.Schema // the layout of the rows in buckets
 	// rawSpill: the buckets hold input rows (keys and arguments) rather
 	// than partial states (aggregate_distinct_spill.go).
-	rawSpill  bool
-	bucket    int
-	bucketOut Stream
+	rawSpill bool
+	// passStates: a final aggregate that spilled its groups was refused
+	// even the memory of an empty table (the operators beside it in its
+	// task, such as the partial aggregate below passing on the groups it
+	// held, have the rest of the limit). Its table is nil, and the states
+	// it reads go straight to the buckets, which merge them the same way,
+	// until a table fits again.
+	passStates bool
+	bucket     int
+	bucketOut  Stream
 }
 
 // spillBuckets is how many files a spilling aggregate splits its groups
@@ -579,6 +586,9 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 		}
 		b, err := s.input.Next(ctx)
 		if err == io.EOF {
+			// What the operators below hold is theirs until they are
+			// closed: close them now, not after the groups are output.
+			s.input.Close()
 			break
 		}
 		if err != nil {
@@ -592,6 +602,20 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 				return err
 			}
 			continue
+		}
+		if s.passStates {
+			if err = s.resumeGroups(); err != nil && canSpill(s.tc, err) {
+				err = s.writeBuckets(b)
+				b.Release()
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				b.Release()
+				return err
+			}
 		}
 		err = s.consumeBatch(b)
 		b.Release()
@@ -619,6 +643,12 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 	}
 	if s.rawSpill {
 		return nil // every row since the spill is on disk
+	}
+	if s.passStates {
+		// The input is done, and with it what the operators below held.
+		if err := s.resumeGroups(); err != nil {
+			return err
+		}
 	}
 	// An aggregate that ends its input with its groups in memory holds
 	// them until its output is read, and the operators above it (the
@@ -726,7 +756,31 @@ func (s *hashAggStream) spillGroups() error {
 		return err
 	}
 	s.table, s.accs, s.hist = table, accs, hist
-	return s.account()
+	err = s.account()
+	if err != nil && s.op.mode == AggFinal && canSpill(s.tc, err) {
+		s.table.releaseSlots()
+		s.table, s.accs, s.hist = nil, nil, nil
+		s.passStates = true
+		return nil
+	}
+	return err
+}
+
+// resumeGroups gives a final aggregate passing its input states to the
+// buckets an empty table again, or the refusal that keeps it passing.
+func (s *hashAggStream) resumeGroups() error {
+	table, accs, hist, err := s.op.newGroups(s.tc)
+	if err != nil {
+		return err
+	}
+	s.table, s.accs, s.hist = table, accs, hist
+	if err := s.account(); err != nil {
+		s.table.releaseSlots()
+		s.table, s.accs, s.hist = nil, nil, nil
+		return err
+	}
+	s.passStates = false
+	return nil
 }
 
 // writeBuckets splits a batch of states by the hash of its keys.

@@ -319,7 +319,11 @@ func TestHashAggregateGroupingSetsSpill(t *testing.T) {
 // TestHashAggregatePartialHalvesBatches: a streaming partial aggregate
 // refused the memory for one batch's groups (the final aggregate above it
 // in its task holding the limit) aggregates the batch in halves, and the
-// final aggregate, spilling, gives the unlimited answer.
+// final aggregate, spilling, gives the unlimited answer. Limits are swept
+// at random steps under 1 KiB around what the partial's first table takes
+// (about 39 KB here): less than 1 KiB above it, the final is refused even
+// an empty table while the partial passes its groups on, and passes states
+// to its buckets (passStates). Two more limits are anywhere from 25 to 65 KB.
 func TestHashAggregatePartialHalvesBatches(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -335,8 +339,12 @@ func TestHashAggregatePartialHalvesBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		limit := 25_000 + rand.Int64N(40_000)
+	var limits []int64
+	for limit := int64(36_000) + rand.Int64N(1_000); limit < 44_000; limit += 600 + rand.Int64N(400) {
+		limits = append(limits, limit)
+	}
+	limits = append(limits, 25_000+rand.Int64N(40_000), 25_000+rand.Int64N(40_000))
+	for _, limit := range limits {
 		tc := jaTC(mem, 256, limit)
 		tc.SpillDir = t.TempDir()
 		spillCheck(t, tc, true, func() {
