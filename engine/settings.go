@@ -36,6 +36,52 @@ func intRange(lo, hi int64, zeroMeans string) func(string) (string, error) {
 	}
 }
 
+// byteSize is intRange for a byte-valued setting that also takes a size
+// with a unit, as DuckDB's and DataFusion's memory limits do: '512MiB',
+// '1.5 GB', '2G'. KB, MB, GB and TB are powers of 1000; KiB, MiB, GiB and
+// TiB, and DataFusion's K, M, G and T, are powers of 1024. The value is
+// stored as the integer number of bytes.
+func byteSize(lo, hi int64) func(string) (string, error) {
+	ints := intRange(lo, hi, "")
+	return func(v string) (string, error) {
+		if out, err := ints(v); err == nil {
+			return out, nil
+		}
+		n, ok := parseByteSize(v)
+		if ok && n >= lo && n <= hi {
+			return strconv.FormatInt(n, 10), nil
+		}
+		return "", fmt.Errorf("expected a number of bytes from %d to %d, or a size such as '512MiB', '1.5GB' or '2G', got %q", lo, hi, v)
+	}
+}
+
+// byteUnits maps a unit, lower-cased, to its bytes.
+var byteUnits = map[string]float64{
+	"b":  1,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+	"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
+}
+
+// parseByteSize reads a non-negative number followed by a unit of
+// byteUnits (spaces allowed between them), rounded to whole bytes.
+func parseByteSize(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i <= 0 {
+		return 0, false
+	}
+	unit, ok := byteUnits[strings.ToLower(strings.TrimSpace(v[i:]))]
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v[:i], 64)
+	if err != nil || f < 0 || f*unit > float64(MaxBytesSetting) {
+		return 0, false
+	}
+	return int64(f*unit + 0.5), true
+}
+
 // Bounds of the integer settings, documented in docs/operations.md.
 const (
 	// MaxBatchSize is the most rows per record batch: 1 Mi rows of a few
@@ -136,7 +182,7 @@ var knownSettings = map[string]setting{
 	},
 	"execution.aqe_target_partition_bytes": {
 		def:      constant(strconv.Itoa(DefaultAQETargetPartitionBytes)),
-		validate: intRange(0, MaxBytesSetting, ""),
+		validate: byteSize(0, MaxBytesSetting),
 		help:     "adaptive execution merges a blocking stage's consecutive shuffle partitions into one task partition up to this many bytes (0: never)",
 	},
 	"scheduler.max_partitions_per_task": {
@@ -161,7 +207,7 @@ var knownSettings = map[string]setting{
 	},
 	"optimizer.broadcast_join_threshold_bytes": {
 		def:      constant("33554432"),
-		validate: intRange(0, MaxBytesSetting, ""),
+		validate: byteSize(0, MaxBytesSetting),
 		help:     "a join's build side smaller than this is broadcast (collected whole) instead of repartitioned",
 	},
 	"scheduler.queue_timeout": {
@@ -181,7 +227,7 @@ var knownSettings = map[string]setting{
 	},
 	"execution.memory_limit": {
 		def:      constant("0"),
-		validate: intRange(0, MaxBytesSetting, ""),
+		validate: byteSize(0, MaxBytesSetting),
 		help:     "bytes a query's operators may reserve (0: no limit)",
 	},
 }

@@ -11,35 +11,54 @@ func TestSettingsRanges(t *testing.T) {
 	cases := []struct {
 		key, value string
 		ok         bool
+		stored     string // what SHOW gives, when not value
 	}{
-		{"execution.batch_size", "1", true},
-		{"execution.batch_size", "1048576", true},
-		{"execution.batch_size", "1048577", false},
-		{"execution.batch_size", "2147483648", false},
-		{"execution.batch_size", "0", false},
-		{"execution.batch_size", "-5", false},
-		{"execution.batch_size", "99999999999999999999999", false},
-		{"execution.target_partitions", "0", true},
-		{"execution.target_partitions", "1024", true},
-		{"execution.target_partitions", "1025", false},
-		{"execution.target_partitions", "-1", false},
-		{"scheduler.max_partitions_per_task", "0", false},
-		{"scheduler.max_partitions_per_task", "1025", false},
-		{"exchange.queue_batches", "1024", true},
-		{"exchange.queue_batches", "1025", false},
-		{"execution.memory_limit", "0", true},
-		{"execution.memory_limit", "1125899906842625", false},
-		{"optimizer.broadcast_join_threshold_bytes", "0", true},
-		{"optimizer.broadcast_join_threshold_bytes", "-1", false},
+		{"execution.batch_size", "1", true, ""},
+		{"execution.batch_size", "1048576", true, ""},
+		{"execution.batch_size", "1048577", false, ""},
+		{"execution.batch_size", "2147483648", false, ""},
+		{"execution.batch_size", "0", false, ""},
+		{"execution.batch_size", "-5", false, ""},
+		{"execution.batch_size", "99999999999999999999999", false, ""},
+		{"execution.target_partitions", "0", true, ""},
+		{"execution.target_partitions", "1024", true, ""},
+		{"execution.target_partitions", "1025", false, ""},
+		{"execution.target_partitions", "-1", false, ""},
+		{"scheduler.max_partitions_per_task", "0", false, ""},
+		{"scheduler.max_partitions_per_task", "1025", false, ""},
+		{"exchange.queue_batches", "1024", true, ""},
+		{"exchange.queue_batches", "1025", false, ""},
+		{"execution.memory_limit", "0", true, ""},
+		{"execution.memory_limit", "1125899906842625", false, ""},
+		{"optimizer.broadcast_join_threshold_bytes", "0", true, ""},
+		{"optimizer.broadcast_join_threshold_bytes", "-1", false, ""},
+		// Byte settings take sizes with units too, stored as bytes.
+		{"execution.memory_limit", "512MiB", true, "536870912"},
+		{"execution.memory_limit", "1.5 GB", true, "1500000000"},
+		{"execution.memory_limit", "2g", true, "2147483648"},
+		{"execution.memory_limit", "4 KB", true, "4000"},
+		{"execution.memory_limit", "10b", true, "10"},
+		{"execution.memory_limit", "1025TiB", false, ""},
+		{"execution.memory_limit", "-1MiB", false, ""},
+		{"execution.memory_limit", "MiB", false, ""},
+		{"execution.memory_limit", "1 parsec", false, ""},
+		{"execution.memory_limit", "1.2.3MB", false, ""},
+		{"optimizer.broadcast_join_threshold_bytes", "64MiB", true, "67108864"},
+		{"execution.aqe_target_partition_bytes", "1M", true, "1048576"},
+		// Counts of rows are not sizes.
+		{"execution.auto_max_pipelined_rows", "1M", false, ""},
 	}
 	for _, c := range cases {
 		s := NewSettings()
 		err := s.Set(c.key, c.value)
+		if c.ok && c.stored == "" {
+			c.stored = c.value
+		}
 		if c.ok {
 			if err != nil {
 				t.Errorf("SET %s = %s: %v", c.key, c.value, err)
-			} else if v, _ := s.Get(c.key); v != c.value {
-				t.Errorf("SET %s = %s stored %q", c.key, c.value, v)
+			} else if v, _ := s.Get(c.key); v != c.stored {
+				t.Errorf("SET %s = %s stored %q, want %q", c.key, c.value, v, c.stored)
 			}
 			continue
 		}
