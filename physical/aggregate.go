@@ -60,6 +60,9 @@ func (a AggregateExpr) String() string {
 		arg = a.Arg.String()
 	}
 	fn := a.Func.String()
+	if (a.Func == plan.AggPercentileCont || a.Func == plan.AggPercentileDisc) && a.Arg2 != nil && len(a.OrderBy) == 1 {
+		return fmt.Sprintf("%s(%s) WITHIN GROUP (ORDER BY %s)", fn, a.Arg2, a.OrderBy[0])
+	}
 	if a.Func == plan.AggCountStar {
 		fn, arg = "count", "*"
 	}
@@ -209,8 +212,11 @@ func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNa
 		if a.Distinct && a.Arg2 != nil {
 			return nil, fmt.Errorf("hash aggregate: %s: DISTINCT is not supported for two-argument aggregates", a)
 		}
-		if len(a.OrderBy) > 0 && (mode != AggSingle || a.Func != plan.AggStringAgg) {
-			return nil, fmt.Errorf("hash aggregate: %s: ORDER BY is only supported for string_agg in single-stage aggregation", a)
+		if len(a.OrderBy) > 0 && (mode != AggSingle || !plan.OrderedAgg(a.Func)) {
+			return nil, fmt.Errorf("hash aggregate: %s: ORDER BY is only supported for string_agg, percentile_cont and percentile_disc in single-stage aggregation", a)
+		}
+		if plan.OrderedAgg(a.Func) && a.Func != plan.AggStringAgg && (len(a.OrderBy) != 1 || a.Arg2 == nil || a.Distinct) {
+			return nil, fmt.Errorf("hash aggregate: %s: needs one ORDER BY key and a fraction", a)
 		}
 		acc, err := newAggAccumulator(a, aggArgType(a))
 		if err != nil {
@@ -259,7 +265,7 @@ func aggResultType(a AggregateExpr) arrow.DataType {
 	case plan.AggAvg, plan.AggAvgMerge:
 		return plan.AvgType(a.Arg.DataType())
 	case plan.AggStddevSamp, plan.AggStddevPop, plan.AggVarSamp, plan.AggVarPop,
-		plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp:
+		plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp, plan.AggPercentileCont:
 		return plan.Float64
 	}
 	return a.Arg.DataType()
@@ -352,7 +358,7 @@ func (h *HashAggregate) newGroups(tc *TaskContext) (*groupTable, []aggAccumulato
 				return nil, nil, nil, fmt.Errorf("hash aggregate: %w", err)
 			}
 		}
-		if len(a.OrderBy) > 0 {
+		if len(a.OrderBy) > 0 && a.Func == plan.AggStringAgg {
 			if acc, err = newAggOrderedStringAgg(a.OrderBy); err != nil {
 				return nil, nil, nil, fmt.Errorf("hash aggregate: %w", err)
 			}

@@ -85,6 +85,8 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 			return nil, fmt.Errorf("string_agg needs two text arguments")
 		}
 		return &aggStringAgg{}, nil
+	case plan.AggPercentileCont, plan.AggPercentileDisc:
+		return newAggPercentile(a)
 	case plan.AggSingleValue:
 		if argType.ID() == arrow.NULL {
 			return &aggSingleValue{val: aggNulls{}}, nil

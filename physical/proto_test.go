@@ -244,6 +244,10 @@ func operatorCases(t *testing.T) []struct {
 		{Func: plan.AggBoolOr, Arg: pCmp(plan.OpGt, tQty, pLit(plan.Int32, int32(3))), Name: "any", Type: plan.Bool},
 		{Func: plan.AggStringAgg, Arg: tName, Arg2: pLit(plan.Utf8, ";"), Name: "ordered", Type: plan.Utf8,
 			OrderBy: []SortKey{{Expr: tPrice, Desc: true, NullsFirst: true}, {Expr: tID}}},
+		{Func: plan.AggPercentileCont, Arg: priceF, Arg2: pLit(plan.Float64, 0.3), Name: "p30", Type: plan.Float64,
+			OrderBy: []SortKey{{Expr: priceF, Desc: true, NullsFirst: true}}},
+		{Func: plan.AggPercentileDisc, Arg: tName, Arg2: pLit(plan.Float64, 0.5), Name: "median_name", Type: plan.Utf8,
+			OrderBy: []SortKey{{Expr: tName}}},
 	}
 	withTotals := func(op Operator) Operator {
 		return must(op.(*HashAggregate).WithGrandTotals([]int64{2}))

@@ -181,11 +181,18 @@ const (
 	// two (only the optimizer introduces it: eager aggregation, grouping
 	// sets). Its result is the AVG's, type and rounding included.
 	AggAvgMerge
+	// AggPercentileCont and AggPercentileDisc are PostgreSQL's ordered-set
+	// aggregates percentile_cont(f) and percentile_disc(f) WITHIN GROUP
+	// (ORDER BY x): Arg is x (cast to float64 for cont), Arg2 the constant
+	// fraction f, and OrderBy the one key x with its direction. They hold
+	// every value of a group, so they run in single-stage aggregation.
+	AggPercentileCont
+	AggPercentileDisc
 )
 
 var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
 	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
-	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge"}
+	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge", "percentile_cont", "percentile_disc"}
 
 // NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
 // NumAggFuncs-1).
@@ -193,11 +200,18 @@ const NumAggFuncs = len(aggNames)
 
 func (a AggFunc) String() string { return aggNames[a] }
 
+// OrderedAgg reports whether f's result depends on the order of its values,
+// given by the call's OrderBy (string_agg, percentile_cont, percentile_disc).
+func OrderedAgg(f AggFunc) bool {
+	return f == AggStringAgg || f == AggPercentileCont || f == AggPercentileDisc
+}
+
 // AggCall is an aggregate; it appears only in Aggregate.Aggs. Arg is nil for
 // count(*). Arg2 is the second argument of the two-argument aggregates
-// (corr, covar_*: X; string_agg: the delimiter), nil for the others.
-// OrderBy orders the values an order-sensitive aggregate (string_agg)
-// combines; it is empty for the others.
+// (corr, covar_*: X; string_agg: the delimiter; percentile_*: the
+// fraction), nil for the others. OrderBy orders the values an
+// order-sensitive aggregate (string_agg, percentile_*) combines; it is
+// empty for the others.
 type AggCall struct {
 	Func     AggFunc
 	Arg      Expr
@@ -416,6 +430,9 @@ func (e *Func) String() string {
 func (e *AggCall) String() string {
 	if e.Func == AggCountStar {
 		return "count(*)"
+	}
+	if e.Func == AggPercentileCont || e.Func == AggPercentileDisc {
+		return e.Func.String() + "(" + e.Arg2.String() + ") WITHIN GROUP (ORDER BY " + sortKeyList(e.OrderBy) + ")"
 	}
 	d := ""
 	if e.Distinct {

@@ -81,6 +81,13 @@ func init() {
 		"every":       agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
 		"bool_or":     agg(plan.AggBoolOr, sig("BOOLEAN", "BOOLEAN")),
 
+		"percentile_cont": agg(plan.AggPercentileCont, sig("DOUBLE fraction) WITHIN GROUP (ORDER BY "+num, "DOUBLE")),
+		"percentile_disc": agg(plan.AggPercentileDisc, sig("DOUBLE fraction) WITHIN GROUP (ORDER BY any", "same as the ORDER BY value")),
+		"quantile_cont":   agg(plan.AggPercentileCont, sig(num+", DOUBLE fraction", "DOUBLE")),
+		"quantile_disc":   agg(plan.AggPercentileDisc, sig("any, DOUBLE fraction", "same as argument")),
+		"quantile":        agg(plan.AggPercentileDisc, sig("any, DOUBLE fraction", "same as argument")),
+		"median":          agg(plan.AggPercentileCont, sig(num, "DOUBLE"), sig("any", "same as argument")),
+
 		"generate_series": {kind: KindTable, sigs: []funcSig{
 			sig("INT start, INT stop", "SETOF INT"),
 			sig("INT start, INT stop, INT step", "SETOF INT"),
@@ -738,9 +745,6 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 // arguments, so agg(x) FILTER (WHERE p) is agg(CASE WHEN p THEN x END),
 // and count(*) FILTER (WHERE p) counts CASE WHEN p THEN 1 END.
 func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argCtx ectx) (*plan.AggCall, error) {
-	if f.AggWithinGroup {
-		return nil, b.errAt("bind", f.Location, "WITHIN GROUP is not supported")
-	}
 	var filter plan.Expr
 	if f.AggFilter != nil {
 		var err error
@@ -753,6 +757,14 @@ func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argC
 			return e
 		}
 		return &plan.Case{Whens: []plan.When{{Cond: filter, Then: e}}, Typ: e.Type()}
+	}
+	if percentileNames[name] {
+		return b.percentileCall(f, name, argCtx, filtered)
+	}
+	if f.AggWithinGroup {
+		e := b.errAt("bind", f.Location, "WITHIN GROUP is not supported for %s", name)
+		e.Hint = "WITHIN GROUP (ORDER BY ...) is for percentile_cont and percentile_disc"
+		return nil, e
 	}
 	call := &plan.AggCall{Func: af, Distinct: f.AggDistinct}
 	if f.AggStar {

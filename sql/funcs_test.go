@@ -43,6 +43,14 @@ func TestFunctionSignatures(t *testing.T) {
 			}
 		}
 		call := fmt.Sprintf("%q(%s)", f.Name, strings.Join(args, ", "))
+		if fraction, key, ok := strings.Cut(f.Args, ") WITHIN GROUP (ORDER BY "); ok {
+			// An ordered-set aggregate: its fraction, then its value.
+			arg := "CAST(NULL AS DOUBLE)"
+			if key == "any" {
+				arg = "CAST(NULL AS VARCHAR)"
+			}
+			call = fmt.Sprintf("%q(CAST(NULL AS %s)) WITHIN GROUP (ORDER BY %s)", f.Name, strings.Fields(fraction)[0], arg)
+		}
 		q := "SELECT " + call
 		switch f.Kind {
 		case KindTable:

@@ -10,7 +10,11 @@ import (
 func TestUnsupportedFeaturesFailCleanly(t *testing.T) {
 	queries := []string{
 		"select string_agg(distinct s, ',') from t",
-		"select percentile_cont(0.5) within group (order by a) from t",
+		"select percentile_cont(a) within group (order by a) from t",
+		"select percentile_cont(array[0.5, 0.9]) within group (order by a) from t",
+		"select percentile_cont(0.5) within group (order by a, b) from t",
+		"select median(distinct a) from t",
+		"select sum(a) within group (order by a) from t",
 		"select a from t where a is true",
 		"select sum(a) over (order by a groups 1 preceding) from t",
 		"select sum(a) over (order by a rows current row exclude ties) from t",
