@@ -212,6 +212,25 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 			rows[i] = row
 		}
 		return NewValues(ArrowSchema(n.Cols), rows), nil
+	case *plan.RecursiveCTE:
+		// Both terms run inside the recursive CTE's task, the recursive
+		// one again every iteration: one partition each, and nothing
+		// shared with the rest of the plan (an output shared across
+		// iterations would be the first iteration's).
+		sub := &planner{cfg: p.cfg, est: p.est}
+		sub.cfg.TargetPartitions = 1
+		base, err := sub.plan(n.Base)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := sub.plan(n.Recursive)
+		if err != nil {
+			return nil, err
+		}
+		base, rec = renameTo(base, n.Base.Schema(), n.Cols), renameTo(rec, n.Recursive.Schema(), n.Cols)
+		return NewRecursiveCTE(n.Name, base, rec, n.Distinct, n.WorkID, ArrowSchema(n.Cols)), nil
+	case *plan.WorkTable:
+		return NewWorkTableScan(n.Name, n.WorkID, ArrowSchema(n.Cols)), nil
 	case *plan.GenerateSeries:
 		args, err := compileAll([]plan.Expr{n.Start, n.Stop, n.Step}, nil)
 		if err != nil {

@@ -195,6 +195,28 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 			ins[i] = p
 		}
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Union{Union: &rpc.UnionNode{Inputs: ins, Folded: int32(op.folded)}}}, nil
+	case *RecursiveCTE:
+		base, err := c.encode(op.base)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := c.encode(op.recursive)
+		if err != nil {
+			return nil, err
+		}
+		schema, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("recursive CTE: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_RecursiveCte{RecursiveCte: &rpc.RecursiveCTENode{
+			Name: op.name, Base: base, Recursive: rec, Distinct: op.distinct, WorkId: op.workID, Schema: schema}}}, nil
+	case *WorkTableScan:
+		schema, err := expr.SchemaToProto(op.schema)
+		if err != nil {
+			return nil, fmt.Errorf("working table: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WorkTableScan{WorkTableScan: &rpc.WorkTableScanNode{
+			Name: op.name, WorkId: op.workID, Schema: schema}}}, nil
 	case *Values:
 		schema, err := expr.SchemaToProto(op.schema)
 		if err != nil {
@@ -520,6 +542,33 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			rows[i] = row
 		}
 		return NewValues(schema, rows), nil
+	case *rpc.PhysicalPlan_RecursiveCte:
+		r := m.RecursiveCte
+		schema, err := expr.SchemaFromProto(r.GetSchema())
+		if err != nil {
+			return nil, err
+		}
+		base, err := c.decode(r.GetBase())
+		if err != nil {
+			return nil, fmt.Errorf("recursive CTE %s: base: %w", r.GetName(), err)
+		}
+		rec, err := c.decode(r.GetRecursive())
+		if err != nil {
+			return nil, fmt.Errorf("recursive CTE %s: recursive term: %w", r.GetName(), err)
+		}
+		for i, term := range []Operator{base, rec} {
+			if !arrowTypesEqual(term.Schema(), schema) {
+				return nil, fmt.Errorf("recursive CTE %s: term %d has columns %s, the CTE %s", r.GetName(), i+1, term.Schema(), schema)
+			}
+		}
+		return NewRecursiveCTE(r.GetName(), base, rec, r.GetDistinct(), r.GetWorkId(), schema), nil
+	case *rpc.PhysicalPlan_WorkTableScan:
+		w := m.WorkTableScan
+		schema, err := expr.SchemaFromProto(w.GetSchema())
+		if err != nil {
+			return nil, err
+		}
+		return NewWorkTableScan(w.GetName(), w.GetWorkId(), schema), nil
 	case *rpc.PhysicalPlan_GenerateSeries:
 		schema, err := expr.SchemaFromProto(m.GenerateSeries.GetSchema())
 		if err != nil {
@@ -1037,4 +1086,18 @@ func writeSpecFromProto(m *rpc.WriteSpec) WriteSpec {
 		Dir: m.GetDir(), Format: m.GetFormat(), Header: m.GetHeader(), Delimiter: rune(m.GetDelimiter()),
 		Names: m.GetNames(), PartitionBy: parts, WriteID: m.GetWriteId(), Overwrite: m.GetOverwrite(),
 	}
+}
+
+// arrowTypesEqual reports whether a and b have the same column types in
+// the same order (names and nullability aside).
+func arrowTypesEqual(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		if !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return false
+		}
+	}
+	return true
 }

@@ -272,6 +272,8 @@ func operatorCases(t *testing.T) []struct {
 		exact bool
 	}{
 		{"expand", expand, true},
+		{"recursive cte union all", recursiveCounter(t, []int64{1}, 20, 0, false), true},
+		{"recursive cte union", recursiveCounter(t, []int64{0, 0, 5}, 100, 7, true), true},
 		{"grouping sets aggregate single", withTotals(must(NewHashAggregate(expand, AggSingle, expandKeys,
 			[]string{"kname", "kqty", "gid"}, statAggs))), false},
 		{"grouping sets aggregate two-stage", expandFinal, false},
@@ -389,7 +391,8 @@ func TestPlanProtoEveryOperator(t *testing.T) {
 	// shipped; TestPlanProtoErrors covers it).
 	for _, want := range []string{"ParquetScan", "CSVScan", "Filter", "Projection", "HashAggregate", "HashJoin",
 		"NestedLoopJoin", "Sort", "SortPreservingMerge", "Limit", "Union", "Values", "CoalescePartitions",
-		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand", "Window", "SetOp", "DynamicFilterBuild"} {
+		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand", "Window", "SetOp", "DynamicFilterBuild",
+		"RecursiveCTE", "WorkTableScan"} {
 		if !seen["*physical."+want] {
 			t.Errorf("no round-trip case for %s", want)
 		}

@@ -162,6 +162,13 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 			o.Inputs[i] = prune(in, in.Schema().IDs(), true)
 		}
 		return &o
+	case *RecursiveCTE:
+		// Base and Recursive feed the output by position, and the working
+		// table holds every column for the next iteration.
+		o := *x
+		o.Base = prune(x.Base, x.Base.Schema().IDs(), true)
+		o.Recursive = prune(x.Recursive, x.Recursive.Schema().IDs(), true)
+		return &o
 	case *SetOp:
 		// Every column takes part in the comparison, and the inputs are
 		// matched by position.

@@ -63,6 +63,10 @@ func estimate(n Node) float64 {
 		return s
 	case *Values:
 		return float64(len(x.Rows))
+	case *RecursiveCTE:
+		return estimate(x.Base) * recursiveIterationsGuess
+	case *WorkTable:
+		return defaultTableRows
 	case *GenerateSeries:
 		return x.estimateRows()
 	case *SetOp:

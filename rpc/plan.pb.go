@@ -1659,6 +1659,8 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_FileSink
 	//	*PhysicalPlan_WriteCommit
 	//	*PhysicalPlan_DynamicFilterBuild
+	//	*PhysicalPlan_RecursiveCte
+	//	*PhysicalPlan_WorkTableScan
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1935,6 +1937,24 @@ func (x *PhysicalPlan) GetDynamicFilterBuild() *DynamicFilterBuildNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetRecursiveCte() *RecursiveCTENode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_RecursiveCte); ok {
+			return x.RecursiveCte
+		}
+	}
+	return nil
+}
+
+func (x *PhysicalPlan) GetWorkTableScan() *WorkTableScanNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_WorkTableScan); ok {
+			return x.WorkTableScan
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -2043,6 +2063,14 @@ type PhysicalPlan_DynamicFilterBuild struct {
 	DynamicFilterBuild *DynamicFilterBuildNode `protobuf:"bytes,90,opt,name=dynamic_filter_build,json=dynamicFilterBuild,proto3,oneof"`
 }
 
+type PhysicalPlan_RecursiveCte struct {
+	RecursiveCte *RecursiveCTENode `protobuf:"bytes,130,opt,name=recursive_cte,json=recursiveCte,proto3,oneof"`
+}
+
+type PhysicalPlan_WorkTableScan struct {
+	WorkTableScan *WorkTableScanNode `protobuf:"bytes,131,opt,name=work_table_scan,json=workTableScan,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -2094,6 +2122,10 @@ func (*PhysicalPlan_FileSink) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_WriteCommit) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_DynamicFilterBuild) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_RecursiveCte) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_WorkTableScan) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -5423,6 +5455,154 @@ func (x *MuxFrame) GetMessage() string {
 	return ""
 }
 
+// WITH RECURSIVE: the base and recursive terms, each one partition, run
+// inside the task; the recursive term's WorkTableScan with work_id reads
+// the previous iteration's rows. distinct: UNION (not UNION ALL).
+type RecursiveCTENode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Base          *PhysicalPlan          `protobuf:"bytes,2,opt,name=base,proto3" json:"base,omitempty"`
+	Recursive     *PhysicalPlan          `protobuf:"bytes,3,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	Distinct      bool                   `protobuf:"varint,4,opt,name=distinct,proto3" json:"distinct,omitempty"`
+	WorkId        int64                  `protobuf:"varint,5,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	Schema        *Schema                `protobuf:"bytes,6,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecursiveCTENode) Reset() {
+	*x = RecursiveCTENode{}
+	mi := &file_plan_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecursiveCTENode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecursiveCTENode) ProtoMessage() {}
+
+func (x *RecursiveCTENode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecursiveCTENode.ProtoReflect.Descriptor instead.
+func (*RecursiveCTENode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *RecursiveCTENode) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RecursiveCTENode) GetBase() *PhysicalPlan {
+	if x != nil {
+		return x.Base
+	}
+	return nil
+}
+
+func (x *RecursiveCTENode) GetRecursive() *PhysicalPlan {
+	if x != nil {
+		return x.Recursive
+	}
+	return nil
+}
+
+func (x *RecursiveCTENode) GetDistinct() bool {
+	if x != nil {
+		return x.Distinct
+	}
+	return false
+}
+
+func (x *RecursiveCTENode) GetWorkId() int64 {
+	if x != nil {
+		return x.WorkId
+	}
+	return 0
+}
+
+func (x *RecursiveCTENode) GetSchema() *Schema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+// The working table of the recursive CTE with work_id.
+type WorkTableScanNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	WorkId        int64                  `protobuf:"varint,2,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	Schema        *Schema                `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkTableScanNode) Reset() {
+	*x = WorkTableScanNode{}
+	mi := &file_plan_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkTableScanNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkTableScanNode) ProtoMessage() {}
+
+func (x *WorkTableScanNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkTableScanNode.ProtoReflect.Descriptor instead.
+func (*WorkTableScanNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *WorkTableScanNode) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WorkTableScanNode) GetWorkId() int64 {
+	if x != nil {
+		return x.WorkId
+	}
+	return 0
+}
+
+func (x *WorkTableScanNode) GetSchema() *Schema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -5547,7 +5727,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xc7\f\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xcf\r\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -5577,7 +5757,9 @@ const file_plan_proto_rawDesc = "" +
 	"\x06set_op\x18( \x01(\v2\x11.sluice.SetOpNodeH\x00R\x05setOp\x123\n" +
 	"\tfile_sink\x18< \x01(\v2\x14.sluice.FileSinkNodeH\x00R\bfileSink\x12<\n" +
 	"\fwrite_commit\x18= \x01(\v2\x17.sluice.WriteCommitNodeH\x00R\vwriteCommit\x12R\n" +
-	"\x14dynamic_filter_build\x18Z \x01(\v2\x1e.sluice.DynamicFilterBuildNodeH\x00R\x12dynamicFilterBuildB\x06\n" +
+	"\x14dynamic_filter_build\x18Z \x01(\v2\x1e.sluice.DynamicFilterBuildNodeH\x00R\x12dynamicFilterBuild\x12@\n" +
+	"\rrecursive_cte\x18\x82\x01 \x01(\v2\x18.sluice.RecursiveCTENodeH\x00R\frecursiveCte\x12D\n" +
+	"\x0fwork_table_scan\x18\x83\x01 \x01(\v2\x19.sluice.WorkTableScanNodeH\x00R\rworkTableScanB\x06\n" +
 	"\x04node\"\xf7\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -5853,7 +6035,18 @@ const file_plan_proto_rawDesc = "" +
 	"\x04Kind\x12\b\n" +
 	"\x04DATA\x10\x00\x12\a\n" +
 	"\x03END\x10\x01\x12\t\n" +
-	"\x05ERROR\x10\x02B\fZ\n" +
+	"\x05ERROR\x10\x02\"\xe1\x01\n" +
+	"\x10RecursiveCTENode\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
+	"\x04base\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x04base\x122\n" +
+	"\trecursive\x18\x03 \x01(\v2\x14.sluice.PhysicalPlanR\trecursive\x12\x1a\n" +
+	"\bdistinct\x18\x04 \x01(\bR\bdistinct\x12\x17\n" +
+	"\awork_id\x18\x05 \x01(\x03R\x06workId\x12&\n" +
+	"\x06schema\x18\x06 \x01(\v2\x0e.sluice.SchemaR\x06schema\"h\n" +
+	"\x11WorkTableScanNode\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
+	"\awork_id\x18\x02 \x01(\x03R\x06workId\x12&\n" +
+	"\x06schema\x18\x03 \x01(\v2\x0e.sluice.SchemaR\x06schemaB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -5869,7 +6062,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(MuxFrame_Kind)(0),              // 1: sluice.MuxFrame.Kind
@@ -5941,6 +6134,8 @@ var file_plan_proto_goTypes = []any{
 	(*MuxOpen)(nil),                 // 67: sluice.MuxOpen
 	(*MuxCredit)(nil),               // 68: sluice.MuxCredit
 	(*MuxFrame)(nil),                // 69: sluice.MuxFrame
+	(*RecursiveCTENode)(nil),        // 70: sluice.RecursiveCTENode
+	(*WorkTableScanNode)(nil),       // 71: sluice.WorkTableScanNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -6013,89 +6208,95 @@ var file_plan_proto_depIdxs = []int32{
 	60,  // 67: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
 	61,  // 68: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
 	63,  // 69: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
-	21,  // 70: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	62,  // 71: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
-	4,   // 72: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	62,  // 73: sluice.CsvScanNode.files:type_name -> sluice.TableFile
-	22,  // 74: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 75: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	22,  // 76: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 77: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	7,   // 78: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	2,   // 79: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	7,   // 80: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	19,  // 81: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	22,  // 82: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 83: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	27,  // 84: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	22,  // 85: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 86: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 87: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	7,   // 88: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	7,   // 89: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 90: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 91: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 92: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 93: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 94: sluice.SortNode.keys:type_name -> sluice.SortKey
-	22,  // 95: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 96: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	22,  // 97: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 98: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	7,   // 99: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	4,   // 100: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	35,  // 101: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	22,  // 102: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 103: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 104: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 105: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 106: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	40,  // 107: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	4,   // 108: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	41,  // 109: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	4,   // 110: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	20,  // 111: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 112: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 113: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	45,  // 114: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	4,   // 115: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	46,  // 116: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	49,  // 117: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	50,  // 118: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	4,   // 119: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	7,   // 120: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	7,   // 121: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	7,   // 122: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	22,  // 123: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 124: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	52,  // 125: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	6,   // 126: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	54,  // 127: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	54,  // 128: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	7,   // 129: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	55,  // 130: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	2,   // 131: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	22,  // 132: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 133: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	19,  // 134: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	56,  // 135: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	22,  // 136: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 137: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	4,   // 138: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	22,  // 139: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 140: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
-	22,  // 141: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 142: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
-	22,  // 143: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
-	64,  // 144: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
-	67,  // 145: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
-	68,  // 146: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
-	1,   // 147: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
-	148, // [148:148] is the sub-list for method output_type
-	148, // [148:148] is the sub-list for method input_type
-	148, // [148:148] is the sub-list for extension type_name
-	148, // [148:148] is the sub-list for extension extendee
-	0,   // [0:148] is the sub-list for field type_name
+	70,  // 70: sluice.PhysicalPlan.recursive_cte:type_name -> sluice.RecursiveCTENode
+	71,  // 71: sluice.PhysicalPlan.work_table_scan:type_name -> sluice.WorkTableScanNode
+	21,  // 72: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	62,  // 73: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
+	4,   // 74: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	62,  // 75: sluice.CsvScanNode.files:type_name -> sluice.TableFile
+	22,  // 76: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 77: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	22,  // 78: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 79: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	7,   // 80: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	2,   // 81: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	7,   // 82: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	19,  // 83: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	22,  // 84: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 85: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	27,  // 86: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	22,  // 87: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 88: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 89: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	7,   // 90: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	7,   // 91: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 92: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 93: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 94: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 95: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 96: sluice.SortNode.keys:type_name -> sluice.SortKey
+	22,  // 97: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 98: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	22,  // 99: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 100: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	7,   // 101: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	4,   // 102: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	35,  // 103: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	22,  // 104: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 105: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 106: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 107: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 108: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	40,  // 109: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	4,   // 110: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	41,  // 111: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	4,   // 112: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	20,  // 113: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 114: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 115: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	45,  // 116: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	4,   // 117: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	46,  // 118: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	49,  // 119: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	50,  // 120: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	4,   // 121: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	7,   // 122: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	7,   // 123: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	7,   // 124: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	22,  // 125: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 126: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	52,  // 127: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	6,   // 128: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	54,  // 129: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	54,  // 130: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	7,   // 131: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	55,  // 132: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	2,   // 133: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	22,  // 134: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 135: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	19,  // 136: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	56,  // 137: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	22,  // 138: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 139: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	4,   // 140: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	22,  // 141: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 142: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	22,  // 143: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 144: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	22,  // 145: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
+	64,  // 146: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
+	67,  // 147: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
+	68,  // 148: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
+	1,   // 149: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
+	22,  // 150: sluice.RecursiveCTENode.base:type_name -> sluice.PhysicalPlan
+	22,  // 151: sluice.RecursiveCTENode.recursive:type_name -> sluice.PhysicalPlan
+	4,   // 152: sluice.RecursiveCTENode.schema:type_name -> sluice.Schema
+	4,   // 153: sluice.WorkTableScanNode.schema:type_name -> sluice.Schema
+	154, // [154:154] is the sub-list for method output_type
+	154, // [154:154] is the sub-list for method input_type
+	154, // [154:154] is the sub-list for extension type_name
+	154, // [154:154] is the sub-list for extension extendee
+	0,   // [0:154] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -6154,6 +6355,8 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_FileSink)(nil),
 		(*PhysicalPlan_WriteCommit)(nil),
 		(*PhysicalPlan_DynamicFilterBuild)(nil),
+		(*PhysicalPlan_RecursiveCte)(nil),
+		(*PhysicalPlan_WorkTableScan)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -6165,7 +6368,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   68,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

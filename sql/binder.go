@@ -183,6 +183,10 @@ type cteDef struct {
 	query   *pg.SelectStmt
 	aliases []string
 	visible []*cteDef // CTEs visible to its body (those defined before it)
+	// recursive: defined by WITH RECURSIVE, so its body sees itself
+	// (recursive.go); rec is its binding in progress.
+	recursive bool
+	rec       *recursiveState
 }
 
 // errAt builds an error of kind positioned at byte offset loc (-1: unknown).

@@ -99,6 +99,9 @@ func (b *binder) rangeVar(rv *pg.RangeVar) (plan.Node, []scopeCol, error) {
 			if def.name != name {
 				continue
 			}
+			if def.recursive {
+				return b.recursiveRef(def, rv, qual, aliases)
+			}
 			saved := b.ctes
 			b.ctes = def.visible
 			r, err := b.selectStmt(def.query, nil)

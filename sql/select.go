@@ -13,9 +13,6 @@ import (
 // enclosing query's scope (for correlated subqueries), nil at top level.
 func (b *binder) selectStmt(sel *pg.SelectStmt, outer *scope) (relation, error) {
 	if sel.WithClause != nil {
-		if sel.WithClause.Recursive {
-			return relation{}, b.errAt("bind", sel.WithClause.Location, "WITH RECURSIVE is not supported")
-		}
 		saved := b.ctes
 		defer func() { b.ctes = saved }()
 		for _, n := range sel.WithClause.Ctes {
@@ -24,7 +21,7 @@ func (b *binder) selectStmt(sel *pg.SelectStmt, outer *scope) (relation, error) 
 			if q == nil {
 				return relation{}, b.errAt("bind", cte.GetLocation(), "WITH query %q must be a SELECT", cte.GetCtename())
 			}
-			def := &cteDef{name: cte.Ctename, query: q, aliases: stringList(cte.Aliascolnames), visible: slices.Clip(b.ctes)}
+			def := &cteDef{name: cte.Ctename, query: q, aliases: stringList(cte.Aliascolnames), visible: slices.Clip(b.ctes), recursive: sel.WithClause.Recursive}
 			b.ctes = append(slices.Clip(b.ctes), def)
 		}
 	}

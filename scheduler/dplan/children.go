@@ -47,6 +47,8 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 		return physical.NewFoldedUnion(children, o.Folded()), nil
 	case *physical.CoalescePartitions:
 		return physical.NewCoalescePartitions(children[0]), nil
+	case *physical.RecursiveCTE:
+		return physical.NewRecursiveCTE(o.Name(), children[0], children[1], o.Distinct(), o.WorkID(), o.Schema()), nil
 	case *physical.DynamicFilterBuild:
 		ids, cols := o.Filters()
 		return physical.NewDynamicFilterBuild(children[0], ids, cols)

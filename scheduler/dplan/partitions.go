@@ -112,6 +112,10 @@ func childPartitions(op physical.Operator, p int) ([][]int, error) {
 		return [][]int{all(0), {p}}, nil
 	case *physical.CoalescePartitions, *physical.SortPreservingMerge, *physical.Repartition:
 		return [][]int{all(0)}, nil
+	case *physical.RecursiveCTE:
+		// One partition over its terms' one each (never cut, so no
+		// placeholder is below it).
+		return [][]int{all(0), all(1)}, nil
 	case *physical.Union:
 		// Output partition p reads the union's input partitions p (or,
 		// folded into k, p, p+k, ...), counted across its inputs in turn.

@@ -204,6 +204,11 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 	case *physical.NestedLoopJoin:
 		// A nested-loop join always buffers every left partition in each task.
 		return p.collectLeft(op)
+	case *physical.RecursiveCTE:
+		// Its terms run inside its task, the recursive one again every
+		// iteration over the working table: never a stage boundary
+		// inside (its one-partition exchanges stay in process).
+		return op, nil, nil
 	case *physical.Union:
 		children := o.Children()
 		outs := make([]physical.Operator, len(children))
