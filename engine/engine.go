@@ -258,7 +258,12 @@ func (e *Engine) drop(st *sql.Drop) (*Outcome, error) {
 
 func (e *Engine) describe(st *sql.Describe) (*Outcome, error) {
 	var schema plan.Schema
-	if t, ok := e.Catalog.Table(st.Name); ok {
+	if st.Query != nil {
+		for i, c := range st.Query.Plan.Schema() {
+			c.Name = st.Query.Names[i]
+			schema = append(schema, c)
+		}
+	} else if t, ok := e.Catalog.Table(st.Name); ok {
 		for _, f := range t.Schema().Fields() {
 			schema = append(schema, plan.Column{Name: f.Name, Type: f.Type, Nullable: f.Nullable})
 		}

@@ -73,7 +73,7 @@ func (r *Runner) dotHelp(context.Context, []string) error {
 	}
 	fmt.Fprintln(r.Err, `psql's \q, \timing, \x and \? work too, and a bare exit or quit.`)
 	fmt.Fprintln(r.Err, "SQL: SELECT ..., EXPLAIN ..., CREATE EXTERNAL TABLE t STORED AS PARQUET|CSV LOCATION 'path',")
-	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t, SET key = value, SHOW ALL,\n     RESET key|ALL, SHOW FUNCTIONS.")
+	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t|query, SET key = value, SHOW ALL,\n     RESET key|ALL, SHOW FUNCTIONS.")
 	return nil
 }
 

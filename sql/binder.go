@@ -47,6 +47,14 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	}
 	if s.custom != nil {
 		if d, ok := s.custom.(*Describe); ok {
+			if d.query != nil {
+				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, pos: d.pos, clock: &stmtClock{now: b.Now}}
+				q, err := st.query(d.query)
+				if err != nil {
+					return nil, err
+				}
+				return &Describe{Query: q}, nil
+			}
 			if err := b.checkRelation(d.Name); err != nil {
 				return nil, err
 			}

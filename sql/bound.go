@@ -17,6 +17,7 @@ package sql
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/plan"
 )
@@ -81,8 +82,16 @@ type Drop struct {
 // ShowTables is SHOW TABLES.
 type ShowTables struct{}
 
-// Describe is DESCRIBE name.
-type Describe struct{ Name string }
+// Describe is DESCRIBE name, or DESCRIBE query (DuckDB's): then Query is
+// the bound query, whose output columns are described.
+type Describe struct {
+	Name  string
+	Query *Query
+
+	query *pg.SelectStmt // the query, parsed, before binding
+	text  string         // its text
+	pos   position       // where it starts in the input
+}
 
 // Set is SET key = value (or SET key TO value).
 type Set struct{ Key, Value string }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/plan"
 )
@@ -217,6 +218,9 @@ func parseCustom(sql string, p position) (Bound, error) {
 	}
 	f := &frontParser{sql: sql, pos: p, toks: toks}
 	if f.acceptWord("describe") || f.acceptWord("desc") {
+		if f.isWord("select") || f.isWord("with") || f.isWord("values") || f.peek().kind == 'p' && f.peek().text == "(" {
+			return f.describeQuery()
+		}
 		name, err := f.name("table name")
 		if err != nil {
 			return nil, err
@@ -532,4 +536,20 @@ func (f *frontParser) fileClause(format *string, header *bool, delimiter *rune) 
 		*delimiter, _ = utf8.DecodeRuneInString(d)
 	}
 	return nil
+}
+
+// describeQuery parses the query of DESCRIBE query, the rest of the
+// statement.
+func (f *frontParser) describeQuery() (Bound, error) {
+	start := f.peek().off
+	text := f.sql[start:]
+	line, col := f.pos.at(f.sql, start)
+	res, err := pg.Parse(text)
+	if err != nil {
+		return nil, pgError(err, text, position{line: line, col: col})
+	}
+	if len(res.Stmts) != 1 || res.Stmts[0].Stmt.GetSelectStmt() == nil {
+		return nil, f.errAt(f.peek(), "DESCRIBE needs a table name or a query")
+	}
+	return &Describe{query: res.Stmts[0].Stmt.GetSelectStmt(), text: text, pos: position{line: line, col: col}}, nil
 }
