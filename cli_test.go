@@ -291,8 +291,25 @@ func TestPsqlHabits(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 0 before the second query", quit, code, out, errOut)
 		}
 	}
-	_, errOut, code = runCLI(t, "\\dt\n")
-	if code == 0 || !strings.Contains(errOut, `unknown command \dt`) {
+	// \d, \dt, \o and \i: psql's describe, list, output and include.
+	dir := t.TempDir()
+	script := filepath.Join(dir, "inc.sql")
+	if err := os.WriteFile(script, []byte("SELECT 'included' AS inc;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outFile := filepath.Join(dir, "out.csv")
+	out, errOut, code = runCLI(t, "CREATE VIEW v AS SELECT 1 AS one;\n\\d\n\\dt\n\\d v\n\\o "+outFile+"\nSELECT 7 AS seven;\n\\o\n\\i "+script+"\n", "--format", "csv")
+	if code != 0 {
+		t.Fatalf("\\d, \\dt, \\o, \\i: exit %d: %s", code, errOut)
+	}
+	if strings.Count(out, "v,view") != 2 || !strings.Contains(out, "one,BIGINT,NO") || !strings.Contains(out, "inc\nincluded") || strings.Contains(out, "seven") {
+		t.Errorf("\\d, \\dt, \\o, \\i: stdout %q", out)
+	}
+	if b, err := os.ReadFile(outFile); err != nil || string(b) != "seven\n7\n" {
+		t.Errorf("\\o file holds %q (%v), want the one query's result", b, err)
+	}
+	_, errOut, code = runCLI(t, "\\dx\n")
+	if code == 0 || !strings.Contains(errOut, `unknown command \dx`) || !strings.Contains(errOut, `\timing`) {
 		t.Errorf("an unknown backslash command: exit %d, stderr %q; want an error naming it", code, errOut)
 	}
 }

@@ -71,7 +71,7 @@ func (r *Runner) dotHelp(context.Context, []string) error {
 		c := dotCommands[n]
 		fmt.Fprintf(r.Err, "  %-20s %s\n", c.usage, c.help)
 	}
-	fmt.Fprintln(r.Err, `psql's \q, \timing, \x and \? work too, and a bare exit or quit.`)
+	fmt.Fprintf(r.Err, "psql's %s work too, and a bare exit or quit.\n", strings.Join(psqlCommandNames, " "))
 	fmt.Fprintln(r.Err, "SQL: SELECT ..., EXPLAIN ..., CREATE EXTERNAL TABLE t STORED AS PARQUET|CSV LOCATION 'path',")
 	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t|query, SET key = value, SHOW ALL,\n     RESET key|ALL, SHOW FUNCTIONS.")
 	return nil

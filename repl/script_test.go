@@ -58,3 +58,16 @@ func TestRunScriptNULDoesNotCut(t *testing.T) {
 		t.Errorf("output %q, want only the statement before the NUL", got)
 	}
 }
+
+// TestPsqlCommandNames: the names help and errors list are exactly the
+// backslash commands the shell takes.
+func TestPsqlCommandNames(t *testing.T) {
+	if len(psqlCommandNames) != len(psqlCommands) {
+		t.Fatalf("%d names listed, %d commands", len(psqlCommandNames), len(psqlCommands))
+	}
+	for _, n := range psqlCommandNames {
+		if _, ok := psqlCommands[n]; !ok {
+			t.Errorf("%s is listed but not a command", n)
+		}
+	}
+}
