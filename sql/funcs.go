@@ -80,6 +80,10 @@ func init() {
 		"bool_and":    agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
 		"every":       agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
 		"bool_or":     agg(plan.AggBoolOr, sig("BOOLEAN", "BOOLEAN")),
+		"count_if":    agg(plan.AggCount, sig("BOOLEAN", "BIGINT")),
+		// any_value: the group's minimum is one of its values.
+		"any_value":             agg(plan.AggMin, sig("any", "same as argument")),
+		"approx_count_distinct": agg(plan.AggCount, sig("any", "BIGINT")),
 
 		"percentile_cont": agg(plan.AggPercentileCont, sig("DOUBLE fraction) WITHIN GROUP (ORDER BY "+num, "DOUBLE")),
 		"percentile_disc": agg(plan.AggPercentileDisc, sig("DOUBLE fraction) WITHIN GROUP (ORDER BY any", "same as the ORDER BY value")),
@@ -761,12 +765,30 @@ func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argC
 	if percentileNames[name] {
 		return b.percentileCall(f, name, argCtx, filtered)
 	}
+	if name == "count_if" {
+		// DuckDB's count_if(p): count(CASE WHEN p THEN 1 END).
+		if len(f.Args) != 1 || f.AggStar || f.AggDistinct || len(f.AggOrder) > 0 || f.AggWithinGroup {
+			return nil, b.errAt("bind", f.Location, "count_if takes one boolean argument")
+		}
+		args, err := b.exprs(f.Args, argCtx)
+		if err != nil {
+			return nil, err
+		}
+		cond, err := b.asBool(args[0], f.Args[0], name)
+		if err != nil {
+			return nil, err
+		}
+		one := &plan.Case{Whens: []plan.When{{Cond: cond, Then: &plan.Literal{Typ: plan.Int64, Val: int64(1)}}}, Typ: plan.Int64}
+		return &plan.AggCall{Func: plan.AggCount, Arg: filtered(one), Typ: plan.Int64}, nil
+	}
 	if f.AggWithinGroup {
 		e := b.errAt("bind", f.Location, "WITHIN GROUP is not supported for %s", name)
 		e.Hint = "WITHIN GROUP (ORDER BY ...) is for percentile_cont and percentile_disc"
 		return nil, e
 	}
-	call := &plan.AggCall{Func: af, Distinct: f.AggDistinct}
+	// approx_count_distinct is counted exactly: an exact answer is a
+	// correct approximation, and DISTINCT aggregates spill.
+	call := &plan.AggCall{Func: af, Distinct: f.AggDistinct || name == "approx_count_distinct"}
 	if f.AggStar {
 		if af != plan.AggCount {
 			return nil, b.errAt("bind", f.Location, "%s(*) is not valid", name)
