@@ -297,6 +297,8 @@ func aggStateSuffix(f plan.AggFunc, i int) string {
 			return "[value]"
 		}
 		return "[count]"
+	case plan.AggArgMax, plan.AggArgMin:
+		return [...]string{"[value]", "[arg]"}[i]
 	}
 	return [...]string{"[count]", "[mean]", "[m2]"}[i]
 }

@@ -87,6 +87,11 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 		return &aggStringAgg{}, nil
 	case plan.AggPercentileCont, plan.AggPercentileDisc:
 		return newAggPercentile(a)
+	case plan.AggArgMax, plan.AggArgMin:
+		if a.Arg2 == nil {
+			return nil, fmt.Errorf("%s needs two arguments", a.Func)
+		}
+		return newAggArgMinMax(argType, a.Arg2.DataType(), a.Func == plan.AggArgMax)
 	case plan.AggSingleValue:
 		if argType.ID() == arrow.NULL {
 			return &aggSingleValue{val: aggNulls{}}, nil
@@ -716,6 +721,37 @@ func (m *aggMinMax[T]) update(gids []int32, arg arrow.Array) error {
 	return nil
 }
 
+// offer takes value i of a as group g's when the group has none yet or it
+// is larger (max) or smaller (min) than the group's, and reports whether
+// it did; a must not be NULL at i.
+func (m *aggMinMax[T]) offer(g int32, a arrow.Array, i int) bool {
+	v := m.value(a, i)
+	if m.seen[g] && !(m.isMax && m.less(m.vals[g], v)) && !(!m.isMax && m.less(v, m.vals[g])) {
+		return false
+	}
+	m.store(g, v)
+	return true
+}
+
+// put sets group g's value to value i of a, or to none when it is NULL.
+func (m *aggMinMax[T]) put(g int32, a arrow.Array, i int) {
+	if a.IsNull(i) {
+		var zero T
+		m.vals[g], m.seen[g] = zero, false
+		return
+	}
+	m.store(g, m.value(a, i))
+}
+
+func (m *aggMinMax[T]) store(g int32, v T) {
+	if s, ok := any(v).(string); ok {
+		// Copy: the string points into the batch's buffer.
+		v = any(string([]byte(s))).(T)
+	}
+	m.vals[g] = v
+	m.seen[g] = true
+}
+
 func (m *aggMinMax[T]) merge(gids []int32, states []arrow.Array) error {
 	return m.update(gids, states[0])
 }
@@ -914,3 +950,83 @@ func growSlice[T any](s []T, n int) []T {
 	copy(ns, s)
 	return ns
 }
+
+// ---- arg_max(arg, val), arg_min(arg, val) ----
+
+// minMaxCells is what aggArgMinMax needs of aggMinMax: offer a value to a
+// group, or put one there unconditionally.
+type minMaxCells interface {
+	aggAccumulator
+	offer(g int32, a arrow.Array, i int) bool
+	put(g int32, a arrow.Array, i int)
+}
+
+// aggArgMinMax is DuckDB's arg_max(arg, val) (max_by) and arg_min (min_by):
+// per group, the arg of the row with the largest (smallest) val, rows with
+// a NULL val skipped; a NULL arg of that row is the result. The best val
+// and its arg are kept as a min/max accumulator each, and are also the
+// partial state, so partial aggregates merge (a state with a NULL val is a
+// group without rows). Of rows with equal vals, the first seen wins.
+type aggArgMinMax struct {
+	val, arg minMaxCells
+}
+
+func newAggArgMinMax(argType, valType arrow.DataType, isMax bool) (aggAccumulator, error) {
+	val, err := newAggMinMax(valType, isMax)
+	if err != nil {
+		return nil, fmt.Errorf("arg_max/arg_min ordering by %s is not supported", valType)
+	}
+	arg, err := newAggMinMax(argType, true)
+	if err != nil {
+		return nil, fmt.Errorf("arg_max/arg_min returning %s is not supported", argType)
+	}
+	return &aggArgMinMax{val: val.(minMaxCells), arg: arg.(minMaxCells)}, nil
+}
+
+func (s *aggArgMinMax) resize(n int) {
+	s.val.resize(n)
+	s.arg.resize(n)
+}
+
+func (s *aggArgMinMax) update([]int32, arrow.Array) error {
+	return errors.New("arg_max/arg_min needs two arguments")
+}
+
+func (s *aggArgMinMax) update2(gids []int32, arg, val arrow.Array) error {
+	for i, g := range gids {
+		if val.IsNull(i) {
+			continue
+		}
+		if s.val.offer(g, val, i) {
+			s.arg.put(g, arg, i)
+		}
+	}
+	return nil
+}
+
+func (s *aggArgMinMax) merge(gids []int32, states []arrow.Array) error {
+	return s.update2(gids, states[1], states[0])
+}
+
+func (s *aggArgMinMax) stateTypes() []arrow.DataType {
+	return []arrow.DataType{s.val.stateTypes()[0], s.arg.stateTypes()[0]}
+}
+
+func (s *aggArgMinMax) emitStates(start, end int, mem memory.Allocator) ([]arrow.Array, error) {
+	v, err := s.val.emitFinal(start, end, mem)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.arg.emitFinal(start, end, mem)
+	if err != nil {
+		v.Release()
+		return nil, err
+	}
+	return []arrow.Array{v, a}, nil
+}
+
+func (s *aggArgMinMax) emitFinal(start, end int, mem memory.Allocator) (arrow.Array, error) {
+	return s.arg.emitFinal(start, end, mem)
+}
+
+func (s *aggArgMinMax) memSize() int64 { return s.val.memSize() + s.arg.memSize() }

@@ -188,11 +188,15 @@ const (
 	// every value of a group, so they run in single-stage aggregation.
 	AggPercentileCont
 	AggPercentileDisc
+	// AggArgMax and AggArgMin are DuckDB's arg_max(arg, val) and
+	// arg_min(arg, val): Arg is the value returned, Arg2 the one ordered by.
+	AggArgMax
+	AggArgMin
 )
 
 var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
 	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
-	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge", "percentile_cont", "percentile_disc"}
+	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge", "percentile_cont", "percentile_disc", "arg_max", "arg_min"}
 
 // NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
 // NumAggFuncs-1).

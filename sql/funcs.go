@@ -81,6 +81,10 @@ func init() {
 		"every":       agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
 		"bool_or":     agg(plan.AggBoolOr, sig("BOOLEAN", "BOOLEAN")),
 		"count_if":    agg(plan.AggCount, sig("BOOLEAN", "BIGINT")),
+		"arg_max":     agg(plan.AggArgMax, sig("any, any val", "same as the first argument")),
+		"max_by":      agg(plan.AggArgMax, sig("any, any val", "same as the first argument")),
+		"arg_min":     agg(plan.AggArgMin, sig("any, any val", "same as the first argument")),
+		"min_by":      agg(plan.AggArgMin, sig("any, any val", "same as the first argument")),
 		// any_value: the group's minimum is one of its values.
 		"any_value":             agg(plan.AggMin, sig("any", "same as argument")),
 		"approx_count_distinct": agg(plan.AggCount, sig("any", "BIGINT")),
@@ -668,7 +672,8 @@ func floorDivInt(a, b int64) int64 {
 }
 
 // twoArgAggs are the aggregates taking two arguments.
-var twoArgAggs = map[plan.AggFunc]bool{plan.AggCorr: true, plan.AggCovarPop: true, plan.AggCovarSamp: true, plan.AggStringAgg: true}
+var twoArgAggs = map[plan.AggFunc]bool{plan.AggCorr: true, plan.AggCovarPop: true, plan.AggCovarSamp: true, plan.AggStringAgg: true,
+	plan.AggArgMax: true, plan.AggArgMin: true}
 
 // funcCall binds a function call through the registry.
 func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
@@ -871,6 +876,18 @@ func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argC
 		// The delimiter is not filtered: a filtered-out row has a NULL
 		// value and is skipped whatever its delimiter.
 		call.Arg2 = args[1]
+	case plan.AggArgMax, plan.AggArgMin:
+		// The value returned, of its own type; NULL rows of the value
+		// ordered by are skipped, and a NULL returned value is kept.
+		call.Typ = t
+		if t.ID() == plan.Null.ID() {
+			arg, call.Typ = coerce(arg, plan.Utf8), plan.Utf8
+		}
+		v := args[1]
+		if v.Type().ID() == plan.Null.ID() {
+			v = coerce(v, plan.Utf8)
+		}
+		call.Arg2 = filtered(v)
 	case plan.AggBoolAnd, plan.AggBoolOr:
 		if arg, err = b.asBool(arg, f.Args[0], name); err != nil {
 			return nil, err
