@@ -166,6 +166,18 @@ func (s *sortStream) addBatch(b arrow.RecordBatch) (int32, error) {
 			err = s.res.Grow(size)
 		}
 	}
+	if err != nil && s.op.fetch < 0 && s.live == 0 && canSpill(s.tc, err) {
+		// Refused even the one batch, holding nothing (or nothing more
+		// after spilling: the operators beside it in its task hold the
+		// limit): the batch is in memory already, so it is sorted and
+		// written as a run of its own, and the next batch asks again.
+		s.batches = append(s.batches, b)
+		s.counts = append(s.counts, 0)
+		s.cmp.addBatch(keys)
+		s.live++
+		s.retained += int(b.NumRows())
+		return int32(len(s.batches) - 1), s.spillRun()
+	}
 	if err != nil {
 		kernels.ReleaseAll(keys)
 		b.Release()

@@ -320,6 +320,59 @@ func TestSortSpills(t *testing.T) {
 	}
 }
 
+// TestSortRefusedEveryBatch: while another operator of the task holds
+// (nearly) the whole limit, a sort that may spill is refused even its first
+// batch; it writes each batch as a run of its own and merges them into the
+// rows a sort in memory gives, reserving nothing (TestSortMemoryLimit:
+// without a spill directory the refusal is the error).
+func TestSortRefusedEveryBatch(t *testing.T) {
+	for _, kc := range sortKeyCases {
+		t.Run(kc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			src, _ := sortSource(t, mem, 5, 1, 600, 50)
+			defer src.release()
+			tc := newTestTC(mem, 64)
+			tc.Memory = mempool.NewPool("held", 4000, nil)
+			hog := tc.Memory.NewReservation("other operator")
+			if err := hog.Grow(3990); err != nil {
+				t.Fatal(err)
+			}
+			tc.SpillDir = t.TempDir()
+			s, err := NewSort(src, kc.keys, -1).Execute(context.Background(), 0, tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]any
+			for {
+				b, err := s.Next(context.Background())
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, batchesRows([]arrow.RecordBatch{b})...)
+				b.Release()
+			}
+			if runs := len(s.(*sortStream).runs); runs < 10 {
+				t.Errorf("%d runs, want one per input batch", runs)
+			}
+			s.Close()
+			if want := refSort(batchesRows(src.parts[0]), kc.keys); rowsString(got) != rowsString(want) {
+				t.Errorf("got %d rows, want %d\n%s", len(got), len(want), firstDiff(got, want))
+			}
+			if left, _ := os.ReadDir(tc.SpillDir); len(left) != 0 {
+				t.Errorf("spill files left behind: %v", left)
+			}
+			hog.Free()
+			if used := tc.Memory.Used(); used != 0 {
+				t.Errorf("reservation not freed: %d bytes", used)
+			}
+		})
+	}
+}
+
 // TestSortSpillCountsRuns: a limit far below the partition's size makes
 // several runs (the merge really merges).
 func TestSortSpillCountsRuns(t *testing.T) {
