@@ -29,6 +29,22 @@ func EncodePlan(op Operator, ext ExtensionCodec) (*rpc.PhysicalPlan, error) {
 	return out, nil
 }
 
+// EncodeNode converts op alone: each of its children is replaced by the
+// message stub returns for it, which is not decoded or checked. What
+// identifies a subtree is then op's own message and what stub stands for
+// its children, so a caller comparing subtrees (the distributed planner's
+// shared stages) can encode each operator once instead of a whole
+// subtree at every level. A plan built this way is not meant to be
+// decoded.
+func EncodeNode(op Operator, stub func(child Operator) *rpc.PhysicalPlan) (*rpc.PhysicalPlan, error) {
+	c := &planCodec{stub: stub}
+	out, err := c.encode(op)
+	if err != nil {
+		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	return out, nil
+}
+
 // DecodePlan converts a plan message back into operators. Scans open their
 // tables through tables; messages this package does not know are handed
 // to ext.
@@ -45,9 +61,19 @@ func DecodePlan(n *rpc.PhysicalPlan, ext ExtensionCodec, tables TableResolver) (
 type planCodec struct {
 	ext    ExtensionCodec
 	tables TableResolver
+	// stub, when set, encodes every operator below the first one
+	// encoded (EncodeNode); nested says the first one has begun.
+	stub   func(Operator) *rpc.PhysicalPlan
+	nested bool
 }
 
 func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
+	if c.stub != nil {
+		if c.nested {
+			return c.stub(op), nil
+		}
+		c.nested = true
+	}
 	switch op := op.(type) {
 	case nil:
 		return nil, fmt.Errorf("missing operator")

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sluice/catalog"
 	"sluice/physical/expr"
@@ -833,6 +834,66 @@ func TestPlanProtoSQL(t *testing.T) {
 				if n := sameResults(t, op, shipPlan(t, op, nil), true); n == 0 {
 					t.Fatalf("no rows:\n%s", Format(op))
 				}
+			}
+		})
+	}
+}
+
+// TestEncodeNode checks that EncodeNode encodes the operator alone: a leaf
+// as EncodePlan does, and an operator with children with each child, in
+// Children() order and only those, replaced by the stub's message.
+func TestEncodeNode(t *testing.T) {
+	for _, tc := range operatorCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []Operator
+			m, err := EncodeNode(tc.op, func(c Operator) *rpc.PhysicalPlan {
+				got = append(got, c)
+				return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_UnresolvedExchange{UnresolvedExchange: &rpc.UnresolvedExchangeNode{StageId: int32(1000 + len(got))}}}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			children := tc.op.Children()
+			if len(got) != len(children) {
+				t.Fatalf("stub called for %d operators, want the %d children", len(got), len(children))
+			}
+			for i, c := range children {
+				if got[i] != c {
+					t.Fatalf("stub call %d got %s, want child %s", i, got[i], c)
+				}
+			}
+			if len(children) == 0 {
+				whole, err := EncodePlan(tc.op, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !proto.Equal(m, whole) {
+					t.Fatalf("leaf encoded alone differs from EncodePlan:\n%v\n%v", m, whole)
+				}
+				return
+			}
+			// The message holds each child's stub where the child was.
+			stubs := 0
+			var find func(protoreflect.Message)
+			find = func(pm protoreflect.Message) {
+				pm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+					switch {
+					case fd.IsList() && fd.Message() != nil:
+						for i := 0; i < v.List().Len(); i++ {
+							find(v.List().Get(i).Message())
+						}
+					case fd.Message() != nil && !fd.IsMap():
+						if u, ok := v.Message().Interface().(*rpc.UnresolvedExchangeNode); ok && u.StageId > 1000 {
+							stubs++
+						}
+						find(v.Message())
+					}
+					return true
+				})
+			}
+			find(m.ProtoReflect())
+			if stubs != len(children) {
+				t.Fatalf("%d stubs in the message, want %d:\n%v", stubs, len(children), m)
 			}
 		})
 	}
