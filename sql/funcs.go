@@ -137,6 +137,7 @@ func init() {
 		"localtimestamp":    now,
 		"current_date":      scalar(bindNow, sig("", "DATE")),
 	}
+	addMathFunctions(functions)
 }
 
 // Functions lists every signature of every function, sorted by name.

@@ -155,6 +155,10 @@ func (e *Func) evalOps(ops []operand, n int, mem memory.Allocator) (arrow.Array,
 		out, err := e.evalArrayFunc(ops, n, mem)
 		return out, true, err
 	}
+	if k, ok := opFuncs[e.Name]; ok {
+		out, err := k(e, ops, n, mem)
+		return out, true, err
+	}
 	f, ok := rowFuncs[e.Name]
 	if !ok {
 		return nil, false, nil
