@@ -138,6 +138,7 @@ func init() {
 		"current_date":      scalar(bindNow, sig("", "DATE")),
 	}
 	addMathFunctions(functions)
+	addStringFunctions(functions)
 }
 
 // Functions lists every signature of every function, sorted by name.
