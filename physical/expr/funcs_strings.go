@@ -231,7 +231,7 @@ func hashArgs(sum func([]byte) []byte) rowKernel {
 }
 
 // regexpExtract is DuckDB's regexp_extract(s, pattern [, group]): the
-// group (0: the whole match) of the first match, ” when nothing matches.
+// group (0: the whole match) of the first match, an empty string when nothing matches.
 func regexpExtract(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
 	cache := regexCache{}
 	return textRows(n, args, true, mem, func(i int, dst []byte) ([]byte, error) {
