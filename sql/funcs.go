@@ -139,6 +139,7 @@ func init() {
 	}
 	addMathFunctions(functions)
 	addStringFunctions(functions)
+	addDateFunctions(functions)
 }
 
 // Functions lists every signature of every function, sorted by name.
@@ -582,17 +583,25 @@ func bindCoalesce(c *fcall) (plan.Expr, error) {
 	return c.fn(c.name, t), nil
 }
 
-// extractFields are the fields EXTRACT and date_part support.
-var extractFields = []string{"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "hour", "minute"}
+// extractFields are the fields EXTRACT and date_part support (DuckDB's
+// names for some of them are in extractAliases).
+var extractFields = []string{"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "hour", "minute",
+	"second", "millisecond", "microsecond", "epoch", "isoyear", "decade", "century", "millennium"}
 
 // bindExtract binds EXTRACT(field FROM x) (which arrives as
-// extract('field', x)) and date_part('field', x).
+// extract('field', x)) and date_part('field', x). Fields with a fraction
+// are DECIMAL from EXTRACT and DOUBLE from date_part, as in PostgreSQL:
+// second (with microseconds), millisecond and epoch (seconds since
+// 1970-01-01; whole seconds for a DATE). The others are INT.
 func bindExtract(c *fcall) (plan.Expr, error) {
 	if err := c.nargs(2, 2); err != nil {
 		return nil, err
 	}
 	field, _ := stringConst(c.args[0])
 	field = strings.ToLower(field)
+	if a, ok := extractAliases[field]; ok {
+		field = a
+	}
 	found := false
 	for _, f := range extractFields {
 		found = found || f == field
@@ -611,7 +620,22 @@ func bindExtract(c *fcall) (plan.Expr, error) {
 	default:
 		return nil, c.b.errAt("type", c.at(1), "EXTRACT needs a DATE or TIMESTAMP, not %s", plan.TypeName(x.Type()))
 	}
-	return &plan.Func{Name: "extract_" + field, Args: []plan.Expr{x}, Typ: plan.Int32}, nil
+	typ := plan.Int32
+	switch field {
+	case "second":
+		typ = plan.Decimal(8, 6)
+	case "millisecond":
+		typ = plan.Decimal(8, 3)
+	case "epoch":
+		typ = plan.Decimal(20, 6)
+		if x.Type().ID() == plan.Date32.ID() {
+			typ = plan.Decimal(20, 0)
+		}
+	}
+	if _, dec := typ.(*arrow.Decimal128Type); dec && c.name == "date_part" {
+		typ = plan.Float64
+	}
+	return &plan.Func{Name: "extract_" + field, Args: []plan.Expr{x}, Typ: typ}, nil
 }
 
 // bindDateTrunc binds date_trunc(unit, x); the unit must be a constant and
