@@ -297,17 +297,28 @@ func bindConcat(c *fcall) (plan.Expr, error) {
 	lo := 1
 	if c.name == "concat_ws" {
 		lo = 2
-		if err := c.str(0); err != nil {
-			return nil, err
-		}
 	}
 	if err := c.nargs(lo, 1<<16); err != nil {
 		return nil, err
 	}
-	for i := range c.args {
+	if c.name == "concat_ws" {
+		if err := c.str(0); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.textArgs(0); err != nil {
+		return nil, err
+	}
+	return c.fn(c.name, plan.Utf8), nil
+}
+
+// textArgs turns the arguments from the first-th on into text, as
+// PostgreSQL's output functions print them.
+func (c *fcall) textArgs(first int) error {
+	for i := first; i < len(c.args); i++ {
 		t := c.args[i].Type()
 		if !castAllowed(t, plan.Utf8) {
-			return nil, c.b.errAt("type", c.at(i), "function %s cannot take %s", c.name, plan.TypeName(t))
+			return c.b.errAt("type", c.at(i), "function %s cannot take %s", c.name, plan.TypeName(t))
 		}
 		if t.ID() == plan.Bool.ID() {
 			// concat prints booleans with their output function, as 't'
@@ -321,7 +332,7 @@ func bindConcat(c *fcall) (plan.Expr, error) {
 		}
 		c.args[i] = coerce(c.args[i], plan.Utf8)
 	}
-	return c.fn(c.name, plan.Utf8), nil
+	return nil
 }
 
 func bindRepeat(c *fcall) (plan.Expr, error) {

@@ -36,6 +36,7 @@ func addStringFunctions(fs map[string]*funcDef) {
 	fs["prefix"] = scalar(textTo("starts_with", plan.Bool, 2, 2), sig("VARCHAR, VARCHAR prefix", "BOOLEAN"))
 	fs["contains"] = scalar(textTo("contains", plan.Bool, 2, 2), sig("VARCHAR, VARCHAR substring", "BOOLEAN"))
 	fs["to_hex"] = scalar(bindToHex, sig("INT", "VARCHAR"), sig("BIGINT", "VARCHAR"))
+	fs["format"] = scalar(bindFormatText, sig("VARCHAR format, any, ...", "VARCHAR"), sig("VARCHAR format", "VARCHAR"))
 	fs["regexp_extract"] = scalar(bindRegexpExtract, sig("VARCHAR, VARCHAR pattern", "VARCHAR"),
 		sig("VARCHAR, VARCHAR pattern, BIGINT group", "VARCHAR"))
 }
@@ -93,4 +94,19 @@ func bindRegexpExtract(c *fcall) (plan.Expr, error) {
 		}
 	}
 	return c.fn("regexp_extract", plan.Utf8), nil
+}
+
+// bindFormatText binds format(fmt, args...): the arguments become text as
+// concat's do.
+func bindFormatText(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(1, 1<<16); err != nil {
+		return nil, err
+	}
+	if err := c.str(0); err != nil {
+		return nil, err
+	}
+	if err := c.textArgs(1); err != nil {
+		return nil, err
+	}
+	return c.fn("format", plan.Utf8), nil
 }

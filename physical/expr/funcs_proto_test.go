@@ -32,6 +32,7 @@ func TestMoreFuncsProtoRoundTrip(t *testing.T) {
 		fn("ends_with", plan.Bool, col("s"), str("o")), fn("contains", plan.Bool, col("s"), str("b")),
 		fn("octet_length", plan.Int32, col("s")), fn("bit_length", plan.Int32, col("s")),
 		fn("to_hex", plan.Utf8, col("i32")), fn("regexp_extract", plan.Utf8, col("s"), str("(l+)"), i64(1)),
+		fn("format", plan.Utf8, str("%s-%L"), col("s"), col("pat")),
 		fn("extract_second", plan.Decimal(8, 6), col("ts")), fn("extract_millisecond", plan.Float64, col("ts")),
 		fn("extract_microsecond", plan.Int32, col("ts")), fn("extract_epoch", plan.Decimal(20, 0), col("dt")),
 		fn("extract_isoyear", plan.Int32, col("dt")), fn("extract_decade", plan.Int32, col("dt")),

@@ -25,7 +25,7 @@ var stringArity = map[string][2]int{
 	"replace": {3, 3}, "left": {2, 2}, "right": {2, 2}, "reverse": {1, 1}, "strpos": {2, 2},
 	"translate": {3, 3}, "initcap": {1, 1}, "md5": {1, 1}, "sha256": {1, 1}, "ends_with": {2, 2},
 	"contains": {2, 2}, "octet_length": {1, 1}, "bit_length": {1, 1}, "to_hex": {1, 1},
-	"regexp_extract": {2, 3},
+	"regexp_extract": {2, 3}, "format": {1, 1 << 16},
 }
 
 func init() {
@@ -47,10 +47,12 @@ func init() {
 		"octet_length":   lengthRows(func(b []byte) int32 { return int32(len(b)) }),
 		"bit_length":     lengthRows(func(b []byte) int32 { return int32(8 * len(b)) }),
 		"regexp_extract": regexpExtract,
+		"format":         formatArgs,
 	} {
 		rowFuncs[name] = f
 	}
 	opFuncs["to_hex"] = toHex
+	nonStrict["format"] = true
 }
 
 // replaceArgs is replace(s, from, to): every occurrence of from replaced;
@@ -282,4 +284,128 @@ func toHex(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, er
 		b.b.BinaryBuilder.Append(tmp)
 	}
 	return castResult(b.finish(), plan.Utf8, mem)
+}
+
+// formatArgs is format(fmt, args...): %s inserts an argument as text (a
+// NULL as nothing), %L as a quoted SQL literal (a NULL as NULL), %% a
+// percent sign. A conversion may name its argument (%2$s) and give a
+// width (%10s, %-10s: padded on the left, or the right with -). A NULL
+// fmt gives NULL.
+func formatArgs(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+	b := newStringBuilder(mem, n, 0)
+	var tmp []byte
+	var err error
+	for i := 0; i < n; i++ {
+		if !args[0].valid(i) {
+			b.b.AppendNull()
+			continue
+		}
+		if tmp, err = formatRow(tmp[:0], args, i); err != nil {
+			b.b.Release()
+			return nil, err
+		}
+		b.b.BinaryBuilder.Append(tmp)
+	}
+	return b.finish(), nil
+}
+
+func formatRow(dst []byte, args []rowArg, row int) ([]byte, error) {
+	f := args[0].str(row)
+	next := 1
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			dst = append(dst, f[i])
+			continue
+		}
+		i++
+		if i == len(f) {
+			return nil, NewDataError("unterminated format() type specifier")
+		}
+		if f[i] == '%' {
+			dst = append(dst, '%')
+			continue
+		}
+		// [position$][-][width]type
+		num := func() (int, bool) {
+			start, v := i, 0
+			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+				v = v*10 + int(f[i]-'0')
+				if v > maxTextLen {
+					return 0, false
+				}
+				i++
+			}
+			return v, i > start
+		}
+		arg, save := next, i
+		if v, ok := num(); ok && i < len(f) && f[i] == '$' {
+			if v == 0 {
+				return nil, NewDataError("format specifies argument 0, but arguments are numbered from 1")
+			}
+			arg = v
+			i++
+		} else {
+			i = save // no position: the digits are a width, read below
+		}
+		left := false
+		if i < len(f) && f[i] == '-' {
+			left = true
+			i++
+		}
+		width, _ := num()
+		if i == len(f) {
+			return nil, NewDataError("unterminated format() type specifier")
+		}
+		if arg >= len(args) {
+			return nil, NewDataError("too few arguments for format()")
+		}
+		next = arg + 1
+		a := args[arg]
+		var val []byte
+		switch f[i] {
+		case 's':
+			if a.valid(row) {
+				val = a.str(row)
+			}
+		case 'L':
+			if a.valid(row) {
+				val = quoteLiteral(a.str(row))
+			} else {
+				val = []byte("NULL")
+			}
+		default:
+			return nil, dataErrorf("unrecognized format() type specifier \"%c\"", f[i])
+		}
+		pad := width - utf8.RuneCount(val)
+		if !left {
+			for ; pad > 0; pad-- {
+				dst = append(dst, ' ')
+			}
+		}
+		dst = append(dst, val...)
+		for ; pad > 0; pad-- {
+			dst = append(dst, ' ')
+		}
+		if len(dst) > maxTextLen {
+			return nil, errTooLong
+		}
+	}
+	return dst, nil
+}
+
+// quoteLiteral is PostgreSQL's quote_literal: single quotes doubled, and
+// an E'' string with doubled backslashes when there are backslashes.
+func quoteLiteral(s []byte) []byte {
+	out := make([]byte, 0, len(s)+3)
+	if bytes.IndexByte(s, '\\') >= 0 {
+		out = append(out, 'E')
+	}
+	out = append(out, '\'')
+	for _, c := range s {
+		if c == '\'' || c == '\\' {
+			out = append(out, c)
+		}
+		out = append(out, c)
+	}
+	return append(out, '\'')
 }

@@ -34,6 +34,13 @@ func TestStringFuncs(t *testing.T) {
 		{"to_hex bigint", fn("to_hex", plan.Utf8, i64(-1)), "ffffffffffffffff ffffffffffffffff ffffffffffffffff ffffffffffffffff", ""},
 		{"regexp_extract", fn("regexp_extract", plan.Utf8, col("s"), str("l+")), "  NULL ll", ""},
 		{"regexp_extract group", fn("regexp_extract", plan.Utf8, col("s"), str("(.)(l)"), i64(1)), "  NULL é", ""},
+		{"format", fn("format", plan.Utf8, str("<%s|%L>"), col("s"), col("s")), "<abc|'abc'> <|''> <|NULL> <héllo|'héllo'>", ""},
+		{"format positions and widths", fn("format", plan.Utf8, str("%2$s %1$s %s|%4s|%-4s|%%"), str("a"), str("b"), str("c"), str("dé")), "b a b|   c|dé  |% b a b|   c|dé  |% b a b|   c|dé  |% b a b|   c|dé  |%", ""},
+		{"format null format", fn("format", plan.Utf8, col("s"), col("pat")), "abc  NULL héllo", ""},
+		{"format quote backslash", fn("format", plan.Utf8, str("%L"), str(`it's a\b`)), `E'it''s a\\b' E'it''s a\\b' E'it''s a\\b' E'it''s a\\b'`, ""},
+		{"format too few", fn("format", plan.Utf8, str("%s %s"), col("s")), "", "too few arguments for format()"},
+		{"format bad type", fn("format", plan.Utf8, str("%d"), col("s")), "", `unrecognized format() type specifier "d"`},
+		{"format unterminated", fn("format", plan.Utf8, str("abc%")), "", "unterminated format() type specifier"},
 		{"regexp_extract bad group", fn("regexp_extract", plan.Utf8, col("s"), str("(.)"), i64(2)), "", "group 2 does not exist"},
 	})
 }
