@@ -394,7 +394,7 @@ func formatRow(dst []byte, args []rowArg, row int) ([]byte, error) {
 }
 
 // quoteLiteral is PostgreSQL's quote_literal: single quotes doubled, and
-// an E” string with doubled backslashes when there are backslashes.
+// an E-prefixed string with doubled backslashes when there are any.
 func quoteLiteral(s []byte) []byte {
 	out := make([]byte, 0, len(s)+3)
 	if bytes.IndexByte(s, '\\') >= 0 {
