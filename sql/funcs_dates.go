@@ -27,7 +27,9 @@ func addDateFunctions(fs map[string]*funcDef) {
 	fs["make_timestamp"] = scalar(bindMakeTimestamp,
 		sig("BIGINT year, BIGINT month, BIGINT day, BIGINT hour, BIGINT min, DOUBLE sec", "TIMESTAMP"))
 	fs["last_day"] = scalar(bindLastDay, sig("DATE", "DATE"), sig("TIMESTAMP", "DATE"))
-	fs["to_timestamp"] = scalar(bindToTimestamp, sig("DOUBLE seconds", "TIMESTAMP"))
+	fs["to_timestamp"] = scalar(bindToTimestamp, sig("DOUBLE seconds", "TIMESTAMP"), sig("VARCHAR, VARCHAR template", "TIMESTAMP"))
+	fs["to_date"] = scalar(textTo("to_date", plan.Date32, 2, 2), sig("VARCHAR, VARCHAR template", "DATE"))
+	fs["strptime"] = scalar(textTo("strptime", plan.Timestamp, 2, 2), sig("VARCHAR, VARCHAR format", "TIMESTAMP"))
 	fs["to_char"] = scalar(bindFormat, sig("TIMESTAMP, VARCHAR format", "VARCHAR"), sig("DATE, VARCHAR format", "VARCHAR"))
 	fs["strftime"] = scalar(bindFormat, sig("TIMESTAMP, VARCHAR format", "VARCHAR"), sig("DATE, VARCHAR format", "VARCHAR"))
 }
@@ -133,11 +135,17 @@ func bindLastDay(c *fcall) (plan.Expr, error) {
 	return c.fn("last_day", plan.Date32), nil
 }
 
-// bindToTimestamp binds to_timestamp(seconds since the epoch). (The
-// to_timestamp(text, format) form is not supported.)
+// bindToTimestamp binds to_timestamp(seconds since the epoch) and
+// to_timestamp(text, template).
 func bindToTimestamp(c *fcall) (plan.Expr, error) {
-	if err := c.nargs(1, 1); err != nil {
+	if err := c.nargs(1, 2); err != nil {
 		return nil, err
+	}
+	if len(c.args) == 2 {
+		if err := c.kinds("s"); err != nil {
+			return nil, err
+		}
+		return c.fn("to_timestamp_fmt", plan.Timestamp), nil
 	}
 	if err := c.float(0); err != nil {
 		return nil, err

@@ -54,3 +54,21 @@ func TestMoreDateFuncs(t *testing.T) {
 		{"strftime bad", fn("strftime", plan.Utf8, col("ts"), str("%Q")), "", "unsupported format %Q"},
 	})
 }
+
+func TestParseByFormat(t *testing.T) {
+	runCases(t, []exprCase{
+		{"to_date", fn("to_date", plan.Date32, str("05 Dec 2000"), str("DD Mon YYYY")), "2000-12-05 2000-12-05 2000-12-05 2000-12-05", ""},
+		{"to_date month name", fn("to_date", plan.Date32, str("march 3, 2024"), str("Month DD, YYYY")), "2024-03-03 2024-03-03 2024-03-03 2024-03-03", ""},
+		{"to_date column", fn("to_date", plan.Date32, col("s"), str("YYYY")), "", `invalid value "abc" for "YYYY"`},
+		{"to_date null", fn("to_date", plan.Date32, col("pat"), nullStr()), "NULL NULL NULL NULL", ""},
+		{"to_date out of range", fn("to_date", plan.Date32, str("2023-02-29"), str("YYYY-MM-DD")), "", "date field value out of range: 2023-02-29"},
+		{"to_timestamp template", fn("to_timestamp_fmt", plan.Timestamp, str("29/02/24 01:45:30.5 PM"), str("DD/MM/YY HH12:MI:SS.MS AM")), "2024-02-29 13:45:30.500000 2024-02-29 13:45:30.500000 2024-02-29 13:45:30.500000 2024-02-29 13:45:30.500000", ""},
+		{"to_timestamp 12 am", fn("to_timestamp_fmt", plan.Timestamp, str("12:05 AM"), str("HH:MI AM")), "0001-01-01 00:05:00 0001-01-01 00:05:00 0001-01-01 00:05:00 0001-01-01 00:05:00", ""},
+		{"to_timestamp bad hour", fn("to_timestamp_fmt", plan.Timestamp, str("13 PM"), str("HH12 PM")), "", "invalid for the 12-hour clock"},
+		{"strptime", fn("strptime", plan.Timestamp, str("Feb 29 2024 01:45PM"), str("%b %d %Y %I:%M%p")), "2024-02-29 13:45:00 2024-02-29 13:45:00 2024-02-29 13:45:00 2024-02-29 13:45:00", ""},
+		{"strptime F T f", fn("strptime", plan.Timestamp, str("2024-02-29T13:45:30.123"), str("%FT%T.%f")), "2024-02-29 13:45:30.123000 2024-02-29 13:45:30.123000 2024-02-29 13:45:30.123000 2024-02-29 13:45:30.123000", ""},
+		{"strptime mismatch", fn("strptime", plan.Timestamp, str("2024/02/29"), str("%Y-%m-%d")), "", `could not parse string "2024/02/29" according to format specifier "%Y-%m-%d"`},
+		{"strptime trailing", fn("strptime", plan.Timestamp, str("2024-02-29 x"), str("%Y-%m-%d")), "", "could not parse string"},
+		{"strptime bad code", fn("strptime", plan.Timestamp, str("x"), str("%Q")), "", "unsupported format %Q"},
+	})
+}

@@ -41,7 +41,10 @@ func TestMoreFuncsProtoRoundTrip(t *testing.T) {
 		fn("make_date", plan.Date32, cast(col("i64"), plan.Int64), i64(1), i64(2)),
 		fn("make_timestamp", plan.Timestamp, i64(2020), i64(1), i64(2), i64(3), i64(4), col("f64")),
 		fn("last_day", plan.Date32, col("dt")), fn("to_timestamp", plan.Timestamp, col("f64")),
-		fn("to_char", plan.Utf8, col("ts"), str("YYYY-MM-DD")), fn("strftime", plan.Utf8, col("ts"), str("%Y")),
+		fn("to_char", plan.Utf8, col("ts"), str("YYYY-MM-DD")),
+		fn("to_date", plan.Date32, str("2020-01-02"), str("YYYY-MM-DD")),
+		fn("to_timestamp_fmt", plan.Timestamp, str("2020-01-02 03"), str("YYYY-MM-DD HH24")),
+		fn("strptime", plan.Timestamp, str("2020-01-02"), str("%Y-%m-%d")), fn("strftime", plan.Utf8, col("ts"), str("%Y")),
 	}
 	covered := map[string]bool{}
 	for _, call := range calls {
@@ -68,7 +71,7 @@ func TestMoreFuncsProtoRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	for _, names := range []map[string][2]int{mathArity, stringArity, dateArity} {
+	for _, names := range []map[string][2]int{mathArity, stringArity, dateArity, {"to_date": {}, "to_timestamp_fmt": {}, "strptime": {}}} {
 		for name := range names {
 			if !covered[name] {
 				t.Errorf("no round-trip case for %s", name)
