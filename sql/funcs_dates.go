@@ -145,7 +145,7 @@ func bindToTimestamp(c *fcall) (plan.Expr, error) {
 		if err := c.kinds("s"); err != nil {
 			return nil, err
 		}
-		return c.fn("to_timestamp_fmt", plan.Timestamp), nil
+		return c.fn("to_timestamp", plan.Timestamp), nil
 	}
 	if err := c.float(0); err != nil {
 		return nil, err

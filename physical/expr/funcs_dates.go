@@ -25,7 +25,7 @@ var dateArity = map[string][2]int{
 	"extract_epoch": {1, 1}, "extract_isoyear": {1, 1}, "extract_decade": {1, 1},
 	"extract_century": {1, 1}, "extract_millennium": {1, 1},
 	"date_diff": {3, 3}, "make_date": {3, 3}, "make_timestamp": {6, 6}, "last_day": {1, 1},
-	"to_timestamp": {1, 1}, "to_char": {2, 2}, "strftime": {2, 2},
+	"to_timestamp": {1, 2}, "to_char": {2, 2}, "strftime": {2, 2},
 }
 
 func init() {
@@ -39,7 +39,6 @@ func init() {
 	opFuncs["make_date"] = makeDate
 	opFuncs["make_timestamp"] = makeTimestamp
 	opFuncs["last_day"] = lastDay
-	opFuncs["to_timestamp"] = toTimestamp
 	opFuncs["to_char"] = formatTimestamp
 	opFuncs["strftime"] = formatTimestamp
 }

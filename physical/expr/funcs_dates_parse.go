@@ -15,10 +15,15 @@ import (
 
 func init() {
 	funcArity["to_date"] = [2]int{2, 2}
-	funcArity["to_timestamp_fmt"] = [2]int{2, 2}
+	funcArity["to_timestamp"] = [2]int{1, 2}
 	funcArity["strptime"] = [2]int{2, 2}
 	opFuncs["to_date"] = parseByFormat
-	opFuncs["to_timestamp_fmt"] = parseByFormat
+	opFuncs["to_timestamp"] = func(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+		if len(ops) == 2 {
+			return parseByFormat(e, ops, n, mem)
+		}
+		return toTimestamp(e, ops, n, mem)
+	}
 	opFuncs["strptime"] = parseByFormat
 }
 
@@ -31,8 +36,8 @@ type fields struct {
 	hour12, isPM   bool
 }
 
-// parseByFormat is to_date, to_timestamp(text, template) (bound as
-// to_timestamp_fmt) and strptime: each row's text read by its format.
+// parseByFormat is to_date, to_timestamp(text, template) and strptime:
+// each row's text read by its format.
 func parseByFormat(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
 	texts, err := strsOf(ops[0])
 	if err != nil {
