@@ -13,7 +13,8 @@ import (
 
 // Func is a scalar function call; funcArity lists the names. (coalesce and
 // nullif compile to Coalesce and NullIf.) Any NULL argument gives NULL,
-// except for concat, concat_ws, greatest and least, which skip NULLs.
+// except for concat, concat_ws, format, greatest and least, which skip
+// NULLs (format only its arguments, not its format).
 type Func struct {
 	Name string
 	Args []Expr

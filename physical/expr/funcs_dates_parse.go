@@ -15,7 +15,6 @@ import (
 
 func init() {
 	funcArity["to_date"] = [2]int{2, 2}
-	funcArity["to_timestamp"] = [2]int{1, 2}
 	funcArity["strptime"] = [2]int{2, 2}
 	opFuncs["to_date"] = parseByFormat
 	opFuncs["to_timestamp"] = func(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
