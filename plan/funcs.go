@@ -18,6 +18,28 @@ var truncUnits = map[string]bool{
 	"decade": true, "century": true, "millennium": true,
 }
 
+// diffUnits maps the part names date_diff accepts, DuckDB's spellings
+// included, to the unit counted.
+var diffUnits = map[string]string{
+	"year": "year", "years": "year", "yr": "year", "yrs": "year", "y": "year",
+	"quarter": "quarter", "quarters": "quarter",
+	"month": "month", "months": "month", "mon": "month", "mons": "month",
+	"week": "week", "weeks": "week", "w": "week",
+	"day": "day", "days": "day", "d": "day",
+	"hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "h": "hour",
+	"minute": "minute", "minutes": "minute", "min": "minute", "mins": "minute", "m": "minute",
+	"second": "second", "seconds": "second", "sec": "second", "secs": "second", "s": "second",
+	"millisecond": "millisecond", "milliseconds": "millisecond", "ms": "millisecond",
+	"microsecond": "microsecond", "microseconds": "microsecond", "us": "microsecond",
+}
+
+// DiffUnit returns the unit a date_diff part (lower case) counts, and
+// whether it is one.
+func DiffUnit(part string) (string, bool) {
+	u, ok := diffUnits[part]
+	return u, ok
+}
+
 // CheckTruncUnit reports whether unit (lower case) is a date_trunc unit.
 func CheckTruncUnit(unit string) error {
 	if !truncUnits[unit] {

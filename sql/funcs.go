@@ -145,6 +145,9 @@ func init() {
 		"localtimestamp":    now,
 		"current_date":      scalar(bindNow, sig("", "DATE")),
 	}
+	addMathFunctions(functions)
+	addStringFunctions(functions)
+	addDateFunctions(functions)
 }
 
 // Functions lists every signature of every function, sorted by name.
@@ -302,17 +305,28 @@ func bindConcat(c *fcall) (plan.Expr, error) {
 	lo := 1
 	if c.name == "concat_ws" {
 		lo = 2
-		if err := c.str(0); err != nil {
-			return nil, err
-		}
 	}
 	if err := c.nargs(lo, 1<<16); err != nil {
 		return nil, err
 	}
-	for i := range c.args {
+	if c.name == "concat_ws" {
+		if err := c.str(0); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.textArgs(0); err != nil {
+		return nil, err
+	}
+	return c.fn(c.name, plan.Utf8), nil
+}
+
+// textArgs turns the arguments from the first-th on into text, as
+// PostgreSQL's output functions print them.
+func (c *fcall) textArgs(first int) error {
+	for i := first; i < len(c.args); i++ {
 		t := c.args[i].Type()
 		if !castAllowed(t, plan.Utf8) {
-			return nil, c.b.errAt("type", c.at(i), "function %s cannot take %s", c.name, plan.TypeName(t))
+			return c.b.errAt("type", c.at(i), "function %s cannot take %s", c.name, plan.TypeName(t))
 		}
 		if t.ID() == plan.Bool.ID() {
 			// concat prints booleans with their output function, as 't'
@@ -326,7 +340,7 @@ func bindConcat(c *fcall) (plan.Expr, error) {
 		}
 		c.args[i] = coerce(c.args[i], plan.Utf8)
 	}
-	return c.fn(c.name, plan.Utf8), nil
+	return nil
 }
 
 func bindRepeat(c *fcall) (plan.Expr, error) {
@@ -588,17 +602,25 @@ func bindCoalesce(c *fcall) (plan.Expr, error) {
 	return c.fn(c.name, t), nil
 }
 
-// extractFields are the fields EXTRACT and date_part support.
-var extractFields = []string{"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "hour", "minute"}
+// extractFields are the fields EXTRACT and date_part support (DuckDB's
+// names for some of them are in extractAliases).
+var extractFields = []string{"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "hour", "minute",
+	"second", "millisecond", "microsecond", "epoch", "isoyear", "decade", "century", "millennium"}
 
 // bindExtract binds EXTRACT(field FROM x) (which arrives as
-// extract('field', x)) and date_part('field', x).
+// extract('field', x)) and date_part('field', x). Fields with a fraction
+// are DECIMAL from EXTRACT and DOUBLE from date_part, as in PostgreSQL:
+// second (with microseconds), millisecond and epoch (seconds since
+// 1970-01-01; whole seconds for a DATE). The others are INT.
 func bindExtract(c *fcall) (plan.Expr, error) {
 	if err := c.nargs(2, 2); err != nil {
 		return nil, err
 	}
 	field, _ := stringConst(c.args[0])
 	field = strings.ToLower(field)
+	if a, ok := extractAliases[field]; ok {
+		field = a
+	}
 	found := false
 	for _, f := range extractFields {
 		found = found || f == field
@@ -617,7 +639,22 @@ func bindExtract(c *fcall) (plan.Expr, error) {
 	default:
 		return nil, c.b.errAt("type", c.at(1), "EXTRACT needs a DATE or TIMESTAMP, not %s", plan.TypeName(x.Type()))
 	}
-	return &plan.Func{Name: "extract_" + field, Args: []plan.Expr{x}, Typ: plan.Int32}, nil
+	typ := plan.Int32
+	switch field {
+	case "second":
+		typ = plan.Decimal(8, 6)
+	case "millisecond":
+		typ = plan.Decimal(8, 3)
+	case "epoch":
+		typ = plan.Decimal(20, 6)
+		if x.Type().ID() == plan.Date32.ID() {
+			typ = plan.Decimal(20, 0)
+		}
+	}
+	if _, dec := typ.(*arrow.Decimal128Type); dec && c.name == "date_part" {
+		typ = plan.Float64
+	}
+	return &plan.Func{Name: "extract_" + field, Args: []plan.Expr{x}, Typ: typ}, nil
 }
 
 // bindDateTrunc binds date_trunc(unit, x); the unit must be a constant and

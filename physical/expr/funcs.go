@@ -13,7 +13,8 @@ import (
 
 // Func is a scalar function call; funcArity lists the names. (coalesce and
 // nullif compile to Coalesce and NullIf.) Any NULL argument gives NULL,
-// except for concat, concat_ws, greatest and least, which skip NULLs.
+// except for concat, concat_ws, format, greatest and least, which skip
+// NULLs (format only its arguments, not its format).
 type Func struct {
 	Name string
 	Args []Expr
@@ -153,6 +154,10 @@ func (e *Func) evalOps(ops []operand, n int, mem memory.Allocator) (arrow.Array,
 		return out, true, err
 	case "array_element", "cardinality", "array_length", "array_to_string":
 		out, err := e.evalArrayFunc(ops, n, mem)
+		return out, true, err
+	}
+	if k, ok := opFuncs[e.Name]; ok {
+		out, err := k(e, ops, n, mem)
 		return out, true, err
 	}
 	f, ok := rowFuncs[e.Name]
