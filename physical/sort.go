@@ -103,6 +103,10 @@ type sortStream struct {
 	runs   []*spill.File
 	merged Stream
 
+	// batchRuns counts the runs of one batch written while refused
+	// (addBatch).
+	batchRuns int
+
 	// top-K state
 	heap     []kernels.RowRef
 	counts   []int // heap entries per slot
@@ -166,11 +170,16 @@ func (s *sortStream) addBatch(b arrow.RecordBatch) (int32, error) {
 			err = s.res.Grow(size)
 		}
 	}
-	if err != nil && s.op.fetch < 0 && s.live == 0 && canSpill(s.tc, err) {
+	if err != nil && s.op.fetch < 0 && s.live == 0 && canSpill(s.tc, err) &&
+		size <= s.tc.Memory.Limit() && s.batchRuns < SortBatchRuns {
 		// Refused even the one batch, holding nothing (or nothing more
 		// after spilling: the operators beside it in its task hold the
 		// limit): the batch is in memory already, so it is sorted and
 		// written as a run of its own, and the next batch asks again.
+		// Not a batch larger than the whole limit, and not more than
+		// SortBatchRuns times: the merge reads a batch of every run at
+		// once.
+		s.batchRuns++
 		s.batches = append(s.batches, b)
 		s.counts = append(s.counts, 0)
 		s.cmp.addBatch(keys)
@@ -303,6 +312,11 @@ func (s *sortStream) spillRun() error {
 	s.cmp.reset()
 	return nil
 }
+
+// SortBatchRuns is how many runs of a single batch a sort refused even
+// that batch may write before the refusal fails the query: each is one
+// more batch the final merge holds at once. Tests vary it.
+var SortBatchRuns = 64
 
 // topKCompactSlots is how many retained batches top-K tolerates before it
 // copies the surviving rows into one batch: few rows of many batches would

@@ -324,9 +324,12 @@ func TestSortSpills(t *testing.T) {
 // (nearly) the whole limit, a sort that may spill is refused even its first
 // batch; it writes each batch as a run of its own and merges them into the
 // rows a sort in memory gives, reserving nothing (TestSortMemoryLimit:
-// without a spill directory the refusal is the error).
+// without a spill directory the refusal is the error). With SortBatchRuns
+// (random here) fewer than the batches, the refusal fails the query.
 func TestSortRefusedEveryBatch(t *testing.T) {
+	defer func(n int) { SortBatchRuns = n }(SortBatchRuns)
 	for _, kc := range sortKeyCases {
+		SortBatchRuns = 1 + rand.IntN(20)
 		t.Run(kc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
@@ -344,19 +347,28 @@ func TestSortRefusedEveryBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got [][]any
+			batches := len(src.parts[0])
 			for {
 				b, err := s.Next(context.Background())
 				if err == io.EOF {
 					break
 				}
+				if err != nil && batches > SortBatchRuns && errors.Is(err, mempool.ErrResourcesExhausted) {
+					s.Close()
+					hog.Free()
+					return // refused past SortBatchRuns, as it must be
+				}
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("%d batches, SortBatchRuns %d: %v", batches, SortBatchRuns, err)
 				}
 				got = append(got, batchesRows([]arrow.RecordBatch{b})...)
 				b.Release()
 			}
-			if runs := len(s.(*sortStream).runs); runs < 10 {
-				t.Errorf("%d runs, want one per input batch", runs)
+			if batches > SortBatchRuns {
+				t.Errorf("%d batches sorted with SortBatchRuns %d", batches, SortBatchRuns)
+			}
+			if runs := len(s.(*sortStream).runs); runs != batches {
+				t.Errorf("%d runs, want one per input batch (%d)", runs, batches)
 			}
 			s.Close()
 			if want := refSort(batchesRows(src.parts[0]), kc.keys); rowsString(got) != rowsString(want) {
