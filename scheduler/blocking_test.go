@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sluice/rpc"
+	"sluice/scheduler/dplan"
 )
 
 const groupBySQL = "select c_mktsegment, count(*) from customer group by c_mktsegment"
@@ -143,6 +144,33 @@ func TestBlockingStageOrderAndSingleTask(t *testing.T) {
 	}
 	if locs := g.FinalLocations(); len(locs) != 1 || locs[0].ExecutorId != "c" {
 		t.Errorf("final locations %v", locs)
+	}
+}
+
+// Runnable stages are offered vcores longest remaining chain first: the
+// supplier scan (stage 1) is read only by the last join, the nation scan
+// (stage 2) starts a chain of three joins, so it goes first when only one
+// of them fits, and the supplier scan takes the next free vcores.
+func TestBlockingLongestChainFirst(t *testing.T) {
+	const sql = "select count(*) from supplier s, lineitem l, orders o, customer c, nation n where s_suppkey = l_suppkey and l_orderkey = o_orderkey and o_custkey = c_custkey and c_nationkey = n_nationkey and n_name = 'CHINA' and s_acctbal > 0"
+	g, dg := blockingGraphFor(t, testEngine(t), sql, 2, 2, 3)
+	if len(dg.Stages) != 6 || len(dg.Stages[0].Inputs) != 0 || len(dg.Stages[1].Inputs) != 0 ||
+		fmt.Sprint(dg.Stages[2].Inputs, dg.Stages[3].Inputs, dg.Stages[4].Inputs) != "[2] [3] [1 4]" {
+		t.Fatalf("unexpected plan:\n%s", dplan.Format(dg))
+	}
+	var heights []int
+	for _, s := range g.byHeight() {
+		heights = append(heights, s.ID)
+	}
+	if fmt.Sprint(heights) != "[2 3 1 4 5 6]" {
+		t.Errorf("stages by height %v, want [2 3 1 4 5 6]", heights)
+	}
+	first := g.Offer([]*Offer{{ExecutorID: "a", Free: 2}})
+	if fmt.Sprint(stageOf(first)) != "[2]" {
+		t.Fatalf("first offer placed stages %v, want [2]", stageOf(first))
+	}
+	if next := g.Offer([]*Offer{{ExecutorID: "b", Free: 2}}); fmt.Sprint(stageOf(next)) != "[1]" {
+		t.Fatalf("second offer placed stages %v, want [1]", stageOf(next))
 	}
 }
 
