@@ -388,6 +388,8 @@ func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 // the consumer's whole run, so a stage at the bottom of a long chain of
 // broadcast joins (TPC-DS q72: 8 stages deep) holds the job up more than
 // a dimension scan read only by the last join, however cheap either is.
+// Among stages of one height, the one the planner expects to write more
+// goes first (the longest job first: the short ones fill in after it).
 // Heights follow the stages' current inputs, which adaptive execution may
 // change; skipped stages have none.
 func (g *blockingGraph) byHeight() []*bStage {
@@ -403,8 +405,18 @@ func (g *blockingGraph) byHeight() []*bStage {
 		}
 	}
 	out := slices.Clone(g.stages)
-	slices.SortStableFunc(out, func(a, b *bStage) int { return cmp.Compare(height[b.ID], height[a.ID]) })
+	slices.SortStableFunc(out, func(a, b *bStage) int {
+		return cmp.Or(cmp.Compare(height[b.ID], height[a.ID]), cmp.Compare(estBytes(b), estBytes(a)))
+	})
 	return out
+}
+
+// estBytes is the planner's guess of the stage's output bytes (0: none).
+func estBytes(s *bStage) float64 {
+	if !s.Estimated {
+		return 0
+	}
+	return s.EstBytes
 }
 
 func (g *blockingGraph) launch(s *bStage, parts []int, executor string) *Assignment {

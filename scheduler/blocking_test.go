@@ -370,3 +370,21 @@ func TestBlockingLostOutputNoLongerNeeded(t *testing.T) {
 		t.Fatalf("state %v %v", st, err)
 	}
 }
+
+// Among stages of one height, the one expected to write more goes first;
+// stages without an estimate count as writing nothing and keep ID order.
+func TestBlockingHeightTiesByEstimate(t *testing.T) {
+	stage := func(id int, est float64, inputs ...int) *bStage {
+		return &bStage{Stage: &dplan.Stage{ID: id, Inputs: inputs, Estimated: est > 0, EstBytes: est}}
+	}
+	g := &blockingGraph{stages: []*bStage{
+		stage(1, 0), stage(2, 8e3), stage(3, 0), stage(4, 1.5e6), stage(5, 0, 1, 2, 3, 4),
+	}}
+	var order []int
+	for _, s := range g.byHeight() {
+		order = append(order, s.ID)
+	}
+	if fmt.Sprint(order) != "[4 2 1 3 5]" {
+		t.Errorf("stages in order %v, want [4 2 1 3 5]", order)
+	}
+}
