@@ -349,7 +349,8 @@ func (g *blockingGraph) needed(s *bStage) bool {
 // to the offer's free vcores and at most MaxPartitionsPerTask partitions.
 // Runnable stages are served longest remaining chain first (byHeight), so
 // that when they do not all fit, the vcores go to the stage the job's end
-// waits on longest.
+// waits on longest; each goes to the executors holding its inputs first
+// (localFirst).
 func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 	if g.state != GraphRunning {
 		return nil
@@ -365,14 +366,15 @@ func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 				pending = append(pending, i)
 			}
 		}
-		free := make([]int, len(offers))
-		for i, o := range offers {
+		local := g.localFirst(s, offers)
+		free := make([]int, len(local))
+		for i, o := range local {
 			free[i] = o.Free
 		}
-		for _, d := range dealTasks(len(pending), offers, free, g.cfg.MaxPartitionsPerTask) {
-			out = append(out, g.launch(s, pending[:d.n], offers[d.offer].ExecutorID))
+		for _, d := range dealTasks(len(pending), local, free, g.cfg.MaxPartitionsPerTask) {
+			out = append(out, g.launch(s, pending[:d.n], local[d.offer].ExecutorID))
 			pending = pending[d.n:]
-			offers[d.offer].Free -= d.n
+			local[d.offer].Free -= d.n
 		}
 		if s.state == StageResolved && len(s.running) > 0 {
 			s.state = StageRunning
@@ -408,6 +410,28 @@ func (g *blockingGraph) byHeight() []*bStage {
 	slices.SortStableFunc(out, func(a, b *bStage) int {
 		return cmp.Or(cmp.Compare(height[b.ID], height[a.ID]), cmp.Compare(estBytes(b), estBytes(a)))
 	})
+	return out
+}
+
+// localFirst returns the offers with those of the executors holding more
+// of the stage's input bytes first (stable otherwise), so that its tasks,
+// packed onto the first executors of a host (dealTasks), read their inputs
+// from local files rather than over Flight. The offers are the same
+// values, so taking vcores from one takes them from the caller's.
+func (g *blockingGraph) localFirst(s *bStage, offers []*Offer) []*Offer {
+	held := map[string]int64{}
+	for _, in := range s.Inputs {
+		p := g.stages[in-1]
+		for i := range p.parts {
+			for _, l := range p.parts[i].outputs {
+				held[p.parts[i].executor] += max(l.NumBytes, 1)
+			}
+		}
+	}
+	out := slices.Clone(offers)
+	if len(held) > 0 {
+		slices.SortStableFunc(out, func(a, b *Offer) int { return cmp.Compare(held[b.ExecutorID], held[a.ExecutorID]) })
+	}
 	return out
 }
 

@@ -388,3 +388,23 @@ func TestBlockingHeightTiesByEstimate(t *testing.T) {
 		t.Errorf("stages in order %v, want [4 2 1 3 5]", order)
 	}
 }
+
+// A stage's tasks go to the executors holding its inputs first, so that
+// they read local files: the partial counts ran on b, and the final stage
+// goes there although a comes first in the offers.
+func TestBlockingPrefersExecutorsHoldingInputs(t *testing.T) {
+	g, _ := blockingGraphFor(t, testEngine(t), "select count(*) from orders", 4, 4, 3)
+	first := g.Offer([]*Offer{{ExecutorID: "b", Free: 4}})
+	if fmt.Sprint(partsOf(first)) != "map[b:[[0 1 2 3]]]" {
+		t.Fatalf("first offer: %v", partsOf(first))
+	}
+	finishAll(t, g, first)
+	offers := []*Offer{{ExecutorID: "a", Free: 4}, {ExecutorID: "b", Free: 4}}
+	final := g.Offer(offers)
+	if fmt.Sprint(partsOf(final)) != "map[b:[[0]]]" {
+		t.Fatalf("final stage placed %v, want on b", partsOf(final))
+	}
+	if offers[0].Free != 4 || offers[1].Free != 3 {
+		t.Errorf("offers left with %d and %d free, want 4 and 3", offers[0].Free, offers[1].Free)
+	}
+}
