@@ -12,7 +12,7 @@ import (
 
 func TestExchangesBuildEncodableOperators(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	locs := [][]*rpc.PartitionLocation{{{JobId: "j", StageId: 1, Partition: 0, ExecutorId: "e", FlightAddress: "127.0.0.1:1", Path: "/w/j/1/0/data-0.arrow", NumRows: 3}}, nil}
+	locs := [][]*rpc.PartitionLocation{{{JobId: "j", StageId: 1, Partition: 0, ExecutorId: "e", FlightAddress: "127.0.0.1:1", Path: "/w/j/1/data-0-0.arrow", NumRows: 3}}, nil}
 	var x Exchanges
 	reader, err := x.ShuffleReader(1, schema, locs)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -118,6 +119,9 @@ type Executor struct {
 	// tasks counts task goroutines.
 	loops sync.WaitGroup
 	tasks sync.WaitGroup
+	// removals counts the deletions of removed jobs' files, which run
+	// after RemoveJobData has answered (exchange.Env.RemoveLater).
+	removals sync.WaitGroup
 
 	slots *slots
 	// dyn holds the cross-stage dynamic filters pushed for running tasks.
@@ -225,6 +229,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
 		running: map[taskKey]*runningTask{}, removed: map[string]time.Time{},
 	}
+	env.RemoveLater = e.removeLater
 	rpc.RegisterExecutorServiceServer(e.grpcSrv, &executorService{e: e})
 	flight.RegisterFlightServiceServer(e.flightSrv, e.flightSvc)
 	e.serve(e.grpcSrv, grpcLis)
@@ -260,6 +265,19 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		go e.pollLoop()
 	}
 	return e, nil
+}
+
+// removeLater deletes a removed job's directory in the background: the
+// scheduler's RemoveJobData call, which a client releasing its job waits
+// for, returns once the directory is renamed away.
+func (e *Executor) removeLater(dir string) {
+	e.removals.Add(1)
+	go func() {
+		defer e.removals.Done()
+		if err := os.RemoveAll(dir); err != nil {
+			e.log.Warn("deleting a removed job's files failed", "dir", dir, "err", err)
+		}
+	}()
 }
 
 // memoryLimit resolves ExecutorConfig.MemoryLimit to a pool limit (0: none).
@@ -523,6 +541,7 @@ func (e *Executor) shutdown(graceful bool) {
 			e.tasks.Wait()
 		}
 		e.loops.Wait()
+		e.removals.Wait()
 		if graceful {
 			// Tell the scheduler at once, so it stops offering this
 			// executor's vcores instead of waiting for its heartbeats to stop.

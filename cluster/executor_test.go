@@ -368,10 +368,10 @@ func TestExecutorSweepsDeadJobData(t *testing.T) {
 		t.Fatalf("the unreleased job left no data: %v", err)
 	}
 	dead := filepath.Join(work, "0a1b2c3d-9")
-	if err := os.MkdirAll(filepath.Join(dead, "1", "0"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dead, "1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dead, "1", "0", "data-0.arrow"), make([]byte, 100), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dead, "1", "data-0-0.arrow"), make([]byte, 100), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, dead, "data of a job the scheduler does not know")

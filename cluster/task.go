@@ -41,6 +41,9 @@ type runningTask struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed once the task has reported and let go of its slots
+	// accepted is when the executor took the task (EXPLAIN ANALYZE shows
+	// how long it then waited for slots).
+	accepted time.Time
 }
 
 // Causes of task cancellation.
@@ -77,7 +80,7 @@ func (e *Executor) launch(defs []*rpc.TaskDefinition) error {
 		// mismatch fails the task when it starts (taskContext).
 		_ = e.env.Secrets.Bind(k.job, def.JobSecret)
 		ctx, cancel := context.WithCancelCause(e.ctx)
-		rt := &runningTask{key: k, def: def, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+		rt := &runningTask{key: k, def: def, ctx: ctx, cancel: cancel, done: make(chan struct{}), accepted: time.Now()}
 		e.running[k] = rt
 		n := e.slots.size(int(def.Vcores))
 		if def.Vcores <= 0 {
@@ -113,12 +116,12 @@ func (e *Executor) runTask(ctx context.Context, rt *runningTask, n int) {
 	var st *rpc.TaskStatus
 	if n == 0 {
 		held = true
-		st = e.execute(ctx, rt.def)
+		st = e.execute(ctx, rt)
 	} else if err := e.slots.acquire(ctx, n); err != nil {
 		st = e.interrupted(ctx, rt.def)
 	} else {
 		held = true
-		st = e.execute(ctx, rt.def)
+		st = e.execute(ctx, rt)
 	}
 	if e.ctx.Err() != nil {
 		return // killed: nobody is told
@@ -136,11 +139,13 @@ func (e *Executor) runTask(ctx context.Context, rt *runningTask, n int) {
 
 // execute runs a task and returns its final status, with its operators'
 // metrics when the task is analyzed (EXPLAIN ANALYZE).
-func (e *Executor) execute(ctx context.Context, def *rpc.TaskDefinition) *rpc.TaskStatus {
+func (e *Executor) execute(ctx context.Context, rt *runningTask) *rpc.TaskStatus {
+	def := rt.def
+	started := time.Now()
 	var a taskAnalysis
 	st := e.outcome(ctx, def, &a)
 	if def.Analyze && a.analyzer != nil && st.State != rpc.TaskState_TASK_FAILED {
-		a.report(st)
+		a.report(st, rt.accepted, started)
 	}
 	return st
 }
@@ -152,9 +157,13 @@ type taskAnalysis struct {
 	start    time.Time
 }
 
-// report adds the task's metrics to its final status.
-func (a *taskAnalysis) report(st *rpc.TaskStatus) {
+// report adds the task's metrics to its final status: besides its
+// operators', how long it waited for slots after the executor accepted it
+// and how long it took from then to start its stage body.
+func (a *taskAnalysis) report(st *rpc.TaskStatus, accepted, started time.Time) {
 	st.ElapsedNs = int64(time.Since(a.start))
+	st.QueuedNs = int64(started.Sub(accepted))
+	st.SetupNs = int64(a.start.Sub(started))
 	st.MemoryPeakBytes = a.memory.Peak()
 	for i, m := range a.analyzer.Metrics() {
 		st.OperatorMetrics = append(st.OperatorMetrics, &rpc.OperatorMetrics{

@@ -39,8 +39,12 @@ type Env struct {
 	ExecutorID string
 	// FlightAddress is where this executor's Flight service listens.
 	FlightAddress string
-	// WorkDir holds shuffle files: <WorkDir>/<job>/<stage>/<partition>/...
+	// WorkDir holds shuffle files: <WorkDir>/<job>/<stage>/data-...
 	WorkDir string
+	// RemoveLater deletes a removed job's directory, which
+	// FlightService.RemoveJob has already renamed out of the job's way, in
+	// the background; nil: at once, before RemoveJob returns.
+	RemoveLater func(dir string)
 	// Registry holds pipelined queues (nil on clients).
 	Registry *Registry
 	// Clients dials and caches Flight clients by address.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,47 @@ func TestJobDirsKnowTheSchedulersJobIDs(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(work, d)); err != nil {
 			t.Errorf("%s was removed: %v", d, err)
 		}
+	}
+}
+
+// A removed job's directory is renamed away at once, so its files are no
+// longer the job's, and deleted by Env.RemoveLater; what a process did not
+// finish deleting is no job's (JobDirs) and is removed at the next start
+// (RemoveStaleJobs).
+func TestRemoveJobDetachesItsDirectory(t *testing.T) {
+	work := t.TempDir()
+	job := rpc.RandomHex(16)
+	file := shuffleFile(work, job, 1, 0, 0)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var later []string
+	svc := NewFlightService(&Env{WorkDir: work, RemoveLater: func(dir string) { later = append(later, dir) }})
+	if err := svc.RemoveJob(job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(jobDir(work, job)); !os.IsNotExist(err) {
+		t.Fatalf("the job's directory is still there: %v", err)
+	}
+	if len(later) != 1 || filepath.Dir(later[0]) != work || !strings.HasPrefix(filepath.Base(later[0]), detachedPrefix+job) {
+		t.Fatalf("left to delete later: %v", later)
+	}
+	if _, err := os.Stat(filepath.Join(later[0], "1", filepath.Base(file))); err != nil {
+		t.Fatalf("the detached directory lacks the job's file: %v", err)
+	}
+	if err := svc.RemoveJob(job); err != nil || len(later) != 1 {
+		t.Fatalf("removing the job again: %v, deletions %v", err, later)
+	}
+	if jobs, err := JobDirs(work, 0, time.Now()); err != nil || len(jobs) != 0 {
+		t.Fatalf("job dirs %v (%v), want none", jobs, err)
+	}
+	if n, _, err := RemoveStaleJobs(work); err != nil || n != 1 {
+		t.Fatalf("removed %d stale dirs (%v), want the detached one", n, err)
+	}
+	if _, err := os.Stat(later[0]); !os.IsNotExist(err) {
+		t.Fatalf("the detached directory survived the start: %v", err)
 	}
 }

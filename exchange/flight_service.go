@@ -256,7 +256,18 @@ func (s *FlightService) RemoveJob(jobID string) error {
 	if s.env.WorkDir == "" {
 		return nil
 	}
-	if err := os.RemoveAll(jobDir(s.env.WorkDir, jobID)); err != nil {
+	dir, err := detachJobDir(s.env.WorkDir, jobID)
+	if err != nil {
+		return fmt.Errorf("removing data of job %s: %w", jobID, err)
+	}
+	if dir == "" {
+		return nil
+	}
+	if s.env.RemoveLater != nil {
+		s.env.RemoveLater(dir)
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing data of job %s: %w", jobID, err)
 	}
 	return nil

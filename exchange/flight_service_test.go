@@ -70,7 +70,7 @@ func TestFlightServiceTickets(t *testing.T) {
 			code: codes.InvalidArgument, msg: "is not a shuffle file"},
 		{name: "another stage's file", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 2, Path: loc.Path}),
 			code: codes.InvalidArgument, msg: "is not a shuffle file of stage 2"},
-		{name: "relative path", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Path: "job/1/0/data-0.arrow"}),
+		{name: "relative path", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Path: "job/1/data-0-0.arrow"}),
 			code: codes.InvalidArgument, msg: "is not a shuffle file"},
 		{name: "missing partition", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Partition: 7, MapPartition: 0}),
 			code: codes.NotFound, msg: "no partition 7 (map partition 0) of stage 1"},

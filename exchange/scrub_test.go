@@ -17,9 +17,9 @@ func TestScrubWorkDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, wd := range []string{dir, dir + "/", rel} {
-		msg := "reading " + filepath.Join(dir, "job", "1", "0", "data-0.arrow") + ": unexpected EOF"
+		msg := "reading " + filepath.Join(dir, "job", "1", "data-0-0.arrow") + ": unexpected EOF"
 		got := ScrubWorkDir(msg, wd)
-		if strings.Contains(got, dir) || !strings.Contains(got, workDirMark+"/job/1/0/data-0.arrow") {
+		if strings.Contains(got, dir) || !strings.Contains(got, workDirMark+"/job/1/data-0-0.arrow") {
 			t.Errorf("work dir %q: %q", wd, got)
 		}
 	}

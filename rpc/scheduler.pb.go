@@ -1647,6 +1647,13 @@ type TaskStatus struct {
 	OperatorMetrics []*OperatorMetrics `protobuf:"bytes,20,rep,name=operator_metrics,json=operatorMetrics,proto3" json:"operator_metrics,omitempty"`
 	MemoryPeakBytes int64              `protobuf:"varint,21,opt,name=memory_peak_bytes,json=memoryPeakBytes,proto3" json:"memory_peak_bytes,omitempty"`
 	ElapsedNs       int64              `protobuf:"varint,22,opt,name=elapsed_ns,json=elapsedNs,proto3" json:"elapsed_ns,omitempty"`
+	// EXPLAIN ANALYZE: how long the task waited on its executor between
+	// arriving and starting (for free task slots), and how long it then took
+	// to start running its stage body (decoding the plan, building the task's
+	// context). Both are part of the time between a stage's launch and its
+	// end that its operators do not account for.
+	QueuedNs int64 `protobuf:"varint,166,opt,name=queued_ns,json=queuedNs,proto3" json:"queued_ns,omitempty"`
+	SetupNs  int64 `protobuf:"varint,167,opt,name=setup_ns,json=setupNs,proto3" json:"setup_ns,omitempty"`
 	// A write's commit task: the files to rename once the job succeeds.
 	WrittenFiles []*WrittenFile `protobuf:"bytes,60,rep,name=written_files,json=writtenFiles,proto3" json:"written_files,omitempty"`
 	// Keys the task's DynamicFilterBuild collected (successful tasks only).
@@ -1765,6 +1772,20 @@ func (x *TaskStatus) GetMemoryPeakBytes() int64 {
 func (x *TaskStatus) GetElapsedNs() int64 {
 	if x != nil {
 		return x.ElapsedNs
+	}
+	return 0
+}
+
+func (x *TaskStatus) GetQueuedNs() int64 {
+	if x != nil {
+		return x.QueuedNs
+	}
+	return 0
+}
+
+func (x *TaskStatus) GetSetupNs() int64 {
+	if x != nil {
+		return x.SetupNs
 	}
 	return 0
 }
@@ -2343,7 +2364,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x0fdynamic_filters\x18d \x03(\v2\x18.sluice.DynamicFilterUseR\x0edynamicFilters\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf2\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xac\x05\n" +
 	"\n" +
 	"TaskStatus\x12\x1e\n" +
 	"\x02id\x18\x01 \x01(\v2\x0e.sluice.TaskIdR\x02id\x12\x1f\n" +
@@ -2360,7 +2381,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x10operator_metrics\x18\x14 \x03(\v2\x17.sluice.OperatorMetricsR\x0foperatorMetrics\x12*\n" +
 	"\x11memory_peak_bytes\x18\x15 \x01(\x03R\x0fmemoryPeakBytes\x12\x1d\n" +
 	"\n" +
-	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\x128\n" +
+	"elapsed_ns\x18\x16 \x01(\x03R\telapsedNs\x12\x1c\n" +
+	"\tqueued_ns\x18\xa6\x01 \x01(\x03R\bqueuedNs\x12\x1a\n" +
+	"\bsetup_ns\x18\xa7\x01 \x01(\x03R\asetupNs\x128\n" +
 	"\rwritten_files\x18< \x03(\v2\x13.sluice.WrittenFileR\fwrittenFiles\x12B\n" +
 	"\x0fdynamic_filters\x18d \x03(\v2\x19.sluice.DynamicFilterKeysR\x0edynamicFilters\"o\n" +
 	"\fFetchFailure\x12\x1f\n" +

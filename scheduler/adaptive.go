@@ -272,6 +272,13 @@ func (g *blockingGraph) coalesce(s *bStage) {
 			hashInputs = append(hashInputs, u.StageID)
 			return
 		}
+		if _, isUnion := op.(*physical.Union); isUnion {
+			// Its partition p is one branch's partition (or, folded, a
+			// fixed set of them): the partitions of the inputs below it
+			// are not the stage's, so ranges of them cannot be read as one.
+			ok = false
+			return
+		}
 		if h, isAgg := op.(*physical.HashAggregate); isAgg && h.HasGrandTotals() {
 			// It emits a grand total from the input partition the
 			// total's key hashes to, by that partition's number: a

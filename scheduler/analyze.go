@@ -37,6 +37,19 @@ type analysis struct {
 	// succeeded is when the job's result was complete (zero: not yet).
 	succeeded time.Time
 	text      string // the rendering, once the job ended
+	// The stages' timeline, relative to start (when the job was created):
+	// when each stage's first task was launched and its last task
+	// reported, and the longest its tasks waited on their executors.
+	start    time.Time
+	timeline map[int32]*stageTimes
+}
+
+// stageTimes is when a stage ran, as the scheduler saw it, and the
+// longest time one of its tasks spent on its executor before its stage
+// body ran: waiting for slots (queued) and decoding its plan (setup).
+type stageTimes struct {
+	launched, ended time.Time
+	queued, setup   time.Duration
 }
 
 type attemptKey struct{ stage, stageAttempt, task, attempt int32 }
@@ -44,7 +57,18 @@ type attemptKey struct{ stage, stageAttempt, task, attempt int32 }
 type stageTask struct{ stage, task int32 }
 
 func newAnalysis(plan *dplan.Graph) *analysis {
-	return &analysis{plan: plan, pending: map[attemptKey]string{}, launched: map[stageTask]bool{}, reports: map[stageTask]*rpc.TaskStatus{}}
+	return &analysis{plan: plan, pending: map[attemptKey]string{}, launched: map[stageTask]bool{}, reports: map[stageTask]*rpc.TaskStatus{},
+		start: time.Now(), timeline: map[int32]*stageTimes{}}
+}
+
+// times is the stage's timeline entry, created on first use.
+func (a *analysis) times(stage int32) *stageTimes {
+	t := a.timeline[stage]
+	if t == nil {
+		t = &stageTimes{}
+		a.timeline[stage] = t
+	}
+	return t
 }
 
 func attemptOf(id *rpc.TaskId) attemptKey {
@@ -53,7 +77,11 @@ func attemptOf(id *rpc.TaskId) attemptKey {
 
 // launch marks the tasks to be analyzed and waits for their reports.
 func (a *analysis) launch(as []*Assignment) {
+	now := time.Now()
 	for _, as := range as {
+		if t := a.times(as.Task.Id.GetStageId()); t.launched.IsZero() {
+			t.launched = now
+		}
 		as.Task.Analyze = true
 		a.pending[attemptOf(as.Task.Id)] = as.ExecutorID
 		a.launched[stageTask{as.Task.Id.GetStageId(), as.Task.Id.GetTaskId()}] = true
@@ -71,6 +99,10 @@ func (a *analysis) report(st *rpc.TaskStatus) {
 		return // not launched by this job, or reported already
 	}
 	delete(a.pending, k)
+	times := a.times(k.stage)
+	times.ended = time.Now()
+	times.queued = max(times.queued, time.Duration(st.QueuedNs))
+	times.setup = max(times.setup, time.Duration(st.SetupNs))
 	t := stageTask{k.stage, k.task}
 	switch st.State {
 	case rpc.TaskState_TASK_SUCCESSFUL:
@@ -170,6 +202,7 @@ func (a *analysis) format(g ExecutionGraph) string {
 		if reported < tasks {
 			fmt.Fprintf(&b, " (%d of %d tasks reported metrics)", reported, tasks)
 		}
+		b.WriteString(a.timelineText(s))
 		if adaptive {
 			if r := ag.StageReport(s.ID); r != "" {
 				b.WriteString(" " + r)
@@ -187,6 +220,37 @@ func (a *analysis) format(g ExecutionGraph) string {
 	}
 	a.text = b.String()
 	return a.text
+}
+
+// timelineText is what the stage line says about when the stage ran,
+// relative to the job's creation: start (its first task launched), end (its
+// last task reported), wait (from the last of its inputs ending to its
+// start: the scheduler's reaction; for a stage without inputs, from the
+// job's creation) and, when not negligible, the longest time a task waited
+// on its executor for slots (queued) and took to start its body (setup).
+func (a *analysis) timelineText(s *dplan.Stage) string {
+	t := a.timeline[int32(s.ID)]
+	if t == nil || t.launched.IsZero() || t.ended.IsZero() {
+		return ""
+	}
+	ready := a.start
+	for _, in := range s.Inputs {
+		if it := a.timeline[int32(in)]; it != nil && it.ended.After(ready) {
+			ready = it.ended
+		}
+	}
+	parts := []string{
+		"start=+" + metrics.FormatDuration(t.launched.Sub(a.start)),
+		"end=+" + metrics.FormatDuration(t.ended.Sub(a.start)),
+		"wait=" + metrics.FormatDuration(max(t.launched.Sub(ready), 0)),
+	}
+	if t.queued >= 100*time.Microsecond {
+		parts = append(parts, "queued="+metrics.FormatDuration(t.queued))
+	}
+	if t.setup >= 100*time.Microsecond {
+		parts = append(parts, "setup="+metrics.FormatDuration(t.setup))
+	}
+	return " timeline=[" + strings.Join(parts, ", ") + "]"
 }
 
 // endAnalyses ends the EXPLAIN ANALYZE jobs whose wait for task reports is

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sluice/rpc"
+	"sluice/scheduler/dplan"
 )
 
 // An EXPLAIN ANALYZE job on a pipelined cluster whose LIMIT is satisfied
@@ -92,5 +93,50 @@ func TestAnalysisCompletes(t *testing.T) {
 	}
 	if !an.complete(now.Add(analyzeReportWait)) {
 		t.Error("still waiting after analyzeReportWait")
+	}
+}
+
+// A stage's timeline is measured from the job's creation: its start is its
+// first launch, its end its last report, and its wait runs from the last
+// of its inputs ending to its start; the executors' queue and setup times
+// show when they are not negligible.
+func TestAnalysisTimeline(t *testing.T) {
+	an := newAnalysis(nil)
+	at := func(d time.Duration) time.Time { return an.start.Add(d) }
+	an.timeline[1] = &stageTimes{launched: at(time.Millisecond), ended: at(10 * time.Millisecond)}
+	an.timeline[2] = &stageTimes{launched: at(2 * time.Millisecond), ended: at(20 * time.Millisecond), queued: 3 * time.Millisecond}
+	an.timeline[3] = &stageTimes{launched: at(25 * time.Millisecond), ended: at(30 * time.Millisecond), setup: 50 * time.Microsecond}
+	cases := []struct {
+		stage *dplan.Stage
+		want  string
+	}{
+		{&dplan.Stage{ID: 1}, " timeline=[start=+1ms, end=+10ms, wait=1ms]"},
+		{&dplan.Stage{ID: 2}, " timeline=[start=+2ms, end=+20ms, wait=2ms, queued=3ms]"},
+		{&dplan.Stage{ID: 3, Inputs: []int{1, 2}}, " timeline=[start=+25ms, end=+30ms, wait=5ms]"},
+		{&dplan.Stage{ID: 4, Inputs: []int{3}}, ""}, // never launched
+	}
+	for _, c := range cases {
+		if got := an.timelineText(c.stage); got != c.want {
+			t.Errorf("stage %d: %q, want %q", c.stage.ID, got, c.want)
+		}
+	}
+}
+
+// Reports set a stage's end and keep its tasks' longest queue and setup
+// times; launches set its start once.
+func TestAnalysisTimelineRecords(t *testing.T) {
+	an := newAnalysis(nil)
+	id := func(task int32) *rpc.TaskId { return &rpc.TaskId{JobId: "j", StageId: 1, TaskId: task} }
+	an.launch([]*Assignment{{ExecutorID: "a", Task: &rpc.TaskDefinition{Id: id(0)}}})
+	first := an.timeline[1].launched
+	an.launch([]*Assignment{{ExecutorID: "b", Task: &rpc.TaskDefinition{Id: id(1)}}})
+	if an.timeline[1].launched != first {
+		t.Error("a later launch moved the stage's start")
+	}
+	an.report(&rpc.TaskStatus{Id: id(0), State: rpc.TaskState_TASK_SUCCESSFUL, QueuedNs: int64(4 * time.Millisecond), SetupNs: 100})
+	an.report(&rpc.TaskStatus{Id: id(1), State: rpc.TaskState_TASK_SUCCESSFUL, QueuedNs: int64(time.Millisecond), SetupNs: 200})
+	tt := an.timeline[1]
+	if tt.queued != 4*time.Millisecond || tt.setup != 200 || tt.ended.Before(first) {
+		t.Errorf("timeline %+v", tt)
 	}
 }

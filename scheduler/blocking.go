@@ -347,12 +347,16 @@ func (g *blockingGraph) needed(s *bStage) bool {
 // Offer deals each runnable stage's pending partitions out to the offers
 // (dealTasks: spread over hosts, packed within one), each task taking up
 // to the offer's free vcores and at most MaxPartitionsPerTask partitions.
+// Runnable stages are served longest remaining chain first (byHeight), so
+// that when they do not all fit, the vcores go to the stage the job's end
+// waits on longest; each goes to the executors holding its inputs first
+// (localFirst).
 func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 	if g.state != GraphRunning {
 		return nil
 	}
 	var out []*Assignment
-	for _, s := range g.stages {
+	for _, s := range g.byHeight() {
 		if (s.state != StageResolved && s.state != StageRunning) || !g.needed(s) || g.deferred(s) {
 			continue
 		}
@@ -362,20 +366,81 @@ func (g *blockingGraph) Offer(offers []*Offer) []*Assignment {
 				pending = append(pending, i)
 			}
 		}
-		free := make([]int, len(offers))
-		for i, o := range offers {
+		local := g.localFirst(s, offers)
+		free := make([]int, len(local))
+		for i, o := range local {
 			free[i] = o.Free
 		}
-		for _, d := range dealTasks(len(pending), offers, free, g.cfg.MaxPartitionsPerTask) {
-			out = append(out, g.launch(s, pending[:d.n], offers[d.offer].ExecutorID))
+		for _, d := range dealTasks(len(pending), local, free, g.cfg.MaxPartitionsPerTask) {
+			out = append(out, g.launch(s, pending[:d.n], local[d.offer].ExecutorID))
 			pending = pending[d.n:]
-			offers[d.offer].Free -= d.n
+			local[d.offer].Free -= d.n
 		}
 		if s.state == StageResolved && len(s.running) > 0 {
 			s.state = StageRunning
 		}
 	}
 	return out
+}
+
+// byHeight returns the stages ordered by height, highest first, then by
+// ID. A stage's height is the number of stages on the longest chain from it
+// to the final stage, itself included: the stage transitions the job must
+// still go through once it ends. In blocking mode each transition costs
+// the consumer's whole run, so a stage at the bottom of a long chain of
+// broadcast joins (TPC-DS q72: 8 stages deep) holds the job up more than
+// a dimension scan read only by the last join, however cheap either is.
+// Among stages of one height, the one the planner expects to write more
+// goes first (the longest job first: the short ones fill in after it).
+// Heights follow the stages' current inputs, which adaptive execution may
+// change; skipped stages have none.
+func (g *blockingGraph) byHeight() []*bStage {
+	height := make([]int, len(g.stages)+1)
+	for i := len(g.stages) - 1; i >= 0; i-- {
+		s := g.stages[i]
+		if s.state == StageSkipped {
+			continue
+		}
+		height[s.ID] = max(height[s.ID], 1)
+		for _, in := range s.Inputs {
+			height[in] = max(height[in], height[s.ID]+1)
+		}
+	}
+	out := slices.Clone(g.stages)
+	slices.SortStableFunc(out, func(a, b *bStage) int {
+		return cmp.Or(cmp.Compare(height[b.ID], height[a.ID]), cmp.Compare(estBytes(b), estBytes(a)))
+	})
+	return out
+}
+
+// localFirst returns the offers with those of the executors holding more
+// of the stage's input bytes first (stable otherwise), so that its tasks,
+// packed onto the first executors of a host (dealTasks), read their inputs
+// from local files rather than over Flight. The offers are the same
+// values, so taking vcores from one takes them from the caller's.
+func (g *blockingGraph) localFirst(s *bStage, offers []*Offer) []*Offer {
+	held := map[string]int64{}
+	for _, in := range s.Inputs {
+		p := g.stages[in-1]
+		for i := range p.parts {
+			for _, l := range p.parts[i].outputs {
+				held[p.parts[i].executor] += max(l.NumBytes, 1)
+			}
+		}
+	}
+	out := slices.Clone(offers)
+	if len(held) > 0 {
+		slices.SortStableFunc(out, func(a, b *Offer) int { return cmp.Compare(held[b.ExecutorID], held[a.ExecutorID]) })
+	}
+	return out
+}
+
+// estBytes is the planner's guess of the stage's output bytes (0: none).
+func estBytes(s *bStage) float64 {
+	if !s.Estimated {
+		return 0
+	}
+	return s.EstBytes
 }
 
 func (g *blockingGraph) launch(s *bStage, parts []int, executor string) *Assignment {

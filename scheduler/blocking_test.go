@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sluice/rpc"
+	"sluice/scheduler/dplan"
 )
 
 const groupBySQL = "select c_mktsegment, count(*) from customer group by c_mktsegment"
@@ -143,6 +144,33 @@ func TestBlockingStageOrderAndSingleTask(t *testing.T) {
 	}
 	if locs := g.FinalLocations(); len(locs) != 1 || locs[0].ExecutorId != "c" {
 		t.Errorf("final locations %v", locs)
+	}
+}
+
+// Runnable stages are offered vcores longest remaining chain first: the
+// supplier scan (stage 1) is read only by the last join, the nation scan
+// (stage 2) starts a chain of three joins, so it goes first when only one
+// of them fits, and the supplier scan takes the next free vcores.
+func TestBlockingLongestChainFirst(t *testing.T) {
+	const sql = "select count(*) from supplier s, lineitem l, orders o, customer c, nation n where s_suppkey = l_suppkey and l_orderkey = o_orderkey and o_custkey = c_custkey and c_nationkey = n_nationkey and n_name = 'CHINA' and s_acctbal > 0"
+	g, dg := blockingGraphFor(t, testEngine(t), sql, 2, 2, 3)
+	if len(dg.Stages) != 6 || len(dg.Stages[0].Inputs) != 0 || len(dg.Stages[1].Inputs) != 0 ||
+		fmt.Sprint(dg.Stages[2].Inputs, dg.Stages[3].Inputs, dg.Stages[4].Inputs) != "[2] [3] [1 4]" {
+		t.Fatalf("unexpected plan:\n%s", dplan.Format(dg))
+	}
+	var heights []int
+	for _, s := range g.byHeight() {
+		heights = append(heights, s.ID)
+	}
+	if fmt.Sprint(heights) != "[2 3 1 4 5 6]" {
+		t.Errorf("stages by height %v, want [2 3 1 4 5 6]", heights)
+	}
+	first := g.Offer([]*Offer{{ExecutorID: "a", Free: 2}})
+	if fmt.Sprint(stageOf(first)) != "[2]" {
+		t.Fatalf("first offer placed stages %v, want [2]", stageOf(first))
+	}
+	if next := g.Offer([]*Offer{{ExecutorID: "b", Free: 2}}); fmt.Sprint(stageOf(next)) != "[1]" {
+		t.Fatalf("second offer placed stages %v, want [1]", stageOf(next))
 	}
 }
 
@@ -340,5 +368,43 @@ func TestBlockingLostOutputNoLongerNeeded(t *testing.T) {
 	finishAll(t, g, as)
 	if st, err := g.State(); st != GraphSuccessful {
 		t.Fatalf("state %v %v", st, err)
+	}
+}
+
+// Among stages of one height, the one expected to write more goes first;
+// stages without an estimate count as writing nothing and keep ID order.
+func TestBlockingHeightTiesByEstimate(t *testing.T) {
+	stage := func(id int, est float64, inputs ...int) *bStage {
+		return &bStage{Stage: &dplan.Stage{ID: id, Inputs: inputs, Estimated: est > 0, EstBytes: est}}
+	}
+	g := &blockingGraph{stages: []*bStage{
+		stage(1, 0), stage(2, 8e3), stage(3, 0), stage(4, 1.5e6), stage(5, 0, 1, 2, 3, 4),
+	}}
+	var order []int
+	for _, s := range g.byHeight() {
+		order = append(order, s.ID)
+	}
+	if fmt.Sprint(order) != "[4 2 1 3 5]" {
+		t.Errorf("stages in order %v, want [4 2 1 3 5]", order)
+	}
+}
+
+// A stage's tasks go to the executors holding its inputs first, so that
+// they read local files: the partial counts ran on b, and the final stage
+// goes there although a comes first in the offers.
+func TestBlockingPrefersExecutorsHoldingInputs(t *testing.T) {
+	g, _ := blockingGraphFor(t, testEngine(t), "select count(*) from orders", 4, 4, 3)
+	first := g.Offer([]*Offer{{ExecutorID: "b", Free: 4}})
+	if fmt.Sprint(partsOf(first)) != "map[b:[[0 1 2 3]]]" {
+		t.Fatalf("first offer: %v", partsOf(first))
+	}
+	finishAll(t, g, first)
+	offers := []*Offer{{ExecutorID: "a", Free: 4}, {ExecutorID: "b", Free: 4}}
+	final := g.Offer(offers)
+	if fmt.Sprint(partsOf(final)) != "map[b:[[0]]]" {
+		t.Fatalf("final stage placed %v, want on b", partsOf(final))
+	}
+	if offers[0].Free != 4 || offers[1].Free != 3 {
+		t.Errorf("offers left with %d and %d free, want 4 and 3", offers[0].Free, offers[1].Free)
 	}
 }

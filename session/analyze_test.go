@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -142,6 +143,7 @@ func TestExplainAnalyze(t *testing.T) {
 			lines := strings.Split(text, "\n")
 			var root, dim, join []string
 			cluster := strings.HasPrefix(lines[0], "Stage ")
+			checkTimeline(t, lines, strings.HasPrefix(name, "blocking"))
 			for i, l := range lines {
 				if strings.HasPrefix(l, "Stage ") {
 					if !strings.Contains(l, " metrics=[tasks=") || strings.Contains(l, "reported metrics") {
@@ -187,6 +189,50 @@ func TestExplainAnalyze(t *testing.T) {
 				t.Logf("EXPLAIN ANALYZE:\n%s\n%s", text, out["summary"])
 			}
 		})
+	}
+}
+
+var (
+	stageTimeline = regexp.MustCompile(`^Stage (\d+): .* inputs=\[([0-9, ]*)\].* timeline=\[start=\+([^,]+), end=\+([^,\]]+), wait=([^,\]]+)`)
+	stageLine     = regexp.MustCompile(`^Stage \d+: `)
+)
+
+// checkTimeline checks each stage line's timeline: every stage has one,
+// ending after it started, and in blocking mode no stage starts before its
+// inputs ended (up to the rounding of the printed figures).
+func checkTimeline(t *testing.T, lines []string, blocking bool) {
+	t.Helper()
+	type span struct{ start, end time.Duration }
+	spans := map[string]span{}
+	inputs := map[string][]string{}
+	for _, l := range lines {
+		if !stageLine.MatchString(l) {
+			continue
+		}
+		m := stageTimeline.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("stage line without its timeline: %q", l)
+			continue
+		}
+		start, err1 := time.ParseDuration(m[3])
+		end, err2 := time.ParseDuration(m[4])
+		if _, err3 := time.ParseDuration(m[5]); err1 != nil || err2 != nil || err3 != nil || end < start {
+			t.Errorf("timeline of %q: start %v, end %v", l, start, end)
+		}
+		spans[m[1]] = span{start, end}
+		if m[2] != "" {
+			inputs[m[1]] = strings.Split(m[2], ", ")
+		}
+	}
+	if !blocking {
+		return
+	}
+	for id, ins := range inputs {
+		for _, in := range ins {
+			if s, p := spans[id], spans[in]; s.start < p.end-p.end/100-10*time.Microsecond {
+				t.Errorf("stage %s started at +%v, before its input stage %s ended (+%v)", id, s.start, in, p.end)
+			}
+		}
 	}
 }
 
