@@ -359,6 +359,9 @@ func (h *HashAggregate) newGroups(tc *TaskContext) (*groupTable, []aggAccumulato
 		}
 		accs[i] = acc
 	}
+	if h.splitLevel > 0 {
+		table.stayHashed()
+	}
 	hist := &countHist{}
 	if h.mode != AggFinal {
 		shareAvgSums(h.aggs, accs)
@@ -755,6 +758,7 @@ func (s *hashAggStream) spillGroups() error {
 	if err != nil {
 		return err
 	}
+	table.stayHashed()
 	s.table, s.accs, s.hist = table, accs, hist
 	err = s.account()
 	if err != nil && s.op.mode == AggFinal && canSpill(s.tc, err) {
@@ -773,6 +777,7 @@ func (s *hashAggStream) resumeGroups() error {
 	if err != nil {
 		return err
 	}
+	table.stayHashed()
 	s.table, s.accs, s.hist = table, accs, hist
 	if err := s.account(); err != nil {
 		s.table.releaseSlots()
