@@ -173,6 +173,7 @@ func splitDistinct(n Node, ctx *OptContext) Node {
 		top.Exprs = append(top.Exprs, c.Ref())
 	}
 	needTop := false
+	partials := map[string]Column{}
 	for i, f := range a.Aggs {
 		col := a.Cols[k+i]
 		if f.Distinct {
@@ -185,8 +186,23 @@ func splitDistinct(n Node, ctx *OptContext) Node {
 		if !ok {
 			return n
 		}
-		inner.Aggs = append(inner.Aggs, parts...)
-		inner.Cols = append(inner.Cols, outs...)
+		// A partial the inner aggregate computes already (avg's count
+		// beside count(y), TPC-DS q28) is read again, not computed twice.
+		same := map[ColumnID]Expr{}
+		for j, p := range parts {
+			key := partialKey(p)
+			if c, ok := partials[key]; ok {
+				same[outs[j].ID] = c.Ref()
+				continue
+			}
+			partials[key] = outs[j]
+			inner.Aggs = append(inner.Aggs, p)
+			inner.Cols = append(inner.Cols, outs[j])
+		}
+		combine.Arg = substitute(combine.Arg, same)
+		if combine.Arg2 != nil {
+			combine.Arg2 = substitute(combine.Arg2, same)
+		}
 		if gid != nil {
 			combine.Arg = onlyCopyZero(combine.Arg, gid)
 			if combine.Arg2 != nil {
@@ -208,6 +224,15 @@ func splitDistinct(n Node, ctx *OptContext) Node {
 		return outer
 	}
 	return top
+}
+
+// partialKey identifies a partial aggregate call by its function, type
+// and argument.
+func partialKey(c *AggCall) string {
+	if c.Arg == nil {
+		return fmt.Sprintf("%s:%s", c.Func, c.Typ)
+	}
+	return fmt.Sprintf("%s:%s:%s", c.Func, c.Typ, distinctArgKey(c.Arg))
 }
 
 // onlyCopyZero keeps e in the rows of the ordinary functions' copy
