@@ -38,12 +38,13 @@ import "fmt"
 // aggregate outputs a row over no input, where a summed count is NULL: a
 // Project above gives such counts back as coalesce(sum, 0).
 //
-// The rule applies when at least one function is DISTINCT and one is not;
-// the DISTINCT ones are count, sum, avg, min, max, the variances and
-// standard deviations, bool_and and bool_or of one argument, the others
-// sum, count, count(*), min, max and avg, none with ORDER BY. Anything
-// else (string_agg, two-argument functions, ordered calls) keeps the
-// single-stage plan. It runs after the rules that reshape aggregates
+// The rule applies when at least one function is DISTINCT and one is not,
+// or, without GROUP BY, when every function is DISTINCT over one argument
+// (count(DISTINCT x) alone runs on one core otherwise). The DISTINCT ones
+// are count, sum, avg, min, max, the variances and standard deviations,
+// bool_and and bool_or of one argument, the others sum, count, count(*),
+// min, max and avg, none with ORDER BY. Anything else (string_agg,
+// two-argument functions, ordered calls) keeps the single-stage plan. It runs after the rules that reshape aggregates
 // (eager aggregation, reduction by a join), which expect the original
 // aggregate, and before pruning.
 func SplitDistinctAggregates(n Node, ctx *OptContext) (Node, error) {
@@ -98,10 +99,13 @@ func splitDistinct(n Node, ctx *OptContext) Node {
 		}
 		argOf[i] = j
 	}
-	if len(args) == 0 || !hasPlain {
+	k := len(a.GroupBy)
+	// DISTINCT functions alone already spill (their sets as raw rows), and
+	// with group keys run in every partition; only the global ones of one
+	// argument, which run on one core, gain from the rewrite.
+	if len(args) == 0 || (!hasPlain && (len(args) > 1 || k > 0 || len(a.GrandTotals) > 0)) {
 		return n
 	}
-	k := len(a.GroupBy)
 	in := a.Input
 	inSchema := in.Schema()
 	// fresh names a new column after the expression it holds.

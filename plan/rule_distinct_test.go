@@ -38,7 +38,15 @@ func TestSplitDistinctAggregatesGolden(t *testing.T) {
 			f := b.scanStats("fact")
 			return b.rollup(f, []Expr{col(f, "f_cat")}, countDistinct(col(f, "f_key")), countOf(col(f, "f_qty")))
 		}},
-		{name: "only_distinct_untouched", apply: SplitDistinctAggregates, build: func(b *tb) Node {
+		{name: "only_distinct_one_argument", apply: SplitDistinctAggregates, build: func(b *tb) Node {
+			f := b.scanStats("fact")
+			return b.agg(f, nil, countDistinct(col(f, "f_key")), distinctOf(maxOf(col(f, "f_key"))))
+		}},
+		{name: "only_distinct_grouped_untouched", apply: SplitDistinctAggregates, build: func(b *tb) Node {
+			f := b.scanStats("fact")
+			return b.agg(f, []Expr{col(f, "f_cat")}, countDistinct(col(f, "f_key")))
+		}},
+		{name: "only_distinct_several_arguments_untouched", apply: SplitDistinctAggregates, build: func(b *tb) Node {
 			f := b.scanStats("fact")
 			return b.agg(f, []Expr{col(f, "f_cat")}, countDistinct(col(f, "f_key")), countDistinct(col(f, "f_qty")))
 		}},
