@@ -367,6 +367,9 @@ func (h *HashAggregate) newGroups(tc *TaskContext) (*groupTable, []aggAccumulato
 		}
 		accs[i] = acc
 	}
+	if h.splitLevel > 0 {
+		table.stayHashed()
+	}
 	hist := &countHist{}
 	if h.mode != AggFinal {
 		shareAvgSums(h.aggs, accs)
@@ -401,8 +404,12 @@ func (h *HashAggregate) Execute(ctx context.Context, partition int, tc *TaskCont
 	}
 	// An aggregate that may spill (or, partial, pass its groups on) takes
 	// its fair share of the task's limit while it reads its input
-	// (mempool.Reservation.SetSpillable).
-	s.res.SetSpillable(tc.SpillDir != "" && h.maySpill())
+	// (mempool.Reservation.SetSpillable), from its first input batch on:
+	// while it waits for it, it has nothing to spill, and a share it took
+	// would only be missing from the operators below that are working (a
+	// join building its table under an aggregate over an aggregate took
+	// five times as long in process under a 128 KiB limit).
+	s.fairShare = tc.SpillDir != "" && h.maySpill()
 	return s, nil
 }
 
@@ -462,9 +469,10 @@ type hashAggStream struct {
 	// partition is the one this stream aggregates (grand totals).
 	partition int
 
-	consumed bool // input fully read (or, streaming, read up to the switch)
-	emitted  int  // groups already output
-	closed   bool
+	consumed  bool // input fully read (or, streaming, read up to the switch)
+	fairShare bool // the reservation is spillable once input arrives
+	emitted   int  // groups already output
+	closed    bool
 	// rows is the input rows consumed. streaming: a partial aggregate
 	// whose groups were nearly as many as its rows stopped building one
 	// table for its whole input (see PartialSkipRows); it aggregates each
@@ -602,6 +610,7 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("hash aggregate: %w", err)
 		}
+		s.res.SetSpillable(s.fairShare)
 		s.rows += b.NumRows()
 		if s.rawSpill {
 			err = s.splitRaw(b)
@@ -763,6 +772,7 @@ func (s *hashAggStream) spillGroups() error {
 	if err != nil {
 		return err
 	}
+	table.stayHashed()
 	s.table, s.accs, s.hist = table, accs, hist
 	err = s.account()
 	if err != nil && s.op.mode == AggFinal && canSpill(s.tc, err) {
@@ -781,6 +791,7 @@ func (s *hashAggStream) resumeGroups() error {
 	if err != nil {
 		return err
 	}
+	table.stayHashed()
 	s.table, s.accs, s.hist = table, accs, hist
 	if err := s.account(); err != nil {
 		s.table.releaseSlots()

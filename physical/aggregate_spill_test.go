@@ -355,3 +355,46 @@ func TestHashAggregatePartialHalvesBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestHashAggregateSpilledBucketsStayHashed: dense integer keys, which an
+// aggregate in memory indexes directly, are spread by the spill over every
+// bucket's whole key range; each bucket's groups then fit the limit in a
+// hash table, so no bucket splits again (a direct index over the range
+// would not fit, and would be split up to the last level).
+func TestHashAggregateSpilledBucketsStayHashed(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := jaSchema("k", plan.Int64, "x", plan.Int64)
+	src := &jaSource{schema: schema, parts: make([][]arrow.RecordBatch, 1)}
+	defer src.release()
+	const keys = 60_000
+	for b := range 2 * keys / 1000 {
+		var rows [][]any
+		for i := range 1000 {
+			n := b*1000 + i
+			rows = append(rows, []any{n % keys, n})
+		}
+		src.parts[0] = append(src.parts[0], jaBatch(t, mem, schema, rows))
+	}
+	aggs := []AggregateExpr{
+		{Func: plan.AggCountStar, Name: "c", Type: plan.Int64},
+		{Func: plan.AggSum, Arg: jaCol(1, "x", plan.Int64), Name: "s", Type: plan.SumType(plan.Int64)},
+	}
+	op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "k", plan.Int64)}, []string{"k"}, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jaCollect(t, op, jaTC(mem, 1000, 0))
+	tc := jaTC(mem, 1000, 900_000)
+	tc.SpillDir = t.TempDir()
+	before, _ := SpillStats()
+	spillCheck(t, tc, true, func() {
+		got := jaCollect(t, op, tc)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d rows differ from the unlimited %d", len(got), len(want))
+		}
+	})
+	if after, _ := SpillStats(); after-before != spillBuckets {
+		t.Errorf("%d spill files, want the %d buckets of one spill", after-before, spillBuckets)
+	}
+}

@@ -957,6 +957,18 @@ func (t *groupTable) leaveDirect() {
 	t.dgids = nil
 }
 
+// stayHashed keeps a new table out of direct mode for good. A spilling
+// aggregate's groups after its first spill are one hash bucket's, spread
+// thin over the whole key range: a direct index would cost the memory of
+// every key of the range for a fraction of them, be refused, and split the
+// bucket again and again (100,000 dense keys under a 512 KiB limit took
+// 30 seconds instead of one).
+func (t *groupTable) stayHashed() {
+	if t.dgids == nil && t.n == 0 {
+		t.hashed, t.returned = true, true
+	}
+}
+
 // grow doubles the slot array and reinserts every slot.
 func (t *groupTable) grow() {
 	old := t.slots

@@ -24,7 +24,8 @@ type OptContext struct {
 // Decorrelation comes first so later rules never see a Subquery; folding
 // precedes pushdown so constant conjuncts vanish before they are pushed;
 // eager aggregation needs the join conditions pushdown places and leaves
-// the join order to the reordering after it; pruning is last because every
+// the join order to the reordering after it; DISTINCT aggregates are split
+// after every rule that reshapes an aggregate; pruning is last because every
 // earlier rule may still need any column.
 func DefaultRules() []Rule {
 	return []Rule{
@@ -41,6 +42,7 @@ func DefaultRules() []Rule {
 		{Name: "reorder-joins", Apply: ReorderJoins},
 		{Name: "build-side", Apply: ChooseBuildSide},
 		{Name: "reduce-aggregates", Apply: ReduceAggregates},
+		{Name: "split-distinct-aggregates", Apply: SplitDistinctAggregates},
 		{Name: "prune", Apply: PruneColumns},
 	}
 }

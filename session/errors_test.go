@@ -67,14 +67,18 @@ func drain(ctx context.Context, s *session.Session, sql string) error {
 // groups by both sides: 500K groups, far more than the caps below allow.
 const selfJoinGroupBy = "SELECT a.x, b.y, count(*) FROM generate_series(1, 1000) a(x) JOIN generate_series(1, 1000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x, b.y"
 
-// selfJoinDistinct needs memory no operator can spill: a DISTINCT
-// aggregate keeps every distinct value of each group, and mixed with one
-// that is not DISTINCT it has no form to spill in.
-const selfJoinDistinct = "SELECT a.x, count(DISTINCT b.y), count(*) FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x"
+// selfJoinOrdered needs memory no operator can spill: a string_agg with
+// ORDER BY keeps every value of each group with its order keys, and has no
+// form to spill in.
+const selfJoinOrdered = "SELECT a.x, string_agg(b.y::text, ',' ORDER BY b.y), count(*) FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x"
 
-// selfJoinOnlyDistinct is selfJoinDistinct with DISTINCT aggregates
+// selfJoinOnlyDistinct groups the same rows with DISTINCT aggregates
 // only, which spill their distinct values as rows.
 const selfJoinOnlyDistinct = "SELECT count(*), sum(n) FROM (SELECT a.x, count(DISTINCT b.y) AS n FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x) g"
+
+// selfJoinMixedDistinct mixes a DISTINCT aggregate with a plain one, which
+// the optimizer splits into two plain aggregates that spill.
+const selfJoinMixedDistinct = "SELECT count(*), sum(n), sum(c) FROM (SELECT a.x, count(DISTINCT b.y) AS n, count(*) AS c FROM generate_series(1, 2000) a(x) JOIN generate_series(1, 2000) b(y) ON a.x % 2 = b.y % 2 GROUP BY a.x) g"
 
 // TestMemoryCapFailsQuery: a query whose operators need more memory than
 // an executor's cap, or than execution.memory_limit, and cannot spill,
@@ -103,13 +107,17 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "2000,2000000") {
 			t.Fatalf("the self-join DISTINCT aggregate under the cap: %q, %v; want 2000 groups of 1000 values", out, err)
 		}
+		out, err = runScriptCSV(ctx, s, selfJoinMixedDistinct)
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "2000,2000000,2000000") {
+			t.Fatalf("the self-join mixed DISTINCT aggregate under the cap: %q, %v; want 2000 groups of 1000 values and rows", out, err)
+		}
 	}
 	for _, mode := range []string{"blocking", "pipelined"} {
 		t.Run(mode, func(t *testing.T) {
 			if err := s.Settings.Set("execution.mode", mode); err != nil {
 				t.Fatal(err)
 			}
-			check(t, s, selfJoinDistinct, "--memory-limit")
+			check(t, s, selfJoinOrdered, "--memory-limit")
 			if mode == "blocking" {
 				spills(t, s)
 			} else {
@@ -118,7 +126,7 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 			if err := s.Settings.Set("execution.memory_limit", "1048576"); err != nil {
 				t.Fatal(err)
 			}
-			check(t, s, selfJoinDistinct, "SET execution.memory_limit to a larger value")
+			check(t, s, selfJoinOrdered, "SET execution.memory_limit to a larger value")
 			if err := s.Settings.Reset("execution.memory_limit"); err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +140,7 @@ func TestMemoryCapFailsQuery(t *testing.T) {
 		if err := s.Settings.Set("execution.memory_limit", "4194304"); err != nil {
 			t.Fatal(err)
 		}
-		err := drain(ctx, s, selfJoinDistinct)
+		err := drain(ctx, s, selfJoinOrdered)
 		if err == nil || !strings.Contains(err.Error(), "memory limit reached") || !strings.Contains(err.Error(), "SET execution.memory_limit") {
 			t.Fatalf("error %v, want the query's memory limit", err)
 		}
