@@ -266,6 +266,16 @@ func TestMuxRefusedCapability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A batch of partition 0 first, so that its channel is open on the
+	// stream partition 1's opens on: partitions execute concurrently, and
+	// a channel opened after a failed stream was let go starts a stream of
+	// its own (which the refusal does not touch; the task's failure
+	// cancels it).
+	first, err := s0.Next(context.Background())
+	if err != nil {
+		t.Fatalf("partition 0's first batch: %v", err)
+	}
+	first.Release()
 	s1, err := r.Execute(context.Background(), 1, tc)
 	if err != nil {
 		t.Fatal(err)
