@@ -109,13 +109,7 @@ func (b *binder) rangeVar(rv *pg.RangeVar) (plan.Node, []scopeCol, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			if r, err = renameColumns(r, def.aliases, name); err != nil {
-				return nil, nil, err
-			}
-			if r, err = renameColumns(r, aliases, qual); err != nil {
-				return nil, nil, err
-			}
-			return r.node, relationScope(r, qual), nil
+			return b.finishCTERef(r, def, qual, aliases)
 		}
 	}
 	if t, ok := b.cat.Table(name); ok {
