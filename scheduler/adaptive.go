@@ -21,7 +21,8 @@ import (
 //     or read whole (a broadcast build side) may read contiguous ranges of
 //     its inputs' partitions instead, up to TargetPartitionBytes a range
 //     or an even share of the input if larger than 1 MiB (Spark's
-//     coalescing of shuffle partitions, parallelism first). Merging whole hash
+//     coalescing of shuffle partitions, parallelism first), never to
+//     fewer partitions than the cluster has vcores. Merging whole hash
 //     partitions keeps every key's rows of every input together, which is
 //     all a partition-wise operator (a partitioned join, a final
 //     aggregate, a window, INTERSECT) relies on; a shuffle reader's
@@ -250,7 +251,15 @@ func normalizeIDs(ids []int) []int {
 func (g *blockingGraph) coalesce(s *bStage) {
 	target := g.cfg.TargetPartitionBytes
 	n := s.Body.OutputPartitioning().Count
-	if target <= 0 || n <= 1 {
+	// A stage keeps at least the cluster's parallelism: its partitions
+	// are goroutines of a few tasks here, cheap to keep, while merging
+	// them serializes work that the input's bytes do not measure (a
+	// stage reading 400 KiB may join and aggregate for 30 ms).
+	floor := 1
+	if g.cfg.Parallelism > 0 {
+		floor = min(n, g.cfg.Parallelism)
+	}
+	if target <= 0 || n <= 1 || floor >= n {
 		return
 	}
 	var hashInputs []int
@@ -322,7 +331,11 @@ func (g *blockingGraph) coalesce(s *bStage) {
 	// keeps them, and one of a few small files runs as few partitions.
 	target = min(target, max((total+int64(n)-1)/int64(n), minCoalesceBytes))
 	ranges := coalesceRanges(sizes, target)
-	if len(ranges) == n {
+	if len(ranges) < floor {
+		target = max((total+int64(floor)-1)/int64(floor), 1)
+		ranges = coalesceRanges(sizes, target)
+	}
+	if len(ranges) == n || len(ranges) < floor {
 		return
 	}
 	s.ranges = ranges

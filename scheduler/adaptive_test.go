@@ -288,3 +288,28 @@ func TestAdaptiveKeepsParallelism(t *testing.T) {
 		}
 	}
 }
+
+// Coalescing never leaves a stage fewer partitions than the cluster has
+// vcores, however small its input: 8 partitions of 1 KiB files (one
+// range at any target) become the cluster's vcores, or stay 8 when the
+// cluster has more.
+func TestAdaptiveKeepsClusterParallelism(t *testing.T) {
+	for _, tc := range []struct {
+		vcores, want int
+	}{
+		{0, 1}, // not known: no floor
+		{1, 1},
+		{3, 4}, // ranges of ceil(8 KiB / 3): two partitions each
+		{4, 4},
+		{8, 8},
+		{16, 8},
+	} {
+		g := adaptiveGraphFor(t, groupBySQL, 8, 8<<20, 0)
+		g.cfg.Parallelism = tc.vcores
+		finishWith(t, g, offerAll(g), func(int32, int32) int64 { return 1 << 10 })
+		offerAll(g)
+		if n := len(g.stages[1].parts); n != tc.want {
+			t.Errorf("%d vcores: stage 2 runs %d partitions, want %d (%s)", tc.vcores, n, tc.want, g.StageReport(2))
+		}
+	}
+}

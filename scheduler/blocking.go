@@ -62,6 +62,10 @@ type BlockingConfig struct {
 	Adaptive             bool
 	TargetPartitionBytes int64
 	BroadcastThreshold   int64
+	// Parallelism is the cluster's vcores when the job was submitted:
+	// coalescing never leaves a stage fewer partitions than this (0: no
+	// floor), as Spark's coalescing keeps the default parallelism.
+	Parallelism int
 }
 
 // NewBlockingGraph returns the graph of a blocking job: stages run when all

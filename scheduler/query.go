@@ -285,6 +285,7 @@ func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, att
 			Adaptive:             spec.settings.Bool("execution.adaptive"),
 			TargetPartitionBytes: spec.settings.Int("execution.aqe_target_partition_bytes"),
 			BroadcastThreshold:   spec.settings.Int("optimizer.broadcast_join_threshold_bytes"),
+			Parallelism:          int(s.totalVcores.Load()),
 		})
 	}
 	if err != nil {

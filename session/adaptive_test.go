@@ -96,12 +96,13 @@ var adaptiveQueries = []string{
 // TestAdaptiveBlockingCluster runs joins whose build side the planner
 // overestimates on a 2-executor blocking cluster: EXPLAIN ANALYZE shows
 // the inner join switched to a broadcast join and the final aggregate's
-// partitions coalesced, with the estimates and exact sizes per stage, and
+// partitions coalesced down to the cluster's vcores, with the estimates and exact sizes per stage, and
 // every join type answers as in process, adaptive or not, whatever the
 // thresholds (drawn at random).
 func TestAdaptiveBlockingCluster(t *testing.T) {
 	ref := session.New(catalog.New())
-	s := startCluster(t, 2, cluster.PolicyPush)
+	// One vcore each: coalescing keeps at least the cluster's two.
+	_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: 2, Policy: cluster.PolicyPush, VcoresPerExecutor: 1})
 	writeAdaptiveTables(t, ref, s)
 	ctx := context.Background()
 	set := func(k, v string) {
@@ -116,13 +117,16 @@ func TestAdaptiveBlockingCluster(t *testing.T) {
 
 	out := explainAnalyze(t, s, adaptiveQueries[0])
 	text := out["analyzed_plan"]
-	for _, want := range []string{"adaptive=[partitioned -> broadcast join", "skipped", "-> 1 partitions", "estimated=[rows=", "actual=[rows="} {
+	for _, want := range []string{"adaptive=[partitioned -> broadcast join", "skipped", "adaptive=[4 -> ", "estimated=[rows=", "actual=[rows="} {
 		if want == "skipped" {
 			want = "adaptive=[merged into stage"
 		}
 		if !strings.Contains(text, want) {
 			t.Errorf("EXPLAIN ANALYZE lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, "4 -> 1 partitions") {
+		t.Errorf("a stage was coalesced below the cluster's 2 vcores:\n%s", text)
 	}
 	if !strings.HasPrefix(out["summary"], "rows=7, ") {
 		t.Errorf("summary %q, want 7 rows", out["summary"])
