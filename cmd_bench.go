@@ -17,8 +17,8 @@ import (
 	"sluice/session"
 )
 
-const benchUsage = `usage: sluice bench tpch [--sf N] [--data DIR] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,s2,...] [--streaming=false] [--latency N] [--out DIR]
-       sluice bench tpcds --data DIR --queries DIR [--modes blocking,pipelined,in-process] [--only 1,3,...] [--runs R] [--executors K] [--out DIR]
+const benchUsage = `usage: sluice bench tpch [--sf N] [--data DIR] [--modes blocking,pipelined] [--runs R] [--executors K] [--queries 1,3,s2,...] [--streaming=false] [--latency N] [--interleave=false] [--out DIR]
+       sluice bench tpcds --data DIR --queries DIR [--modes blocking,pipelined,in-process] [--only 1,3,...] [--runs R] [--executors K] [--interleave=false] [--out DIR]
        sluice bench merge RESULTS.json PEER.json... [--out DIR]`
 
 // runBench is `sluice bench`: the TPC-H suite on an embedded cluster, or
@@ -55,6 +55,7 @@ func runBenchTPCH(args []string) int {
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
 	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
 	data := fs.String("data", "", "read the TPC-H tables from this folder (one sub-folder of Parquet files per table, as another writer left them) instead of the generated files; --sf is then only recorded")
+	interleave := fs.Bool("interleave", true, "time each query's modes in turn (its warm-ups, then run 1 in every mode, run 2 in every mode, ...), so that modes are compared in the same minute of the machine's drift; false runs one mode's whole suite after another's")
 	answers := fs.String("answers", "", "check each TPC-H query's warm-up run in every mode against the answers in this folder (qN.out in the TPC-H kit's format, e.g. testdata/tpch/answers-sf1, or what sluice-bench-duckdb --answers wrote) and report the verdicts")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, benchUsage)
@@ -110,6 +111,7 @@ func runBenchTPCH(args []string) int {
 	}
 	suite.ReservedPeaks, suite.ResetReservedPeaks = reservedPeaks(emb)
 	suite.Answers = *answers
+	suite.Interleave = *interleave
 	rep.Runs, rep.Memory, err = suite.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
@@ -135,8 +137,16 @@ func runBenchTPCH(args []string) int {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("tables read from %s, not the files sluice generates", dataDir))
 	}
 	rep.Notes = append(rep.Notes,
-		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")
+		peakRSSNote(*interleave))
 	return writeBenchOutputs(*out, rep)
+}
+
+// peakRSSNote says what the report's peak RSS per mode means.
+func peakRSSNote(interleaved bool) string {
+	if interleaved {
+		return "modes were timed in turn, query by query (warm-ups, then run 1 in every mode, run 2 in every mode, ...); peak RSS is the process-wide high-water mark (VmHWM) at the end, the same for every mode"
+	}
+	return "peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak"
 }
 
 // reservedPeaks returns the suite's functions reading and restarting each
@@ -374,6 +384,7 @@ func runBenchTPCDS(args []string) int {
 	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
 	out := fs.String("out", "bench-results/tpcds", "directory for results.json, table.md and chart.svg")
+	interleave := fs.Bool("interleave", true, "time each query's modes in turn (its warm-ups, then run 1 in every mode, run 2 in every mode, ...), so that modes are compared in the same minute of the machine's drift; false runs one mode's whole suite after another's")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, benchUsage)
 		return 2
@@ -417,7 +428,7 @@ func runBenchTPCDS(args []string) int {
 	fmt.Fprintf(os.Stderr, "TPC-DS from %s, %d queries; %d executors; modes %s; %d runs each after a warm-up\n", *data, len(qs), *executors, *modes, *runs)
 	rep := &bench.Report{Suite: "tpcds", ScaleFact: 1, Executors: *executors, Machine: bench.ThisMachine(), ModesOrder: modeList}
 	suite := &bench.Suite{Session: sess, InProcess: local, Queries: qs, Modes: modeList, Runs: *runs,
-		Whole: true, SkipFailing: true, Progress: os.Stderr}
+		Whole: true, SkipFailing: true, Progress: os.Stderr, Interleave: *interleave}
 	suite.ReservedPeaks, suite.ResetReservedPeaks = reservedPeaks(emb)
 	rep.Runs, rep.Memory, rep.Skipped, err = suite.RunSkipping(ctx)
 	if err != nil {
@@ -426,7 +437,7 @@ func runBenchTPCDS(args []string) int {
 	}
 	rep.Notes = append(rep.Notes,
 		"each query's script is timed whole (q14, q23, q24 and q39 hold two queries); ratios of sums count only the queries both modes ran",
-		"peak RSS is the process-wide high-water mark (VmHWM) read after each mode's suite, so a mode run later includes the earlier modes' peak")
+		peakRSSNote(*interleave))
 	return writeBenchOutputs(*out, rep)
 }
 

@@ -73,8 +73,8 @@ type Latency struct {
 	P99Ms float64 `json:"p99_ms"`
 }
 
-// Memory is what one mode's suite cost in memory, and how busy the machine
-// was meanwhile.
+// Memory is what one mode's suite (or, interleaved, its runs) cost in
+// memory, and how busy the machine was meanwhile.
 type Memory struct {
 	Mode string `json:"mode"`
 	// PeakRSSBytes is the process's resident high-water mark (VmHWM) when
@@ -82,15 +82,17 @@ type Memory struct {
 	// modes run later include the earlier modes' peak.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	// PeakQueuedBytes is the most bytes the executors' pipelined exchange
-	// queues held at once during the mode's suite (summed over executors).
+	// queues held at once during the mode's suite or runs (summed over
+	// executors).
 	PeakQueuedBytes int64 `json:"peak_queued_bytes"`
 	// PeakReservedBytes is, per executor, the most bytes its memory pool
-	// had reserved at once during the mode's suite: what operators
+	// had reserved at once during the mode's suite or runs: what operators
 	// accounted (hash tables, sorts, buffered batches), not the heap.
 	PeakReservedBytes []int64 `json:"peak_reserved_bytes,omitempty"`
 	// OtherCPUs is how many CPUs other processes kept busy, on average,
-	// while the mode's suite ran (0: none, or not known). Times measured
-	// while other work ran are not comparable with an idle machine's.
+	// while the mode's suite or runs ran (0: none, or not known). Times
+	// measured while other work ran are not comparable with an idle
+	// machine's.
 	OtherCPUs float64 `json:"other_cpus,omitempty"`
 }
 

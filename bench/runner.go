@@ -173,6 +173,12 @@ type Suite struct {
 	// Runs is how many timed runs each query gets per mode, after one
 	// warm-up run that is not recorded.
 	Runs int
+	// Interleave runs each query's modes in turn (its warm-ups, then run
+	// 1 in every mode, run 2 in every mode, ...) instead of one mode's
+	// whole suite after another's, so that the modes of a query are
+	// timed in the same minute of the machine's drift. Memory figures
+	// are then per mode over its runs only.
+	Interleave bool
 	// Progress, when set, receives a line per query and mode.
 	Progress io.Writer
 	// QueuePeak, when set, returns the cluster's peak queued exchange bytes
@@ -204,6 +210,9 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 	if s.Runs < 1 {
 		return nil, nil, nil, fmt.Errorf("benchmark: runs must be at least 1, got %d", s.Runs)
 	}
+	if s.Interleave {
+		return s.runInterleaved(ctx)
+	}
 	var runs []Run
 	var mem []Memory
 	var skipped []Skip
@@ -224,30 +233,9 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 		} else if err := setMode(sess, mode); err != nil {
 			return nil, nil, nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
 		}
-		run := RunScript
-		if s.Whole {
-			run = RunScriptWhole
-		}
+		run := s.runner()
 		for _, q := range s.Queries {
-			warm := func() error {
-				if s.Answers == "" || q.Set != SetTPCH {
-					_, err := run(ctx, sess, q.Text)
-					return err
-				}
-				c, ok, err := CheckAnswer(ctx, sess, s.Answers, q, mode)
-				if err != nil || !ok {
-					if !ok && err == nil {
-						_, err = run(ctx, sess, q.Text)
-					}
-					return err
-				}
-				s.Checks = append(s.Checks, c)
-				if !c.Pass && s.Progress != nil {
-					fmt.Fprintf(s.Progress, "%-3s %-10s WRONG ANSWER: %s\n", Label(q.Set, q.N), mode, c.Detail)
-				}
-				return nil
-			}
-			if err := warm(); err != nil {
+			if err := s.warmUp(ctx, sess, q, mode); err != nil {
 				if s.SkipFailing && ctx.Err() == nil {
 					skipped = append(skipped, Skip{Set: q.Set, Query: q.N, Mode: mode, Error: err.Error()})
 					if s.Progress != nil {
@@ -286,6 +274,36 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 		mem = append(mem, m)
 	}
 	return runs, mem, skipped, nil
+}
+
+// runner returns how the suite times a script.
+func (s *Suite) runner() func(context.Context, *session.Session, string) (Measurement, error) {
+	if s.Whole {
+		return RunScriptWhole
+	}
+	return RunScript
+}
+
+// warmUp runs q once in mode, untimed, checking its answer when the suite
+// has answers for it.
+func (s *Suite) warmUp(ctx context.Context, sess *session.Session, q Query, mode string) error {
+	run := s.runner()
+	if s.Answers == "" || q.Set != SetTPCH {
+		_, err := run(ctx, sess, q.Text)
+		return err
+	}
+	c, ok, err := CheckAnswer(ctx, sess, s.Answers, q, mode)
+	if err != nil || !ok {
+		if !ok && err == nil {
+			_, err = run(ctx, sess, q.Text)
+		}
+		return err
+	}
+	s.Checks = append(s.Checks, c)
+	if !c.Pass && s.Progress != nil {
+		fmt.Fprintf(s.Progress, "%-3s %-10s WRONG ANSWER: %s\n", Label(q.Set, q.N), mode, c.Detail)
+	}
+	return nil
 }
 
 // MeasureLatency runs sql once to warm up, then n times, each a full round

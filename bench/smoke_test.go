@@ -193,3 +193,76 @@ func TestSuiteWholeScriptsAndSkips(t *testing.T) {
 		t.Errorf("sum ratio should be %s (q1 alone):\n%s", want, table.String())
 	}
 }
+
+// TestSuiteInterleaved times each query's modes in turn: every mode's
+// run 1 before any mode's run 2, a query that fails everywhere skipped in
+// each mode, and the memory figures gathered per mode.
+func TestSuiteInterleaved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "t.csv")
+	if err := os.WriteFile(csv, []byte("k,v\n1,10\n2,20\n3,30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	local := session.New(catalog.New())
+	defer local.Close()
+	for _, s := range []*session.Session{sess, local} {
+		res, err := s.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE t (k INT, v INT) STORED AS CSV WITH HEADER ROW LOCATION '%s'", csv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
+	}
+	modes := []string{"blocking", ModeInProcess, "pipelined"}
+	suite := &Suite{Session: sess, InProcess: local, Modes: modes, Runs: 2, Whole: true, SkipFailing: true, Interleave: true,
+		Queries: []Query{
+			{Set: SetTPCDS, N: 1, Text: "SELECT k, sum(v) FROM t GROUP BY k ORDER BY k;\n"},
+			{Set: SetTPCDS, N: 2, Text: "SELECT no_such_column FROM t;\n"},
+			{Set: SetTPCDS, N: 3, Text: "SELECT count(*) FROM t;\n"},
+		},
+	}
+	suite.ReservedPeaks, suite.ResetReservedPeaks = func() []int64 { return []int64{7, 9} }, func() {}
+	runs, mem, skipped, err := suite.RunSkipping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range runs {
+		order = append(order, fmt.Sprintf("q%d/%s/%d", r.Query, r.Mode, r.Run))
+	}
+	want := "[q1/blocking/1 q1/in-process/1 q1/pipelined/1 q1/blocking/2 q1/in-process/2 q1/pipelined/2 " +
+		"q3/blocking/1 q3/in-process/1 q3/pipelined/1 q3/blocking/2 q3/in-process/2 q3/pipelined/2]"
+	if got := fmt.Sprint(order); got != want {
+		t.Errorf("runs in order %s, want %s", got, want)
+	}
+	for _, r := range runs {
+		if wantRows := map[int]int64{1: 3, 3: 1}[r.Query]; r.Rows != wantRows {
+			t.Errorf("run %+v: want %d rows", r, wantRows)
+		}
+	}
+	if len(skipped) != 3 {
+		t.Errorf("skipped = %+v, want q2 in each of the 3 modes", skipped)
+	}
+	if len(mem) != 3 {
+		t.Fatalf("memory = %+v, want one per mode", mem)
+	}
+	for i, m := range mem {
+		if m.Mode != modes[i] || m.PeakRSSBytes <= 0 {
+			t.Errorf("memory[%d] = %+v, want mode %s with a peak RSS", i, m, modes[i])
+		}
+		if isCluster := m.Mode != ModeInProcess; isCluster != (fmt.Sprint(m.PeakReservedBytes) == "[7 9]") {
+			t.Errorf("memory[%d] = %+v: reserved peaks only for the cluster modes", i, m)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func WriteExtras(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.Memory) > 0 {
-		b.WriteString("\n| mode | peak RSS of the process after the mode's suite (MiB) | peak queued exchange bytes (MiB) | peak reserved memory per executor (MiB) | CPUs other processes kept busy meanwhile |\n|---|---:|---:|---:|---:|\n")
+		b.WriteString("\n| mode | peak RSS of the process (MiB; see the notes) | peak queued exchange bytes (MiB) | peak reserved memory per executor (MiB) | CPUs other processes kept busy meanwhile |\n|---|---:|---:|---:|---:|\n")
 		var busy []string
 		for _, m := range r.Memory {
 			per := make([]string, len(m.PeakReservedBytes))
