@@ -115,14 +115,21 @@ func (s *Scheduler) ownedLocked(ctx context.Context, id string) *job {
 }
 
 // statusLocked is the job's status as its owner sees it.
-func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus {
+func (s *Scheduler) statusLocked(j *job) *rpc.JobStatus { return s.statusOfLocked(j, true) }
+
+// statusOfLocked is statusLocked, without the stage report and the
+// settings unless full.
+func (s *Scheduler) statusOfLocked(j *job, full bool) *rpc.JobStatus {
 	st := &rpc.JobStatus{
 		JobId: j.id, State: j.state, Error: j.err, Schema: j.schema,
 		FinalStageId: int32(j.graph.FinalStageID()), Progress: j.graph.Progress(),
-		Stages: j.graph.Describe(), Settings: j.settings, JobSecret: j.secret,
+		JobSecret: j.secret,
 		Write:   j.write != nil,
 		Attempt: int32(j.attempt), RetryNotice: j.notice, ModeChoice: j.modeChoice,
 		QueuedMs: j.queued(time.Now()).Milliseconds(), Admission: j.admissionText(time.Now()),
+	}
+	if full {
+		st.Stages, st.Settings = j.graph.Describe(), j.settings
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
 		// Clients fetch by job, stage and partitions, which name the file

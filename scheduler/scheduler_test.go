@@ -410,3 +410,36 @@ func TestJobDataTTL(t *testing.T) {
 		t.Errorf("swept job status: %v", err)
 	}
 }
+
+// A running job's statuses carry the stage report and the settings once,
+// with the first Running status, and again with the final one; the
+// statuses between carry what changes.
+func TestStatusStreamSendsReportOnce(t *testing.T) {
+	h := newHarness(t, Config{Policy: PolicyPush})
+	h.addExecutor("a", 1, false, succeed)
+	sts := h.execute(groupBySQL, blocking("scheduler.max_partitions_per_task", "1"))
+	var running []*rpc.JobStatus
+	for _, st := range sts {
+		if st.State == rpc.JobState_JOB_RUNNING {
+			running = append(running, st)
+		}
+	}
+	if len(running) < 3 {
+		t.Fatalf("%d running statuses (%v), want one per task update", len(running), states(sts))
+	}
+	if running[0].Stages == "" || len(running[0].Settings) == 0 {
+		t.Errorf("the first running status lacks the report or the settings: %v", running[0])
+	}
+	for i, st := range running[1:] {
+		if st.Stages != "" || st.Settings != nil {
+			t.Errorf("running status %d carries the report or the settings again", i+1)
+		}
+		if st.Progress == nil {
+			t.Errorf("running status %d has no progress", i+1)
+		}
+	}
+	final := last(t, sts)
+	if final.State != rpc.JobState_JOB_SUCCESSFUL || !strings.Contains(final.Stages, "Stage 2 [") || len(final.Settings) == 0 {
+		t.Errorf("final status %v, want success with the report and the settings", final)
+	}
+}
