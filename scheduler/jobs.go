@@ -124,8 +124,8 @@ func (s *Scheduler) statusOfLocked(j *job, full bool) *rpc.JobStatus {
 		JobId: j.id, State: j.state, Error: j.err, Schema: j.schema,
 		FinalStageId: int32(j.graph.FinalStageID()), Progress: j.graph.Progress(),
 		JobSecret: j.secret,
-		Write:   j.write != nil,
-		Attempt: int32(j.attempt), RetryNotice: j.notice, ModeChoice: j.modeChoice,
+		Write:     j.write != nil,
+		Attempt:   int32(j.attempt), RetryNotice: j.notice, ModeChoice: j.modeChoice,
 		QueuedMs: j.queued(time.Now()).Milliseconds(), Admission: j.admissionText(time.Now()),
 	}
 	if full {
