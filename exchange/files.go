@@ -1,8 +1,10 @@
 package exchange
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,25 +71,43 @@ func insideDir(dir, path string) bool {
 type fileWriter struct {
 	path string
 	tmp  *os.File
+	size *countingWriter
+	buf  *bufio.Writer
 	w    *ipc.FileWriter
 	rows int64
 }
 
+// shuffleWriteBuffer is how much of a shuffle file is gathered before a
+// write(2): the IPC writer writes each batch's message header, every
+// buffer and its padding separately, some 60 writes for a batch of ten
+// columns. Small, because a task of a wide shuffle holds a file per
+// output partition open (a buffer larger than a batch's small pieces
+// gains nothing: bufio passes a large write straight through).
+const shuffleWriteBuffer = 32 << 10
+
 func createShuffleFile(path string, schema *arrow.Schema, alloc memory.Allocator, c Compression) (*fileWriter, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating shuffle directory: %w", err)
+	// The stage's directory exists for all but its first file: create it
+	// only when the file cannot be.
+	dir, pattern := filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"
+	tmp, err := os.CreateTemp(dir, pattern)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating shuffle directory: %w", err)
+		}
+		tmp, err = os.CreateTemp(dir, pattern)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("creating shuffle file: %w", err)
 	}
-	w, err := ipc.NewFileWriter(tmp, append(c.ipcOptions(), ipc.WithSchema(schema), ipc.WithAllocator(alloc))...)
+	size := &countingWriter{w: tmp}
+	buf := bufio.NewWriterSize(size, shuffleWriteBuffer)
+	w, err := ipc.NewFileWriter(buf, append(c.ipcOptions(), ipc.WithSchema(schema), ipc.WithAllocator(alloc))...)
 	if err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return nil, fmt.Errorf("starting shuffle file %s: %w", path, err)
 	}
-	return &fileWriter{path: path, tmp: tmp, w: w}, nil
+	return &fileWriter{path: path, tmp: tmp, size: size, buf: buf, w: w}, nil
 }
 
 func (f *fileWriter) write(b arrow.RecordBatch) error {
@@ -101,22 +121,32 @@ func (f *fileWriter) write(b arrow.RecordBatch) error {
 // commit finishes the file and renames it into place, returning its size.
 func (f *fileWriter) commit() (int64, error) {
 	err := f.w.Close()
+	if err == nil {
+		err = f.buf.Flush()
+	}
 	if cerr := f.tmp.Close(); err == nil {
 		err = cerr
 	}
-	var size int64
 	if err == nil {
-		var st os.FileInfo
-		if st, err = os.Stat(f.tmp.Name()); err == nil {
-			size = st.Size()
-			err = os.Rename(f.tmp.Name(), f.path)
-		}
+		err = os.Rename(f.tmp.Name(), f.path)
 	}
 	if err != nil {
 		os.Remove(f.tmp.Name())
 		return 0, fmt.Errorf("finishing shuffle file %s: %w", f.path, err)
 	}
-	return size, nil
+	return f.size.n, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // abort discards the temporary file.
