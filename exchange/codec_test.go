@@ -39,7 +39,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Name: "s", Type: arrow.BinaryTypes.String},
 	}, nil)
 	locs := [][]*rpc.PartitionLocation{
-		{{JobId: "j", StageId: 3, MapPartition: 1, Partition: 0, ExecutorId: "e", FlightAddress: "h:1", Path: "/w/j/3/data-0-1.arrow", NumRows: 5, NumBytes: 99}},
+		{{JobId: "j", StageId: 3, MapPartition: 1, Partition: 0, ExecutorId: "e", FlightAddress: "h:1", Path: "/w/j/3/data-0-1.arrow", NumRows: 5, NumBytes: 99, Batches: []int32{0, 2}}},
 		nil,
 	}
 	producers := [][]*rpc.PipelinedProducer{{{TaskId: 2, ExecutorId: "e", FlightAddress: "h:1"}}, {}}

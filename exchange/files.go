@@ -20,23 +20,30 @@ import (
 
 // Shuffle files live at
 //
-//	<WorkDir>/<job>/<stage>/data-<output partition>-<input partition>.arrow
+//	<WorkDir>/<job>/<stage>/data-<first input partition>-<unique>.arrow
 //
-// in the Arrow IPC file format, buffers compressed as Env.Compression says.
-// The file format (not the stream format) is used because its footer makes
-// a truncated file unreadable instead of silently short; files are written
-// under a temporary name and renamed into place, so a reader never sees a
-// partial file and a retried task atomically replaces its predecessor's.
-// They are not synced to disk: a file outlives its writer's process in the
-// page cache, and what a machine crash loses, the scheduler recomputes
-// with the lost executor's other output (Spark's shuffle files are not
-// synced either). Syncing each file cost the blocking mode about a tenth
-// of its time on the 22 TPC-H queries.
+// in the Arrow IPC file format, buffers compressed as Env.Compression says,
+// one file per task: every batch of every input and output partition the
+// task runs, in the order written, each partition's batches listed by
+// index in its rpc.PartitionLocation (the format's footer gives random
+// access to them). The file format (not the stream format) is used for
+// that, and because its footer makes a truncated file unreadable instead
+// of silently short. Every task attempt creates a file of its own name, so
+// nothing is renamed or replaced: readers learn a file's name only from
+// the locations its task reported after it finished the file, and a
+// re-run's file never touches the one an earlier attempt left to other
+// partitions' readers. Files are not synced to disk: a file outlives its
+// writer's process in the page cache, and what a machine crash loses, the
+// scheduler recomputes with the lost executor's other output (Spark's
+// shuffle files are not synced either). Syncing each file cost the
+// blocking mode about a tenth of its time on the 22 TPC-H queries.
 //
-// A stage has one directory, not one per output partition: creating an
-// inode (a file or a directory) is what a shuffle file costs most besides
-// its bytes (0.3-0.5 ms each on the ext4 disk of the machine the TPC-DS
-// figures come from, against 3 µs to look up one that exists).
+// A stage has one directory, and a task one file, not one per input and
+// output partition (Spark's sort shuffle, not its hash shuffle): creating
+// an inode (a file or a directory) and deleting it are what a shuffle file
+// costs most besides its bytes (0.3-0.5 ms each on the ext4 disk of the
+// machine the TPC-DS figures come from, against 3 µs to look up one that
+// exists).
 
 // validJobID rejects job ids that are not a single, ordinary path element:
 // they name directories under the work dir, and a ticket is untrusted input.
@@ -53,9 +60,9 @@ func stageDir(workDir, job string, stage int) string {
 	return filepath.Join(workDir, job, strconv.Itoa(stage))
 }
 
-func shuffleFile(workDir, job string, stage, partition, mapPartition int) string {
-	return filepath.Join(stageDir(workDir, job, stage), fmt.Sprintf("data-%d-%d.arrow", partition, mapPartition))
-}
+// shuffleFileName matches the names of committed shuffle files, which
+// final locations give clients instead of paths.
+var shuffleFileName = regexp.MustCompile(`^data-[0-9]+-[0-9]+\.arrow$`)
 
 // insideDir reports whether path, once cleaned, lies strictly inside dir.
 func insideDir(dir, path string) bool {
@@ -66,72 +73,71 @@ func insideDir(dir, path string) bool {
 	return true
 }
 
-// fileWriter writes one shuffle file: a temporary file that commit renames
-// into place.
+// fileWriter writes one shuffle file.
 type fileWriter struct {
-	path string
-	tmp  *os.File
-	size *countingWriter
-	buf  *bufio.Writer
-	w    *ipc.FileWriter
-	rows int64
+	path    string
+	f       *os.File
+	buf     *bufio.Writer
+	size    *countingWriter // every byte the IPC writer wrote
+	w       *ipc.FileWriter
+	batches int32
 }
 
 // shuffleWriteBuffer is how much of a shuffle file is gathered before a
 // write(2): the IPC writer writes each batch's message header, every
 // buffer and its padding separately, some 60 writes for a batch of ten
-// columns. Small, because a task of a wide shuffle holds a file per
-// output partition open (a buffer larger than a batch's small pieces
-// gains nothing: bufio passes a large write straight through).
+// columns. A large write passes straight through.
 const shuffleWriteBuffer = 32 << 10
 
-func createShuffleFile(path string, schema *arrow.Schema, alloc memory.Allocator, c Compression) (*fileWriter, error) {
+// createShuffleFile starts a file in dir named prefix-<random>.arrow
+// (os.CreateTemp's numbers, which shuffleFileName matches), creating dir
+// when it is missing.
+func createShuffleFile(dir, prefix string, schema *arrow.Schema, alloc memory.Allocator, c Compression) (*fileWriter, error) {
 	// The stage's directory exists for all but its first file: create it
 	// only when the file cannot be.
-	dir, pattern := filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"
-	tmp, err := os.CreateTemp(dir, pattern)
+	pattern := prefix + "-*.arrow"
+	f, err := os.CreateTemp(dir, pattern)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating shuffle directory: %w", err)
 		}
-		tmp, err = os.CreateTemp(dir, pattern)
+		f, err = os.CreateTemp(dir, pattern)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating shuffle file: %w", err)
 	}
-	size := &countingWriter{w: tmp}
-	buf := bufio.NewWriterSize(size, shuffleWriteBuffer)
-	w, err := ipc.NewFileWriter(buf, append(c.ipcOptions(), ipc.WithSchema(schema), ipc.WithAllocator(alloc))...)
+	buf := bufio.NewWriterSize(f, shuffleWriteBuffer)
+	size := &countingWriter{w: buf}
+	w, err := ipc.NewFileWriter(size, append(c.ipcOptions(), ipc.WithSchema(schema), ipc.WithAllocator(alloc))...)
 	if err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, fmt.Errorf("starting shuffle file %s: %w", path, err)
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("starting shuffle file %s: %w", f.Name(), err)
 	}
-	return &fileWriter{path: path, tmp: tmp, size: size, buf: buf, w: w}, nil
+	return &fileWriter{path: f.Name(), f: f, buf: buf, size: size, w: w}, nil
 }
 
-func (f *fileWriter) write(b arrow.RecordBatch) error {
+// write appends b, returning its index in the file and the bytes it took.
+func (f *fileWriter) write(b arrow.RecordBatch) (int32, int64, error) {
+	before := f.size.n
 	if err := f.w.Write(b); err != nil {
-		return fmt.Errorf("writing shuffle file %s: %w", f.path, err)
+		return 0, 0, fmt.Errorf("writing shuffle file %s: %w", f.path, err)
 	}
-	f.rows += b.NumRows()
-	return nil
+	f.batches++
+	return f.batches - 1, f.size.n - before, nil
 }
 
-// commit finishes the file and renames it into place, returning its size.
+// commit finishes the file, returning its size.
 func (f *fileWriter) commit() (int64, error) {
 	err := f.w.Close()
 	if err == nil {
 		err = f.buf.Flush()
 	}
-	if cerr := f.tmp.Close(); err == nil {
+	if cerr := f.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(f.tmp.Name(), f.path)
-	}
 	if err != nil {
-		os.Remove(f.tmp.Name())
+		os.Remove(f.path)
 		return 0, fmt.Errorf("finishing shuffle file %s: %w", f.path, err)
 	}
 	return f.size.n, nil
@@ -149,11 +155,32 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// abort discards the temporary file.
+// abort discards the file.
 func (f *fileWriter) abort() {
 	f.w.Close()
-	f.tmp.Close()
-	os.Remove(f.tmp.Name())
+	f.f.Close()
+	os.Remove(f.path)
+}
+
+// batchesOf checks a location's batch indices against its file: none
+// means every batch (a file of one partition).
+func batchesOf(r *ipc.FileReader, want []int32) ([]int, error) {
+	n := r.NumRecords()
+	if len(want) == 0 {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all, nil
+	}
+	out := make([]int, len(want))
+	for i, b := range want {
+		if b < 0 || int(b) >= n {
+			return nil, fmt.Errorf("no batch %d (the file has %d)", b, n)
+		}
+		out[i] = int(b)
+	}
+	return out, nil
 }
 
 // openShuffleFile opens a shuffle file for reading; the caller closes both

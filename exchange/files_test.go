@@ -52,7 +52,7 @@ func TestJobDirsKnowTheSchedulersJobIDs(t *testing.T) {
 func TestRemoveJobDetachesItsDirectory(t *testing.T) {
 	work := t.TempDir()
 	job := rpc.RandomHex(16)
-	file := shuffleFile(work, job, 1, 0, 0)
+	file := filepath.Join(stageDir(work, job, 1), "data-0-1234.arrow")
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -137,8 +137,9 @@ func (s *FlightService) shufflePath(f *rpc.FetchPartition) (string, error) {
 	}
 	dir := stageDir(s.env.WorkDir, f.JobId, int(f.StageId))
 	path := f.Path
-	if path == "" {
-		path = shuffleFile(s.env.WorkDir, f.JobId, int(f.StageId), int(f.Partition), int(f.MapPartition))
+	if shuffleFileName.MatchString(path) {
+		// A file's name, as clients are given it.
+		path = filepath.Join(dir, path)
 	}
 	if !insideDir(dir, path) {
 		return "", status.Errorf(codes.InvalidArgument, "path %q is not a shuffle file of stage %d of job %s", f.Path, f.StageId, f.JobId)
@@ -161,9 +162,13 @@ func (s *FlightService) fetchPartition(stream flight.FlightService_DoGetServer, 
 	}
 	defer file.Close()
 	defer r.Close()
+	batches, err := batchesOf(r, f.Batches)
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s: %v", path, err)
+	}
 	w := flight.NewRecordWriter(stream, append(s.env.Compression.ipcOptions(), ipc.WithSchema(r.Schema()), ipc.WithAllocator(s.alloc()))...)
 	defer w.Close()
-	for i := 0; i < r.NumRecords(); i++ {
+	for _, i := range batches {
 		b, err := r.RecordBatchAt(i)
 		if err != nil {
 			return status.Errorf(codes.Internal, "reading %s: %v", path, err)

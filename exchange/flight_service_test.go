@@ -56,10 +56,16 @@ func TestFlightServiceTickets(t *testing.T) {
 		msg    string
 		rows   int
 	}{
-		{name: "valid by path", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, MapPartition: loc.MapPartition, Partition: 0, Path: loc.Path}),
+		{name: "valid by path", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, MapPartition: loc.MapPartition, Partition: 0, Path: loc.Path, Batches: loc.Batches}),
 			code: codes.OK, rows: int(loc.NumRows)},
-		{name: "valid by partition", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, MapPartition: loc.MapPartition, Partition: 0}),
+		{name: "valid by file name", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, MapPartition: loc.MapPartition, Partition: 0, Path: filepath.Base(loc.Path), Batches: loc.Batches}),
 			code: codes.OK, rows: int(loc.NumRows)},
+		{name: "the whole file", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Path: loc.Path}),
+			code: codes.OK, rows: 300},
+		{name: "no such batch", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Path: loc.Path, Batches: []int32{0, 1 << 20}}),
+			code: codes.InvalidArgument, msg: "no batch 1048576"},
+		{name: "no path", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, MapPartition: loc.MapPartition, Partition: 0}),
+			code: codes.InvalidArgument, msg: "is not a shuffle file of stage 1"},
 		{name: "unknown job", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "nope", StageId: 1}),
 			code: codes.NotFound, msg: "unknown job nope"},
 		{name: "job id with a separator", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "../job", StageId: 1}),
@@ -72,7 +78,7 @@ func TestFlightServiceTickets(t *testing.T) {
 			code: codes.InvalidArgument, msg: "is not a shuffle file of stage 2"},
 		{name: "relative path", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Path: "job/1/data-0-0.arrow"}),
 			code: codes.InvalidArgument, msg: "is not a shuffle file"},
-		{name: "missing partition", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Partition: 7, MapPartition: 0}),
+		{name: "missing partition", ticket: fetchTicket(t, &rpc.FetchPartition{JobId: "job", StageId: 1, Partition: 7, MapPartition: 0, Path: "data-0-1.arrow"}),
 			code: codes.NotFound, msg: "no partition 7 (map partition 0) of stage 1"},
 		{name: "malformed ticket", ticket: []byte{0xff, 0xff, 0xff},
 			code: codes.InvalidArgument, msg: "malformed ticket"},

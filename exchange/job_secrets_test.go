@@ -29,7 +29,7 @@ func TestFlightServiceWantsTheJobSecret(t *testing.T) {
 	pool := NewClientPool(nil)
 	defer pool.Close()
 	fetch := func(job, secret, path string) (int, error) {
-		return rawDoGet(t, pool, env.FlightAddress, fetchTicket(t, &rpc.FetchPartition{JobId: job, StageId: 1, Path: path, JobSecret: secret}))
+		return rawDoGet(t, pool, env.FlightAddress, fetchTicket(t, &rpc.FetchPartition{JobId: job, StageId: 1, Path: path, JobSecret: secret, Batches: loc.Batches}))
 	}
 	if rows, err := fetch("job", "right", loc.Path); err != nil || rows != int(loc.NumRows) {
 		t.Fatalf("with the secret: %d rows, %v", rows, err)

@@ -146,7 +146,11 @@ func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.
 	}
 	defer f.Close()
 	defer fr.Close()
-	for i := 0; i < fr.NumRecords(); i++ {
+	batches, err := batchesOf(fr, loc.Batches)
+	if err != nil {
+		return fmt.Errorf("shuffle file %s: %w", loc.Path, err)
+	}
+	for _, i := range batches {
 		b, err := fr.RecordBatchAt(i)
 		if err != nil {
 			return fmt.Errorf("reading shuffle file %s: %w", loc.Path, err)
@@ -169,6 +173,7 @@ func (s *shuffleStream) readRemote(ctx context.Context, m *mergeStream, loc *rpc
 		Partition:    loc.Partition,
 		Path:         loc.Path,
 		JobSecret:    s.secret,
+		Batches:      loc.Batches,
 	}}})
 	if err != nil {
 		return fmt.Errorf("encoding ticket: %w", err)

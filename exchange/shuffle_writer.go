@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/errgroup"
@@ -15,17 +15,17 @@ import (
 )
 
 // ShuffleWriter is the root of a blocking-mode stage: it drives its input
-// partitions and writes each one's rows to Arrow IPC files, one per output
-// partition, under the executor's work dir (see files.go for the layout).
+// partitions and writes their rows, split by output partition, to one
+// Arrow IPC file per task under the executor's work dir (see files.go for
+// the layout).
 //
 // Partitioning PartHash splits rows by physical.HashRows(Keys) scaled to Count;
 // PartUnknown passes through: input partition i becomes output partition i.
 //
 // RunTask reports one rpc.PartitionLocation per (input partition, output
-// partition with rows). An output partition that received no rows from an
-// input partition gets no file and no location: readers treat a missing
-// location as empty, which keeps wide hash shuffles of small data from
-// producing thousands of empty files.
+// partition with rows), naming the task's file and the partition's
+// batches in it. An output partition that received no rows from an input
+// partition gets no location: readers treat a missing location as empty.
 type ShuffleWriter struct {
 	input physical.Operator
 	// JobID and StageID name the output's directory.
@@ -85,8 +85,8 @@ func (w *ShuffleWriter) check() error {
 }
 
 // RunTask implements StageWriter. It writes the given input partitions
-// concurrently; if any fails or ctx is cancelled it removes every file it
-// wrote and returns the error.
+// concurrently into one file (see files.go); if any fails or ctx is
+// cancelled it removes the file and returns the error.
 func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physical.TaskContext) ([]*rpc.PartitionLocation, error) {
 	if err := w.check(); err != nil {
 		return nil, err
@@ -104,32 +104,88 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 			return nil, fmt.Errorf("shuffle writer: stage %d has no partition %d (it has %d)", w.StageID, p, in)
 		}
 	}
-	results := make([][]*rpc.PartitionLocation, len(partitions))
+	if len(partitions) == 0 {
+		return nil, nil
+	}
+	file := &taskFile{open: func() (*fileWriter, error) {
+		return createShuffleFile(stageDir(te.WorkDir, w.JobID, w.StageID), fmt.Sprintf("data-%d", partitions[0]), w.input.Schema(), tc.Alloc, te.Compression)
+	}}
+	results := make([][]*partOutput, len(partitions))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, p := range partitions {
 		g.Go(physical.Safe(func() error {
-			locs, err := w.writePartition(gctx, p, te, tc)
-			results[i] = locs
+			outs, err := w.writePartition(gctx, p, file, tc)
+			results[i] = outs
 			return err
 		}))
 	}
-	err = g.Wait()
-	var out []*rpc.PartitionLocation
-	for _, locs := range results {
-		out = append(out, locs...)
-	}
-	if err != nil {
-		for _, l := range out {
-			os.Remove(l.Path)
-		}
+	if err := g.Wait(); err != nil {
+		file.abort()
 		return nil, err
+	}
+	if file.f == nil {
+		return nil, nil // no rows
+	}
+	if _, err := file.f.commit(); err != nil {
+		return nil, err
+	}
+	var out []*rpc.PartitionLocation
+	for i, outs := range results {
+		for _, o := range outs {
+			out = append(out, &rpc.PartitionLocation{
+				JobId:         w.JobID,
+				StageId:       int32(w.StageID),
+				MapPartition:  int32(partitions[i]),
+				Partition:     int32(o.partition),
+				ExecutorId:    te.ExecutorID,
+				FlightAddress: te.FlightAddress,
+				Path:          file.f.path,
+				NumRows:       o.rows,
+				NumBytes:      o.bytes,
+				Batches:       o.batches,
+			})
+		}
 	}
 	return out, nil
 }
 
-// writePartition writes input partition in. On error it returns the
-// locations it already committed, for RunTask to remove.
-func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv, tc *physical.TaskContext) (locs []*rpc.PartitionLocation, err error) {
+// taskFile is the file a task's partitions write into, opened with the
+// first batch.
+type taskFile struct {
+	open func() (*fileWriter, error)
+	mu   sync.Mutex
+	f    *fileWriter
+}
+
+func (t *taskFile) write(b arrow.RecordBatch) (int32, int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		f, err := t.open()
+		if err != nil {
+			return 0, 0, err
+		}
+		t.f = f
+	}
+	return t.f.write(b)
+}
+
+func (t *taskFile) abort() {
+	if t.f != nil {
+		t.f.abort()
+	}
+}
+
+// partOutput is what one input partition wrote for one output partition.
+type partOutput struct {
+	partition   int
+	batches     []int32
+	rows, bytes int64
+}
+
+// writePartition writes input partition in into file, returning what it
+// wrote for each output partition that got rows.
+func (w *ShuffleWriter) writePartition(ctx context.Context, in int, file *taskFile, tc *physical.TaskContext) ([]*partOutput, error) {
 	s, err := physical.ExecuteOp(ctx, w.input, in, tc)
 	if err != nil {
 		return nil, fmt.Errorf("shuffle writer stage %d partition %d: %w", w.StageID, in, err)
@@ -140,29 +196,26 @@ func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv,
 	if w.Part.Kind == physical.PartHash {
 		n = w.Part.Count
 	}
-	files := make([]*fileWriter, n)
-	defer func() {
-		for _, f := range files {
-			if f != nil {
-				f.abort()
-			}
-		}
-	}()
+	outs := make([]*partOutput, n)
 	schema := w.input.Schema()
 	emit := func(_ context.Context, d int, b arrow.RecordBatch) error {
 		defer b.Release()
-		if files[d] == nil {
-			out := d
-			if w.Part.Kind != physical.PartHash {
-				out = in
-			}
-			f, err := createShuffleFile(shuffleFile(te.WorkDir, w.JobID, w.StageID, out, in), schema, tc.Alloc, te.Compression)
-			if err != nil {
-				return err
-			}
-			files[d] = f
+		idx, size, err := file.write(b)
+		if err != nil {
+			return err
 		}
-		return files[d].write(b)
+		o := outs[d]
+		if o == nil {
+			o = &partOutput{partition: d}
+			if w.Part.Kind != physical.PartHash {
+				o.partition = in
+			}
+			outs[d] = o
+		}
+		o.batches = append(o.batches, idx)
+		o.rows += b.NumRows()
+		o.bytes += size
+		return nil
 	}
 
 	var split *splitter
@@ -204,32 +257,13 @@ func (w *ShuffleWriter) writePartition(ctx context.Context, in int, te *TaskEnv,
 	if err != nil {
 		return nil, fmt.Errorf("shuffle writer stage %d partition %d: %w", w.StageID, in, err)
 	}
-	for d, f := range files {
-		if f == nil {
-			continue
+	var done []*partOutput
+	for _, o := range outs {
+		if o != nil && o.rows > 0 {
+			done = append(done, o)
 		}
-		files[d] = nil
-		size, err := f.commit()
-		if err != nil {
-			return locs, err
-		}
-		out := d
-		if w.Part.Kind != physical.PartHash {
-			out = in
-		}
-		locs = append(locs, &rpc.PartitionLocation{
-			JobId:         w.JobID,
-			StageId:       int32(w.StageID),
-			MapPartition:  int32(in),
-			Partition:     int32(out),
-			ExecutorId:    te.ExecutorID,
-			FlightAddress: te.FlightAddress,
-			Path:          f.path,
-			NumRows:       f.rows,
-			NumBytes:      size,
-		})
 	}
-	return locs, nil
+	return done, nil
 }
 
 var _ StageWriter = (*ShuffleWriter)(nil)

@@ -3294,9 +3294,15 @@ type PartitionLocation struct {
 	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`                           // the output partition
 	ExecutorId    string                 `protobuf:"bytes,5,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
 	FlightAddress string                 `protobuf:"bytes,6,opt,name=flight_address,json=flightAddress,proto3" json:"flight_address,omitempty"`
-	Path          string                 `protobuf:"bytes,7,opt,name=path,proto3" json:"path,omitempty"`
-	NumRows       int64                  `protobuf:"varint,8,opt,name=num_rows,json=numRows,proto3" json:"num_rows,omitempty"`
-	NumBytes      int64                  `protobuf:"varint,9,opt,name=num_bytes,json=numBytes,proto3" json:"num_bytes,omitempty"`
+	// The file holding the partition: a path on its executor, or (in the
+	// final locations a client is given) the file's name in its stage's
+	// directory.
+	Path     string `protobuf:"bytes,7,opt,name=path,proto3" json:"path,omitempty"`
+	NumRows  int64  `protobuf:"varint,8,opt,name=num_rows,json=numRows,proto3" json:"num_rows,omitempty"`
+	NumBytes int64  `protobuf:"varint,9,opt,name=num_bytes,json=numBytes,proto3" json:"num_bytes,omitempty"`
+	// Which record batches of the file are this partition's, in order. A
+	// task writes one file for all of its input and output partitions.
+	Batches       []int32 `protobuf:"varint,160,rep,packed,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3392,6 +3398,13 @@ func (x *PartitionLocation) GetNumBytes() int64 {
 		return x.NumBytes
 	}
 	return 0
+}
+
+func (x *PartitionLocation) GetBatches() []int32 {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
 }
 
 type PartitionLocations struct {
@@ -3926,10 +3939,12 @@ type FetchPartition struct {
 	StageId      int32                  `protobuf:"varint,2,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
 	MapPartition int32                  `protobuf:"varint,3,opt,name=map_partition,json=mapPartition,proto3" json:"map_partition,omitempty"`
 	Partition    int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
-	Path         string                 `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`
+	// The file (PartitionLocation.path) and its batches to send.
+	Path string `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`
 	// The job's secret (TaskDefinition.job_secret, JobStatus.job_secret):
 	// the executor refuses tickets without it.
-	JobSecret     string `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	JobSecret     string  `protobuf:"bytes,30,opt,name=job_secret,json=jobSecret,proto3" json:"job_secret,omitempty"`
+	Batches       []int32 `protobuf:"varint,160,rep,packed,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4004,6 +4019,13 @@ func (x *FetchPartition) GetJobSecret() string {
 		return x.JobSecret
 	}
 	return ""
+}
+
+func (x *FetchPartition) GetBatches() []int32 {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
 }
 
 type FetchPipelinedPartition struct {
@@ -5857,7 +5879,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x03 \x01(\x05R\astageId\x128\n" +
-	"\fpartitioning\x18\x04 \x01(\v2\x14.sluice.PartitioningR\fpartitioning\"\x9c\x02\n" +
+	"\fpartitioning\x18\x04 \x01(\v2\x14.sluice.PartitioningR\fpartitioning\"\xb7\x02\n" +
 	"\x11PartitionLocation\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
@@ -5868,7 +5890,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eflight_address\x18\x06 \x01(\tR\rflightAddress\x12\x12\n" +
 	"\x04path\x18\a \x01(\tR\x04path\x12\x19\n" +
 	"\bnum_rows\x18\b \x01(\x03R\anumRows\x12\x1b\n" +
-	"\tnum_bytes\x18\t \x01(\x03R\bnumBytes\"M\n" +
+	"\tnum_bytes\x18\t \x01(\x03R\bnumBytes\x12\x19\n" +
+	"\abatches\x18\xa0\x01 \x03(\x05R\abatches\"M\n" +
 	"\x12PartitionLocations\x127\n" +
 	"\tlocations\x18\x01 \x03(\v2\x19.sluice.PartitionLocationR\tlocations\"\x92\x01\n" +
 	"\x11ShuffleReaderNode\x12\x19\n" +
@@ -5909,7 +5932,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x06Ticket\x12A\n" +
 	"\x0ffetch_partition\x18\x01 \x01(\v2\x16.sluice.FetchPartitionH\x00R\x0efetchPartition\x12]\n" +
 	"\x19fetch_pipelined_partition\x18\x02 \x01(\v2\x1f.sluice.FetchPipelinedPartitionH\x00R\x17fetchPipelinedPartitionB\x06\n" +
-	"\x04kind\"\xb8\x01\n" +
+	"\x04kind\"\xd3\x01\n" +
 	"\x0eFetchPartition\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
@@ -5917,7 +5940,8 @@ const file_plan_proto_rawDesc = "" +
 	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x12\n" +
 	"\x04path\x18\x05 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"job_secret\x18\x1e \x01(\tR\tjobSecret\"\xc1\x01\n" +
+	"job_secret\x18\x1e \x01(\tR\tjobSecret\x12\x19\n" +
+	"\abatches\x18\xa0\x01 \x03(\x05R\abatches\"\xc1\x01\n" +
 	"\x17FetchPipelinedPartition\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12\x17\n" +

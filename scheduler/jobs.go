@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -132,11 +133,11 @@ func (s *Scheduler) statusOfLocked(j *job, full bool) *rpc.JobStatus {
 		st.Stages, st.Settings = j.graph.Describe(), j.settings
 	}
 	if j.state == rpc.JobState_JOB_SUCCESSFUL {
-		// Clients fetch by job, stage and partitions, which name the file
-		// on its executor: the executor's paths are not theirs to know.
+		// Clients fetch by job, stage, file name and batches: the
+		// executor's paths are not theirs to know.
 		for _, l := range j.graph.FinalLocations() {
 			l = proto.Clone(l).(*rpc.PartitionLocation)
-			l.Path = ""
+			l.Path = filepath.Base(l.Path)
 			st.FinalLocations = append(st.FinalLocations, l)
 		}
 	}
