@@ -20,7 +20,7 @@ import (
 
 // Shuffle files live at
 //
-//	<WorkDir>/<job>/<stage>/data-<first input partition>-<unique>.arrow
+//	<WorkDir>/<job>/s<stage>-<first input partition>-<unique>.arrow
 //
 // in the Arrow IPC file format, buffers compressed as Env.Compression says,
 // one file per task: every batch of every input and output partition the
@@ -38,12 +38,12 @@ import (
 // shuffle files are not synced either). Syncing each file cost the
 // blocking mode about a tenth of its time on the 22 TPC-H queries.
 //
-// A stage has one directory, and a task one file, not one per input and
-// output partition (Spark's sort shuffle, not its hash shuffle): creating
-// an inode (a file or a directory) and deleting it are what a shuffle file
-// costs most besides its bytes (0.3-0.5 ms each on the ext4 disk of the
-// machine the TPC-DS figures come from, against 3 µs to look up one that
-// exists).
+// A job has one directory, and a task one file, not a directory per stage
+// and a file per input and output partition (Spark's sort shuffle, not
+// its hash shuffle): creating an inode and deleting it are what a shuffle
+// file costs most besides its bytes, a directory most of all (0.5 ms of
+// CPU each on the ext4 disk the TPC-DS figures come from, a file about a
+// tenth of that, against 3 µs to look up one that exists).
 
 // validJobID rejects job ids that are not a single, ordinary path element:
 // they name directories under the work dir, and a ticket is untrusted input.
@@ -56,13 +56,21 @@ func validJobID(job string) error {
 
 func jobDir(workDir, job string) string { return filepath.Join(workDir, job) }
 
-func stageDir(workDir, job string, stage int) string {
-	return filepath.Join(workDir, job, strconv.Itoa(stage))
+// shuffleFilePrefix starts the names of the files of stage's task whose
+// first input partition is first.
+func shuffleFilePrefix(stage, first int) string {
+	return "s" + strconv.Itoa(stage) + "-" + strconv.Itoa(first)
 }
 
-// shuffleFileName matches the names of committed shuffle files, which
-// final locations give clients instead of paths.
-var shuffleFileName = regexp.MustCompile(`^data-[0-9]+-[0-9]+\.arrow$`)
+// shuffleFileName matches the names of shuffle files (final locations
+// give clients a name instead of a path); its group is the stage.
+var shuffleFileName = regexp.MustCompile(`^s([0-9]+)-[0-9]+-[0-9]+\.arrow$`)
+
+// isStageFile reports whether name is a shuffle file of stage.
+func isStageFile(name string, stage int) bool {
+	m := shuffleFileName.FindStringSubmatch(name)
+	return m != nil && m[1] == strconv.Itoa(stage)
+}
 
 // insideDir reports whether path, once cleaned, lies strictly inside dir.
 func insideDir(dir, path string) bool {
@@ -93,8 +101,8 @@ const shuffleWriteBuffer = 32 << 10
 // (os.CreateTemp's numbers, which shuffleFileName matches), creating dir
 // when it is missing.
 func createShuffleFile(dir, prefix string, schema *arrow.Schema, alloc memory.Allocator, c Compression) (*fileWriter, error) {
-	// The stage's directory exists for all but its first file: create it
-	// only when the file cannot be.
+	// The job's directory exists for all but its first file here: create
+	// it only when the file cannot be.
 	pattern := prefix + "-*.arrow"
 	f, err := os.CreateTemp(dir, pattern)
 	if errors.Is(err, fs.ErrNotExist) {

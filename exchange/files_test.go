@@ -52,7 +52,7 @@ func TestJobDirsKnowTheSchedulersJobIDs(t *testing.T) {
 func TestRemoveJobDetachesItsDirectory(t *testing.T) {
 	work := t.TempDir()
 	job := rpc.RandomHex(16)
-	file := filepath.Join(stageDir(work, job, 1), "data-0-1234.arrow")
+	file := filepath.Join(jobDir(work, job), "s1-0-1234.arrow")
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRemoveJobDetachesItsDirectory(t *testing.T) {
 	if len(later) != 1 || filepath.Dir(later[0]) != work || !strings.HasPrefix(filepath.Base(later[0]), detachedPrefix+job) {
 		t.Fatalf("left to delete later: %v", later)
 	}
-	if _, err := os.Stat(filepath.Join(later[0], "1", filepath.Base(file))); err != nil {
+	if _, err := os.Stat(filepath.Join(later[0], filepath.Base(file))); err != nil {
 		t.Fatalf("the detached directory lacks the job's file: %v", err)
 	}
 	if err := svc.RemoveJob(job); err != nil || len(later) != 1 {

@@ -135,16 +135,17 @@ func (s *FlightService) shufflePath(f *rpc.FetchPartition) (string, error) {
 	if st, err := os.Stat(jobDir(s.env.WorkDir, f.JobId)); err != nil || !st.IsDir() {
 		return "", status.Errorf(codes.NotFound, "unknown job %s on executor %s (its data was removed, or the executor restarted)", f.JobId, s.env.ExecutorID)
 	}
-	dir := stageDir(s.env.WorkDir, f.JobId, int(f.StageId))
+	dir := jobDir(s.env.WorkDir, f.JobId)
 	path := f.Path
 	if shuffleFileName.MatchString(path) {
 		// A file's name, as clients are given it.
 		path = filepath.Join(dir, path)
 	}
-	if !insideDir(dir, path) {
+	path = filepath.Clean(path)
+	if filepath.Dir(path) != filepath.Clean(dir) || !isStageFile(filepath.Base(path), int(f.StageId)) {
 		return "", status.Errorf(codes.InvalidArgument, "path %q is not a shuffle file of stage %d of job %s", f.Path, f.StageId, f.JobId)
 	}
-	return filepath.Clean(path), nil
+	return path, nil
 }
 
 func (s *FlightService) fetchPartition(stream flight.FlightService_DoGetServer, f *rpc.FetchPartition) error {

@@ -108,7 +108,7 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 		return nil, nil
 	}
 	file := &taskFile{open: func() (*fileWriter, error) {
-		return createShuffleFile(stageDir(te.WorkDir, w.JobID, w.StageID), fmt.Sprintf("data-%d", partitions[0]), w.input.Schema(), tc.Alloc, te.Compression)
+		return createShuffleFile(jobDir(te.WorkDir, w.JobID), shuffleFilePrefix(w.StageID, partitions[0]), w.input.Schema(), tc.Alloc, te.Compression)
 	}}
 	results := make([][]*partOutput, len(partitions))
 	g, gctx := errgroup.WithContext(ctx)

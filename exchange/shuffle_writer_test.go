@@ -92,8 +92,8 @@ func TestShuffleWriterSplitsRows(t *testing.T) {
 					t.Errorf("two locations for %d/%d", l.MapPartition, l.Partition)
 				}
 				seen[[2]int32{l.MapPartition, l.Partition}] = true
-				// One file for the task, in the stage's directory.
-				if l.Path != locs[0].Path || filepath.Dir(l.Path) != stageDir(env.WorkDir, "job1", 2) || !shuffleFileName.MatchString(filepath.Base(l.Path)) {
+				// One file for the task, a file of stage 2 in the job's directory.
+				if l.Path != locs[0].Path || filepath.Dir(l.Path) != jobDir(env.WorkDir, "job1") || !isStageFile(filepath.Base(l.Path), 2) {
 					t.Errorf("path %s: want the task's one file in the stage's directory", l.Path)
 				}
 				st, err := os.Stat(l.Path)

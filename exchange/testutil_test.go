@@ -275,8 +275,8 @@ func keyPartition(t *testing.T, k int64, n int) int {
 func stageFiles(t *testing.T, workDir, job string, stage int) []string {
 	t.Helper()
 	var files []string
-	filepath.WalkDir(stageDir(workDir, job, stage), func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+	filepath.WalkDir(jobDir(workDir, job), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), fmt.Sprintf("s%d-", stage)) {
 			files = append(files, strings.TrimPrefix(path, workDir))
 		}
 		return nil
