@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sluice/catalog"
+	"sluice/engine"
 	"sluice/exchange"
 	"sluice/physical/mempool"
 	"sluice/rpc"
@@ -65,6 +66,9 @@ type Embedded struct {
 	sched   *SchedulerServer
 	workDir string
 	tempDir bool
+	// warehouse is the temporary directory of managed tables, removed
+	// by Close.
+	warehouse *engine.Warehouse
 
 	mu        sync.Mutex
 	executors []*Executor
@@ -101,9 +105,10 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		e.workDir, e.tempDir = dir, true
 	}
+	e.warehouse = engine.TempWarehouse()
 	sched, err := StartScheduler(SchedulerConfig{
 		Policy: cfg.Policy, Catalog: cfg.Catalog, ExecutorTimeout: cfg.ExecutorTimeout, Logger: cfg.Logger,
-		Security: cfg.Security,
+		Security: cfg.Security, Warehouse: e.warehouse,
 	})
 	if err != nil {
 		e.removeWorkDir()
@@ -204,6 +209,7 @@ func (e *Embedded) Close() {
 		e.sched.Close()
 	}
 	e.removeWorkDir()
+	_ = e.warehouse.Close()
 }
 
 func (e *Embedded) removeWorkDir() {
