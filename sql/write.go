@@ -501,8 +501,8 @@ func (f *frontParser) createTableAs() (Bound, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t := f.peek(); t.kind != 0 {
-			return nil, f.errAt(t, "CREATE TABLE name (columns) takes nothing after its columns: it makes an empty managed table (CREATE EXTERNAL TABLE declares columns over existing files, CREATE TABLE name AS query writes a query's rows)")
+		if f.peek().kind != 0 {
+			return f.declaredExternal(w, cols)
 		}
 		if err := catalogName(w.Table); err != nil {
 			return nil, f.errAt(nameTok, "%v", err)
@@ -591,6 +591,42 @@ func (f *frontParser) createTableAs() (Bound, error) {
 		return nil, f.errAt(f.peek(), "CREATE TABLE ... AS needs a query")
 	}
 	return &createTableAs{w: w, query: res.Stmts[0].Stmt.GetSelectStmt(), text: text, pos: position{line: line, col: col}}, nil
+}
+
+// declaredExternal parses the rest of CREATE TABLE name (columns) [STORED
+// AS PARQUET|CSV] [WITH HEADER ROW] [DELIMITER 'c'] LOCATION 'dir': with a
+// LOCATION the table is external, as CREATE EXTERNAL TABLE makes it
+// (Spark's CREATE TABLE ... LOCATION), Parquet unless STORED AS says
+// otherwise.
+func (f *frontParser) declaredExternal(w *Write, cols []ColumnDef) (Bound, error) {
+	c := &CreateExternalTable{Name: w.Table, Columns: cols, Delimiter: ',', OrReplace: w.OrReplace, IfNotExists: w.IfNotExists}
+	haveLoc := false
+	for f.peek().kind != 0 {
+		t := f.peek()
+		switch {
+		case f.isWord("stored") || f.isWord("with") || f.isWord("delimiter"):
+			if err := f.fileClause(&c.Format, &c.Header, &c.Delimiter); err != nil {
+				return nil, err
+			}
+		case f.acceptWord("location"):
+			var err error
+			if c.Location, err = f.str("location"); err != nil {
+				return nil, err
+			}
+			haveLoc = true
+		case f.isWord("as"):
+			return nil, f.errAt(t, "CREATE TABLE ... AS takes no column types: the query's columns are the table's")
+		default:
+			return nil, f.errAt(t, "expected STORED AS, WITH HEADER ROW, DELIMITER or LOCATION after the columns")
+		}
+	}
+	if !haveLoc {
+		return nil, f.errAt(f.peek(), "missing LOCATION 'dir' (without the file clauses, CREATE TABLE name (columns) makes an empty managed table)")
+	}
+	if c.Format == "" {
+		c.Format = "parquet"
+	}
+	return c, nil
 }
 
 // catalogName refuses a managed table's name that cannot be its

@@ -101,7 +101,9 @@ func TestCreateTableAsParseErrors(t *testing.T) {
 		msg       string
 	}{
 		{"create table t stored as parquet location 'x' partitioned", 1, 58, "expected BY"},
-		{"create table t (a int) as select 1", 1, 24, "takes nothing after its columns"},
+		{"create table t (a int) as select 1", 1, 24, "takes no column types"},
+		{"create table t (a int) stored as csv", 1, 37, "missing LOCATION"},
+		{"create table t (a int) partitioned by (a) location 'x'", 1, 24, "expected STORED AS, WITH HEADER ROW, DELIMITER or LOCATION"},
 		{"create table t (a int, a text)", 1, 24, `duplicate column "a"`},
 		{"create table t (a nosuchtype)", 1, 19, "unknown type NOSUCHTYPE"},
 		{"create or replace table if not exists t (a int)", 1, 39, "cannot also say IF NOT EXISTS"},
@@ -132,6 +134,13 @@ func TestBindCreateTable(t *testing.T) {
 	}
 	if c.Name != "events" || !c.IfNotExists || c.OrReplace {
 		t.Errorf("got %+v", c)
+	}
+	ext, err := bindOne(t, cat, "create or replace table logs (line text) stored as csv location '/var/logs'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := ext.(*CreateExternalTable); !ok || e.Name != "logs" || e.Format != "csv" || e.Location != "/var/logs" || !e.OrReplace || len(e.Columns) != 1 {
+		t.Errorf("CREATE TABLE (columns) LOCATION: got %#v", ext)
 	}
 	var cols []string
 	for _, col := range c.Columns {
