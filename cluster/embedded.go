@@ -39,6 +39,10 @@ type EmbeddedConfig struct {
 	TaskFailureHook func(task *rpc.TaskDefinition) error
 	// Catalog holds the tables queries see (default: empty).
 	Catalog *catalog.Catalog
+	// Warehouse keeps managed tables' files (default: a temporary
+	// warehouse of the cluster's own, removed by Close; one given here is
+	// its owner's to close).
+	Warehouse *engine.Warehouse
 	// ExecutorTimeout is how long an executor may miss heartbeats before
 	// the scheduler considers it lost (default: the scheduler's). Fault
 	// tests shorten it.
@@ -66,8 +70,8 @@ type Embedded struct {
 	sched   *SchedulerServer
 	workDir string
 	tempDir bool
-	// warehouse is the temporary directory of managed tables, removed
-	// by Close.
+	// warehouse is the cluster's own temporary warehouse, removed by
+	// Close (nil when the config gave one).
 	warehouse *engine.Warehouse
 
 	mu        sync.Mutex
@@ -105,10 +109,14 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		e.workDir, e.tempDir = dir, true
 	}
-	e.warehouse = engine.TempWarehouse()
+	warehouse := cfg.Warehouse
+	if warehouse == nil {
+		e.warehouse = engine.TempWarehouse()
+		warehouse = e.warehouse
+	}
 	sched, err := StartScheduler(SchedulerConfig{
 		Policy: cfg.Policy, Catalog: cfg.Catalog, ExecutorTimeout: cfg.ExecutorTimeout, Logger: cfg.Logger,
-		Security: cfg.Security, Warehouse: e.warehouse,
+		Security: cfg.Security, Warehouse: warehouse,
 	})
 	if err != nil {
 		e.removeWorkDir()

@@ -96,6 +96,9 @@ func removeManaged(dir string) error {
 // table's directory under the warehouse, replacing what is there for OR
 // REPLACE.
 func (e *Engine) managedWrite(st *sql.Write, settings *Settings) (*sql.Write, error) {
+	if _, ok := e.Catalog.View(st.Table); ok {
+		return nil, fmt.Errorf("%q already exists as a view", st.Table)
+	}
 	dir, err := e.managedDir(st.Table, settings)
 	if err != nil {
 		return nil, err
