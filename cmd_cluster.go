@@ -14,6 +14,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/cluster"
+	"sluice/engine"
 	"sluice/exchange"
 	"sluice/rpc"
 )
@@ -28,10 +29,11 @@ func runScheduler(args []string) int {
 	timeout := fs.Duration("executor-timeout", 10*time.Second, "how long an executor may miss heartbeats before it is considered lost")
 	admissionWait := fs.Duration("admission-wait", cluster.DefaultAdmissionWait, "how long the oldest pipelined query waiting for vcores waits behind older queries before it goes ahead of them")
 	flightBind := addFlightSQLFlag(fs, "")
+	warehouseDir := fs.String("warehouse", "", "directory where CREATE TABLE without LOCATION keeps managed tables' files; every executor must read and write it (a shared file system). Without it such tables need SET catalog.warehouse")
 	secFlags := addSecurityFlags(fs, true)
 	allowed := addLocationsFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stdout, "Usage: sluice scheduler --bind ADDR --policy push|pull [--flight-sql-bind ADDR]\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stdout, "Usage: sluice scheduler --bind ADDR --policy push|pull [--flight-sql-bind ADDR] [--warehouse DIR]\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -45,7 +47,22 @@ func runScheduler(args []string) int {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 2
 	}
-	if err := restrictLocations(*allowed); err != nil {
+	var warehouse *engine.Warehouse
+	locations := *allowed
+	if *warehouseDir != "" {
+		if err := os.MkdirAll(*warehouseDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: --warehouse: %v\n", err)
+			return 1
+		}
+		if warehouse, err = engine.NewWarehouse(*warehouseDir); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: --warehouse: %v\n", err)
+			return 2
+		}
+		// The scheduler writes managed tables there and reads their
+		// footers, whatever else it may read.
+		locations = append(locations, *warehouseDir)
+	}
+	if err := restrictLocations(locations); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: --allowed-locations: %v\n", err)
 		return 2
 	}
@@ -54,6 +71,7 @@ func runScheduler(args []string) int {
 	cat := catalog.New()
 	sched, err := cluster.StartScheduler(cluster.SchedulerConfig{
 		Bind: *bind, Policy: *policy, ExecutorTimeout: *timeout, AdmissionWait: *admissionWait, Logger: stderrLogger(), Security: sec, Catalog: cat,
+		Warehouse: warehouse,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

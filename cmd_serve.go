@@ -13,6 +13,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/cluster"
+	"sluice/engine"
 	"sluice/flightsql"
 	"sluice/rpc"
 	"sluice/session"
@@ -113,6 +114,16 @@ Flags:
 		}
 		dirs = append(dirs, dir)
 	}
+	// Managed tables live in a temporary warehouse made now, so that the
+	// restriction below can allow it, and removed when serve exits.
+	warehouse := engine.TempWarehouse()
+	defer warehouse.Close()
+	whDir, err := warehouse.Dir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	dirs = append(dirs, whDir)
 	if err := restrictLocations(dirs); err != nil {
 		fmt.Fprintf(os.Stderr, "Error: --allowed-locations: %v\n", err)
 		return 2
@@ -120,7 +131,7 @@ Flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cat := catalog.New()
-	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: *executors, Catalog: cat, Logger: stderrLogger()})
+	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: *executors, Catalog: cat, Logger: stderrLogger(), Warehouse: warehouse})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		return 1

@@ -342,7 +342,8 @@ func tpchDir(sf int) (string, error) {
 // an embedded cluster makes its own. shutdown closes whatever was started.
 func connect(ctx context.Context, addr string, n, vcores int, inProcess bool, sec *rpc.Security) (*session.Session, func(), error) {
 	if inProcess {
-		return session.New(catalog.New()), func() {}, nil
+		sess := session.New(catalog.New())
+		return sess, sess.Close, nil
 	}
 	var emb *cluster.Embedded
 	if addr == "" {

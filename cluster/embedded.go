@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sluice/catalog"
+	"sluice/engine"
 	"sluice/exchange"
 	"sluice/physical/mempool"
 	"sluice/rpc"
@@ -38,6 +39,10 @@ type EmbeddedConfig struct {
 	TaskFailureHook func(task *rpc.TaskDefinition) error
 	// Catalog holds the tables queries see (default: empty).
 	Catalog *catalog.Catalog
+	// Warehouse keeps managed tables' files (default: a temporary
+	// warehouse of the cluster's own, removed by Close; one given here is
+	// its owner's to close).
+	Warehouse *engine.Warehouse
 	// ExecutorTimeout is how long an executor may miss heartbeats before
 	// the scheduler considers it lost (default: the scheduler's). Fault
 	// tests shorten it.
@@ -65,6 +70,9 @@ type Embedded struct {
 	sched   *SchedulerServer
 	workDir string
 	tempDir bool
+	// warehouse is the cluster's own temporary warehouse, removed by
+	// Close (nil when the config gave one).
+	warehouse *engine.Warehouse
 
 	mu        sync.Mutex
 	executors []*Executor
@@ -101,9 +109,14 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		e.workDir, e.tempDir = dir, true
 	}
+	warehouse := cfg.Warehouse
+	if warehouse == nil {
+		e.warehouse = engine.TempWarehouse()
+		warehouse = e.warehouse
+	}
 	sched, err := StartScheduler(SchedulerConfig{
 		Policy: cfg.Policy, Catalog: cfg.Catalog, ExecutorTimeout: cfg.ExecutorTimeout, Logger: cfg.Logger,
-		Security: cfg.Security,
+		Security: cfg.Security, Warehouse: warehouse,
 	})
 	if err != nil {
 		e.removeWorkDir()
@@ -204,6 +217,7 @@ func (e *Embedded) Close() {
 		e.sched.Close()
 	}
 	e.removeWorkDir()
+	_ = e.warehouse.Close()
 }
 
 func (e *Embedded) removeWorkDir() {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"sluice/catalog"
+	"sluice/engine"
 	"sluice/rpc"
 	"sluice/scheduler"
 )
@@ -29,6 +30,9 @@ type SchedulerConfig struct {
 	Policy string
 	// Catalog holds the tables every session sees (default: empty).
 	Catalog *catalog.Catalog
+	// Warehouse keeps managed tables' files (nil: none, so CREATE TABLE
+	// without LOCATION needs the session's catalog.warehouse).
+	Warehouse *engine.Warehouse
 	// ExecutorTimeout is how long an executor may miss heartbeats before
 	// it is considered lost.
 	ExecutorTimeout time.Duration
@@ -80,7 +84,7 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 	}
 	s := &SchedulerServer{
 		sched: scheduler.New(scheduler.Config{
-			Policy: cfg.Policy, Encode: EncodePlan, Exchanges: Exchanges{}, Catalog: cfg.Catalog,
+			Policy: cfg.Policy, Encode: EncodePlan, Exchanges: Exchanges{}, Catalog: cfg.Catalog, Warehouse: cfg.Warehouse,
 			ExecutorTimeout: cfg.ExecutorTimeout, TaskRetries: cfg.TaskRetries, Logger: log, AdmissionWait: cfg.AdmissionWait,
 			Security: cfg.Security,
 		}),

@@ -31,6 +31,10 @@ type Engine struct {
 	// Set for queries run in this process; the cluster planner shares
 	// such computations as stages.
 	ShareSubplans bool
+	// Warehouse keeps the files of managed tables (CREATE TABLE without
+	// LOCATION) when the session's catalog.warehouse is empty; nil: such
+	// tables need catalog.warehouse set.
+	Warehouse *Warehouse
 }
 
 // New returns an engine over cat.
@@ -115,6 +119,8 @@ func (e *Engine) Prepare(text string, settings *Settings) (*Outcome, error) {
 		return e.PlanWrite(st, settings)
 	case *sql.CreateExternalTable:
 		return e.createExternalTable(st)
+	case *sql.CreateTable:
+		return e.createTable(st, settings)
 	case *sql.CreateView:
 		v := &catalog.View{Name: st.Name, SQL: st.SQL, Columns: st.Columns}
 		if err := e.Catalog.RegisterView(v, st.OrReplace); err != nil {
@@ -142,7 +148,7 @@ func (e *Engine) Prepare(text string, settings *Settings) (*Outcome, error) {
 		}
 		return &Outcome{Message: "SET"}, nil
 	case *sql.Show:
-		return show(st, settings)
+		return e.show(st, settings)
 	case *sql.ShowFunctions:
 		fs := sql.Functions()
 		rows := make([][]string, len(fs))
@@ -209,12 +215,13 @@ func (e *Engine) createExternalTable(st *sql.CreateExternalTable) (*Outcome, err
 	var err error
 	switch st.Format {
 	case "parquet":
-		var pt *catalog.ParquetTable
-		pt, err = catalog.OpenParquet(loc)
-		if err == nil && schema != nil && !schemaCompatible(pt.Schema(), schema) {
-			err = fmt.Errorf("declared columns do not match the Parquet schema %s", pt.Schema())
+		if schema != nil {
+			// Declared columns let the table start from an empty
+			// directory, which INSERT then adds files to.
+			t, err = catalog.OpenParquetDeclared(loc, schema)
+		} else {
+			t, err = catalog.OpenParquet(loc)
 		}
-		t = pt
 	case "csv":
 		t, err = catalog.OpenCSV(loc, catalog.CSVOptions{Header: st.Header, Delimiter: st.Delimiter}, schema)
 	default:
@@ -223,22 +230,12 @@ func (e *Engine) createExternalTable(st *sql.CreateExternalTable) (*Outcome, err
 	if err != nil {
 		return nil, fmt.Errorf("CREATE EXTERNAL TABLE %s: %w", st.Name, err)
 	}
-	if err := e.Catalog.RegisterTable(st.Name, t, st.OrReplace); err != nil {
+	orphan, err := e.Catalog.RegisterManaged(st.Name, t, "", st.OrReplace)
+	if err != nil {
 		return nil, err
 	}
+	removeManaged(orphan)
 	return done, nil
-}
-
-func schemaCompatible(have, want *arrow.Schema) bool {
-	if have.NumFields() != want.NumFields() {
-		return false
-	}
-	for i := range have.Fields() {
-		if !strings.EqualFold(have.Field(i).Name, want.Field(i).Name) || !arrow.TypeEqual(have.Field(i).Type, want.Field(i).Type) {
-			return false
-		}
-	}
-	return true
 }
 
 func (e *Engine) drop(st *sql.Drop) (*Outcome, error) {
@@ -248,7 +245,11 @@ func (e *Engine) drop(st *sql.Drop) (*Outcome, error) {
 		kind = "VIEW"
 		ok = e.Catalog.DropView(st.Name)
 	} else {
-		ok = e.Catalog.DropTable(st.Name)
+		var dir string
+		dir, ok = e.Catalog.DropTableDir(st.Name)
+		if err := removeManaged(dir); err != nil {
+			return nil, fmt.Errorf("DROP TABLE %s: the table is dropped, but removing its files failed: %w", st.Name, err)
+		}
 	}
 	if !ok && !st.IfExists {
 		return nil, fmt.Errorf("%s %q does not exist (use DROP %s IF EXISTS to ignore)", strings.ToLower(kind), st.Name, kind)
@@ -292,21 +293,36 @@ func (e *Engine) describe(st *sql.Describe) (*Outcome, error) {
 	return &Outcome{Rows: StringRows([]string{"column_name", "data_type", "is_nullable"}, rows)}, nil
 }
 
-func show(st *sql.Show, settings *Settings) (*Outcome, error) {
+func (e *Engine) show(st *sql.Show, settings *Settings) (*Outcome, error) {
 	if st.Key == "all" {
 		keys := settings.Keys()
 		rows := make([][]string, len(keys))
 		for i, k := range keys {
-			v, _ := settings.Get(k)
-			rows[i] = []string{k, v}
+			rows[i] = []string{k, e.shown(k, settings)}
 		}
 		return &Outcome{Rows: StringRows([]string{"name", "value"}, rows)}, nil
 	}
 	v, ok := settings.Get(st.Key)
+	if ok {
+		v = e.shown(st.Key, settings)
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown setting %q (SHOW ALL lists the settings)", st.Key)
 	}
 	return &Outcome{Rows: StringRows([]string{"name", "value"}, [][]string{{strings.ToLower(st.Key), v}})}, nil
+}
+
+// shown is the value SHOW gives a setting: its value, except that an empty
+// catalog.warehouse shows the warehouse it stands for.
+func (e *Engine) shown(key string, settings *Settings) string {
+	v, _ := settings.Get(key)
+	if strings.EqualFold(key, "catalog.warehouse") && v == "" {
+		if e.Warehouse == nil {
+			return "(none: set it, or start the scheduler with --warehouse DIR)"
+		}
+		return e.Warehouse.Describe()
+	}
+	return v
 }
 
 // StringRows builds a batch of utf8 columns.

@@ -225,6 +225,11 @@ var knownSettings = map[string]setting{
 		validate: oneOf("on", "off"),
 		help:     "on a cluster, a join whose probe side crosses an exchange has its build side's keys filter the probe side's scan in the other stage (off: never)",
 	},
+	"catalog.warehouse": {
+		def:      constant(""),
+		validate: validWarehouse,
+		help:     "absolute directory under which CREATE TABLE without LOCATION keeps a managed table's files (empty: the shell's temporary warehouse, removed when it exits, or the scheduler's --warehouse)",
+	},
 	"execution.memory_limit": {
 		def:      constant("0"),
 		validate: byteSize(0, MaxBytesSetting),

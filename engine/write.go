@@ -51,9 +51,15 @@ func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 		if err != nil {
 			return fmt.Errorf("CREATE TABLE %s: the files were written to %s but cannot be read back: %w", w.stmt.Table, w.Spec.Dir, err)
 		}
-		if err := w.cat.RegisterTable(w.stmt.Table, t, w.stmt.OrReplace); err != nil {
+		managed := ""
+		if w.stmt.Managed {
+			managed = w.Spec.Dir
+		}
+		orphan, err := w.cat.RegisterManaged(w.stmt.Table, t, managed, w.stmt.OrReplace)
+		if err != nil {
 			return fmt.Errorf("CREATE TABLE %s: the files were written to %s: %w", w.stmt.Table, w.Spec.Dir, err)
 		}
+		removeManaged(orphan)
 	case sql.WriteInsert:
 		old, ok := w.cat.Table(w.stmt.Table)
 		var keep catalog.Table
@@ -76,7 +82,11 @@ func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 // to, whose CSV layout and schema are kept.
 func (w *Write) open(like catalog.Table) (catalog.Table, error) {
 	if w.Spec.Format == "parquet" {
-		return catalog.OpenParquet(w.Spec.Dir)
+		schema := w.schema
+		if like != nil {
+			schema = like.Schema()
+		}
+		return catalog.OpenParquetOrEmpty(w.Spec.Dir, schema)
 	}
 	opts := catalog.CSVOptions{Header: w.Spec.Header, Delimiter: w.Spec.Delimiter}
 	schema := w.schema
@@ -95,6 +105,12 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 				return &Outcome{Message: "CREATE TABLE"}, nil
 			}
 			return nil, fmt.Errorf("table %q already exists (use CREATE OR REPLACE TABLE, or DROP TABLE first)", st.Table)
+		}
+	}
+	if st.Managed {
+		var err error
+		if st, err = e.managedWrite(st, settings); err != nil {
+			return nil, err
 		}
 	}
 	q, err := e.PlanQuery(st.Query, settings)

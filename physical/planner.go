@@ -296,6 +296,13 @@ func (p *planner) scan(n *plan.Scan) (Operator, error) {
 		if err := checkParquetProjection(n.TableName, t, n.Projection); err != nil {
 			return nil, err
 		}
+		if len(t.Files) == 0 {
+			// A table with no files yet (an empty managed table) has only
+			// its declared schema, which a scan shipped to an executor
+			// could not rebuild from files: it is no rows of that schema.
+			op = NewValues(projectSchema(t.Schema(), n.Projection), nil)
+			break
+		}
 		op = NewParquetScan(n.TableName, t, n.Projection, pruningPredicates(n), p.cfg.TargetPartitions)
 	case *catalog.CSVTable:
 		op = NewCSVScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)

@@ -72,7 +72,8 @@ func (r *Runner) dotHelp(context.Context, []string) error {
 		fmt.Fprintf(r.Err, "  %-20s %s\n", c.usage, c.help)
 	}
 	fmt.Fprintf(r.Err, "psql's %s work too, and a bare exit or quit.\n", strings.Join(psqlCommandNames, " "))
-	fmt.Fprintln(r.Err, "SQL: SELECT ..., EXPLAIN ..., CREATE EXTERNAL TABLE t STORED AS PARQUET|CSV LOCATION 'path',")
+	fmt.Fprintln(r.Err, "SQL: SELECT ..., EXPLAIN ..., CREATE TABLE t (col type, ...) | AS SELECT ..., INSERT INTO t ...,")
+	fmt.Fprintln(r.Err, "     CREATE EXTERNAL TABLE t STORED AS PARQUET|CSV LOCATION 'path', COPY (query) TO 'dir',")
 	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t|query, SET key = value, SHOW ALL,\n     RESET key|ALL, SHOW FUNCTIONS.")
 	return nil
 }

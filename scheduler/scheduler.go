@@ -62,6 +62,10 @@ type Config struct {
 	JobDataTTL time.Duration
 	// Catalog holds the tables and views all sessions share.
 	Catalog *catalog.Catalog
+	// Warehouse keeps managed tables' files (CREATE TABLE without
+	// LOCATION) for sessions that do not set catalog.warehouse; nil:
+	// those need it set.
+	Warehouse *engine.Warehouse
 	// Dial connects to executors (default: gRPC with Security's transport
 	// and token).
 	Dial Dialer
@@ -139,7 +143,7 @@ func New(cfg Config) *Scheduler {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
-		cfg: cfg, engine: engine.New(cfg.Catalog),
+		cfg: cfg, engine: &engine.Engine{Catalog: cfg.Catalog, Warehouse: cfg.Warehouse},
 		executors: map[string]*executor{}, jobs: map[string]*job{},
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 	}

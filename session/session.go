@@ -92,9 +92,12 @@ type backend interface {
 	close()
 }
 
-// New returns a session running statements in process against cat.
+// New returns a session running statements in process against cat. Its
+// managed tables (CREATE TABLE without LOCATION) live in a temporary
+// warehouse directory that Close removes, unless catalog.warehouse is
+// set.
 func New(cat *catalog.Catalog) *Session {
-	return &Session{Settings: engine.NewSettings(), backend: &local{engine: &engine.Engine{Catalog: cat, ShareSubplans: true}}}
+	return &Session{Settings: engine.NewSettings(), backend: &local{engine: &engine.Engine{Catalog: cat, ShareSubplans: true, Warehouse: engine.TempWarehouse()}}}
 }
 
 // Execute runs one statement (text may hold exactly one). The caller must
@@ -184,7 +187,10 @@ type local struct {
 }
 
 func (l *local) address() string { return "" }
-func (l *local) close()          {}
+
+// close removes the temporary warehouse, with the files of the managed
+// tables in it.
+func (l *local) close() { _ = l.engine.Warehouse.Close() }
 
 // execute plans and starts a statement in this process. A panic in query
 // code (planning here, operators in Next) fails the statement with an

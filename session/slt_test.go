@@ -43,6 +43,7 @@ func TestSQLLogic(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			for _, parts := range []string{"1", "3"} {
 				s := session.New(catalog.New())
+				t.Cleanup(s.Close) // removes its temporary warehouse
 				runSLT(t, f, s, "in-process, target_partitions="+parts, map[string]string{"execution.target_partitions": parts})
 			}
 		})

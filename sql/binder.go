@@ -105,10 +105,10 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 		return st.insertStmt(n.InsertStmt)
 	case *pg.Node_CreateTableAsStmt:
 		if n.CreateTableAsStmt.Objtype == pg.ObjectType_OBJECT_TABLE {
-			return nil, createTableAsRefused("CREATE TABLE ... AS")
+			return nil, createTableRefused()
 		}
 	case *pg.Node_CreateStmt:
-		return nil, createTableAsRefused("CREATE TABLE")
+		return nil, createTableRefused()
 	case *pg.Node_ViewStmt:
 		return st.createView(n.ViewStmt)
 	case *pg.Node_DropStmt:

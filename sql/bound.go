@@ -58,7 +58,16 @@ type CreateExternalTable struct {
 	OrReplace, IfNotExists bool
 }
 
-// ColumnDef is one declared column of CREATE EXTERNAL TABLE.
+// CreateTable is CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name (col type,
+// ...) without a query or a LOCATION: an empty managed table of those
+// columns, whose files the engine keeps under its warehouse directory.
+type CreateTable struct {
+	Name                   string
+	Columns                []ColumnDef
+	OrReplace, IfNotExists bool
+}
+
+// ColumnDef is one declared column of CREATE [EXTERNAL] TABLE.
 type ColumnDef struct {
 	Name string
 	Type arrow.DataType
@@ -110,6 +119,7 @@ func (*Query) bound()               {}
 func (*Explain) bound()             {}
 func (*CreateExternalTable) bound() {}
 func (*CreateView) bound()          {}
+func (*CreateTable) bound()         {}
 func (*Drop) bound()                {}
 func (*ShowTables) bound()          {}
 func (*Describe) bound()            {}

@@ -82,7 +82,10 @@ func tokenize(s string, p position) ([]token, error) {
 	}
 }
 
-// isCustom reports whether a statement is handled by the front-end parser.
+// isCustom reports whether a statement is handled by the front-end parser:
+// DESCRIBE, CREATE EXTERNAL TABLE and every CREATE [OR REPLACE] TABLE (a
+// table is files, written by CREATE TABLE AS or made empty from a column
+// list, which the front-end reads with its file clauses).
 func isCustom(sql string) bool {
 	words := strings.Fields(strings.ToLower(sql))
 	if len(words) == 0 {
@@ -92,31 +95,16 @@ func isCustom(sql string) bool {
 	case "describe", "desc":
 		return true
 	case "create":
-		for i, w := range words[1:] {
+		for _, w := range words[1:] {
 			switch w {
 			case "or", "replace", "unbounded":
 				continue
 			case "external":
 				return true
 			case "table":
-				return storedTable(words[i+2:])
+				return true
 			}
 			return false
-		}
-	}
-	return false
-}
-
-// storedTable reports whether the words after CREATE TABLE have STORED AS
-// before the first AS: a CREATE TABLE AS writing files, which PostgreSQL's
-// grammar does not know.
-func storedTable(words []string) bool {
-	for i, w := range words {
-		switch w {
-		case "as":
-			return false
-		case "stored":
-			return i+1 < len(words) && words[i+1] == "as"
 		}
 	}
 	return false
@@ -292,36 +280,8 @@ func (f *frontParser) createExternal() (Bound, error) {
 		return nil, err
 	}
 	if f.acceptPunct("(") {
-		for {
-			var col ColumnDef
-			nameTok := f.peek()
-			if col.Name, err = f.name("column name"); err != nil {
-				return nil, err
-			}
-			for _, prev := range c.Columns {
-				if prev.Name == col.Name {
-					return nil, f.errAt(nameTok, "duplicate column %q", col.Name)
-				}
-			}
-			if col.Type, err = f.columnType(); err != nil {
-				return nil, err
-			}
-			// Nullability constraints are accepted and ignored: columns of
-			// external files are always nullable.
-			if f.acceptWord("not") {
-				if err := f.expectWord("null"); err != nil {
-					return nil, err
-				}
-			} else {
-				f.acceptWord("null")
-			}
-			c.Columns = append(c.Columns, col)
-			if f.acceptPunct(")") {
-				break
-			}
-			if err := f.expectPunct(","); err != nil {
-				return nil, err
-			}
+		if c.Columns, err = f.columnDefs(); err != nil {
+			return nil, err
 		}
 	}
 	haveLoc := false
@@ -352,6 +312,44 @@ func (f *frontParser) createExternal() (Bound, error) {
 		return nil, f.errAt(f.peek(), "missing LOCATION 'path'")
 	}
 	return c, nil
+}
+
+// columnDefs parses a column list after its "(": col type [NOT NULL |
+// NULL], ..., up to and including the ")".
+func (f *frontParser) columnDefs() ([]ColumnDef, error) {
+	var cols []ColumnDef
+	for {
+		var col ColumnDef
+		var err error
+		nameTok := f.peek()
+		if col.Name, err = f.name("column name"); err != nil {
+			return nil, err
+		}
+		for _, prev := range cols {
+			if prev.Name == col.Name {
+				return nil, f.errAt(nameTok, "duplicate column %q", col.Name)
+			}
+		}
+		if col.Type, err = f.columnType(); err != nil {
+			return nil, err
+		}
+		// Nullability constraints are accepted and ignored: columns of
+		// files are always nullable.
+		if f.acceptWord("not") {
+			if err := f.expectWord("null"); err != nil {
+				return nil, err
+			}
+		} else {
+			f.acceptWord("null")
+		}
+		cols = append(cols, col)
+		if f.acceptPunct(")") {
+			return cols, nil
+		}
+		if err := f.expectPunct(","); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // options parses OPTIONS ('key' 'value', ...), understanding the CSV keys

@@ -43,6 +43,10 @@ type Write struct {
 	// to (reopened afterwards so it sees the new files).
 	Table                  string
 	OrReplace, IfNotExists bool
+	// Managed marks a CREATE TABLE without LOCATION: the engine sets the
+	// location to the table's directory under its warehouse, and the
+	// catalog owns the files (DROP TABLE removes them).
+	Managed bool
 }
 
 func (*Write) bound() {}
@@ -207,7 +211,7 @@ func (w *Write) check() error {
 		}
 		pseen[p] = true
 	}
-	if w.Location == "" {
+	if w.Location == "" && !w.Managed {
 		return &Error{Kind: "bind", Msg: fmt.Sprintf("%s needs a directory to write to", w.Kind)}
 	}
 	return nil
@@ -421,10 +425,11 @@ func (b *binder) checkNameFree(name string) error {
 	return nil
 }
 
-// createTableAsRefused explains what plain CREATE TABLE needs.
-func createTableAsRefused(what string) error {
-	return &Error{Kind: "bind", Msg: fmt.Sprintf("%s without STORED AS and LOCATION is not supported: sluice tables are files", what),
-		Hint: "CREATE TABLE name STORED AS PARQUET LOCATION 'dir' AS SELECT ..., or CREATE EXTERNAL TABLE over existing files"}
+// createTableRefused explains the CREATE TABLE forms PostgreSQL's grammar
+// knows and sluice does not (TEMPORARY, UNLOGGED, ...).
+func createTableRefused() error {
+	return &Error{Kind: "bind", Msg: "this form of CREATE TABLE is not supported",
+		Hint: "CREATE TABLE name (col type, ...), CREATE TABLE name AS SELECT ..., or CREATE TABLE name STORED AS PARQUET LOCATION 'dir' AS SELECT ..."}
 }
 
 // writeOptions parses CREATE TABLE AS's OPTIONS ('key' 'value', ...):
@@ -454,9 +459,15 @@ func (f *frontParser) writeOptions(w *Write) error {
 	})
 }
 
-// createTableAs parses CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name
-// STORED AS PARQUET|CSV [WITH HEADER ROW] [DELIMITER 'c']
-// [PARTITIONED BY (cols)] [OPTIONS (...)] LOCATION 'dir' AS query.
+// createTableAs parses CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name,
+// either with a query:
+//
+//	[STORED AS PARQUET|CSV] [WITH HEADER ROW] [DELIMITER 'c']
+//	[PARTITIONED BY (cols)] [OPTIONS (...)] [LOCATION 'dir'] AS query
+//
+// or with columns and nothing else: (col type, ...), an empty managed
+// table. Without LOCATION the table is managed: the engine writes it, as
+// Parquet unless STORED AS says otherwise, under its warehouse directory.
 func (f *frontParser) createTableAs() (Bound, error) {
 	w := &Write{Kind: WriteCreate, Delimiter: ',', Header: true}
 	if err := f.expectWord("create"); err != nil {
@@ -480,16 +491,38 @@ func (f *frontParser) createTableAs() (Bound, error) {
 		}
 		w.IfNotExists = true
 	}
+	nameTok := f.peek()
 	var err error
 	if w.Table, err = f.name("table name"); err != nil {
 		return nil, err
+	}
+	if f.acceptPunct("(") {
+		cols, err := f.columnDefs()
+		if err != nil {
+			return nil, err
+		}
+		if f.peek().kind != 0 {
+			return f.declaredExternal(w, cols)
+		}
+		if err := catalogName(w.Table); err != nil {
+			return nil, f.errAt(nameTok, "%v", err)
+		}
+		for _, c := range cols {
+			if err := writableType("parquet", c.Name, c.Type); err != nil {
+				return nil, err
+			}
+		}
+		if w.OrReplace && w.IfNotExists {
+			return nil, f.errAt(nameTok, "CREATE OR REPLACE TABLE cannot also say IF NOT EXISTS")
+		}
+		return &CreateTable{Name: w.Table, Columns: cols, OrReplace: w.OrReplace, IfNotExists: w.IfNotExists}, nil
 	}
 	haveLoc := false
 	for !f.isWord("as") {
 		t := f.peek()
 		switch {
 		case t.kind == 0:
-			return nil, f.errAt(t, "expected AS query")
+			return nil, f.errAt(t, "expected (columns) or AS query")
 		case f.isWord("stored") || f.isWord("with") || f.isWord("delimiter"):
 			if err := f.fileClause(&w.Format, &w.Header, &w.Delimiter); err != nil {
 				return nil, err
@@ -529,11 +562,23 @@ func (f *frontParser) createTableAs() (Bound, error) {
 	}
 	asTok := f.peek()
 	f.i++
-	if w.Format == "" {
-		return nil, f.errAt(asTok, "missing STORED AS PARQUET|CSV")
+	if w.OrReplace && w.IfNotExists {
+		return nil, f.errAt(nameTok, "CREATE OR REPLACE TABLE cannot also say IF NOT EXISTS")
 	}
 	if !haveLoc {
-		return nil, f.errAt(asTok, "missing LOCATION 'dir'")
+		if err := catalogName(w.Table); err != nil {
+			return nil, f.errAt(nameTok, "%v", err)
+		}
+		w.Managed = true
+		if w.Overwrite {
+			return nil, f.errAt(asTok, "option overwrite needs a LOCATION: a managed table is replaced with CREATE OR REPLACE TABLE")
+		}
+	}
+	if w.Format == "" {
+		if haveLoc {
+			return nil, f.errAt(asTok, "missing STORED AS PARQUET|CSV")
+		}
+		w.Format = "parquet"
 	}
 	start := f.peek().off
 	text := f.sql[start:]
@@ -546,6 +591,51 @@ func (f *frontParser) createTableAs() (Bound, error) {
 		return nil, f.errAt(f.peek(), "CREATE TABLE ... AS needs a query")
 	}
 	return &createTableAs{w: w, query: res.Stmts[0].Stmt.GetSelectStmt(), text: text, pos: position{line: line, col: col}}, nil
+}
+
+// declaredExternal parses the rest of CREATE TABLE name (columns) [STORED
+// AS PARQUET|CSV] [WITH HEADER ROW] [DELIMITER 'c'] LOCATION 'dir': with a
+// LOCATION the table is external, as CREATE EXTERNAL TABLE makes it
+// (Spark's CREATE TABLE ... LOCATION), Parquet unless STORED AS says
+// otherwise.
+func (f *frontParser) declaredExternal(w *Write, cols []ColumnDef) (Bound, error) {
+	c := &CreateExternalTable{Name: w.Table, Columns: cols, Delimiter: ',', OrReplace: w.OrReplace, IfNotExists: w.IfNotExists}
+	haveLoc := false
+	for f.peek().kind != 0 {
+		t := f.peek()
+		switch {
+		case f.isWord("stored") || f.isWord("with") || f.isWord("delimiter"):
+			if err := f.fileClause(&c.Format, &c.Header, &c.Delimiter); err != nil {
+				return nil, err
+			}
+		case f.acceptWord("location"):
+			var err error
+			if c.Location, err = f.str("location"); err != nil {
+				return nil, err
+			}
+			haveLoc = true
+		case f.isWord("as"):
+			return nil, f.errAt(t, "CREATE TABLE ... AS takes no column types: the query's columns are the table's")
+		default:
+			return nil, f.errAt(t, "expected STORED AS, WITH HEADER ROW, DELIMITER or LOCATION after the columns")
+		}
+	}
+	if !haveLoc {
+		return nil, f.errAt(f.peek(), "missing LOCATION 'dir' (without the file clauses, CREATE TABLE name (columns) makes an empty managed table)")
+	}
+	if c.Format == "" {
+		c.Format = "parquet"
+	}
+	return c, nil
+}
+
+// catalogName refuses a managed table's name that cannot be its
+// directory under the warehouse.
+func catalogName(name string) error {
+	if err := catalog.CheckManagedName(name); err != nil {
+		return &Error{Kind: "bind", Msg: err.Error(), Hint: "give the table another name, or a LOCATION 'dir'"}
+	}
+	return nil
 }
 
 // insertableDir reports whether a table's location is a directory (an

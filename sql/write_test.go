@@ -33,6 +33,12 @@ func TestBindWrites(t *testing.T) {
 		{"CREATE TABLE IF NOT EXISTS nation STORED AS PARQUET LOCATION '/n'\n  AS (SELECT 1 AS one)",
 			Write{Kind: WriteCreate, Location: "/n", Format: "parquet", Header: true, Delimiter: ',', Table: "nation", IfNotExists: true},
 			[]string{"one"}},
+		{"CREATE TABLE plain AS SELECT 1 AS x",
+			Write{Kind: WriteCreate, Format: "parquet", Header: true, Delimiter: ',', Table: "plain", Managed: true},
+			[]string{"x"}},
+		{"create or replace table Plain stored as csv as select 1 as x",
+			Write{Kind: WriteCreate, Format: "csv", Header: true, Delimiter: ',', Table: "plain", Managed: true, OrReplace: true},
+			[]string{"x"}},
 	}
 	cat := testCatalog(t)
 	for _, tc := range tests {
@@ -68,8 +74,13 @@ func TestWriteErrors(t *testing.T) {
 		{"COPY (SELECT INTERVAL '1 day' AS i) TO '/x'", "INTERVAL"},
 		{"COPY (SELECT NULL AS n) TO '/x'", "has no type"},
 		{"CREATE TABLE nation STORED AS PARQUET LOCATION '/n' AS SELECT 1 AS x", `table "nation" already exists`},
-		{"CREATE TABLE t AS SELECT 1", "without STORED AS and LOCATION"},
-		{"CREATE TABLE t (a int)", "without STORED AS and LOCATION"},
+		{"CREATE TABLE t AS SELECT 1", `table "t" already exists`},
+		{`CREATE TABLE "a/b" AS SELECT 1`, "holds a path separator"},
+		{`CREATE TABLE "x..y" (a int)`, `holds ".."`},
+		{`CREATE TABLE ".." AS SELECT 1`, "cannot name a directory"},
+		{"CREATE TABLE t (a interval)", "INTERVAL"},
+		{"CREATE TABLE t OPTIONS ('overwrite' 'true') AS SELECT 1", "overwrite needs a LOCATION"},
+		{"CREATE TEMPORARY TABLE t (a int)", "this form of CREATE TABLE is not supported"},
 		{"INSERT INTO nation VALUES (1)", "not backed by Parquet or CSV files"},
 		{"INSERT INTO nosuch VALUES (1)", `table "nosuch" does not exist`},
 	}
@@ -89,10 +100,16 @@ func TestCreateTableAsParseErrors(t *testing.T) {
 		line, col int
 		msg       string
 	}{
-		{"create table t stored as parquet as select 1", 1, 34, "missing LOCATION"},
+		{"create table t stored as parquet location 'x' partitioned", 1, 58, "expected BY"},
+		{"create table t (a int) as select 1", 1, 24, "takes no column types"},
+		{"create table t (a int) stored as csv", 1, 37, "missing LOCATION"},
+		{"create table t (a int) partitioned by (a) location 'x'", 1, 24, "expected STORED AS, WITH HEADER ROW, DELIMITER or LOCATION"},
+		{"create table t (a int, a text)", 1, 24, `duplicate column "a"`},
+		{"create table t (a nosuchtype)", 1, 19, "unknown type NOSUCHTYPE"},
+		{"create or replace table if not exists t (a int)", 1, 39, "cannot also say IF NOT EXISTS"},
 		{"create table t stored as orc location 'x' as select 1", 1, 26, "unsupported file format ORC"},
 		{"create table t stored as csv location 'x' as\n  select from from", 2, 15, "syntax error"},
-		{"create table t stored as csv location 'x'", 1, 42, "expected AS query"},
+		{"create table t stored as csv location 'x'", 1, 42, "expected (columns) or AS query"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.sql)
@@ -100,6 +117,38 @@ func TestCreateTableAsParseErrors(t *testing.T) {
 		if !errors.As(err, &e) || e.Line != tc.line || e.Column != tc.col || !strings.Contains(e.Msg, tc.msg) {
 			t.Errorf("%q: got %v (line %d col %d), want line %d col %d, %q", tc.sql, err, lineOf(e), colOf(e), tc.line, tc.col, tc.msg)
 		}
+	}
+}
+
+// TestBindCreateTable checks CREATE TABLE name (columns): an empty managed
+// table of the declared columns, nullable whatever they say.
+func TestBindCreateTable(t *testing.T) {
+	cat := testCatalog(t)
+	got, err := bindOne(t, cat, "CREATE TABLE IF NOT EXISTS Events (id BIGINT NOT NULL, Name varchar(20), amount decimal(10, 2), at timestamp, ok boolean)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := got.(*CreateTable)
+	if !ok {
+		t.Fatalf("got %T, want *CreateTable", got)
+	}
+	if c.Name != "events" || !c.IfNotExists || c.OrReplace {
+		t.Errorf("got %+v", c)
+	}
+	ext, err := bindOne(t, cat, "create or replace table logs (line text) stored as csv location '/var/logs'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := ext.(*CreateExternalTable); !ok || e.Name != "logs" || e.Format != "csv" || e.Location != "/var/logs" || !e.OrReplace || len(e.Columns) != 1 {
+		t.Errorf("CREATE TABLE (columns) LOCATION: got %#v", ext)
+	}
+	var cols []string
+	for _, col := range c.Columns {
+		cols = append(cols, col.Name+" "+col.Type.String())
+	}
+	want := "id int64, name utf8, amount decimal(10, 2), at timestamp[us], ok bool"
+	if strings.Join(cols, ", ") != want {
+		t.Errorf("columns %s, want %s", strings.Join(cols, ", "), want)
 	}
 }
 
