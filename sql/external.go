@@ -209,9 +209,18 @@ func parseCustom(sql string, p position) (Bound, error) {
 		if f.isWord("select") || f.isWord("with") || f.isWord("values") || f.peek().kind == 'p' && f.peek().text == "(" {
 			return f.describeQuery()
 		}
+		first := f.peek()
 		name, err := f.name("table name")
 		if err != nil {
 			return nil, err
+		}
+		if t := f.peek(); t.kind != 0 && first.kind == 'i' {
+			switch strings.ToLower(first.text) {
+			case "insert", "update", "delete", "copy", "create", "drop", "set", "explain":
+				err := f.errAt(first, "DESCRIBE of %s is not supported: DESCRIBE takes a table or view name, or a query (SELECT, WITH, VALUES)", strings.ToUpper(first.text)).(*Error)
+				err.Hint = "EXPLAIN shows the plan of any statement"
+				return nil, err
+			}
 		}
 		if err := f.end(); err != nil {
 			return nil, err

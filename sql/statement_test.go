@@ -89,6 +89,7 @@ func TestFrontEndErrors(t *testing.T) {
 		{"create external table t stored as csv location 'x", 1, 48, "'x", "unterminated quoted string"},
 		{"create external table t stored as csv delimiter 'ab' location 'x'", 1, 49, "'ab'", "single character"},
 		{"describe", 1, 9, "", "expected table name"},
+		{"describe insert into t values (1)", 1, 10, "insert", "DESCRIBE of INSERT is not supported"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.sql)
