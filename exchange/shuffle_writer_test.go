@@ -22,12 +22,6 @@ func taskEnv(env *Env, job string, stage, task int) *TaskEnv {
 	return &TaskEnv{Env: env, JobID: job, StageID: stage, TaskID: task}
 }
 
-// readFile returns a shuffle file's rows.
-func readFile(t *testing.T, path string) []string {
-	t.Helper()
-	return readBatches(t, path, nil)
-}
-
 // readBatches returns the rows of a shuffle file's batches (nil: all).
 func readBatches(t *testing.T, path string, batches []int32) []string {
 	t.Helper()
