@@ -461,6 +461,11 @@ func Selectivity(pred Expr) float64 {
 			return 1 - selIsNull
 		}
 		return selIsNull
+	case *DistinctFrom:
+		if x.Negated {
+			return selEq
+		}
+		return 1 - selEq
 	case *InList:
 		s := math.Min(selDefault, selEq*float64(len(x.List)))
 		if x.Negated {

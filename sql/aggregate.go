@@ -201,6 +201,8 @@ func exprKey(e plan.Expr) string {
 			fmt.Fprintf(&b, "in:%v", x.Negated)
 		case *plan.IsNull:
 			fmt.Fprintf(&b, "isnull:%v", x.Negated)
+		case *plan.DistinctFrom:
+			fmt.Fprintf(&b, "distinct:%v", x.Negated)
 		case *plan.Case:
 			fmt.Fprintf(&b, "case:%d:%v", len(x.Whens), x.Else != nil)
 		case *plan.AggCall:
@@ -238,7 +240,7 @@ func nullableIn(e plan.Expr, in plan.Schema) bool {
 		return i < 0 || in[i].Nullable
 	case *plan.Literal:
 		return x.Val == nil
-	case *plan.IsNull:
+	case *plan.IsNull, *plan.DistinctFrom:
 		return false
 	case *plan.AggCall:
 		return aggNullable(x.Func)

@@ -343,6 +343,8 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.Binary{Op: plan.OpOr, L: lt, R: gt, Typ: plan.Bool}, nil
+	case pg.A_Expr_Kind_AEXPR_DISTINCT, pg.A_Expr_Kind_AEXPR_NOT_DISTINCT:
+		return b.distinctFrom(x, c)
 	case pg.A_Expr_Kind_AEXPR_NULLIF:
 		l, err := b.expr(x.Lexpr, c)
 		if err != nil {

@@ -319,6 +319,16 @@ func ToProto(e Expr) (*rpc.PhysicalExpr, error) {
 			return nil, err
 		}
 		return &rpc.PhysicalExpr{Expr: &rpc.PhysicalExpr_IsNull{IsNull: &rpc.IsNullExpr{X: x, Negated: e.Negated}}}, nil
+	case *DistinctFrom:
+		l, err := ToProto(e.L)
+		if err != nil {
+			return nil, err
+		}
+		r, err := ToProto(e.R)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.PhysicalExpr{Expr: &rpc.PhysicalExpr_DistinctFrom{DistinctFrom: &rpc.DistinctFromExpr{Left: l, Right: r, Negated: e.Negated}}}, nil
 	case *Cast:
 		x, err := ToProto(e.X)
 		if err != nil {
@@ -548,6 +558,15 @@ func FromProto(p *rpc.PhysicalExpr) (Expr, error) {
 			return nil, fmt.Errorf("decode nullif: %w", err)
 		}
 		return &NullIf{A: a, B: b, Type: t}, nil
+	case *rpc.PhysicalExpr_DistinctFrom:
+		l, r, err := fromProto2(n.DistinctFrom.GetLeft(), n.DistinctFrom.GetRight())
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDistinctFrom(l, r); err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+		return &DistinctFrom{L: l, R: r, Negated: n.DistinctFrom.GetNegated()}, nil
 	case *rpc.PhysicalExpr_InList:
 		x, err := FromProto(n.InList.GetX())
 		if err != nil {
