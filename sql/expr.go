@@ -253,6 +253,10 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			}
 			return &plan.Binary{Op: plan.OpConcat, L: coerce(l, plan.Utf8), R: coerce(r, plan.Utf8), Typ: plan.Utf8}, nil
 		}
+		switch opName {
+		case "~", "~*", "!~", "!~*":
+			return b.regexOp(opName, l, r, x.Location)
+		}
 		return nil, b.errAt("bind", x.Location, "unsupported operator %s", opName)
 	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
 		l, err := b.expr(x.Lexpr, c)
@@ -343,6 +347,8 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.Binary{Op: plan.OpOr, L: lt, R: gt, Typ: plan.Bool}, nil
+	case pg.A_Expr_Kind_AEXPR_SIMILAR:
+		return b.similar(x, c)
 	case pg.A_Expr_Kind_AEXPR_DISTINCT, pg.A_Expr_Kind_AEXPR_NOT_DISTINCT:
 		return b.distinctFrom(x, c)
 	case pg.A_Expr_Kind_AEXPR_NULLIF:
