@@ -151,6 +151,7 @@ func init() {
 	addMathFunctions(functions)
 	addStringFunctions(functions)
 	addDateFunctions(functions)
+	addMiscFunctions(functions)
 }
 
 // Functions lists every signature of every function, sorted by name.
