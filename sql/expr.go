@@ -104,6 +104,8 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 		return b.builtinCall(name, args, locs, x.MinMaxExpr.Location)
 	case *pg.Node_AIndirection:
 		return b.subscript(x.AIndirection, c)
+	case *pg.Node_AArrayExpr:
+		return b.arrayExpr(x.AArrayExpr, nil, c)
 	case *pg.Node_SqlvalueFunction:
 		v := x.SqlvalueFunction
 		switch v.Op {
@@ -639,6 +641,8 @@ func figureName(n *pg.Node) string {
 	case *pg.Node_AIndirection:
 		// a[1] is named after a, as in PostgreSQL.
 		return figureName(x.AIndirection.Arg)
+	case *pg.Node_AArrayExpr:
+		return "array"
 	case *pg.Node_CaseExpr:
 		return "case"
 	case *pg.Node_GroupingFunc:

@@ -55,9 +55,15 @@ func TypeToProto(t arrow.DataType) (*rpc.ArrowType, error) {
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return &rpc.ArrowType{Id: rpc.ArrowType_INTERVAL_MONTH_DAY_NANO}, nil
 	case arrow.LIST:
-		if arrow.TypeEqual(t, plan.TextArray) {
-			return &rpc.ArrowType{Id: rpc.ArrowType_LIST, Elem: &rpc.ArrowType{Id: rpc.ArrowType_UTF8}}, nil
+		elem := t.(*arrow.ListType).Elem()
+		if elem.ID() == arrow.LIST {
+			return nil, fmt.Errorf("encode type: arrays of arrays are not supported")
 		}
+		et, err := TypeToProto(elem)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.ArrowType{Id: rpc.ArrowType_LIST, Elem: et}, nil
 	}
 	return nil, fmt.Errorf("encode type: %s is not one of sluice's types", t)
 }
@@ -94,10 +100,14 @@ func TypeFromProto(t *rpc.ArrowType) (arrow.DataType, error) {
 	case rpc.ArrowType_INTERVAL_MONTH_DAY_NANO:
 		return plan.Interval, nil
 	case rpc.ArrowType_LIST:
-		if t.Elem.GetId() == rpc.ArrowType_UTF8 {
-			return plan.TextArray, nil
+		if t.Elem.GetId() == rpc.ArrowType_LIST {
+			return nil, fmt.Errorf("decode type: arrays of arrays are not supported")
 		}
-		return nil, fmt.Errorf("decode type: arrays of %s are not supported", t.Elem.GetId())
+		elem, err := TypeFromProto(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return plan.ArrayOf(elem), nil
 	}
 	return nil, fmt.Errorf("decode type: unknown type id %d", t.Id)
 }
