@@ -176,6 +176,16 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		return p.sort(n, -1)
 	case *plan.Window:
 		return p.window(n)
+	case *plan.Unnest:
+		in, err := p.plan(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		args, err := compileAll(n.Args, n.Input.Schema())
+		if err != nil {
+			return nil, err
+		}
+		return NewUnnest(in, args, names(n.Cols))
 	case *plan.Limit:
 		return p.limit(n)
 	case *plan.Union:

@@ -42,6 +42,9 @@ func estimate(n Node) float64 {
 		return estimate(x.Input)
 	case *Window:
 		return estimate(x.Input)
+	case *Unnest:
+		// A guess: a few elements per array.
+		return estimate(x.Input) * 4
 	case *Limit:
 		in := estimate(x.Input) - float64(x.Offset)
 		if x.Count >= 0 {

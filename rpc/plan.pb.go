@@ -1677,6 +1677,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_DynamicFilterBuild
 	//	*PhysicalPlan_RecursiveCte
 	//	*PhysicalPlan_WorkTableScan
+	//	*PhysicalPlan_Unnest
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1971,6 +1972,15 @@ func (x *PhysicalPlan) GetWorkTableScan() *WorkTableScanNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetUnnest() *UnnestNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_Unnest); ok {
+			return x.Unnest
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -2087,6 +2097,10 @@ type PhysicalPlan_WorkTableScan struct {
 	WorkTableScan *WorkTableScanNode `protobuf:"bytes,131,opt,name=work_table_scan,json=workTableScan,proto3,oneof"`
 }
 
+type PhysicalPlan_Unnest struct {
+	Unnest *UnnestNode `protobuf:"bytes,132,opt,name=unnest,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -2142,6 +2156,8 @@ func (*PhysicalPlan_DynamicFilterBuild) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_RecursiveCte) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_WorkTableScan) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_Unnest) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -5681,6 +5697,69 @@ func (x *DistinctFromExpr) GetNegated() bool {
 	return false
 }
 
+// unnest(array) in a select list: per input row, one row per element of
+// args (expanded in lockstep), the input columns repeated, then one
+// element column per array named names.
+type UnnestNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Args          []*PhysicalExpr        `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	Names         []string               `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnnestNode) Reset() {
+	*x = UnnestNode{}
+	mi := &file_plan_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnnestNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnnestNode) ProtoMessage() {}
+
+func (x *UnnestNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnnestNode.ProtoReflect.Descriptor instead.
+func (*UnnestNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *UnnestNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *UnnestNode) GetArgs() []*PhysicalExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *UnnestNode) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -5806,7 +5885,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xcf\r\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xfe\r\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -5838,7 +5917,8 @@ const file_plan_proto_rawDesc = "" +
 	"\fwrite_commit\x18= \x01(\v2\x17.sluice.WriteCommitNodeH\x00R\vwriteCommit\x12R\n" +
 	"\x14dynamic_filter_build\x18Z \x01(\v2\x1e.sluice.DynamicFilterBuildNodeH\x00R\x12dynamicFilterBuild\x12@\n" +
 	"\rrecursive_cte\x18\x82\x01 \x01(\v2\x18.sluice.RecursiveCTENodeH\x00R\frecursiveCte\x12D\n" +
-	"\x0fwork_table_scan\x18\x83\x01 \x01(\v2\x19.sluice.WorkTableScanNodeH\x00R\rworkTableScanB\x06\n" +
+	"\x0fwork_table_scan\x18\x83\x01 \x01(\v2\x19.sluice.WorkTableScanNodeH\x00R\rworkTableScan\x12-\n" +
+	"\x06unnest\x18\x84\x01 \x01(\v2\x12.sluice.UnnestNodeH\x00R\x06unnestB\x06\n" +
 	"\x04node\"\xf7\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -6129,7 +6209,12 @@ const file_plan_proto_rawDesc = "" +
 	"\x10DistinctFromExpr\x12(\n" +
 	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalExprR\x04left\x12*\n" +
 	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x05right\x12\x18\n" +
-	"\anegated\x18\x03 \x01(\bR\anegatedB\fZ\n" +
+	"\anegated\x18\x03 \x01(\bR\anegated\"x\n" +
+	"\n" +
+	"UnnestNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12(\n" +
+	"\x04args\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x04args\x12\x14\n" +
+	"\x05names\x18\x03 \x03(\tR\x05namesB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -6145,7 +6230,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(MuxFrame_Kind)(0),              // 1: sluice.MuxFrame.Kind
@@ -6220,6 +6305,7 @@ var file_plan_proto_goTypes = []any{
 	(*RecursiveCTENode)(nil),        // 70: sluice.RecursiveCTENode
 	(*WorkTableScanNode)(nil),       // 71: sluice.WorkTableScanNode
 	(*DistinctFromExpr)(nil),        // 72: sluice.DistinctFromExpr
+	(*UnnestNode)(nil),              // 73: sluice.UnnestNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -6295,95 +6381,98 @@ var file_plan_proto_depIdxs = []int32{
 	63,  // 70: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
 	70,  // 71: sluice.PhysicalPlan.recursive_cte:type_name -> sluice.RecursiveCTENode
 	71,  // 72: sluice.PhysicalPlan.work_table_scan:type_name -> sluice.WorkTableScanNode
-	21,  // 73: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	62,  // 74: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
-	4,   // 75: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	62,  // 76: sluice.CsvScanNode.files:type_name -> sluice.TableFile
-	22,  // 77: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 78: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	22,  // 79: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 80: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	7,   // 81: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	2,   // 82: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	7,   // 83: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	19,  // 84: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	22,  // 85: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 86: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	27,  // 87: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	22,  // 88: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 89: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 90: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	7,   // 91: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	7,   // 92: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 93: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 94: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 95: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 96: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 97: sluice.SortNode.keys:type_name -> sluice.SortKey
-	22,  // 98: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 99: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	22,  // 100: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 101: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	7,   // 102: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	4,   // 103: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	35,  // 104: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	22,  // 105: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 106: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 107: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 108: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 109: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	40,  // 110: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	4,   // 111: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	41,  // 112: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	4,   // 113: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	20,  // 114: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 115: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 116: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	45,  // 117: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	4,   // 118: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	46,  // 119: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	49,  // 120: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	50,  // 121: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	4,   // 122: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	7,   // 123: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	7,   // 124: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	7,   // 125: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	22,  // 126: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 127: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	52,  // 128: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	6,   // 129: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	54,  // 130: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	54,  // 131: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	7,   // 132: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	55,  // 133: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	2,   // 134: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	22,  // 135: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 136: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	19,  // 137: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	56,  // 138: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	22,  // 139: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 140: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	4,   // 141: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	22,  // 142: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 143: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
-	22,  // 144: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 145: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
-	22,  // 146: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
-	64,  // 147: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
-	67,  // 148: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
-	68,  // 149: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
-	1,   // 150: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
-	22,  // 151: sluice.RecursiveCTENode.base:type_name -> sluice.PhysicalPlan
-	22,  // 152: sluice.RecursiveCTENode.recursive:type_name -> sluice.PhysicalPlan
-	4,   // 153: sluice.RecursiveCTENode.schema:type_name -> sluice.Schema
-	4,   // 154: sluice.WorkTableScanNode.schema:type_name -> sluice.Schema
-	7,   // 155: sluice.DistinctFromExpr.left:type_name -> sluice.PhysicalExpr
-	7,   // 156: sluice.DistinctFromExpr.right:type_name -> sluice.PhysicalExpr
-	157, // [157:157] is the sub-list for method output_type
-	157, // [157:157] is the sub-list for method input_type
-	157, // [157:157] is the sub-list for extension type_name
-	157, // [157:157] is the sub-list for extension extendee
-	0,   // [0:157] is the sub-list for field type_name
+	73,  // 73: sluice.PhysicalPlan.unnest:type_name -> sluice.UnnestNode
+	21,  // 74: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	62,  // 75: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
+	4,   // 76: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	62,  // 77: sluice.CsvScanNode.files:type_name -> sluice.TableFile
+	22,  // 78: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 79: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	22,  // 80: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 81: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	7,   // 82: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	2,   // 83: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	7,   // 84: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	19,  // 85: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	22,  // 86: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 87: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	27,  // 88: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	22,  // 89: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 90: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 91: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	7,   // 92: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	7,   // 93: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 94: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 95: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 96: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 97: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 98: sluice.SortNode.keys:type_name -> sluice.SortKey
+	22,  // 99: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 100: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	22,  // 101: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 102: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	7,   // 103: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	4,   // 104: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	35,  // 105: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	22,  // 106: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 107: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 108: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 109: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 110: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	40,  // 111: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	4,   // 112: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	41,  // 113: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	4,   // 114: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	20,  // 115: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 116: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 117: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	45,  // 118: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	4,   // 119: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	46,  // 120: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	49,  // 121: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	50,  // 122: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	4,   // 123: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	7,   // 124: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	7,   // 125: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	7,   // 126: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	22,  // 127: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 128: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	52,  // 129: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	6,   // 130: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	54,  // 131: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	54,  // 132: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	7,   // 133: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	55,  // 134: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	2,   // 135: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	22,  // 136: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 137: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	19,  // 138: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	56,  // 139: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	22,  // 140: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 141: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	4,   // 142: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	22,  // 143: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 144: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	22,  // 145: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 146: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	22,  // 147: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
+	64,  // 148: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
+	67,  // 149: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
+	68,  // 150: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
+	1,   // 151: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
+	22,  // 152: sluice.RecursiveCTENode.base:type_name -> sluice.PhysicalPlan
+	22,  // 153: sluice.RecursiveCTENode.recursive:type_name -> sluice.PhysicalPlan
+	4,   // 154: sluice.RecursiveCTENode.schema:type_name -> sluice.Schema
+	4,   // 155: sluice.WorkTableScanNode.schema:type_name -> sluice.Schema
+	7,   // 156: sluice.DistinctFromExpr.left:type_name -> sluice.PhysicalExpr
+	7,   // 157: sluice.DistinctFromExpr.right:type_name -> sluice.PhysicalExpr
+	22,  // 158: sluice.UnnestNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 159: sluice.UnnestNode.args:type_name -> sluice.PhysicalExpr
+	160, // [160:160] is the sub-list for method output_type
+	160, // [160:160] is the sub-list for method input_type
+	160, // [160:160] is the sub-list for extension type_name
+	160, // [160:160] is the sub-list for extension extendee
+	0,   // [0:160] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -6445,6 +6534,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_DynamicFilterBuild)(nil),
 		(*PhysicalPlan_RecursiveCte)(nil),
 		(*PhysicalPlan_WorkTableScan)(nil),
+		(*PhysicalPlan_Unnest)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -6456,7 +6546,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   71,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -45,7 +45,7 @@ func (a *aggState) add(ids *plan.IDGen, call *plan.AggCall, name string) *plan.C
 // With grouping sets the aggregate reads an Expand of the input: every key
 // gets a fresh column (NULL in the sets without it), and the grouping id is
 // the last group key.
-func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
+func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, srf *srfState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
 	in := input.Schema()
 	cols := make(plan.Schema, 0, len(groups)+1+len(agg.calls))
 	repl := map[string]plan.Expr{}
@@ -126,6 +126,11 @@ func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, w
 			if sorts[i].expr, err = fix(sorts[i].expr, "ORDER BY"); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for i, a := range srf.args {
+		if srf.args[i], err = fix(a, "unnest"); err != nil {
+			return nil, err
 		}
 	}
 	for i, c := range win.calls {

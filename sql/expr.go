@@ -15,6 +15,7 @@ type ectx struct {
 	sc     *scope
 	agg    *aggState // where aggregate calls go; nil where they are not allowed
 	win    *winState // where window function calls go; nil where they are not allowed
+	srf    *srfState // where unnest calls go; nil where they are not allowed
 	clause string    // for errors: "WHERE", "GROUP BY", ...
 }
 

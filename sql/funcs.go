@@ -725,6 +725,9 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	if f.Over != nil {
 		return b.windowCall(f, name, c)
 	}
+	if name == "unnest" {
+		return b.unnestCall(f, c)
+	}
 	def, ok := functions[name]
 	if _, win := windowFuncs[name]; !ok && win {
 		return nil, b.errAt("bind", f.Location, "window function %s requires an OVER clause", name)

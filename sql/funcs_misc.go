@@ -18,6 +18,11 @@ func addMiscFunctions(fs map[string]*funcDef) {
 	uuid := scalar(bindUUID, sig("", "VARCHAR (a random version 4 UUID per row)"))
 	fs["gen_random_uuid"], fs["uuid"] = uuid, uuid
 	fs["age"] = scalar(bindAge, sig("TIMESTAMP", "INTERVAL (from the argument to today's midnight)"), sig("TIMESTAMP, TIMESTAMP", "INTERVAL"))
+	// unnest is bound by the select list (unnestCall) or as a FROM item
+	// (unnestFrom); the entry is what SHOW FUNCTIONS lists.
+	fs["unnest"] = scalar(func(c *fcall) (plan.Expr, error) {
+		return nil, c.b.errAt("bind", c.loc, "set-returning functions are not allowed here")
+	}, sig("anyarray", "SETOF element (one row per element, in the select list or in FROM)"))
 	fs["range"] = &funcDef{kind: KindTable, sigs: []funcSig{
 		sig("BIGINT stop", "SETOF BIGINT (0 up to stop, exclusive)"),
 		sig("BIGINT start, BIGINT stop", "SETOF BIGINT (stop exclusive)"),

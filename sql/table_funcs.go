@@ -38,6 +38,9 @@ func (b *binder) rangeFunction(rf *pg.RangeFunction) (plan.Node, []scopeCol, err
 	if _, ok := fileFunctions[name]; ok {
 		return b.fileFunction(rf, f, name)
 	}
+	if name == "unnest" {
+		return b.unnestFrom(rf, f)
+	}
 	def, ok := functions[name]
 	if !ok || def.kind != KindTable {
 		if ok {
