@@ -185,7 +185,13 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		return NewUnnest(in, args, names(n.Cols))
+		var pass []int
+		for i, c := range n.Input.Schema() {
+			if !n.Drop.Has(c.ID) {
+				pass = append(pass, i)
+			}
+		}
+		return NewUnnest(in, pass, args, names(n.Cols))
 	case *plan.Limit:
 		return p.limit(n)
 	case *plan.Union:

@@ -135,7 +135,7 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("unnest: %w", err)
 		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Unnest{Unnest: &rpc.UnnestNode{Input: in, Args: args, Names: op.names}}}, nil
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Unnest{Unnest: &rpc.UnnestNode{Input: in, Pass: int32s(op.pass), Args: args, Names: op.names}}}, nil
 	case *HashAggregate:
 		return c.encodeAggregate(op)
 	case *Expand:
@@ -458,7 +458,11 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("unnest: %w", err)
 		}
-		return NewUnnest(in, args, m.Unnest.GetNames())
+		pass, err := projectionFromProto(m.Unnest.GetPass(), in.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("unnest: %w", err)
+		}
+		return NewUnnest(in, pass, args, m.Unnest.GetNames())
 	case *rpc.PhysicalPlan_HashAggregate:
 		return c.decodeAggregate(m.HashAggregate)
 	case *rpc.PhysicalPlan_Expand:

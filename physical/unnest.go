@@ -21,6 +21,7 @@ import (
 // hold at most the task's batch size rows, however long an array is.
 type Unnest struct {
 	input  Operator
+	pass   []int // the input columns output, by index
 	args   []expr.Expr
 	names  []string
 	schema *arrow.Schema
@@ -29,12 +30,20 @@ type Unnest struct {
 var _ Operator = (*Unnest)(nil)
 
 // NewUnnest returns an Unnest of input expanding args (each an array),
-// whose element columns are named names.
-func NewUnnest(input Operator, args []expr.Expr, names []string) (*Unnest, error) {
+// whose element columns are named names, after the input columns pass
+// (indexes, in order).
+func NewUnnest(input Operator, pass []int, args []expr.Expr, names []string) (*Unnest, error) {
 	if len(args) == 0 || len(args) != len(names) {
 		return nil, fmt.Errorf("unnest: %d arrays with %d names", len(args), len(names))
 	}
-	fields := append([]arrow.Field(nil), input.Schema().Fields()...)
+	in := input.Schema()
+	fields := make([]arrow.Field, 0, len(pass)+len(args))
+	for _, i := range pass {
+		if i < 0 || i >= in.NumFields() {
+			return nil, fmt.Errorf("unnest: input column %d of %d", i, in.NumFields())
+		}
+		fields = append(fields, in.Field(i))
+	}
 	for i, a := range args {
 		lt, ok := a.DataType().(*arrow.ListType)
 		if !ok {
@@ -42,8 +51,11 @@ func NewUnnest(input Operator, args []expr.Expr, names []string) (*Unnest, error
 		}
 		fields = append(fields, arrow.Field{Name: names[i], Type: lt.Elem(), Nullable: true})
 	}
-	return &Unnest{input: input, args: args, names: names, schema: arrow.NewSchema(fields, nil)}, nil
+	return &Unnest{input: input, pass: pass, args: args, names: names, schema: arrow.NewSchema(fields, nil)}, nil
 }
+
+// Pass are the indexes of the input columns output.
+func (u *Unnest) Pass() []int { return u.pass }
 
 // Args are the array expressions.
 func (u *Unnest) Args() []expr.Expr { return u.args }
@@ -57,9 +69,21 @@ func (u *Unnest) Schema() *arrow.Schema { return u.schema }
 // Children implements Operator.
 func (u *Unnest) Children() []Operator { return []Operator{u.input} }
 
-// OutputPartitioning implements Operator: the input columns keep their
-// positions and rows only repeat, so the input's partitioning holds.
-func (u *Unnest) OutputPartitioning() Partitioning { return u.input.OutputPartitioning() }
+// OutputPartitioning implements Operator: rows only repeat, so hash
+// partitioning on input columns that pass through holds.
+func (u *Unnest) OutputPartitioning() Partitioning {
+	in := u.input.OutputPartitioning()
+	if in.Kind != PartHash {
+		return in
+	}
+	exprs := make([]expr.Expr, len(u.pass))
+	names := make([]string, len(u.pass))
+	for j, i := range u.pass {
+		f := u.input.Schema().Field(i)
+		exprs[j], names[j] = &expr.Column{Index: i, Name: f.Name, Type: f.Type}, f.Name
+	}
+	return hashThrough(in, exprs, names)
+}
 
 func (u *Unnest) String() string {
 	parts := make([]string, len(u.args))
@@ -185,8 +209,8 @@ func (s *unnestStream) expand() (arrow.RecordBatch, error) {
 		kernels.ReleaseAll(cols)
 		return nil, fmt.Errorf("unnest: %w", err)
 	}
-	for _, c := range s.cur.Columns() {
-		t, err := kernels.TakeArray(s.mem, c, rows)
+	for _, i := range s.op.pass {
+		t, err := kernels.TakeArray(s.mem, s.cur.Column(i), rows)
 		if err != nil {
 			return fail(err)
 		}

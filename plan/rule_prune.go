@@ -105,6 +105,14 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 		}
 		o := *x
 		o.Input = prune(x.Input, childReq, exact)
+		if !exact {
+			o.Drop = ColumnSet{}
+			for _, c := range o.Input.Schema() {
+				if !req.Has(c.ID) {
+					o.Drop[c.ID] = struct{}{}
+				}
+			}
+		}
 		return &o
 	case *Window:
 		o := *x

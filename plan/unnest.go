@@ -10,19 +10,27 @@ import (
 // repeated. Several arrays are expanded in lockstep, the shorter ones
 // padded with NULLs, as PostgreSQL does with set-returning functions in
 // the select list; a row whose arrays are all NULL or empty yields no
-// rows. The output is the input's columns, then one column per array
-// (Cols[i], of Args[i]'s element type).
+// rows. The output is the input's columns but those in Drop, then one
+// column per array (Cols[i], of Args[i]'s element type). Column pruning
+// fills Drop, so that an input column only an array reads (the array
+// itself, often) is not repeated on every element's row.
 type Unnest struct {
 	Input Node
 	Args  []Expr
 	Cols  Schema
+	Drop  ColumnSet
 }
 
 // Schema implements Node.
 func (n *Unnest) Schema() Schema {
 	in := n.Input.Schema()
 	out := make(Schema, 0, len(in)+len(n.Cols))
-	return append(append(out, in...), n.Cols...)
+	for _, c := range in {
+		if !n.Drop.Has(c.ID) {
+			out = append(out, c)
+		}
+	}
+	return append(out, n.Cols...)
 }
 
 // Children implements Node.

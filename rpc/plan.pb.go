@@ -5698,13 +5698,14 @@ func (x *DistinctFromExpr) GetNegated() bool {
 }
 
 // unnest(array) in a select list: per input row, one row per element of
-// args (expanded in lockstep), the input columns repeated, then one
-// element column per array named names.
+// args (expanded in lockstep), the input columns pass (indexes) repeated,
+// then one element column per array named names.
 type UnnestNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
 	Args          []*PhysicalExpr        `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
 	Names         []string               `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"`
+	Pass          []int32                `protobuf:"varint,4,rep,packed,name=pass,proto3" json:"pass,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5756,6 +5757,13 @@ func (x *UnnestNode) GetArgs() []*PhysicalExpr {
 func (x *UnnestNode) GetNames() []string {
 	if x != nil {
 		return x.Names
+	}
+	return nil
+}
+
+func (x *UnnestNode) GetPass() []int32 {
+	if x != nil {
+		return x.Pass
 	}
 	return nil
 }
@@ -6209,12 +6217,13 @@ const file_plan_proto_rawDesc = "" +
 	"\x10DistinctFromExpr\x12(\n" +
 	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalExprR\x04left\x12*\n" +
 	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x05right\x12\x18\n" +
-	"\anegated\x18\x03 \x01(\bR\anegated\"x\n" +
+	"\anegated\x18\x03 \x01(\bR\anegated\"\x8c\x01\n" +
 	"\n" +
 	"UnnestNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12(\n" +
 	"\x04args\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x04args\x12\x14\n" +
-	"\x05names\x18\x03 \x03(\tR\x05namesB\fZ\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\x12\x12\n" +
+	"\x04pass\x18\x04 \x03(\x05R\x04passB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
