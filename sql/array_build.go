@@ -61,3 +61,56 @@ func bindStringToArray(c *fcall) (plan.Expr, error) {
 	}
 	return c.fn("string_to_array", plan.TextArray), nil
 }
+
+// quantified binds x op ANY (array) and x op ALL (array) for the
+// comparison operators: array_any / array_all(x, array, op). x is cast to
+// the elements' type (a literal adapts to it, an integer widens); an
+// array whose elements would have to change type is refused.
+func (b *binder) quantified(x *pg.A_Expr, opName string, c ectx) (plan.Expr, error) {
+	word := "ANY"
+	if x.Kind == pg.A_Expr_Kind_AEXPR_OP_ALL {
+		word = "ALL"
+	}
+	if _, ok := compareOps[opName]; !ok {
+		return nil, b.errAt("bind", x.Location, "operator %s %s (array) is not supported", opName, word)
+	}
+	if opName == "!=" {
+		opName = "<>"
+	}
+	l, err := b.expr(x.Lexpr, c)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.expr(x.Rexpr, c)
+	if err != nil {
+		return nil, err
+	}
+	if r.Type().ID() == plan.Null.ID() {
+		r = coerce(r, plan.ArrayOf(l.Type()))
+		if l.Type().ID() == plan.Null.ID() {
+			r = coerce(r, plan.TextArray)
+		}
+	}
+	if !plan.IsArray(r.Type()) {
+		e := b.errAt("type", x.Location, "op %s (...) needs an array on the right, not %s", word, plan.TypeName(r.Type()))
+		e.Hint = "write x IN (a, b) for a list of values, or x = ANY(ARRAY[a, b])"
+		return nil, e
+	}
+	elem := r.Type().(interface{ Elem() arrowType }).Elem()
+	if lit, ok := l.(*plan.Literal); ok {
+		if v, ok := adaptLiteral(lit, elem); ok {
+			l = v
+		}
+	}
+	t, ok := plan.CommonType(l.Type(), elem)
+	if !ok || !typeEq(t, elem) || plan.IsArray(t) {
+		e := b.errAt("type", x.Location, "cannot compare %s with the elements of %s", plan.TypeName(l.Type()), plan.TypeName(r.Type()))
+		e.Hint = "cast the value to the array's element type"
+		return nil, e
+	}
+	name := "array_any"
+	if word == "ALL" {
+		name = "array_all"
+	}
+	return &plan.Func{Name: name, Args: []plan.Expr{coerce(l, t), r, &plan.Literal{Typ: plan.Utf8, Val: opName}}, Typ: plan.Bool}, nil
+}

@@ -350,6 +350,8 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.Binary{Op: plan.OpOr, L: lt, R: gt, Typ: plan.Bool}, nil
+	case pg.A_Expr_Kind_AEXPR_OP_ANY, pg.A_Expr_Kind_AEXPR_OP_ALL:
+		return b.quantified(x, opName, c)
 	case pg.A_Expr_Kind_AEXPR_SIMILAR:
 		return b.similar(x, c)
 	case pg.A_Expr_Kind_AEXPR_DISTINCT, pg.A_Expr_Kind_AEXPR_NOT_DISTINCT:

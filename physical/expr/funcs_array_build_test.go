@@ -57,3 +57,18 @@ func TestArrayTypesProtoRoundTrip(t *testing.T) {
 		t.Fatalf("decoded gives %s, original %s", a, b)
 	}
 }
+
+func TestArrayQuantified(t *testing.T) {
+	// i32 is 1, 2, NULL, -4.
+	arr := func(vs ...plan.Expr) plan.Expr { return fn("make_array", plan.ArrayOf(plan.Int32), vs...) }
+	op := func(s string) plan.Expr { return str(s) }
+	runCases(t, []exprCase{
+		{name: "= any", e: fn("array_any", plan.Bool, col("i32"), arr(i32(1), i32(-4)), op("=")), want: "true false NULL true"},
+		{name: "= any with null element", e: fn("array_any", plan.Bool, col("i32"), arr(i32(1), lit(plan.Int32, nil)), op("=")), want: "true NULL NULL NULL"},
+		{name: "> all", e: fn("array_all", plan.Bool, col("i32"), arr(i32(0), i32(1)), op(">")), want: "false true NULL false"},
+		{name: "<> all of column", e: fn("array_all", plan.Bool, i32(2), arr(col("i32")), op("<>")), want: "true false NULL true"},
+		{name: "empty array", e: fn("array_any", plan.Bool, col("i32"), fn("make_array", plan.ArrayOf(plan.Int32)), op("=")), want: "false false false false"},
+		{name: "empty array all", e: fn("array_all", plan.Bool, col("i32"), fn("make_array", plan.ArrayOf(plan.Int32)), op("=")), want: "true true true true"},
+		{name: "bad operator", e: fn("array_any", plan.Bool, col("i32"), arr(i32(1)), op("~")), wantErr: "operator must be one of"},
+	})
+}
