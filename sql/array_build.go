@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"fmt"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/plan"
@@ -113,4 +115,61 @@ func (b *binder) quantified(x *pg.A_Expr, opName string, c ectx) (plan.Expr, err
 		name = "array_all"
 	}
 	return &plan.Func{Name: name, Args: []plan.Expr{coerce(l, t), r, &plan.Literal{Typ: plan.Utf8, Val: opName}}, Typ: plan.Bool}, nil
+}
+
+// arrayConcat binds l || r where one side is an array: array || array
+// concatenates (array_cat), array || element appends (array_append),
+// element || array prepends (array_prepend). An untyped NULL takes the
+// other side's array type.
+func (b *binder) arrayConcat(l, r plan.Expr, loc int32) (plan.Expr, error) {
+	la, ra := plan.IsArray(l.Type()), plan.IsArray(r.Type())
+	switch {
+	case la && r.Type().ID() == plan.Null.ID():
+		r, ra = coerce(r, l.Type()), true
+	case ra && l.Type().ID() == plan.Null.ID():
+		l, la = coerce(l, r.Type()), true
+	}
+	arrayT := l.Type()
+	if !la {
+		arrayT = r.Type()
+	}
+	elem := arrayT.(interface{ Elem() arrowType }).Elem()
+	bad := func(what plan.Expr) error {
+		e := b.errAt("type", loc, "operator does not exist: %s || %s", plan.TypeName(l.Type()), plan.TypeName(r.Type()))
+		e.Hint = fmt.Sprintf("%s does not match the array's elements (%s): cast it", what, plan.TypeName(elem))
+		return e
+	}
+	adapt := func(x plan.Expr) (plan.Expr, bool) {
+		if lit, ok := x.(*plan.Literal); ok {
+			if v, ok := adaptLiteral(lit, elem); ok {
+				x = v
+			}
+		}
+		t, ok := plan.CommonType(x.Type(), elem)
+		if !ok || !typeEq(t, elem) {
+			return nil, false
+		}
+		return coerce(x, elem), true
+	}
+	switch {
+	case la && ra:
+		if !typeEq(l.Type(), r.Type()) {
+			e := b.errAt("type", loc, "operator does not exist: %s || %s", plan.TypeName(l.Type()), plan.TypeName(r.Type()))
+			e.Hint = "the arrays' elements must have the same type (an integer constant is BIGINT: ARRAY[1::int] is INT[])"
+			return nil, e
+		}
+		return &plan.Func{Name: "array_cat", Args: []plan.Expr{l, r}, Typ: arrayT}, nil
+	case la:
+		x, ok := adapt(r)
+		if !ok {
+			return nil, bad(r)
+		}
+		return &plan.Func{Name: "array_append", Args: []plan.Expr{l, x}, Typ: arrayT}, nil
+	default:
+		x, ok := adapt(l)
+		if !ok {
+			return nil, bad(l)
+		}
+		return &plan.Func{Name: "array_prepend", Args: []plan.Expr{x, r}, Typ: arrayT}, nil
+	}
 }

@@ -248,11 +248,7 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		}
 		if opName == "||" {
 			if plan.IsArray(l.Type()) || plan.IsArray(r.Type()) {
-				// PostgreSQL's array || appends elements; sluice has no
-				// array building, so refuse rather than concatenate text.
-				e := b.errAt("type", x.Location, "operator || on arrays is not supported")
-				e.Hint = "cast the array to text first (a::text || ...), or use concat()"
-				return nil, e
+				return b.arrayConcat(l, r, x.Location)
 			}
 			return &plan.Binary{Op: plan.OpConcat, L: coerce(l, plan.Utf8), R: coerce(r, plan.Utf8), Typ: plan.Utf8}, nil
 		}

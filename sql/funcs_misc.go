@@ -23,6 +23,9 @@ func addMiscFunctions(fs map[string]*funcDef) {
 	fs["unnest"] = scalar(func(c *fcall) (plan.Expr, error) {
 		return nil, c.b.errAt("bind", c.loc, "set-returning functions are not allowed here")
 	}, sig("anyarray", "SETOF element (one row per element, in the select list or in FROM)"))
+	fs["array_cat"] = scalar(bindArrayFunc("array_cat"), sig("anyarray, anyarray", "the arrays' type"))
+	fs["array_append"] = scalar(bindArrayFunc("array_append"), sig("anyarray, any element", "the array's type"))
+	fs["array_prepend"] = scalar(bindArrayFunc("array_prepend"), sig("any element, anyarray", "the array's type"))
 	fs["range"] = &funcDef{kind: KindTable, sigs: []funcSig{
 		sig("BIGINT stop", "SETOF BIGINT (0 up to stop, exclusive)"),
 		sig("BIGINT start, BIGINT stop", "SETOF BIGINT (stop exclusive)"),
@@ -104,4 +107,34 @@ func bindAge(c *fcall) (plan.Expr, error) {
 		}
 	}
 	return c.fn("age", plan.Interval), nil
+}
+
+// bindArrayFunc binds array_cat(a, b), array_append(a, e) and
+// array_prepend(e, a) as the || operator they spell.
+func bindArrayFunc(name string) func(c *fcall) (plan.Expr, error) {
+	return func(c *fcall) (plan.Expr, error) {
+		if err := c.nargs(2, 2); err != nil {
+			return nil, err
+		}
+		arr := 0
+		if name == "array_prepend" {
+			arr = 1
+		}
+		if err := c.array(arr); err != nil {
+			return nil, err
+		}
+		if name == "array_cat" {
+			if err := c.array(1 - arr); err != nil {
+				return nil, err
+			}
+		}
+		e, err := c.b.arrayConcat(c.args[0], c.args[1], c.loc)
+		if err != nil {
+			return nil, err
+		}
+		if f, ok := e.(*plan.Func); !ok || f.Name != name {
+			return nil, c.b.errAt("type", c.loc, "function %s does not take these arguments", name)
+		}
+		return e, nil
+	}
 }

@@ -107,3 +107,72 @@ func stringToArray(args []rowArg, n int, mem memory.Allocator) (arrow.Array, err
 	}
 	return b.NewArray(), nil
 }
+
+func init() {
+	funcArity["array_cat"] = [2]int{2, 2}
+	funcArity["array_append"] = [2]int{2, 2}
+	funcArity["array_prepend"] = [2]int{2, 2}
+	for _, name := range []string{"array_cat", "array_append", "array_prepend"} {
+		opFuncs[name] = arrayConcat
+		nonStrict[name] = true
+	}
+}
+
+// arrayConcat is array_cat(a, b) (a || b), array_append(a, e) (a || e)
+// and array_prepend(e, a) (e || a), as PostgreSQL: a NULL array counts as
+// empty unless both arrays are NULL (array_cat), a NULL element is
+// appended as a NULL element.
+func arrayConcat(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	args := make([]arrow.Array, 2)
+	defer func() { releaseArrays(args) }()
+	for k, o := range ops {
+		a, err := o.materialize(n, mem)
+		if err != nil {
+			return nil, err
+		}
+		args[k] = a
+	}
+	elem := e.Type.(*arrow.ListType).Elem()
+	b := array.NewListBuilder(mem, elem)
+	defer b.Release()
+	b.Reserve(n)
+	vb := b.ValueBuilder()
+	// part appends argument k of row i: a whole array, or one element.
+	part := func(k, i int) error {
+		a := args[k]
+		l, isList := a.(*array.List)
+		if !isList {
+			if a.DataType().ID() == arrow.NULL {
+				vb.AppendNull()
+				return nil
+			}
+			return AppendValue(vb, a, i)
+		}
+		if l.IsNull(i) {
+			return nil
+		}
+		lo, hi := l.ValueOffsets(i)
+		for j := int(lo); j < int(hi); j++ {
+			if err := AppendValue(vb, l.ListValues(), j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	isNullList := func(k, i int) bool {
+		return args[k].DataType().ID() == arrow.NULL || args[k].IsNull(i)
+	}
+	for i := 0; i < n; i++ {
+		if e.Name == "array_cat" && isNullList(0, i) && isNullList(1, i) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(true)
+		for k := range args {
+			if err := part(k, i); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.NewArray(), nil
+}

@@ -72,3 +72,17 @@ func TestArrayQuantified(t *testing.T) {
 		{name: "bad operator", e: fn("array_any", plan.Bool, col("i32"), arr(i32(1)), op("~")), wantErr: "operator must be one of"},
 	})
 }
+
+func TestArrayConcat(t *testing.T) {
+	// i32 is 1, 2, NULL, -4.
+	ints := plan.ArrayOf(plan.Int32)
+	arr := func(vs ...plan.Expr) plan.Expr { return fn("make_array", ints, vs...) }
+	nullArr := lit(ints, nil)
+	runCases(t, []exprCase{
+		{name: "cat", e: fn("array_cat", ints, arr(col("i32")), arr(i32(9))), want: "{1,9} {2,9} {NULL,9} {-4,9}"},
+		{name: "cat null", e: fn("array_cat", ints, nullArr, arr(col("i32"))), want: "{1} {2} {NULL} {-4}"},
+		{name: "cat nulls", e: fn("array_cat", ints, nullArr, nullArr), want: "NULL NULL NULL NULL"},
+		{name: "append", e: fn("array_append", ints, arr(i32(0)), col("i32")), want: "{0,1} {0,2} {0,NULL} {0,-4}"},
+		{name: "prepend to null", e: fn("array_prepend", ints, col("i32"), nullArr), want: "{1} {2} {NULL} {-4}"},
+	})
+}
