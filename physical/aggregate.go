@@ -209,13 +209,16 @@ func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNa
 		if a.Distinct && mode != AggSingle {
 			return nil, fmt.Errorf("hash aggregate: %s: distinct aggregates need single-stage aggregation", a)
 		}
-		if a.Distinct && a.Arg2 != nil {
+		if a.Distinct && a.Arg2 != nil && a.Func != plan.AggArrayAgg {
 			return nil, fmt.Errorf("hash aggregate: %s: DISTINCT is not supported for two-argument aggregates", a)
 		}
 		if len(a.OrderBy) > 0 && (mode != AggSingle || !plan.OrderedAgg(a.Func)) {
-			return nil, fmt.Errorf("hash aggregate: %s: ORDER BY is only supported for string_agg, percentile_cont and percentile_disc in single-stage aggregation", a)
+			return nil, fmt.Errorf("hash aggregate: %s: ORDER BY is only supported for string_agg, array_agg, percentile_cont and percentile_disc in single-stage aggregation", a)
 		}
-		if plan.OrderedAgg(a.Func) && a.Func != plan.AggStringAgg && (len(a.OrderBy) != 1 || a.Arg2 == nil || a.Distinct) {
+		if a.Func == plan.AggArrayAgg && a.Distinct && len(a.OrderBy) == 0 {
+			return nil, fmt.Errorf("hash aggregate: %s: DISTINCT array_agg needs its argument as ORDER BY key", a)
+		}
+		if plan.OrderedAgg(a.Func) && a.Func != plan.AggStringAgg && a.Func != plan.AggArrayAgg && (len(a.OrderBy) != 1 || a.Arg2 == nil || a.Distinct) {
 			return nil, fmt.Errorf("hash aggregate: %s: needs one ORDER BY key and a fraction", a)
 		}
 		acc, err := newAggAccumulator(a, aggArgType(a))
@@ -267,6 +270,8 @@ func aggResultType(a AggregateExpr) arrow.DataType {
 	case plan.AggStddevSamp, plan.AggStddevPop, plan.AggVarSamp, plan.AggVarPop,
 		plan.AggCorr, plan.AggCovarPop, plan.AggCovarSamp, plan.AggPercentileCont:
 		return plan.Float64
+	case plan.AggArrayAgg:
+		return plan.ArrayOf(a.Arg.DataType())
 	}
 	return a.Arg.DataType()
 }
@@ -299,6 +304,8 @@ func aggStateSuffix(f plan.AggFunc, i int) string {
 		return "[count]"
 	case plan.AggArgMax, plan.AggArgMin:
 		return [...]string{"[value]", "[arg]"}[i]
+	case plan.AggArrayAgg:
+		return "[values]"
 	}
 	return [...]string{"[count]", "[mean]", "[m2]"}[i]
 }
@@ -355,7 +362,8 @@ func (h *HashAggregate) newGroups(tc *TaskContext) (*groupTable, []aggAccumulato
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("hash aggregate: %w", err)
 		}
-		if a.Distinct {
+		// array_agg(DISTINCT x) drops duplicates itself, after sorting by x.
+		if a.Distinct && a.Func != plan.AggArrayAgg {
 			if acc, err = newAggDistinct(acc, a.Arg.DataType(), tc.Alloc); err != nil {
 				return nil, nil, nil, fmt.Errorf("hash aggregate: %w", err)
 			}
@@ -773,6 +781,7 @@ func (s *hashAggStream) spillGroups() error {
 		return err
 	}
 	table.stayHashed()
+	releaseAccs(s.accs)
 	s.table, s.accs, s.hist = table, accs, hist
 	err = s.account()
 	if err != nil && s.op.mode == AggFinal && canSpill(s.tc, err) {
@@ -792,6 +801,7 @@ func (s *hashAggStream) resumeGroups() error {
 		return err
 	}
 	table.stayHashed()
+	releaseAccs(s.accs)
 	s.table, s.accs, s.hist = table, accs, hist
 	if err := s.account(); err != nil {
 		s.table.releaseSlots()
@@ -884,6 +894,7 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		releaseAccs(s.accs)
 		s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
 		err = s.consumeBatch(cur)
 		if err == nil {
@@ -901,6 +912,7 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 		if ferr != nil {
 			return ferr
 		}
+		releaseAccs(s.accs)
 		s.table, s.accs, s.hist = fresh, faccs, fhist
 		if ferr := s.account(); ferr != nil {
 			return ferr
@@ -1035,11 +1047,14 @@ func (s *hashAggStream) update2(acc aggAccumulator, a AggregateExpr, arg arrow.A
 // updateOrdered evaluates a's second argument and order keys and updates
 // an ordered accumulator with them.
 func (s *hashAggStream) updateOrdered(acc aggOrderedAccumulator, a AggregateExpr, arg arrow.Array, b arrow.RecordBatch, args *argMemo) error {
-	arg2, err := args.eval(a.Arg2, b, s.tc.Alloc)
-	if err != nil {
-		return err
+	var arg2 arrow.Array
+	if a.Arg2 != nil {
+		var err error
+		if arg2, err = args.eval(a.Arg2, b, s.tc.Alloc); err != nil {
+			return err
+		}
+		defer arg2.Release()
 	}
-	defer arg2.Release()
 	keys, err := acc.evalKeys(b, s.tc.Alloc)
 	if err != nil {
 		return err
@@ -1177,13 +1192,19 @@ func (s *hashAggStream) Close() {
 	for _, f := range s.buckets {
 		f.Close()
 	}
-	for _, acc := range s.accs {
-		if ord, ok := acc.(aggOrderedAccumulator); ok {
-			ord.release()
-		}
-	}
+	releaseAccs(s.accs)
 	s.table = nil
 	s.accs = nil
 	s.res.SetSpillable(false)
 	s.res.Free()
+}
+
+// releaseAccs frees what accumulators retain beyond their slices (the
+// arrays and order keys of ordered aggregates and array_agg).
+func releaseAccs(accs []aggAccumulator) {
+	for _, acc := range accs {
+		if r, ok := acc.(interface{ release() }); ok {
+			r.release()
+		}
+	}
 }

@@ -87,6 +87,8 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 		return &aggStringAgg{}, nil
 	case plan.AggPercentileCont, plan.AggPercentileDisc:
 		return newAggPercentile(a)
+	case plan.AggArrayAgg:
+		return newAggArrayAgg(a, argType)
 	case plan.AggArgMax, plan.AggArgMin:
 		if a.Arg2 == nil {
 			return nil, fmt.Errorf("%s needs two arguments", a.Func)
@@ -917,6 +919,13 @@ func (d *aggDistinct) update(gids []int32, arg arrow.Array) error {
 	}
 	defer sub.Release()
 	return d.inner.update(subGids, sub)
+}
+
+// release frees what the inner accumulator retains.
+func (d *aggDistinct) release() {
+	if r, ok := d.inner.(interface{ release() }); ok {
+		r.release()
+	}
 }
 
 func (d *aggDistinct) merge([]int32, []arrow.Array) error {

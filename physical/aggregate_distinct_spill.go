@@ -75,6 +75,7 @@ func (s *hashAggStream) spillDistinct() error {
 	if err != nil {
 		return err
 	}
+	releaseAccs(s.accs)
 	s.table, s.accs, s.hist = table, accs, hist
 	return s.account()
 }

@@ -176,6 +176,22 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		return p.sort(n, -1)
 	case *plan.Window:
 		return p.window(n)
+	case *plan.Unnest:
+		in, err := p.plan(n.Input)
+		if err != nil {
+			return nil, err
+		}
+		args, err := compileAll(n.Args, n.Input.Schema())
+		if err != nil {
+			return nil, err
+		}
+		var pass []int
+		for i, c := range n.Input.Schema() {
+			if !n.Drop.Has(c.ID) {
+				pass = append(pass, i)
+			}
+		}
+		return NewUnnest(in, pass, args, names(n.Cols))
 	case *plan.Limit:
 		return p.limit(n)
 	case *plan.Union:
@@ -425,10 +441,25 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 }
 
 // equiKeys splits a join condition into equality pairs (left expr, right
-// expr) and the remaining conjuncts.
+// expr) and the remaining conjuncts. An a IS NOT DISTINCT FROM b between
+// the sides becomes the two never-NULL key pairs of plan.NullSafeKeys, so
+// the hash join, whose keys never match NULL, pairs NULLs with each other.
 func equiKeys(cond plan.Expr, left, right plan.Schema) (lk, rk []plan.Expr, rest []plan.Expr) {
 	lids, rids := left.IDs(), right.IDs()
 	for _, c := range plan.SplitConjunction(cond) {
+		if d, ok := c.(*plan.DistinctFrom); ok && d.Negated {
+			lc, rc := plan.ColumnsOf(d.L), plan.ColumnsOf(d.R)
+			l, r := d.L, d.R
+			if len(lc) > 0 && len(rc) > 0 && lc.SubsetOf(rids) && rc.SubsetOf(lids) {
+				l, r, lc, rc = r, l, rc, lc
+			}
+			if len(lc) > 0 && len(rc) > 0 && lc.SubsetOf(lids) && rc.SubsetOf(rids) {
+				if l2, r2, ok := plan.NullSafeKeys(l, r); ok {
+					lk, rk = append(lk, l2...), append(rk, r2...)
+					continue
+				}
+			}
+		}
 		b, ok := c.(*plan.Binary)
 		if ok && b.Op == plan.OpEq {
 			lc, rc := plan.ColumnsOf(b.L), plan.ColumnsOf(b.R)

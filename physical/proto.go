@@ -126,6 +126,16 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Projection{Projection: &rpc.ProjectionNode{
 			Input: in, Exprs: exprs, Names: op.names,
 		}}}, nil
+	case *Unnest:
+		in, err := c.encode(op.input)
+		if err != nil {
+			return nil, err
+		}
+		args, err := exprsToProto(op.args)
+		if err != nil {
+			return nil, fmt.Errorf("unnest: %w", err)
+		}
+		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Unnest{Unnest: &rpc.UnnestNode{Input: in, Pass: int32s(op.pass), Args: args, Names: op.names}}}, nil
 	case *HashAggregate:
 		return c.encodeAggregate(op)
 	case *Expand:
@@ -439,6 +449,20 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 			return nil, fmt.Errorf("%d names for %d expressions", len(names), len(exprs))
 		}
 		return NewProjection(in, exprs, names), nil
+	case *rpc.PhysicalPlan_Unnest:
+		in, err := c.decode(m.Unnest.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		args, err := exprsFromProto(m.Unnest.GetArgs(), in.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("unnest: %w", err)
+		}
+		pass, err := projectionFromProto(m.Unnest.GetPass(), in.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("unnest: %w", err)
+		}
+		return NewUnnest(in, pass, args, m.Unnest.GetNames())
 	case *rpc.PhysicalPlan_HashAggregate:
 		return c.decodeAggregate(m.HashAggregate)
 	case *rpc.PhysicalPlan_Expand:

@@ -192,11 +192,15 @@ const (
 	// arg_min(arg, val): Arg is the value returned, Arg2 the one ordered by.
 	AggArgMax
 	AggArgMin
+	// AggArrayAgg is array_agg(x [ORDER BY ...]): the group's values,
+	// NULLs included, as an array. Arg2, when set, is the call's FILTER
+	// condition (a NULL argument cannot stand for a filtered-out row).
+	AggArrayAgg
 )
 
 var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
 	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
-	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge", "percentile_cont", "percentile_disc", "arg_max", "arg_min"}
+	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge", "percentile_cont", "percentile_disc", "arg_max", "arg_min", "array_agg"}
 
 // NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
 // NumAggFuncs-1).
@@ -205,9 +209,10 @@ const NumAggFuncs = len(aggNames)
 func (a AggFunc) String() string { return aggNames[a] }
 
 // OrderedAgg reports whether f's result depends on the order of its values,
-// given by the call's OrderBy (string_agg, percentile_cont, percentile_disc).
+// given by the call's OrderBy (string_agg, array_agg, percentile_cont,
+// percentile_disc).
 func OrderedAgg(f AggFunc) bool {
-	return f == AggStringAgg || f == AggPercentileCont || f == AggPercentileDisc
+	return f == AggStringAgg || f == AggPercentileCont || f == AggPercentileDisc || f == AggArrayAgg
 }
 
 // AggCall is an aggregate; it appears only in Aggregate.Aggs. Arg is nil for

@@ -447,6 +447,8 @@ func Exprs(n Node) []Expr {
 		return out
 	case *GenerateSeries:
 		return []Expr{n.Start, n.Stop, n.Step}
+	case *Unnest:
+		return n.Args
 	}
 	return nil
 }

@@ -146,6 +146,10 @@ func withExprs(n Node, es []Expr) Node {
 		o := *x
 		o.Start, o.Stop, o.Step = es[0], es[1], es[2]
 		return &o
+	case *Unnest:
+		o := *x
+		o.Args = append([]Expr(nil), es...)
+		return &o
 	}
 	return n
 }

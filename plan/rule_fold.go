@@ -152,6 +152,8 @@ func foldNode(e Expr) Expr {
 		if l, ok := isLit(x.X); ok {
 			return boolLit((l.Val == nil) != x.Negated)
 		}
+	case *DistinctFrom:
+		return foldDistinctFrom(x)
 	case *Cast:
 		if l, ok := isLit(x.X); ok {
 			if out, ok := castLit(l, x.To); ok {

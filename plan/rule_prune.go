@@ -97,6 +97,23 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 			o.Input = dropUnneeded(o.Input, need)
 		}
 		return &o
+	case *Unnest:
+		// Every array stays: each one decides how many rows there are.
+		childReq := withAll(req, x.Input, exact)
+		for _, a := range x.Args {
+			addAll(childReq, exprCols(a))
+		}
+		o := *x
+		o.Input = prune(x.Input, childReq, exact)
+		if !exact {
+			o.Drop = ColumnSet{}
+			for _, c := range o.Input.Schema() {
+				if !req.Has(c.ID) {
+					o.Drop[c.ID] = struct{}{}
+				}
+			}
+		}
+		return &o
 	case *Window:
 		o := *x
 		if !exact {

@@ -42,6 +42,9 @@ func estimate(n Node) float64 {
 		return estimate(x.Input)
 	case *Window:
 		return estimate(x.Input)
+	case *Unnest:
+		// A guess: a few elements per array.
+		return estimate(x.Input) * 4
 	case *Limit:
 		in := estimate(x.Input) - float64(x.Offset)
 		if x.Count >= 0 {
@@ -461,6 +464,11 @@ func Selectivity(pred Expr) float64 {
 			return 1 - selIsNull
 		}
 		return selIsNull
+	case *DistinctFrom:
+		if x.Negated {
+			return selEq
+		}
+		return 1 - selEq
 	case *InList:
 		s := math.Min(selDefault, selEq*float64(len(x.List)))
 		if x.Negated {

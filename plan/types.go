@@ -24,11 +24,21 @@ var (
 	Timestamp arrow.DataType = &arrow.TimestampType{Unit: arrow.Microsecond}
 	Interval  arrow.DataType = arrow.FixedWidthTypes.MonthDayNanoInterval
 	Null      arrow.DataType = arrow.Null
-	// TextArray is VARCHAR[], the result of regexp_match. Arrays are values
-	// to look at, index and cast to text; they are not compared, grouped or
-	// sorted (see IsArray).
+	// TextArray is VARCHAR[], the result of regexp_match and
+	// string_to_array; arrays of the other types are made by ArrayOf.
+	// Arrays are values to look at, index and cast to text; they are not
+	// compared, grouped or sorted (see IsArray).
 	TextArray arrow.DataType = arrow.ListOf(arrow.BinaryTypes.String)
 )
+
+// ArrayOf is the array type with elements of type elem (TextArray for
+// text): an Arrow list whose elements may be NULL.
+func ArrayOf(elem arrow.DataType) arrow.DataType {
+	if elem.ID() == arrow.STRING {
+		return TextArray
+	}
+	return arrow.ListOf(elem)
+}
 
 // IsArray reports whether t is an array (list) type.
 func IsArray(t arrow.DataType) bool { return t.ID() == arrow.LIST }

@@ -118,20 +118,26 @@ func (j *jsonWriter) Write(b arrow.RecordBatch) error {
 }
 
 // writeList writes row r of an array column as a JSON array of its
-// elements' text (null for NULL elements).
+// elements: numbers as numbers, as in a column, the others as their text
+// (null for NULL elements).
 func (j *jsonWriter) writeList(l *array.List, r int) {
 	lo, hi := l.ValueOffsets(r)
 	elems := l.ListValues()
+	num := IsNumeric(elems.DataType())
 	j.w.WriteByte('[')
 	for k := int(lo); k < int(hi); k++ {
 		if k > int(lo) {
 			j.w.WriteByte(',')
 		}
-		if s, ok := FormatValue(elems, k); ok {
+		s, ok := FormatValue(elems, k)
+		switch {
+		case !ok:
+			j.w.WriteString("null")
+		case num && !strings.ContainsAny(s, "NI"):
+			j.w.WriteString(s)
+		default:
 			q, _ := json.Marshal(s)
 			j.w.Write(q)
-		} else {
-			j.w.WriteString("null")
 		}
 	}
 	j.w.WriteByte(']')

@@ -44,6 +44,8 @@ func FormatValue(a arrow.Array, i int) (s string, ok bool) {
 		return t.Format("2006-01-02 15:04:05.999999"), true
 	case *array.Boolean:
 		return strconv.FormatBool(a.Value(i)), true
+	case *array.MonthDayNanoInterval:
+		return string(plan.AppendIntervalText(nil, a.Value(i))), true
 	case *array.List:
 		lo, hi := a.ValueOffsets(i)
 		elems := a.ListValues()

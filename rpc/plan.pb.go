@@ -580,6 +580,7 @@ type PhysicalExpr struct {
 	//	*PhysicalExpr_InList
 	//	*PhysicalExpr_Like
 	//	*PhysicalExpr_Func
+	//	*PhysicalExpr_DistinctFrom
 	Expr          isPhysicalExpr_Expr `protobuf_oneof:"expr"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -739,6 +740,15 @@ func (x *PhysicalExpr) GetFunc() *FuncExpr {
 	return nil
 }
 
+func (x *PhysicalExpr) GetDistinctFrom() *DistinctFromExpr {
+	if x != nil {
+		if x, ok := x.Expr.(*PhysicalExpr_DistinctFrom); ok {
+			return x.DistinctFrom
+		}
+	}
+	return nil
+}
+
 type isPhysicalExpr_Expr interface {
 	isPhysicalExpr_Expr()
 }
@@ -795,6 +805,10 @@ type PhysicalExpr_Func struct {
 	Func *FuncExpr `protobuf:"bytes,13,opt,name=func,proto3,oneof"`
 }
 
+type PhysicalExpr_DistinctFrom struct {
+	DistinctFrom *DistinctFromExpr `protobuf:"bytes,14,opt,name=distinct_from,json=distinctFrom,proto3,oneof"`
+}
+
 func (*PhysicalExpr_Column) isPhysicalExpr_Expr() {}
 
 func (*PhysicalExpr_Literal) isPhysicalExpr_Expr() {}
@@ -820,6 +834,8 @@ func (*PhysicalExpr_InList) isPhysicalExpr_Expr() {}
 func (*PhysicalExpr_Like) isPhysicalExpr_Expr() {}
 
 func (*PhysicalExpr_Func) isPhysicalExpr_Expr() {}
+
+func (*PhysicalExpr_DistinctFrom) isPhysicalExpr_Expr() {}
 
 type ColumnExpr struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1661,6 +1677,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_DynamicFilterBuild
 	//	*PhysicalPlan_RecursiveCte
 	//	*PhysicalPlan_WorkTableScan
+	//	*PhysicalPlan_Unnest
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1955,6 +1972,15 @@ func (x *PhysicalPlan) GetWorkTableScan() *WorkTableScanNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetUnnest() *UnnestNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_Unnest); ok {
+			return x.Unnest
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -2071,6 +2097,10 @@ type PhysicalPlan_WorkTableScan struct {
 	WorkTableScan *WorkTableScanNode `protobuf:"bytes,131,opt,name=work_table_scan,json=workTableScan,proto3,oneof"`
 }
 
+type PhysicalPlan_Unnest struct {
+	Unnest *UnnestNode `protobuf:"bytes,132,opt,name=unnest,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -2126,6 +2156,8 @@ func (*PhysicalPlan_DynamicFilterBuild) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_RecursiveCte) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_WorkTableScan) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_Unnest) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -5625,6 +5657,139 @@ func (x *WorkTableScanNode) GetSchema() *Schema {
 	return nil
 }
 
+// left IS DISTINCT FROM right, or IS NOT DISTINCT FROM when negated: NULL
+// compares as an ordinary value. Both operands have the same type.
+type DistinctFromExpr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Left          *PhysicalExpr          `protobuf:"bytes,1,opt,name=left,proto3" json:"left,omitempty"`
+	Right         *PhysicalExpr          `protobuf:"bytes,2,opt,name=right,proto3" json:"right,omitempty"`
+	Negated       bool                   `protobuf:"varint,3,opt,name=negated,proto3" json:"negated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DistinctFromExpr) Reset() {
+	*x = DistinctFromExpr{}
+	mi := &file_plan_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DistinctFromExpr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DistinctFromExpr) ProtoMessage() {}
+
+func (x *DistinctFromExpr) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DistinctFromExpr.ProtoReflect.Descriptor instead.
+func (*DistinctFromExpr) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *DistinctFromExpr) GetLeft() *PhysicalExpr {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *DistinctFromExpr) GetRight() *PhysicalExpr {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+func (x *DistinctFromExpr) GetNegated() bool {
+	if x != nil {
+		return x.Negated
+	}
+	return false
+}
+
+// unnest(array) in a select list: per input row, one row per element of
+// args (expanded in lockstep), the input columns pass (indexes) repeated,
+// then one element column per array named names.
+type UnnestNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Args          []*PhysicalExpr        `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	Names         []string               `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"`
+	Pass          []int32                `protobuf:"varint,4,rep,packed,name=pass,proto3" json:"pass,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnnestNode) Reset() {
+	*x = UnnestNode{}
+	mi := &file_plan_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnnestNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnnestNode) ProtoMessage() {}
+
+func (x *UnnestNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnnestNode.ProtoReflect.Descriptor instead.
+func (*UnnestNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *UnnestNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *UnnestNode) GetArgs() []*PhysicalExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *UnnestNode) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *UnnestNode) GetPass() []int32 {
+	if x != nil {
+		return x.Pass
+	}
+	return nil
+}
+
 var File_plan_proto protoreflect.FileDescriptor
 
 const file_plan_proto_rawDesc = "" +
@@ -5675,7 +5840,7 @@ const file_plan_proto_rawDesc = "" +
 	"\rdecimal_value\x18\a \x01(\fH\x00R\fdecimalValue\x12#\n" +
 	"\fstring_value\x18\b \x01(\tH\x00R\vstringValue\x129\n" +
 	"\x0einterval_value\x18\t \x01(\v2\x10.sluice.IntervalH\x00R\rintervalValueB\a\n" +
-	"\x05value\"\xcf\x04\n" +
+	"\x05value\"\x90\x05\n" +
 	"\fPhysicalExpr\x12,\n" +
 	"\x06column\x18\x01 \x01(\v2\x12.sluice.ColumnExprH\x00R\x06column\x12+\n" +
 	"\aliteral\x18\x02 \x01(\v2\x0f.sluice.LiteralH\x00R\aliteral\x12,\n" +
@@ -5690,7 +5855,8 @@ const file_plan_proto_rawDesc = "" +
 	" \x01(\v2\x12.sluice.NullIfExprH\x00R\x06nullif\x12-\n" +
 	"\ain_list\x18\v \x01(\v2\x12.sluice.InListExprH\x00R\x06inList\x12&\n" +
 	"\x04like\x18\f \x01(\v2\x10.sluice.LikeExprH\x00R\x04like\x12&\n" +
-	"\x04func\x18\r \x01(\v2\x10.sluice.FuncExprH\x00R\x04funcB\x06\n" +
+	"\x04func\x18\r \x01(\v2\x10.sluice.FuncExprH\x00R\x04func\x12?\n" +
+	"\rdistinct_from\x18\x0e \x01(\v2\x18.sluice.DistinctFromExprH\x00R\fdistinctFromB\x06\n" +
 	"\x04expr\"]\n" +
 	"\n" +
 	"ColumnExpr\x12\x14\n" +
@@ -5749,7 +5915,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xcf\r\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xfe\r\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -5781,7 +5947,8 @@ const file_plan_proto_rawDesc = "" +
 	"\fwrite_commit\x18= \x01(\v2\x17.sluice.WriteCommitNodeH\x00R\vwriteCommit\x12R\n" +
 	"\x14dynamic_filter_build\x18Z \x01(\v2\x1e.sluice.DynamicFilterBuildNodeH\x00R\x12dynamicFilterBuild\x12@\n" +
 	"\rrecursive_cte\x18\x82\x01 \x01(\v2\x18.sluice.RecursiveCTENodeH\x00R\frecursiveCte\x12D\n" +
-	"\x0fwork_table_scan\x18\x83\x01 \x01(\v2\x19.sluice.WorkTableScanNodeH\x00R\rworkTableScanB\x06\n" +
+	"\x0fwork_table_scan\x18\x83\x01 \x01(\v2\x19.sluice.WorkTableScanNodeH\x00R\rworkTableScan\x12-\n" +
+	"\x06unnest\x18\x84\x01 \x01(\v2\x12.sluice.UnnestNodeH\x00R\x06unnestB\x06\n" +
 	"\x04node\"\xf7\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -6070,7 +6237,17 @@ const file_plan_proto_rawDesc = "" +
 	"\x11WorkTableScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\x03R\x06workId\x12&\n" +
-	"\x06schema\x18\x03 \x01(\v2\x0e.sluice.SchemaR\x06schemaB\fZ\n" +
+	"\x06schema\x18\x03 \x01(\v2\x0e.sluice.SchemaR\x06schema\"\x82\x01\n" +
+	"\x10DistinctFromExpr\x12(\n" +
+	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalExprR\x04left\x12*\n" +
+	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x05right\x12\x18\n" +
+	"\anegated\x18\x03 \x01(\bR\anegated\"\x8c\x01\n" +
+	"\n" +
+	"UnnestNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12(\n" +
+	"\x04args\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\x04args\x12\x14\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\x12\x12\n" +
+	"\x04pass\x18\x04 \x03(\x05R\x04passB\fZ\n" +
 	"sluice/rpcb\x06proto3"
 
 var (
@@ -6086,7 +6263,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(MuxFrame_Kind)(0),              // 1: sluice.MuxFrame.Kind
@@ -6160,6 +6337,8 @@ var file_plan_proto_goTypes = []any{
 	(*MuxFrame)(nil),                // 69: sluice.MuxFrame
 	(*RecursiveCTENode)(nil),        // 70: sluice.RecursiveCTENode
 	(*WorkTableScanNode)(nil),       // 71: sluice.WorkTableScanNode
+	(*DistinctFromExpr)(nil),        // 72: sluice.DistinctFromExpr
+	(*UnnestNode)(nil),              // 73: sluice.UnnestNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -6181,146 +6360,152 @@ var file_plan_proto_depIdxs = []int32{
 	16,  // 16: sluice.PhysicalExpr.in_list:type_name -> sluice.InListExpr
 	17,  // 17: sluice.PhysicalExpr.like:type_name -> sluice.LikeExpr
 	18,  // 18: sluice.PhysicalExpr.func:type_name -> sluice.FuncExpr
-	2,   // 19: sluice.ColumnExpr.type:type_name -> sluice.ArrowType
-	7,   // 20: sluice.BinaryExpr.left:type_name -> sluice.PhysicalExpr
-	7,   // 21: sluice.BinaryExpr.right:type_name -> sluice.PhysicalExpr
-	2,   // 22: sluice.BinaryExpr.type:type_name -> sluice.ArrowType
-	7,   // 23: sluice.UnaryExpr.x:type_name -> sluice.PhysicalExpr
-	7,   // 24: sluice.IsNullExpr.x:type_name -> sluice.PhysicalExpr
-	7,   // 25: sluice.CastExpr.x:type_name -> sluice.PhysicalExpr
-	2,   // 26: sluice.CastExpr.to:type_name -> sluice.ArrowType
-	7,   // 27: sluice.WhenThen.when:type_name -> sluice.PhysicalExpr
-	7,   // 28: sluice.WhenThen.then:type_name -> sluice.PhysicalExpr
-	13,  // 29: sluice.CaseExpr.whens:type_name -> sluice.WhenThen
-	7,   // 30: sluice.CaseExpr.else:type_name -> sluice.PhysicalExpr
-	2,   // 31: sluice.CaseExpr.type:type_name -> sluice.ArrowType
-	7,   // 32: sluice.NullIfExpr.a:type_name -> sluice.PhysicalExpr
-	7,   // 33: sluice.NullIfExpr.b:type_name -> sluice.PhysicalExpr
-	2,   // 34: sluice.NullIfExpr.type:type_name -> sluice.ArrowType
-	7,   // 35: sluice.InListExpr.x:type_name -> sluice.PhysicalExpr
-	7,   // 36: sluice.InListExpr.list:type_name -> sluice.PhysicalExpr
-	7,   // 37: sluice.LikeExpr.x:type_name -> sluice.PhysicalExpr
-	7,   // 38: sluice.LikeExpr.pattern:type_name -> sluice.PhysicalExpr
-	7,   // 39: sluice.FuncExpr.args:type_name -> sluice.PhysicalExpr
-	2,   // 40: sluice.FuncExpr.type:type_name -> sluice.ArrowType
-	7,   // 41: sluice.SortKey.expr:type_name -> sluice.PhysicalExpr
-	7,   // 42: sluice.Partitioning.keys:type_name -> sluice.PhysicalExpr
-	6,   // 43: sluice.ColumnPredicate.value:type_name -> sluice.Literal
-	23,  // 44: sluice.PhysicalPlan.parquet_scan:type_name -> sluice.ParquetScanNode
-	24,  // 45: sluice.PhysicalPlan.csv_scan:type_name -> sluice.CsvScanNode
-	25,  // 46: sluice.PhysicalPlan.filter:type_name -> sluice.FilterNode
-	26,  // 47: sluice.PhysicalPlan.projection:type_name -> sluice.ProjectionNode
-	28,  // 48: sluice.PhysicalPlan.hash_aggregate:type_name -> sluice.HashAggregateNode
-	29,  // 49: sluice.PhysicalPlan.hash_join:type_name -> sluice.HashJoinNode
-	30,  // 50: sluice.PhysicalPlan.nested_loop_join:type_name -> sluice.NestedLoopJoinNode
-	31,  // 51: sluice.PhysicalPlan.sort:type_name -> sluice.SortNode
-	32,  // 52: sluice.PhysicalPlan.sort_preserving_merge:type_name -> sluice.SortPreservingMergeNode
-	33,  // 53: sluice.PhysicalPlan.limit:type_name -> sluice.LimitNode
-	34,  // 54: sluice.PhysicalPlan.union:type_name -> sluice.UnionNode
-	36,  // 55: sluice.PhysicalPlan.values:type_name -> sluice.ValuesNode
-	37,  // 56: sluice.PhysicalPlan.coalesce_partitions:type_name -> sluice.CoalescePartitionsNode
-	38,  // 57: sluice.PhysicalPlan.repartition:type_name -> sluice.RepartitionNode
-	39,  // 58: sluice.PhysicalPlan.shuffle_writer:type_name -> sluice.ShuffleWriterNode
-	42,  // 59: sluice.PhysicalPlan.shuffle_reader:type_name -> sluice.ShuffleReaderNode
-	43,  // 60: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
-	44,  // 61: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
-	47,  // 62: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
-	53,  // 63: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
-	51,  // 64: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
-	57,  // 65: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
-	58,  // 66: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
-	60,  // 67: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
-	61,  // 68: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
-	63,  // 69: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
-	70,  // 70: sluice.PhysicalPlan.recursive_cte:type_name -> sluice.RecursiveCTENode
-	71,  // 71: sluice.PhysicalPlan.work_table_scan:type_name -> sluice.WorkTableScanNode
-	21,  // 72: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	62,  // 73: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
-	4,   // 74: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	62,  // 75: sluice.CsvScanNode.files:type_name -> sluice.TableFile
-	22,  // 76: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 77: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	22,  // 78: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 79: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	7,   // 80: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	2,   // 81: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	7,   // 82: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	19,  // 83: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	22,  // 84: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 85: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	27,  // 86: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	22,  // 87: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 88: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 89: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	7,   // 90: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	7,   // 91: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 92: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 93: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 94: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 95: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 96: sluice.SortNode.keys:type_name -> sluice.SortKey
-	22,  // 97: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 98: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	22,  // 99: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 100: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	7,   // 101: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	4,   // 102: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	35,  // 103: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	22,  // 104: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 105: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 106: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 107: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 108: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	40,  // 109: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	4,   // 110: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	41,  // 111: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	4,   // 112: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	20,  // 113: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 114: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 115: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	45,  // 116: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	4,   // 117: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	46,  // 118: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	49,  // 119: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	50,  // 120: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	4,   // 121: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	7,   // 122: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	7,   // 123: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	7,   // 124: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	22,  // 125: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 126: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	52,  // 127: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	6,   // 128: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	54,  // 129: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	54,  // 130: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	7,   // 131: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	55,  // 132: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	2,   // 133: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	22,  // 134: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 135: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	19,  // 136: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	56,  // 137: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	22,  // 138: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 139: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	4,   // 140: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	22,  // 141: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 142: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
-	22,  // 143: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 144: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
-	22,  // 145: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
-	64,  // 146: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
-	67,  // 147: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
-	68,  // 148: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
-	1,   // 149: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
-	22,  // 150: sluice.RecursiveCTENode.base:type_name -> sluice.PhysicalPlan
-	22,  // 151: sluice.RecursiveCTENode.recursive:type_name -> sluice.PhysicalPlan
-	4,   // 152: sluice.RecursiveCTENode.schema:type_name -> sluice.Schema
-	4,   // 153: sluice.WorkTableScanNode.schema:type_name -> sluice.Schema
-	154, // [154:154] is the sub-list for method output_type
-	154, // [154:154] is the sub-list for method input_type
-	154, // [154:154] is the sub-list for extension type_name
-	154, // [154:154] is the sub-list for extension extendee
-	0,   // [0:154] is the sub-list for field type_name
+	72,  // 19: sluice.PhysicalExpr.distinct_from:type_name -> sluice.DistinctFromExpr
+	2,   // 20: sluice.ColumnExpr.type:type_name -> sluice.ArrowType
+	7,   // 21: sluice.BinaryExpr.left:type_name -> sluice.PhysicalExpr
+	7,   // 22: sluice.BinaryExpr.right:type_name -> sluice.PhysicalExpr
+	2,   // 23: sluice.BinaryExpr.type:type_name -> sluice.ArrowType
+	7,   // 24: sluice.UnaryExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 25: sluice.IsNullExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 26: sluice.CastExpr.x:type_name -> sluice.PhysicalExpr
+	2,   // 27: sluice.CastExpr.to:type_name -> sluice.ArrowType
+	7,   // 28: sluice.WhenThen.when:type_name -> sluice.PhysicalExpr
+	7,   // 29: sluice.WhenThen.then:type_name -> sluice.PhysicalExpr
+	13,  // 30: sluice.CaseExpr.whens:type_name -> sluice.WhenThen
+	7,   // 31: sluice.CaseExpr.else:type_name -> sluice.PhysicalExpr
+	2,   // 32: sluice.CaseExpr.type:type_name -> sluice.ArrowType
+	7,   // 33: sluice.NullIfExpr.a:type_name -> sluice.PhysicalExpr
+	7,   // 34: sluice.NullIfExpr.b:type_name -> sluice.PhysicalExpr
+	2,   // 35: sluice.NullIfExpr.type:type_name -> sluice.ArrowType
+	7,   // 36: sluice.InListExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 37: sluice.InListExpr.list:type_name -> sluice.PhysicalExpr
+	7,   // 38: sluice.LikeExpr.x:type_name -> sluice.PhysicalExpr
+	7,   // 39: sluice.LikeExpr.pattern:type_name -> sluice.PhysicalExpr
+	7,   // 40: sluice.FuncExpr.args:type_name -> sluice.PhysicalExpr
+	2,   // 41: sluice.FuncExpr.type:type_name -> sluice.ArrowType
+	7,   // 42: sluice.SortKey.expr:type_name -> sluice.PhysicalExpr
+	7,   // 43: sluice.Partitioning.keys:type_name -> sluice.PhysicalExpr
+	6,   // 44: sluice.ColumnPredicate.value:type_name -> sluice.Literal
+	23,  // 45: sluice.PhysicalPlan.parquet_scan:type_name -> sluice.ParquetScanNode
+	24,  // 46: sluice.PhysicalPlan.csv_scan:type_name -> sluice.CsvScanNode
+	25,  // 47: sluice.PhysicalPlan.filter:type_name -> sluice.FilterNode
+	26,  // 48: sluice.PhysicalPlan.projection:type_name -> sluice.ProjectionNode
+	28,  // 49: sluice.PhysicalPlan.hash_aggregate:type_name -> sluice.HashAggregateNode
+	29,  // 50: sluice.PhysicalPlan.hash_join:type_name -> sluice.HashJoinNode
+	30,  // 51: sluice.PhysicalPlan.nested_loop_join:type_name -> sluice.NestedLoopJoinNode
+	31,  // 52: sluice.PhysicalPlan.sort:type_name -> sluice.SortNode
+	32,  // 53: sluice.PhysicalPlan.sort_preserving_merge:type_name -> sluice.SortPreservingMergeNode
+	33,  // 54: sluice.PhysicalPlan.limit:type_name -> sluice.LimitNode
+	34,  // 55: sluice.PhysicalPlan.union:type_name -> sluice.UnionNode
+	36,  // 56: sluice.PhysicalPlan.values:type_name -> sluice.ValuesNode
+	37,  // 57: sluice.PhysicalPlan.coalesce_partitions:type_name -> sluice.CoalescePartitionsNode
+	38,  // 58: sluice.PhysicalPlan.repartition:type_name -> sluice.RepartitionNode
+	39,  // 59: sluice.PhysicalPlan.shuffle_writer:type_name -> sluice.ShuffleWriterNode
+	42,  // 60: sluice.PhysicalPlan.shuffle_reader:type_name -> sluice.ShuffleReaderNode
+	43,  // 61: sluice.PhysicalPlan.unresolved_exchange:type_name -> sluice.UnresolvedExchangeNode
+	44,  // 62: sluice.PhysicalPlan.pipelined_writer:type_name -> sluice.PipelinedWriterNode
+	47,  // 63: sluice.PhysicalPlan.pipelined_reader:type_name -> sluice.PipelinedReaderNode
+	53,  // 64: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
+	51,  // 65: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
+	57,  // 66: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
+	58,  // 67: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
+	60,  // 68: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
+	61,  // 69: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
+	63,  // 70: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
+	70,  // 71: sluice.PhysicalPlan.recursive_cte:type_name -> sluice.RecursiveCTENode
+	71,  // 72: sluice.PhysicalPlan.work_table_scan:type_name -> sluice.WorkTableScanNode
+	73,  // 73: sluice.PhysicalPlan.unnest:type_name -> sluice.UnnestNode
+	21,  // 74: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	62,  // 75: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
+	4,   // 76: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	62,  // 77: sluice.CsvScanNode.files:type_name -> sluice.TableFile
+	22,  // 78: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 79: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	22,  // 80: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 81: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	7,   // 82: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	2,   // 83: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	7,   // 84: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	19,  // 85: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	22,  // 86: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 87: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	27,  // 88: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	22,  // 89: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 90: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 91: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	7,   // 92: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	7,   // 93: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 94: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 95: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 96: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 97: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 98: sluice.SortNode.keys:type_name -> sluice.SortKey
+	22,  // 99: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 100: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	22,  // 101: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 102: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	7,   // 103: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	4,   // 104: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	35,  // 105: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	22,  // 106: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 107: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 108: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 109: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 110: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	40,  // 111: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	4,   // 112: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	41,  // 113: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	4,   // 114: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	20,  // 115: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 116: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 117: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	45,  // 118: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	4,   // 119: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	46,  // 120: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	49,  // 121: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	50,  // 122: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	4,   // 123: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	7,   // 124: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	7,   // 125: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	7,   // 126: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	22,  // 127: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 128: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	52,  // 129: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	6,   // 130: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	54,  // 131: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	54,  // 132: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	7,   // 133: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	55,  // 134: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	2,   // 135: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	22,  // 136: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 137: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	19,  // 138: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	56,  // 139: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	22,  // 140: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 141: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	4,   // 142: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	22,  // 143: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 144: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	22,  // 145: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	59,  // 146: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	22,  // 147: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
+	64,  // 148: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
+	67,  // 149: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
+	68,  // 150: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
+	1,   // 151: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
+	22,  // 152: sluice.RecursiveCTENode.base:type_name -> sluice.PhysicalPlan
+	22,  // 153: sluice.RecursiveCTENode.recursive:type_name -> sluice.PhysicalPlan
+	4,   // 154: sluice.RecursiveCTENode.schema:type_name -> sluice.Schema
+	4,   // 155: sluice.WorkTableScanNode.schema:type_name -> sluice.Schema
+	7,   // 156: sluice.DistinctFromExpr.left:type_name -> sluice.PhysicalExpr
+	7,   // 157: sluice.DistinctFromExpr.right:type_name -> sluice.PhysicalExpr
+	22,  // 158: sluice.UnnestNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 159: sluice.UnnestNode.args:type_name -> sluice.PhysicalExpr
+	160, // [160:160] is the sub-list for method output_type
+	160, // [160:160] is the sub-list for method input_type
+	160, // [160:160] is the sub-list for extension type_name
+	160, // [160:160] is the sub-list for extension extendee
+	0,   // [0:160] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -6351,6 +6536,7 @@ func file_plan_proto_init() {
 		(*PhysicalExpr_InList)(nil),
 		(*PhysicalExpr_Like)(nil),
 		(*PhysicalExpr_Func)(nil),
+		(*PhysicalExpr_DistinctFrom)(nil),
 	}
 	file_plan_proto_msgTypes[20].OneofWrappers = []any{
 		(*PhysicalPlan_ParquetScan)(nil),
@@ -6381,6 +6567,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_DynamicFilterBuild)(nil),
 		(*PhysicalPlan_RecursiveCte)(nil),
 		(*PhysicalPlan_WorkTableScan)(nil),
+		(*PhysicalPlan_Unnest)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -6392,7 +6579,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   70,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -45,7 +45,7 @@ func (a *aggState) add(ids *plan.IDGen, call *plan.AggCall, name string) *plan.C
 // With grouping sets the aggregate reads an Expand of the input: every key
 // gets a fresh column (NULL in the sets without it), and the grouping id is
 // the last group key.
-func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
+func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, srf *srfState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
 	in := input.Schema()
 	cols := make(plan.Schema, 0, len(groups)+1+len(agg.calls))
 	repl := map[string]plan.Expr{}
@@ -128,6 +128,11 @@ func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, w
 			}
 		}
 	}
+	for i, a := range srf.args {
+		if srf.args[i], err = fix(a, "unnest"); err != nil {
+			return nil, err
+		}
+	}
 	for i, c := range win.calls {
 		e, err := fix(c, "a window function")
 		if err != nil {
@@ -201,6 +206,8 @@ func exprKey(e plan.Expr) string {
 			fmt.Fprintf(&b, "in:%v", x.Negated)
 		case *plan.IsNull:
 			fmt.Fprintf(&b, "isnull:%v", x.Negated)
+		case *plan.DistinctFrom:
+			fmt.Fprintf(&b, "distinct:%v", x.Negated)
 		case *plan.Case:
 			fmt.Fprintf(&b, "case:%d:%v", len(x.Whens), x.Else != nil)
 		case *plan.AggCall:
@@ -238,7 +245,7 @@ func nullableIn(e plan.Expr, in plan.Schema) bool {
 		return i < 0 || in[i].Nullable
 	case *plan.Literal:
 		return x.Val == nil
-	case *plan.IsNull:
+	case *plan.IsNull, *plan.DistinctFrom:
 		return false
 	case *plan.AggCall:
 		return aggNullable(x.Func)

@@ -15,6 +15,7 @@ type ectx struct {
 	sc     *scope
 	agg    *aggState // where aggregate calls go; nil where they are not allowed
 	win    *winState // where window function calls go; nil where they are not allowed
+	srf    *srfState // where unnest calls go; nil where they are not allowed
 	clause string    // for errors: "WHERE", "GROUP BY", ...
 }
 
@@ -104,6 +105,8 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 		return b.builtinCall(name, args, locs, x.MinMaxExpr.Location)
 	case *pg.Node_AIndirection:
 		return b.subscript(x.AIndirection, c)
+	case *pg.Node_AArrayExpr:
+		return b.arrayExpr(x.AArrayExpr, nil, c)
 	case *pg.Node_SqlvalueFunction:
 		v := x.SqlvalueFunction
 		switch v.Op {
@@ -245,13 +248,13 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		}
 		if opName == "||" {
 			if plan.IsArray(l.Type()) || plan.IsArray(r.Type()) {
-				// PostgreSQL's array || appends elements; sluice has no
-				// array building, so refuse rather than concatenate text.
-				e := b.errAt("type", x.Location, "operator || on arrays is not supported")
-				e.Hint = "cast the array to text first (a::text || ...), or use concat()"
-				return nil, e
+				return b.arrayConcat(l, r, x.Location)
 			}
 			return &plan.Binary{Op: plan.OpConcat, L: coerce(l, plan.Utf8), R: coerce(r, plan.Utf8), Typ: plan.Utf8}, nil
+		}
+		switch opName {
+		case "~", "~*", "!~", "!~*":
+			return b.regexOp(opName, l, r, x.Location)
 		}
 		return nil, b.errAt("bind", x.Location, "unsupported operator %s", opName)
 	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
@@ -343,6 +346,12 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.Binary{Op: plan.OpOr, L: lt, R: gt, Typ: plan.Bool}, nil
+	case pg.A_Expr_Kind_AEXPR_OP_ANY, pg.A_Expr_Kind_AEXPR_OP_ALL:
+		return b.quantified(x, opName, c)
+	case pg.A_Expr_Kind_AEXPR_SIMILAR:
+		return b.similar(x, c)
+	case pg.A_Expr_Kind_AEXPR_DISTINCT, pg.A_Expr_Kind_AEXPR_NOT_DISTINCT:
+		return b.distinctFrom(x, c)
 	case pg.A_Expr_Kind_AEXPR_NULLIF:
 		l, err := b.expr(x.Lexpr, c)
 		if err != nil {
@@ -631,6 +640,8 @@ func figureName(n *pg.Node) string {
 	case *pg.Node_AIndirection:
 		// a[1] is named after a, as in PostgreSQL.
 		return figureName(x.AIndirection.Arg)
+	case *pg.Node_AArrayExpr:
+		return "array"
 	case *pg.Node_CaseExpr:
 		return "case"
 	case *pg.Node_GroupingFunc:

@@ -31,7 +31,7 @@ func rewritePaths(text string, base int, toks []*pg.ScanToken) (string, []insert
 	}
 	levels := []level{{}}
 	var spans [][2]int // [start, end) of each path literal in text
-	prev := pg.Token(0)
+	prev, prev2 := pg.Token(0), pg.Token(0)
 	for _, t := range toks {
 		top := &levels[len(levels)-1]
 		switch t.Token {
@@ -44,6 +44,13 @@ func rewritePaths(text string, base int, toks []*pg.ScanToken) (string, []insert
 		case pg.Token_SELECT, pg.Token_DELETE_P:
 			top.query, top.inFrom = true, false
 		case pg.Token_FROM:
+			// The FROM of x IS [NOT] DISTINCT FROM y is an operator's,
+			// not a clause's: it neither opens a FROM list nor makes the
+			// string after it a FROM item.
+			if prev == pg.Token_DISTINCT && (prev2 == pg.Token_IS || prev2 == pg.Token_NOT) {
+				prev2, prev = prev, pg.Token_OPERATOR
+				continue
+			}
 			top.inFrom = top.query
 		case pg.Token_WHERE, pg.Token_GROUP_P, pg.Token_HAVING, pg.Token_WINDOW, pg.Token_ORDER, pg.Token_LIMIT,
 			pg.Token_OFFSET, pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT, pg.Token_FETCH, pg.Token_FOR, pg.Token_RETURNING:
@@ -56,7 +63,7 @@ func rewritePaths(text string, base int, toks []*pg.ScanToken) (string, []insert
 				}
 			}
 		}
-		prev = t.Token
+		prev2, prev = prev, t.Token
 	}
 	if len(spans) == 0 {
 		return text, nil

@@ -23,6 +23,8 @@ func TestRewritePaths(t *testing.T) {
 		{"SELECT a FROM t WHERE a IN ('x', 'y')", ""},
 		{"SELECT 1 UNION SELECT 'x'", ""},
 		{"COPY t FROM 'file.csv'", ""},
+		{"SELECT a IS DISTINCT FROM 'x', 'y' IS NOT DISTINCT FROM a FROM t", ""},
+		{"SELECT 1 FROM 'a.csv' x JOIN t ON x.a IS NOT DISTINCT FROM 'b', 'c.csv'", "SELECT 1 FROM __sluice_path('a.csv') x JOIN t ON x.a IS NOT DISTINCT FROM 'b', __sluice_path('c.csv')"},
 	} {
 		toks, err := splitStatements(c.in)
 		if err != nil {

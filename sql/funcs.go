@@ -77,6 +77,7 @@ func init() {
 		"covar_pop":   agg(plan.AggCovarPop, sig(num+" y, "+num+" x", "DOUBLE")),
 		"covar_samp":  agg(plan.AggCovarSamp, sig(num+" y, "+num+" x", "DOUBLE")),
 		"string_agg":  agg(plan.AggStringAgg, sig("VARCHAR, VARCHAR delimiter [ORDER BY ...]", "VARCHAR")),
+		"array_agg":   agg(plan.AggArrayAgg, sig("any [ORDER BY ...]", "array of the argument's type")),
 		"bool_and":    agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
 		"every":       agg(plan.AggBoolAnd, sig("BOOLEAN", "BOOLEAN")),
 		"bool_or":     agg(plan.AggBoolOr, sig("BOOLEAN", "BOOLEAN")),
@@ -128,9 +129,13 @@ func init() {
 			sig("VARCHAR, VARCHAR pattern, VARCHAR replacement, VARCHAR flags", "VARCHAR")),
 		"regexp_match": scalar(bindRegexpMatch, sig("VARCHAR, VARCHAR pattern", "VARCHAR[]"),
 			sig("VARCHAR, VARCHAR pattern, VARCHAR flags", "VARCHAR[]")),
-		"array_length":      scalar(bindArrayLength, sig("VARCHAR[], BIGINT dimension", "INT")),
-		"cardinality":       scalar(bindCardinality, sig("VARCHAR[]", "INT")),
-		"array_to_string":   scalar(bindArrayToString, sig("VARCHAR[], VARCHAR separator", "VARCHAR"), sig("VARCHAR[], VARCHAR separator, VARCHAR null_string", "VARCHAR")),
+		"regexp_like": scalar(bindRegexpLike, sig("VARCHAR, VARCHAR pattern", "BOOLEAN"),
+			sig("VARCHAR, VARCHAR pattern, VARCHAR flags", "BOOLEAN")),
+		"similar_to_escape": scalar(bindSimilarToEscape, sig("VARCHAR pattern", "VARCHAR"), sig("VARCHAR pattern, VARCHAR escape", "VARCHAR")),
+		"string_to_array":   scalar(bindStringToArray, sig("VARCHAR, VARCHAR delimiter", "VARCHAR[]"), sig("VARCHAR, VARCHAR delimiter, VARCHAR null_string", "VARCHAR[]")),
+		"array_length":      scalar(bindArrayLength, sig("anyarray, BIGINT dimension", "INT")),
+		"cardinality":       scalar(bindCardinality, sig("anyarray", "INT")),
+		"array_to_string":   scalar(bindArrayToString, sig("anyarray, VARCHAR separator", "VARCHAR"), sig("anyarray, VARCHAR separator, VARCHAR null_string", "VARCHAR")),
 		"abs":               scalar(bindAbs, sig(num, "same as argument")),
 		"round":             scalar(bindRound, sig(num, "same as argument"), sig(num+", BIGINT digits", "same as argument")),
 		"greatest":          scalar(bindGreatestLeast, sig("any, ...", "common type of the arguments")),
@@ -148,6 +153,7 @@ func init() {
 	addMathFunctions(functions)
 	addStringFunctions(functions)
 	addDateFunctions(functions)
+	addMiscFunctions(functions)
 }
 
 // Functions lists every signature of every function, sorted by name.
@@ -719,6 +725,9 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	if f.Over != nil {
 		return b.windowCall(f, name, c)
 	}
+	if name == "unnest" {
+		return b.unnestCall(f, c)
+	}
 	def, ok := functions[name]
 	if _, win := windowFuncs[name]; !ok && win {
 		return nil, b.errAt("bind", f.Location, "window function %s requires an OVER clause", name)
@@ -858,9 +867,9 @@ func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argC
 	if err != nil {
 		return nil, err
 	}
-	// ORDER BY matters only to string_agg; the other aggregates give the
+	// ORDER BY matters only to string_agg and array_agg; the others give the
 	// same result in any order, so their ORDER BY is not kept.
-	if len(f.AggOrder) > 0 && af == plan.AggStringAgg {
+	if len(f.AggOrder) > 0 && (af == plan.AggStringAgg || af == plan.AggArrayAgg) {
 		specs, err := b.sortSpecs(f.AggOrder, nil, argCtx)
 		if err != nil {
 			return nil, err
@@ -913,6 +922,31 @@ func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argC
 		// The delimiter is not filtered: a filtered-out row has a NULL
 		// value and is skipped whatever its delimiter.
 		call.Arg2 = args[1]
+	case plan.AggArrayAgg:
+		// NULLs are elements like any other value, so FILTER cannot be a
+		// CASE on the argument: it is kept as Arg2 and skips rows.
+		if plan.IsArray(t) {
+			e := b.errAt("type", nodeLoc(f.Args[0]), "array_agg of arrays is not supported")
+			e.Hint = "aggregate the elements, or the arrays' text (a::text)"
+			return nil, e
+		}
+		if t.ID() == plan.Null.ID() {
+			arg, t = coerce(arg, plan.Utf8), plan.Utf8
+		}
+		if f.AggDistinct {
+			// The distinct values are kept sorted by themselves (as
+			// PostgreSQL's output is), equal ones next to each other.
+			for _, k := range call.OrderBy {
+				if k.Expr.String() != arg.String() {
+					return nil, b.errAt("bind", f.Location, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
+				}
+			}
+			if len(call.OrderBy) == 0 {
+				call.OrderBy = []plan.SortKey{{Expr: arg}}
+			}
+		}
+		call.Arg, call.Arg2, call.Typ = arg, filter, plan.ArrayOf(t)
+		return call, nil
 	case plan.AggArgMax, plan.AggArgMin:
 		// The value returned, of its own type; NULL rows of the value
 		// ordered by are skipped, and a NULL returned value is kept.

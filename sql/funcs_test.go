@@ -34,6 +34,8 @@ func TestFunctionSignatures(t *testing.T) {
 				args = append(args, named[words[1]])
 			case words[0] == "any":
 				args = append(args, "CAST(NULL AS VARCHAR)")
+			case words[0] == "anyarray":
+				args = append(args, "ARRAY[1]")
 			case words[0] == "numeric":
 				args = append(args, "CAST(NULL AS DOUBLE)")
 			case words[0] == "INTERVAL":

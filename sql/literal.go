@@ -107,6 +107,9 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 		}
 		return &plan.Literal{Typ: plan.Interval, Val: iv}, nil
 	}
+	if ae := tc.Arg.GetAArrayExpr(); ae != nil && plan.IsArray(to) {
+		return b.arrayExpr(ae, to, c)
+	}
 	x, err := b.expr(tc.Arg, c)
 	if err != nil {
 		return nil, err
@@ -116,7 +119,7 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 	}
 	if plan.IsArray(to) && x.Type().ID() != arrow.NULL {
 		e := b.errAt("type", tc.Location, "cannot cast %s to %s", plan.TypeName(x.Type()), plan.TypeName(to))
-		e.Hint = "arrays come from regexp_match; array literals are not supported"
+		e.Hint = "build arrays with ARRAY[...], array_agg or string_to_array; array literals ('{1,2}') are not supported"
 		return nil, e
 	}
 	if lit, ok := x.(*plan.Literal); ok {
@@ -174,11 +177,10 @@ func (b *binder) typeName(t *pg.TypeName) (arrowType, bool, []int, error) {
 		return nil, false, nil, b.errAt("type", t.Location, "%v", err)
 	}
 	if len(t.ArrayBounds) > 0 {
-		// VARCHAR[] is the one array type (regexp_match's).
-		if len(t.ArrayBounds) > 1 || typ.ID() != arrow.STRING {
-			return nil, false, nil, b.errAt("bind", t.Location, "array types other than VARCHAR[] are not supported")
+		if len(t.ArrayBounds) > 1 {
+			return nil, false, nil, b.errAt("bind", t.Location, "multidimensional arrays are not supported")
 		}
-		return plan.TextArray, false, mods, nil
+		return plan.ArrayOf(typ), false, mods, nil
 	}
 	return typ, false, mods, nil
 }

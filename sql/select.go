@@ -104,7 +104,8 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		agg.sets = &groupingSets{sets: sets, gid: plan.Column{ID: b.ids.Next(), Name: "grouping_id", Type: plan.Int64}}
 	}
 
-	ec := ectx{sc: sc, agg: agg, win: win, clause: "SELECT"}
+	srf := &srfState{}
+	ec := ectx{sc: sc, agg: agg, win: win, srf: srf, clause: "SELECT"}
 	for i := range items {
 		if items[i].expr != nil {
 			continue
@@ -138,7 +139,7 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	}
 
 	if len(sel.GroupClause) > 0 || len(agg.calls) > 0 || having != nil {
-		node, err = b.aggregate(node, groups, agg, win, items, &having, sorts)
+		node, err = b.aggregate(node, groups, agg, win, srf, items, &having, sorts)
 		if err != nil {
 			return relation{}, err
 		}
@@ -149,6 +150,10 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	// Window functions see the rows after grouping and HAVING, and come
 	// before DISTINCT, ORDER BY and LIMIT.
 	node = b.windowNode(win, node)
+	// unnest in the select list multiplies the rows the projection sees.
+	if len(srf.args) > 0 {
+		node = &plan.Unnest{Input: node, Args: srf.args, Cols: srf.cols}
+	}
 
 	distinct := false
 	if len(sel.DistinctClause) > 0 {

@@ -3,12 +3,14 @@ package sql
 import (
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/plan"
 )
 
-// rangeFunction binds a function call in FROM: generate_series, whose
+// rangeFunction binds a function call in FROM: generate_series or range, whose
 // arguments may not refer to other FROM items (there is no LATERAL), or
 // one of the functions reading files by path (fileFunction).
 func (b *binder) rangeFunction(rf *pg.RangeFunction) (plan.Node, []scopeCol, error) {
@@ -35,6 +37,9 @@ func (b *binder) rangeFunction(rf *pg.RangeFunction) (plan.Node, []scopeCol, err
 	}
 	if _, ok := fileFunctions[name]; ok {
 		return b.fileFunction(rf, f, name)
+	}
+	if name == "unnest" {
+		return b.unnestFrom(rf, f)
 	}
 	def, ok := functions[name]
 	if !ok || def.kind != KindTable {
@@ -63,7 +68,11 @@ func (b *binder) rangeFunction(rf *pg.RangeFunction) (plan.Node, []scopeCol, err
 		locs[i] = nodeLoc(a)
 	}
 	fc := &fcall{b: b, name: name, args: args, argLoc: locs, loc: f.Location}
-	gs, err := bindGenerateSeries(fc)
+	bind := bindGenerateSeries
+	if name == "range" {
+		bind = bindRange
+	}
+	gs, err := bind(fc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -139,7 +148,7 @@ func bindGenerateSeries(c *fcall) (*plan.GenerateSeries, error) {
 		c.args[i] = coerce(c.args[i], typ)
 	}
 	if v, ok := c.args[2].(*plan.Literal); ok && (v.Val == int32(0) || v.Val == int64(0)) {
-		return nil, c.b.errAt("bind", c.at(2), "generate_series step size cannot equal zero")
+		return nil, c.b.errAt("bind", c.at(2), "%s step size cannot equal zero", c.name)
 	}
 	return &plan.GenerateSeries{Start: c.args[0], Stop: c.args[1], Step: c.args[2], Col: plan.Column{Type: typ}}, nil
 }
@@ -154,4 +163,69 @@ func hasSubquery(e plan.Expr) bool {
 		return x
 	})
 	return found
+}
+
+// bindRange binds DuckDB's range(stop), range(start, stop[, step]): the
+// series of generate_series without its last value, stop itself never
+// being part of it. It is a generate_series whose stop is one unit short
+// of stop in the step's direction (a microsecond for timestamps), so it
+// runs on the same operator. Integer series are BIGINT, as in DuckDB.
+func bindRange(c *fcall) (*plan.GenerateSeries, error) {
+	if err := c.nargs(1, 3); err != nil {
+		return nil, err
+	}
+	if len(c.args) == 1 {
+		c.args = []plan.Expr{&plan.Literal{Typ: plan.Int64, Val: int64(0)}, c.args[0]}
+		c.argLoc = []int32{c.loc, c.at(0)}
+	}
+	temporal := len(c.args) == 3 && c.args[2].Type().ID() == plan.Interval.ID()
+	for _, a := range c.args[:2] {
+		temporal = temporal || plan.IsTemporal(a.Type())
+	}
+	if !temporal {
+		for i, a := range c.args {
+			if !plan.IsInteger(a.Type()) && a.Type().ID() != plan.Null.ID() {
+				return nil, c.b.errAt("type", c.at(i), "range needs integer, DATE or TIMESTAMP arguments, not %s", plan.TypeName(a.Type()))
+			}
+			c.args[i] = coerce(a, plan.Int64)
+		}
+	}
+	gs, err := bindGenerateSeries(c)
+	if err != nil {
+		return nil, err
+	}
+	if temporal {
+		iv, ok := gs.Step.(*plan.Literal)
+		if !ok {
+			return nil, c.b.errAt("bind", c.at(2), "range of timestamps needs a constant INTERVAL step")
+		}
+		var us int64 = 1
+		if v, ok := iv.Val.(arrow.MonthDayNanoInterval); ok && (v.Months < 0 || v.Days < 0 || v.Nanoseconds < 0) {
+			if v.Months > 0 || v.Days > 0 || v.Nanoseconds > 0 {
+				return nil, c.b.errAt("bind", c.at(2), "range step %s mixes signs", iv)
+			}
+			us = -1
+		}
+		// A NULL step leaves the series empty whatever the stop.
+		micro := &plan.Literal{Typ: plan.Interval, Val: arrow.MonthDayNanoInterval{Nanoseconds: 1000 * us}}
+		gs.Stop = &plan.Binary{Op: plan.OpSub, L: gs.Stop, R: micro, Typ: plan.Timestamp}
+		return gs, nil
+	}
+	// generate_series narrows constants that fit to an INT series.
+	gs.Start, gs.Stop, gs.Step = coerce(gs.Start, plan.Int64), coerce(gs.Stop, plan.Int64), coerce(gs.Step, plan.Int64)
+	gs.Col.Type = plan.Int64
+	one := &plan.Literal{Typ: plan.Int64, Val: int64(1)}
+	if l, ok := gs.Step.(*plan.Literal); ok {
+		if v, ok := l.Val.(int64); ok && v < 0 {
+			gs.Stop = &plan.Binary{Op: plan.OpAdd, L: gs.Stop, R: one, Typ: plan.Int64}
+		} else {
+			gs.Stop = &plan.Binary{Op: plan.OpSub, L: gs.Stop, R: one, Typ: plan.Int64}
+		}
+		return gs, nil
+	}
+	// A step known only when the query runs picks the direction then.
+	neg := &plan.Binary{Op: plan.OpLt, L: gs.Step, R: &plan.Literal{Typ: plan.Int64, Val: int64(0)}, Typ: plan.Bool}
+	gs.Stop = &plan.Case{Whens: []plan.When{{Cond: neg, Then: &plan.Binary{Op: plan.OpAdd, L: gs.Stop, R: one, Typ: plan.Int64}}},
+		Else: &plan.Binary{Op: plan.OpSub, L: gs.Stop, R: one, Typ: plan.Int64}, Typ: plan.Int64}
+	return gs, nil
 }

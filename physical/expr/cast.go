@@ -455,10 +455,7 @@ func castToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 		f = func(i int) []byte { return strconv.AppendBool(tmp[:0], ba.Value(i)) }
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		vals := values[arrow.MonthDayNanoInterval](a)
-		f = func(i int) []byte {
-			x := vals[i]
-			return fmt.Appendf(tmp[:0], "%d months %d days %d ns", x.Months, x.Days, x.Nanoseconds)
-		}
+		f = func(i int) []byte { return plan.AppendIntervalText(tmp[:0], vals[i]) }
 	default:
 		b.b.Release()
 		return nil, fmt.Errorf("cannot cast %s to VARCHAR", plan.TypeName(a.DataType()))

@@ -76,6 +76,19 @@ func compile(e plan.Expr, input plan.Schema) (Expr, error) {
 			return nil, err
 		}
 		return &IsNull{X: x, Negated: e.Negated}, nil
+	case *plan.DistinctFrom:
+		l, err := Compile(e.L, input)
+		if err != nil {
+			return nil, err
+		}
+		r, err := Compile(e.R, input)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDistinctFrom(l, r); err != nil {
+			return nil, err
+		}
+		return &DistinctFrom{L: l, R: r, Negated: e.Negated}, nil
 	case *plan.Cast:
 		x, err := Compile(e.X, input)
 		if err != nil {
@@ -229,6 +242,8 @@ func walkColumns(e Expr, f func(*Column) bool) bool {
 		return walkColumns(e.X, f)
 	case *IsNull:
 		return walkColumns(e.X, f)
+	case *DistinctFrom:
+		return walkColumns(e.L, f) && walkColumns(e.R, f)
 	case *Cast:
 		return walkColumns(e.X, f)
 	case *Case:

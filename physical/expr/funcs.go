@@ -69,6 +69,9 @@ var funcArity = map[string][2]int{
 	"array_to_string": {2, 3},
 	"substring_regex": {2, 2},
 	"date_trunc":      {2, 2},
+
+	"similar_to_escape": {1, 2},
+	"regexp_like":       {2, 3},
 }
 
 // rowKernel is a function computed by the row-wise kernels of
@@ -105,6 +108,9 @@ var rowFuncs = map[string]rowKernel{
 	"regexp_replace":  regexpReplace,
 	"regexp_match":    regexpMatch,
 	"substring_regex": substringRegex,
+
+	"similar_to_escape": similarToEscape,
+	"regexp_like":       regexpLike,
 }
 
 // nonStrict functions give a value even when some arguments are NULL.

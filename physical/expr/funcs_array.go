@@ -86,28 +86,29 @@ func (e *Func) evalArrayFunc(ops []operand, n int, mem memory.Allocator) (arrow.
 	if err != nil {
 		return nil, err
 	}
-	elems, ok := l.ListValues().(*array.String)
-	if !ok {
-		return nil, fmt.Errorf("internal: arrays of %s are not supported", l.ListValues().DataType())
-	}
 	valid := func(i int) bool { return l.IsValid(i) && allValid(rest, i) }
 	switch e.Name {
 	case "array_element":
-		b := newStringBuilder(mem, n, 0)
+		elems := l.ListValues()
+		b := array.NewBuilder(mem, elems.DataType())
+		defer b.Release()
+		b.Reserve(n)
 		for i := range n {
 			if !valid(i) {
-				b.b.AppendNull()
+				b.AppendNull()
 				continue
 			}
 			lo, hi := l.ValueOffsets(i)
 			k := rest[0].int(i)
-			if k < 1 || k > hi-lo || elems.IsNull(int(lo+k-1)) {
-				b.b.AppendNull()
+			if k < 1 || k > hi-lo {
+				b.AppendNull()
 				continue
 			}
-			b.b.Append(elems.Value(int(lo + k - 1)))
+			if err := AppendValue(b, elems, int(lo+k-1)); err != nil {
+				return nil, err
+			}
 		}
-		return b.finish(), nil
+		return b.NewArray(), nil
 	case "cardinality", "array_length":
 		b := array.NewInt32Builder(mem)
 		defer b.Release()
@@ -125,7 +126,14 @@ func (e *Func) evalArrayFunc(ops []operand, n int, mem memory.Allocator) (arrow.
 		return b.NewArray(), nil
 	case "array_to_string":
 		// NULL elements are left out, or written as the third argument
-		// when it is given and not NULL.
+		// when it is given and not NULL. Elements of other types are
+		// written as their cast to text.
+		ea, err := castToText(l.ListValues(), mem)
+		if err != nil {
+			return nil, err
+		}
+		defer ea.Release()
+		elems := ea.(*array.String)
 		b := newStringBuilder(mem, n, 0)
 		var tmp []byte
 		for i := range n {
@@ -160,16 +168,33 @@ func (e *Func) evalArrayFunc(ops []operand, n int, mem memory.Allocator) (arrow.
 	return nil, fmt.Errorf("unknown function %s", e.Name)
 }
 
+// castToText is a's values as text, for the elements of an array: a
+// retained a when it is text already, every value NULL for a NULL array.
+func castToText(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	switch a.DataType().ID() {
+	case arrow.STRING:
+		a.Retain()
+		return a, nil
+	case arrow.NULL:
+		return nullArray(plan.Utf8, a.Len(), mem), nil
+	case arrow.LIST:
+		return castListToString(a, mem)
+	}
+	return castToString(a, mem)
+}
+
 // castListToString is an array's text form, {a,b,NULL}.
 func castListToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 	l, ok := a.(*array.List)
 	if !ok {
 		return nil, fmt.Errorf("cannot cast %s to VARCHAR", plan.TypeName(a.DataType()))
 	}
-	elems, ok := l.ListValues().(*array.String)
-	if !ok {
-		return nil, fmt.Errorf("cannot cast %s to VARCHAR", plan.TypeName(a.DataType()))
+	ea, err := castToText(l.ListValues(), mem)
+	if err != nil {
+		return nil, err
 	}
+	defer ea.Release()
+	elems := ea.(*array.String)
 	b := newStringBuilder(mem, l.Len(), 0)
 	var tmp []byte
 	for i := range l.Len() {
@@ -187,32 +212,60 @@ func castListToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) 
 	return b.finish(), nil
 }
 
-// AppendListRow appends row j of l, an array of text, to b, whose value
-// builder is a StringBuilder. Operators that gather rows value by value
-// use it for arrays.
+// AppendListRow appends row j of l to b, whose value builder is of the
+// array's element type. Operators that gather rows value by value use it
+// for arrays.
 func AppendListRow(b *array.ListBuilder, l *array.List, j int) error {
 	if l.IsNull(j) {
 		b.AppendNull()
 		return nil
 	}
-	el, ok := l.ListValues().(*array.String)
-	if !ok {
-		return fmt.Errorf("arrays of %s are not supported", l.ListValues().DataType())
-	}
-	vb := b.ValueBuilder().(*array.StringBuilder)
 	lo, hi := l.ValueOffsets(j)
 	b.Append(true)
+	vb, el := b.ValueBuilder(), l.ListValues()
 	for k := int(lo); k < int(hi); k++ {
-		if el.IsNull(k) {
-			vb.AppendNull()
-		} else {
-			vb.Append(el.Value(k))
+		if err := AppendValue(vb, el, k); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// TakeList gathers rows idx of an array of text (a negative index gives
+// AppendValue appends value k of a (NULL when it is NULL) to b, a builder
+// of a's type: one of sluice's element types.
+func AppendValue(b array.Builder, a arrow.Array, k int) error {
+	if a.IsNull(k) {
+		b.AppendNull()
+		return nil
+	}
+	switch b := b.(type) {
+	case *array.StringBuilder:
+		b.Append(a.(*array.String).Value(k))
+	case *array.Int32Builder:
+		b.Append(a.(*array.Int32).Value(k))
+	case *array.Int64Builder:
+		b.Append(a.(*array.Int64).Value(k))
+	case *array.Float64Builder:
+		b.Append(a.(*array.Float64).Value(k))
+	case *array.BooleanBuilder:
+		b.Append(a.(*array.Boolean).Value(k))
+	case *array.Decimal128Builder:
+		b.Append(a.(*array.Decimal128).Value(k))
+	case *array.Date32Builder:
+		b.Append(a.(*array.Date32).Value(k))
+	case *array.TimestampBuilder:
+		b.Append(a.(*array.Timestamp).Value(k))
+	case *array.MonthDayNanoIntervalBuilder:
+		b.Append(a.(*array.MonthDayNanoInterval).Value(k))
+	case *array.ListBuilder:
+		return AppendListRow(b, a.(*array.List), k)
+	default:
+		return fmt.Errorf("arrays of %s are not supported", a.DataType())
+	}
+	return nil
+}
+
+// TakeList gathers rows idx of an array (a negative index gives
 // NULL). Arrow's own take kernel is not used for lists: it fails on some
 // inputs, and in a goroutine of its own where a panic cannot be caught.
 func TakeList(mem memory.Allocator, l *array.List, idx []int32) (arrow.Array, error) {

@@ -109,7 +109,7 @@ func render(t testing.TB, a arrow.Array, mem memory.Allocator) string {
 	if a.DataType().ID() == arrow.NULL {
 		return strings.TrimSuffix(strings.Repeat("NULL ", a.Len()), " ")
 	}
-	s, err := castToString(a, mem)
+	s, err := castToText(a, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,9 +55,15 @@ func TypeToProto(t arrow.DataType) (*rpc.ArrowType, error) {
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return &rpc.ArrowType{Id: rpc.ArrowType_INTERVAL_MONTH_DAY_NANO}, nil
 	case arrow.LIST:
-		if arrow.TypeEqual(t, plan.TextArray) {
-			return &rpc.ArrowType{Id: rpc.ArrowType_LIST, Elem: &rpc.ArrowType{Id: rpc.ArrowType_UTF8}}, nil
+		elem := t.(*arrow.ListType).Elem()
+		if elem.ID() == arrow.LIST {
+			return nil, fmt.Errorf("encode type: arrays of arrays are not supported")
 		}
+		et, err := TypeToProto(elem)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.ArrowType{Id: rpc.ArrowType_LIST, Elem: et}, nil
 	}
 	return nil, fmt.Errorf("encode type: %s is not one of sluice's types", t)
 }
@@ -94,10 +100,14 @@ func TypeFromProto(t *rpc.ArrowType) (arrow.DataType, error) {
 	case rpc.ArrowType_INTERVAL_MONTH_DAY_NANO:
 		return plan.Interval, nil
 	case rpc.ArrowType_LIST:
-		if t.Elem.GetId() == rpc.ArrowType_UTF8 {
-			return plan.TextArray, nil
+		if t.Elem.GetId() == rpc.ArrowType_LIST {
+			return nil, fmt.Errorf("decode type: arrays of arrays are not supported")
 		}
-		return nil, fmt.Errorf("decode type: arrays of %s are not supported", t.Elem.GetId())
+		elem, err := TypeFromProto(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return plan.ArrayOf(elem), nil
 	}
 	return nil, fmt.Errorf("decode type: unknown type id %d", t.Id)
 }
@@ -319,6 +329,16 @@ func ToProto(e Expr) (*rpc.PhysicalExpr, error) {
 			return nil, err
 		}
 		return &rpc.PhysicalExpr{Expr: &rpc.PhysicalExpr_IsNull{IsNull: &rpc.IsNullExpr{X: x, Negated: e.Negated}}}, nil
+	case *DistinctFrom:
+		l, err := ToProto(e.L)
+		if err != nil {
+			return nil, err
+		}
+		r, err := ToProto(e.R)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.PhysicalExpr{Expr: &rpc.PhysicalExpr_DistinctFrom{DistinctFrom: &rpc.DistinctFromExpr{Left: l, Right: r, Negated: e.Negated}}}, nil
 	case *Cast:
 		x, err := ToProto(e.X)
 		if err != nil {
@@ -548,6 +568,15 @@ func FromProto(p *rpc.PhysicalExpr) (Expr, error) {
 			return nil, fmt.Errorf("decode nullif: %w", err)
 		}
 		return &NullIf{A: a, B: b, Type: t}, nil
+	case *rpc.PhysicalExpr_DistinctFrom:
+		l, r, err := fromProto2(n.DistinctFrom.GetLeft(), n.DistinctFrom.GetRight())
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDistinctFrom(l, r); err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+		return &DistinctFrom{L: l, R: r, Negated: n.DistinctFrom.GetNegated()}, nil
 	case *rpc.PhysicalExpr_InList:
 		x, err := FromProto(n.InList.GetX())
 		if err != nil {

@@ -1,0 +1,178 @@
+package expr
+
+import (
+	"bytes"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Functions that build arrays: make_array (ARRAY[a, b, ...]) and
+// string_to_array.
+
+func init() {
+	funcArity["make_array"] = [2]int{0, 1 << 16}
+	funcArity["string_to_array"] = [2]int{2, 3}
+	opFuncs["make_array"] = makeArrayFunc
+	rowFuncs["string_to_array"] = stringToArray
+	nonStrict["make_array"] = true
+	nonStrict["string_to_array"] = true
+}
+
+// makeArrayFunc is make_array(a, b, ...), the ARRAY[a, b, ...] constructor:
+// per row, an array of the arguments' values (NULLs included), all of the
+// array's element type (the binder casts them).
+func makeArrayFunc(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	args := make([]arrow.Array, len(ops))
+	defer func() { releaseArrays(args) }()
+	for k, o := range ops {
+		a, err := o.materialize(n, mem)
+		if err != nil {
+			return nil, err
+		}
+		args[k] = a
+	}
+	elem := e.Type.(*arrow.ListType).Elem()
+	b := array.NewListBuilder(mem, elem)
+	defer b.Release()
+	b.Reserve(n)
+	vb := b.ValueBuilder()
+	vb.Reserve(n * len(args))
+	for i := 0; i < n; i++ {
+		b.Append(true)
+		for _, a := range args {
+			if a.DataType().ID() == arrow.NULL {
+				vb.AppendNull()
+				continue
+			}
+			if err := AppendValue(vb, a, i); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.NewArray(), nil
+}
+
+// stringToArray is string_to_array(s, sep[, null_string]), PostgreSQL's:
+// s split at every sep; a NULL sep splits s into its characters, an empty
+// one gives s whole; an empty s gives an empty array; elements equal to
+// null_string are NULL. A NULL s gives NULL.
+func stringToArray(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+	b := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	defer b.Release()
+	vb := b.ValueBuilder().(*array.StringBuilder)
+	for i := 0; i < n; i++ {
+		if !args[0].valid(i) {
+			b.AppendNull()
+			continue
+		}
+		s := args[0].str(i)
+		var nullStr []byte
+		hasNull := len(args) > 2 && args[2].valid(i)
+		if hasNull {
+			nullStr = args[2].str(i)
+		}
+		add := func(el []byte) {
+			if hasNull && bytes.Equal(el, nullStr) {
+				vb.AppendNull()
+			} else {
+				vb.BinaryBuilder.Append(el)
+			}
+		}
+		b.Append(true)
+		switch {
+		case len(s) == 0:
+		case !args[1].valid(i):
+			for len(s) > 0 {
+				_, w := utf8.DecodeRune(s)
+				add(s[:w])
+				s = s[w:]
+			}
+		case len(args[1].str(i)) == 0:
+			add(s)
+		default:
+			sep := args[1].str(i)
+			for {
+				j := bytes.Index(s, sep)
+				if j < 0 {
+					add(s)
+					break
+				}
+				add(s[:j])
+				s = s[j+len(sep):]
+			}
+		}
+	}
+	return b.NewArray(), nil
+}
+
+func init() {
+	funcArity["array_cat"] = [2]int{2, 2}
+	funcArity["array_append"] = [2]int{2, 2}
+	funcArity["array_prepend"] = [2]int{2, 2}
+	for _, name := range []string{"array_cat", "array_append", "array_prepend"} {
+		opFuncs[name] = arrayConcat
+		nonStrict[name] = true
+	}
+}
+
+// arrayConcat is array_cat(a, b) (a || b), array_append(a, e) (a || e)
+// and array_prepend(e, a) (e || a), as PostgreSQL: a NULL array counts as
+// empty unless both arrays are NULL (array_cat), a NULL element is
+// appended as a NULL element.
+func arrayConcat(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	args := make([]arrow.Array, 2)
+	defer func() { releaseArrays(args) }()
+	for k, o := range ops {
+		a, err := o.materialize(n, mem)
+		if err != nil {
+			return nil, err
+		}
+		args[k] = a
+	}
+	elem := e.Type.(*arrow.ListType).Elem()
+	b := array.NewListBuilder(mem, elem)
+	defer b.Release()
+	b.Reserve(n)
+	vb := b.ValueBuilder()
+	// part appends argument k of row i: a whole array, or one element.
+	part := func(k, i int) error {
+		a := args[k]
+		l, isList := a.(*array.List)
+		if !isList {
+			if a.DataType().ID() == arrow.NULL {
+				vb.AppendNull()
+				return nil
+			}
+			return AppendValue(vb, a, i)
+		}
+		if l.IsNull(i) {
+			return nil
+		}
+		lo, hi := l.ValueOffsets(i)
+		for j := int(lo); j < int(hi); j++ {
+			if err := AppendValue(vb, l.ListValues(), j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	isNullList := func(k, i int) bool {
+		return args[k].DataType().ID() == arrow.NULL || args[k].IsNull(i)
+	}
+	for i := 0; i < n; i++ {
+		if e.Name == "array_cat" && isNullList(0, i) && isNullList(1, i) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(true)
+		for k := range args {
+			if err := part(k, i); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.NewArray(), nil
+}

@@ -1,0 +1,95 @@
+package sql
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"sluice/plan"
+)
+
+// srfState collects the unnest calls of a select list: each becomes an
+// array argument and an element column of the plan.Unnest node that the
+// select list's projection reads.
+type srfState struct {
+	args []plan.Expr
+	cols plan.Schema
+}
+
+// unnestCall binds unnest(array) in a select list: a reference to the
+// element column of a new Unnest argument. Anywhere else it is an error,
+// as in PostgreSQL.
+func (b *binder) unnestCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
+	if c.srf == nil {
+		clause := c.clause
+		if clause == "" {
+			clause = "this context"
+		}
+		e := b.errAt("bind", f.Location, "set-returning functions are not allowed in %s", clause)
+		e.Hint = "unnest is allowed in the select list, or as a FROM item"
+		return nil, e
+	}
+	if f.Over != nil || f.AggStar || f.AggDistinct || f.AggFilter != nil || len(f.AggOrder) > 0 {
+		return nil, b.errAt("bind", f.Location, "invalid call of unnest")
+	}
+	if len(f.Args) != 1 {
+		return nil, b.errAt("bind", f.Location, "function unnest takes 1 argument, got %d", len(f.Args))
+	}
+	arg, err := b.expr(f.Args[0], ectx{sc: c.sc, agg: c.agg, win: c.win, clause: "unnest arguments"})
+	if err != nil {
+		return nil, err
+	}
+	col, err := b.unnestColumn(arg, f)
+	if err != nil {
+		return nil, err
+	}
+	c.srf.args = append(c.srf.args, arg)
+	c.srf.cols = append(c.srf.cols, col)
+	return &plan.ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}, nil
+}
+
+// unnestColumn checks unnest's argument and returns its element column.
+func (b *binder) unnestColumn(arg plan.Expr, f *pg.FuncCall) (plan.Column, error) {
+	if hasSubquery(arg) {
+		return plan.Column{}, b.errAt("bind", nodeLoc(f.Args[0]), "subqueries are not supported in unnest arguments")
+	}
+	t := arg.Type()
+	if !plan.IsArray(t) {
+		e := b.errAt("type", nodeLoc(f.Args[0]), "function unnest(%s) does not exist", plan.TypeName(t))
+		e.Hint = "unnest takes an array"
+		return plan.Column{}, e
+	}
+	elem := t.(*arrow.ListType).Elem()
+	return plan.Column{ID: b.ids.Next(), Name: "unnest", Type: elem, Nullable: true}, nil
+}
+
+// unnestFrom binds unnest(array) as a FROM item: the elements of one array
+// whose argument sees no columns (there is no LATERAL), as an Unnest over
+// a single row without columns.
+func (b *binder) unnestFrom(rf *pg.RangeFunction, f *pg.FuncCall) (plan.Node, []scopeCol, error) {
+	if len(f.Args) != 1 || f.AggStar || f.AggDistinct || f.Over != nil || f.AggFilter != nil || len(f.AggOrder) > 0 {
+		return nil, nil, b.errAt("bind", f.Location, "unnest in FROM takes one array")
+	}
+	arg, err := b.expr(f.Args[0], ectx{sc: &scope{}, clause: "FROM function arguments"})
+	if err != nil {
+		return nil, nil, err
+	}
+	col, err := b.unnestColumn(arg, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	qual := ""
+	if rf.Alias != nil {
+		qual, col.Name = rf.Alias.Aliasname, rf.Alias.Aliasname
+		cols := stringList(rf.Alias.Colnames)
+		if len(cols) > 1 {
+			return nil, nil, b.errAt("bind", f.Location, "%s has 1 column available but %d columns specified", qual, len(cols))
+		}
+		if len(cols) == 1 {
+			col.Name = cols[0]
+		}
+	}
+	col.Table = qual
+	n := &plan.Unnest{Input: &plan.Values{Rows: [][]plan.Expr{{}}}, Args: []plan.Expr{arg}, Cols: plan.Schema{col}}
+	return n, relationScope(relation{node: n, names: []string{col.Name}}, qual), nil
+}
