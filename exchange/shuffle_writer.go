@@ -28,7 +28,8 @@ import (
 // partition gets no location: readers treat a missing location as empty.
 type ShuffleWriter struct {
 	input physical.Operator
-	// JobID and StageID name the output's directory.
+	// JobID and StageID name the output: the job's directory, and the
+	// stage in its files' names.
 	JobID   string
 	StageID int
 	// Part is how output partitions are formed (PartHash or PartUnknown).
