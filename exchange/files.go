@@ -41,9 +41,8 @@ import (
 // A job has one directory, and a task one file, not a directory per stage
 // and a file per input and output partition (Spark's sort shuffle, not
 // its hash shuffle): creating an inode and deleting it are what a shuffle
-// file costs most besides its bytes, a directory most of all (0.5 ms of
-// CPU each on the ext4 disk the TPC-DS figures come from, a file about a
-// tenth of that, against 3 µs to look up one that exists).
+// file costs most besides its bytes, a directory most of all (far more
+// than looking up one that exists; see docs/architecture.md).
 
 // validJobID rejects job ids that are not a single, ordinary path element:
 // they name directories under the work dir, and a ticket is untrusted input.

@@ -254,7 +254,7 @@ func (g *blockingGraph) coalesce(s *bStage) {
 	// A stage keeps at least the cluster's parallelism: its partitions
 	// are goroutines of a few tasks here, cheap to keep, while merging
 	// them serializes work that the input's bytes do not measure (a
-	// stage reading 400 KiB may join and aggregate for 30 ms).
+	// stage reading little may still join and aggregate at length).
 	floor := 1
 	if g.cfg.Parallelism > 0 {
 		floor = min(n, g.cfg.Parallelism)

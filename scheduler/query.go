@@ -53,9 +53,7 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 		// with the first Running status and the others (queued, final),
 		// not with every later one (clients read the report from the
 		// final status or GetJobStatus). A blocking job sends a status per
-		// task update, and formatting, comparing and sending its whole
-		// report and settings each time cost TPC-DS q31 (25 stages)
-		// about 5 ms of CPU.
+		// task update, and its whole report grows with its stages.
 		full := j.state != rpc.JobState_JOB_RUNNING || !sentRunning
 		cur := s.statusOfLocked(j, full)
 		ran := j.ran
