@@ -31,21 +31,8 @@ func TestSmoke(t *testing.T) {
 	if err := os.WriteFile(csv, []byte(data.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
-	sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	res, err := sess.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE t (k INT, v INT) STORED AS CSV WITH HEADER ROW LOCATION '%s'", csv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Close()
+	sess := embeddedSession(ctx, t)
+	registerCSV(ctx, t, sess, csv)
 
 	suite := &Suite{
 		Session: sess, Modes: []string{"blocking", "pipelined"}, Runs: 2,
@@ -205,25 +192,11 @@ func TestSuiteInterleaved(t *testing.T) {
 	if err := os.WriteFile(csv, []byte("k,v\n1,10\n2,20\n3,30\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
-	sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := embeddedSession(ctx, t)
 	local := session.New(catalog.New())
 	defer local.Close()
-	for _, s := range []*session.Session{sess, local} {
-		res, err := s.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE t (k INT, v INT) STORED AS CSV WITH HEADER ROW LOCATION '%s'", csv))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Close()
-	}
+	registerCSV(ctx, t, sess, csv)
+	registerCSV(ctx, t, local, csv)
 	modes := []string{"blocking", ModeInProcess, "pipelined"}
 	suite := &Suite{Session: sess, InProcess: local, Modes: modes, Runs: 2, Whole: true, SkipFailing: true, Interleave: true,
 		Queries: []Query{
@@ -265,4 +238,31 @@ func TestSuiteInterleaved(t *testing.T) {
 			t.Errorf("memory[%d] = %+v: reserved peaks only for the cluster modes", i, m)
 		}
 	}
+}
+
+// embeddedSession starts an embedded cluster of 2 executors for the test
+// and returns a session on it.
+func embeddedSession(ctx context.Context, t *testing.T) *session.Session {
+	t.Helper()
+	emb, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Executors: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	return sess
+}
+
+// registerCSV registers the CSV file at path as table t (k INT, v INT).
+func registerCSV(ctx context.Context, t *testing.T, s *session.Session, path string) {
+	t.Helper()
+	res, err := s.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE t (k INT, v INT) STORED AS CSV WITH HEADER ROW LOCATION '%s'", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Close()
 }
