@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"sluice/session"
 )
 
 // modeTally gathers one mode's memory and CPU figures over the runs an
@@ -21,24 +19,10 @@ type modeTally struct {
 // in every mode, then its timed runs round-robin over the modes that
 // warmed up.
 func (s *Suite) runInterleaved(ctx context.Context) ([]Run, []Memory, []Skip, error) {
-	sessions := make([]*session.Session, len(s.Modes))
-	for i, mode := range s.Modes {
-		sessions[i] = s.Session
-		if mode == ModeInProcess {
-			if s.InProcess == nil {
-				return nil, nil, nil, fmt.Errorf("benchmark: mode %s needs an in-process session", mode)
-			}
-			sessions[i] = s.InProcess
+	for _, mode := range s.Modes {
+		if _, err := s.sessionFor(mode); err != nil {
+			return nil, nil, nil, err
 		}
-	}
-	use := func(i int) (*session.Session, error) {
-		if s.Modes[i] == ModeInProcess {
-			return sessions[i], nil
-		}
-		if err := setMode(sessions[i], s.Modes[i]); err != nil {
-			return nil, fmt.Errorf("benchmark: mode %q: %w", s.Modes[i], err)
-		}
-		return sessions[i], nil
 	}
 	run := s.runner()
 	tallies := make([]modeTally, len(s.Modes))
@@ -47,26 +31,24 @@ func (s *Suite) runInterleaved(ctx context.Context) ([]Run, []Memory, []Skip, er
 	for _, q := range s.Queries {
 		var live []int
 		for i, mode := range s.Modes {
-			sess, err := use(i)
+			sess, err := s.sessionFor(mode)
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			if err := s.warmUp(ctx, sess, q, mode); err != nil {
-				if s.SkipFailing && ctx.Err() == nil {
-					skipped = append(skipped, Skip{Set: q.Set, Query: q.N, Mode: mode, Error: err.Error()})
-					if s.Progress != nil {
-						fmt.Fprintf(s.Progress, "%-3s %-10s skipped: %v\n", Label(q.Set, q.N), mode, err)
-					}
-					continue
-				}
-				return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, warm-up): %w", Label(q.Set, q.N), mode, err)
+			skip, err := s.warmUpOrSkip(ctx, sess, q, mode)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if skip != nil {
+				skipped = append(skipped, *skip)
+				continue
 			}
 			live = append(live, i)
 		}
 		totals := make([][]float64, len(s.Modes))
 		for r := 1; r <= s.Runs; r++ {
 			for _, i := range live {
-				sess, err := use(i)
+				sess, err := s.sessionFor(s.Modes[i])
 				if err != nil {
 					return nil, nil, nil, err
 				}

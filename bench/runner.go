@@ -224,26 +224,19 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 		if s.ResetReservedPeaks != nil {
 			s.ResetReservedPeaks()
 		}
-		sess := s.Session
-		if mode == ModeInProcess {
-			if s.InProcess == nil {
-				return nil, nil, nil, fmt.Errorf("benchmark: mode %s needs an in-process session", mode)
-			}
-			sess = s.InProcess
-		} else if err := setMode(sess, mode); err != nil {
-			return nil, nil, nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
+		sess, err := s.sessionFor(mode)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		run := s.runner()
 		for _, q := range s.Queries {
-			if err := s.warmUp(ctx, sess, q, mode); err != nil {
-				if s.SkipFailing && ctx.Err() == nil {
-					skipped = append(skipped, Skip{Set: q.Set, Query: q.N, Mode: mode, Error: err.Error()})
-					if s.Progress != nil {
-						fmt.Fprintf(s.Progress, "%-3s %-10s skipped: %v\n", Label(q.Set, q.N), mode, err)
-					}
-					continue
-				}
-				return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, warm-up): %w", Label(q.Set, q.N), mode, err)
+			skip, err := s.warmUpOrSkip(ctx, sess, q, mode)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if skip != nil {
+				skipped = append(skipped, *skip)
+				continue
 			}
 			var totals []float64
 			for i := 1; i <= s.Runs; i++ {
@@ -282,6 +275,37 @@ func (s *Suite) runner() func(context.Context, *session.Session, string) (Measur
 		return RunScriptWhole
 	}
 	return RunScript
+}
+
+// sessionFor returns the session that runs mode, set to run it.
+func (s *Suite) sessionFor(mode string) (*session.Session, error) {
+	if mode == ModeInProcess {
+		if s.InProcess == nil {
+			return nil, fmt.Errorf("benchmark: mode %s needs an in-process session", mode)
+		}
+		return s.InProcess, nil
+	}
+	if err := setMode(s.Session, mode); err != nil {
+		return nil, fmt.Errorf("benchmark: mode %q: %w", mode, err)
+	}
+	return s.Session, nil
+}
+
+// warmUpOrSkip warms q up in mode. A failure is the query's skip in that
+// mode when the suite skips failing queries, and the suite's error
+// otherwise.
+func (s *Suite) warmUpOrSkip(ctx context.Context, sess *session.Session, q Query, mode string) (*Skip, error) {
+	err := s.warmUp(ctx, sess, q, mode)
+	if err == nil {
+		return nil, nil
+	}
+	if s.SkipFailing && ctx.Err() == nil {
+		if s.Progress != nil {
+			fmt.Fprintf(s.Progress, "%-3s %-10s skipped: %v\n", Label(q.Set, q.N), mode, err)
+		}
+		return &Skip{Set: q.Set, Query: q.N, Mode: mode, Error: err.Error()}, nil
+	}
+	return nil, fmt.Errorf("benchmark: %s (%s, warm-up): %w", Label(q.Set, q.N), mode, err)
 }
 
 // warmUp runs q once in mode, untimed, checking its answer when the suite
