@@ -25,15 +25,11 @@ func init() {
 // per row, an array of the arguments' values (NULLs included), all of the
 // array's element type (the binder casts them).
 func makeArrayFunc(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
-	args := make([]arrow.Array, len(ops))
-	defer func() { releaseArrays(args) }()
-	for k, o := range ops {
-		a, err := o.materialize(n, mem)
-		if err != nil {
-			return nil, err
-		}
-		args[k] = a
+	args, err := materializeAll(ops, n, mem)
+	if err != nil {
+		return nil, err
 	}
+	defer releaseArrays(args)
 	elem := e.Type.(*arrow.ListType).Elem()
 	b := array.NewListBuilder(mem, elem)
 	defer b.Release()
@@ -123,15 +119,11 @@ func init() {
 // empty unless both arrays are NULL (array_cat), a NULL element is
 // appended as a NULL element.
 func arrayConcat(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
-	args := make([]arrow.Array, 2)
-	defer func() { releaseArrays(args) }()
-	for k, o := range ops {
-		a, err := o.materialize(n, mem)
-		if err != nil {
-			return nil, err
-		}
-		args[k] = a
+	args, err := materializeAll(ops, n, mem)
+	if err != nil {
+		return nil, err
 	}
+	defer releaseArrays(args)
 	elem := e.Type.(*arrow.ListType).Elem()
 	b := array.NewListBuilder(mem, elem)
 	defer b.Release()
@@ -175,4 +167,19 @@ func arrayConcat(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Arr
 		}
 	}
 	return b.NewArray(), nil
+}
+
+// materializeAll materializes every operand to n rows; on an error it
+// releases those it made.
+func materializeAll(ops []operand, n int, mem memory.Allocator) ([]arrow.Array, error) {
+	args := make([]arrow.Array, len(ops))
+	for k, o := range ops {
+		a, err := o.materialize(n, mem)
+		if err != nil {
+			releaseArrays(args)
+			return nil, err
+		}
+		args[k] = a
+	}
+	return args, nil
 }
