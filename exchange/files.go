@@ -71,13 +71,16 @@ func isStageFile(name string, stage int) bool {
 	return m != nil && m[1] == strconv.Itoa(stage)
 }
 
-// insideDir reports whether path, once cleaned, lies strictly inside dir.
-func insideDir(dir, path string) bool {
-	rel, err := filepath.Rel(dir, filepath.Clean(path))
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return false
+// stageFile resolves path, a shuffle file's path or (as clients are
+// given it) its name, against job's directory under workDir, and reports
+// whether it is a file of stage directly in that directory.
+func stageFile(workDir, job string, stage int, path string) (string, bool) {
+	dir := filepath.Clean(jobDir(workDir, job))
+	if shuffleFileName.MatchString(path) {
+		path = filepath.Join(dir, path)
 	}
-	return true
+	path = filepath.Clean(path)
+	return path, filepath.Dir(path) == dir && isStageFile(filepath.Base(path), stage)
 }
 
 // fileWriter writes one shuffle file.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -135,14 +134,8 @@ func (s *FlightService) shufflePath(f *rpc.FetchPartition) (string, error) {
 	if st, err := os.Stat(jobDir(s.env.WorkDir, f.JobId)); err != nil || !st.IsDir() {
 		return "", status.Errorf(codes.NotFound, "unknown job %s on executor %s (its data was removed, or the executor restarted)", f.JobId, s.env.ExecutorID)
 	}
-	dir := jobDir(s.env.WorkDir, f.JobId)
-	path := f.Path
-	if shuffleFileName.MatchString(path) {
-		// A file's name, as clients are given it.
-		path = filepath.Join(dir, path)
-	}
-	path = filepath.Clean(path)
-	if filepath.Dir(path) != filepath.Clean(dir) || !isStageFile(filepath.Base(path), int(f.StageId)) {
+	path, ok := stageFile(s.env.WorkDir, f.JobId, int(f.StageId), f.Path)
+	if !ok {
 		return "", status.Errorf(codes.InvalidArgument, "path %q is not a shuffle file of stage %d of job %s", f.Path, f.StageId, f.JobId)
 	}
 	return path, nil

@@ -137,10 +137,14 @@ func (s *shuffleStream) fetch(ctx context.Context, m *mergeStream, loc *rpc.Part
 }
 
 func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation) error {
-	if s.env.WorkDir == "" || validJobID(loc.JobId) != nil || !insideDir(jobDir(s.env.WorkDir, loc.JobId), loc.Path) {
+	if s.env.WorkDir == "" || validJobID(loc.JobId) != nil {
 		return fmt.Errorf("shuffle file %s is not under this executor's work dir", loc.Path)
 	}
-	f, fr, err := openShuffleFile(loc.Path, s.alloc)
+	path, ok := stageFile(s.env.WorkDir, loc.JobId, int(loc.StageId), loc.Path)
+	if !ok {
+		return fmt.Errorf("%s is not a shuffle file of stage %d of job %s in this executor's work dir", loc.Path, loc.StageId, loc.JobId)
+	}
+	f, fr, err := openShuffleFile(path, s.alloc)
 	if err != nil {
 		return err
 	}
