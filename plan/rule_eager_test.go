@@ -127,5 +127,42 @@ func TestEagerAggregateGolden(t *testing.T) {
 			j, f, d := factDim(b)
 			return b.agg(j, []Expr{col(d, "d_name"), col(f, "f_amount")}, countStar())
 		}},
+		{name: "pivot_reads_the_dimension_in_its_conditions", apply: EagerAggregate, build: func(b *tb) Node {
+			// The q2 shape: one fact column pivoted by a dimension column;
+			// the sums share one partial sum, MIN and MAX their own.
+			j, f, d := factDim(b)
+			amount := col(f, "f_amount")
+			return b.agg(j, []Expr{col(d, "d_region")},
+				sum(pivot(eq(col(d, "d_name"), str("a")), amount)), sum(pivot(eq(col(d, "d_name"), str("b")), amount)),
+				minOf(pivot(eq(col(d, "d_name"), str("a")), col(f, "f_qty"))), maxOf(pivot(gt(col(f, "f_cat"), i64(3)), amount)))
+		}},
+		{name: "pivot_over_a_union_of_facts", apply: EagerAggregate, build: func(b *tb) Node {
+			// q2's web and catalog sales: the union's keys are estimated
+			// as the sum of each branch's.
+			f1, f2, d := b.scanStats("fact"), b.scanStats("fact"), b.scanStats("dim")
+			u := &Union{Inputs: []Node{
+				b.project(f1, []string{"k", "amount"}, col(f1, "f_key"), col(f1, "f_amount")),
+				b.project(f2, []string{"k", "amount"}, col(f2, "f_key"), col(f2, "f_amount")),
+			}, Cols: Schema{{ID: b.ids.Next(), Name: "k", Type: Int64}, {ID: b.ids.Next(), Name: "amount", Type: money}}}
+			j := &Join{Kind: JoinInner, Left: u, Right: d, Cond: eq(col(u, "k"), col(d, "d_key"))}
+			return b.agg(j, []Expr{col(d, "d_region")}, sum(pivot(eq(col(d, "d_name"), str("a")), col(u, "amount"))))
+		}},
+		{name: "pivot_with_else_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			// ELSE 0 adds a zero per row, not per group.
+			j, f, d := factDim(b)
+			c := &Case{Whens: []When{{Cond: eq(col(d, "d_name"), str("a")), Then: col(f, "f_qty")}}, Else: i64(0), Typ: Int64}
+			return b.agg(j, []Expr{col(d, "d_region")}, sum(c))
+		}},
+		{name: "count_of_a_pivot_untouched", apply: EagerAggregate, build: func(b *tb) Node {
+			// Its groups' counts summed would be NULL, not 0, where the
+			// condition never holds.
+			j, f, d := factDim(b)
+			return b.agg(j, []Expr{col(d, "d_region")}, countOf(pivot(eq(col(d, "d_name"), str("a")), col(f, "f_amount"))))
+		}},
 	})
+}
+
+// pivot is CASE WHEN cond THEN x END.
+func pivot(cond, x Expr) Expr {
+	return &Case{Whens: []When{{Cond: cond, Then: x}}, Typ: x.Type()}
 }
