@@ -169,10 +169,16 @@ func (c *aggCount) update(gids []int32, arg arrow.Array) error {
 		}
 		return nil
 	}
+	if len(counts) == 1 && arg.Len() == len(gids) {
+		// One group (a global aggregate): every row is in it.
+		counts[0] += int64(len(gids) - arg.NullN())
+		return nil
+	}
+	// Add each row's validity bit, without a branch on it.
+	bm, off := arg.NullBitmapBytes(), arg.Data().Offset()
 	for i, g := range gids {
-		if arg.IsValid(i) {
-			counts[g]++
-		}
+		j := off + i
+		counts[g] += int64(bm[j>>3] >> (j & 7) & 1)
 	}
 	return nil
 }

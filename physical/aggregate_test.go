@@ -811,3 +811,43 @@ func TestHashAggregateSpills(t *testing.T) {
 		}
 	}
 }
+
+// TestAggCountSlicedNulls counts the non-NULL values of arrays that are
+// slices of a larger one (their validity bits start mid-byte), into one
+// group and into several, against a count row by row.
+func TestAggCountSlicedNulls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := 0; i < 1000; i++ {
+		if rng.IntN(3) == 0 {
+			b.AppendNull()
+		} else {
+			b.Append(int64(i))
+		}
+	}
+	whole := b.NewInt64Array()
+	defer whole.Release()
+	for _, groups := range []int{1, 5} {
+		for _, off := range []int{0, 3, 13} {
+			arg := array.NewSlice(whole, int64(off), int64(off+900))
+			gids := make([]int32, arg.Len())
+			want := make([]int64, groups)
+			for i := range gids {
+				gids[i] = int32(rng.IntN(groups))
+				if arg.IsValid(i) {
+					want[gids[i]]++
+				}
+			}
+			c := &aggCount{}
+			c.resize(groups)
+			if err := c.update(gids, arg); err != nil {
+				t.Fatal(err)
+			}
+			arg.Release()
+			if !slices.Equal(c.counts, want) {
+				t.Fatalf("groups=%d offset=%d: counts %v, want %v", groups, off, c.counts, want)
+			}
+		}
+	}
+}

@@ -119,12 +119,17 @@ type Project struct {
 // each, the group (NULL, ..., NULL, id) is output even when no input row
 // has it (empty input), as PostgreSQL outputs one grand-total row. A filter
 // must not move below such an aggregate: the grand-total row would escape it.
+//
+// Whole marks an aggregate MergeGlobalAggregates placed in several places,
+// each reading some of its calls: pruning keeps every call, so that the
+// copies stay the same subtree, computed once.
 type Aggregate struct {
 	Input       Node
 	GroupBy     []Expr
 	Aggs        []*AggCall
 	Cols        Schema
 	GrandTotals []int64
+	Whole       bool
 }
 
 // Expand replicates each input row once per grouping set, under the

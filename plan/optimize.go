@@ -37,6 +37,7 @@ func DefaultRules() []Rule {
 		// can expose new constants.
 		{Name: "fold-again", Apply: FoldConstants},
 		{Name: "semi-joins-down", Apply: PushDownSemiJoins},
+		{Name: "merge-global-aggregates", Apply: MergeGlobalAggregates},
 		{Name: "pre-aggregate-grouping-sets", Apply: PreAggregateGroupingSets},
 		{Name: "eager-aggregate", Apply: EagerAggregate},
 		{Name: "reorder-joins", Apply: ReorderJoins},

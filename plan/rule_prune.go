@@ -57,7 +57,7 @@ func prune(n Node, req ColumnSet, exact bool) Node {
 	case *Aggregate:
 		o := *x
 		ng := len(x.GroupBy)
-		if !exact {
+		if !exact && !x.Whole {
 			o.Aggs, o.Cols = nil, append(Schema(nil), x.Cols[:ng]...)
 			for i, a := range x.Aggs {
 				if req.Has(x.Cols[ng+i].ID) {
