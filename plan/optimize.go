@@ -37,9 +37,9 @@ func DefaultRules() []Rule {
 		// can expose new constants.
 		{Name: "fold-again", Apply: FoldConstants},
 		{Name: "semi-joins-down", Apply: PushDownSemiJoins},
-		{Name: "merge-global-aggregates", Apply: MergeGlobalAggregates},
 		{Name: "pre-aggregate-grouping-sets", Apply: PreAggregateGroupingSets},
 		{Name: "eager-aggregate", Apply: EagerAggregate},
+		{Name: "merge-global-aggregates", Apply: MergeGlobalAggregates},
 		{Name: "reorder-joins", Apply: ReorderJoins},
 		{Name: "build-side", Apply: ChooseBuildSide},
 		{Name: "reduce-aggregates", Apply: ReduceAggregates},

@@ -18,6 +18,13 @@ import (
 //	count(*)       over Scan(t, p)   and   avg(x) over Scan(t, q)
 //	  →  count(CASE WHEN p THEN 1 END), avg(CASE WHEN q THEN x END)  over Scan(t, p OR q)
 //
+// A grouped aggregate merges too when each one's own filters read only
+// columns that pass unchanged into its group keys (through projections,
+// joins and aggregates below it): a CTE grouped by quarter read once per
+// quarter (q31), or by year once per year (q4, q11, q64). The merged groups
+// are then filtered by each reader's own filters, on the group keys, since
+// every row of a group agrees on them.
+//
 // Every aggregate that was there is replaced by a projection of the merged
 // aggregate's columns for it. The merged aggregate is built afresh (new
 // column IDs) in each place, so the plan's IDs stay unique, and is the
@@ -27,9 +34,13 @@ import (
 // It applies to COUNT, COUNT(*), SUM, AVG, MIN and MAX without DISTINCT or
 // ORDER BY, whose results ignore the rows a NULL argument stands for (COUNT
 // of a CASE counts only where it holds, and is 0 over no such row, as
-// COUNT(*) over no row is); the aggregates' inputs are inner joins of scans
-// only. Run it after predicate pushdown, which puts the filters into the
-// scans and the join conditions into the joins.
+// COUNT(*) over no row is); the aggregates' inputs are inner joins, filters,
+// projections and aggregates over scans, the same but for the scans'
+// filters. DISTINCT stays out: q28's six counts of distinct prices over one
+// read took ten times as long (one copy of every row per argument). Run it
+// after predicate pushdown, which puts the filters into the scans and the
+// join conditions into the joins, and after eager aggregation, which would
+// no longer find the merged scans' groups few enough.
 func MergeGlobalAggregates(n Node, ctx *OptContext) (Node, error) {
 	groups := map[string][]*Aggregate{}
 	var order []string
@@ -76,7 +87,7 @@ func MergeGlobalAggregates(n Node, ctx *OptContext) (Node, error) {
 // left out: aggregates with the same key can be merged. ok is false for an
 // aggregate the rule does not take.
 func mergeKey(a *Aggregate) (string, bool) {
-	if len(a.GroupBy) > 0 || len(a.GrandTotals) > 0 || len(a.Aggs) == 0 {
+	if len(a.GrandTotals) > 0 || (len(a.GroupBy) == 0 && len(a.Aggs) == 0) {
 		return "", false
 	}
 	for _, f := range a.Aggs {
@@ -90,6 +101,7 @@ func mergeKey(a *Aggregate) (string, bool) {
 		}
 	}
 	var b strings.Builder
+	b.WriteString("groupBy(" + exprList(a.GroupBy) + ") ")
 	if !writeShape(&b, a.Input) {
 		return "", false
 	}
@@ -121,14 +133,44 @@ func writeShape(b *strings.Builder, n Node) bool {
 		}
 		b.WriteString(")")
 		return true
+	case *Project:
+		b.WriteString("project(" + exprList(n.Exprs) + ", ")
+		if !writeShape(b, n.Input) {
+			return false
+		}
+		b.WriteString(")")
+		return true
+	case *Filter:
+		b.WriteString("filter(" + n.Pred.String() + ", ")
+		if !writeShape(b, n.Input) {
+			return false
+		}
+		b.WriteString(")")
+		return true
+	case *Aggregate:
+		if len(n.GrandTotals) > 0 {
+			return false
+		}
+		aggs := make([]Expr, len(n.Aggs))
+		for i, a := range n.Aggs {
+			aggs[i] = a
+		}
+		b.WriteString("aggregate(" + exprList(n.GroupBy) + "; " + exprList(aggs) + ", ")
+		if !writeShape(b, n.Input) {
+			return false
+		}
+		b.WriteString(")")
+		return true
 	}
 	return false
 }
 
 // mergedFor builds the merged aggregate of as, with fresh column IDs, and
-// the projection of it that stands for a. It returns a unchanged when the
-// inputs turn out not to line up (same names, different tables or
-// conditions).
+// the node that stands for a: a projection of its columns for a, over a
+// filter by a's own conditions for a grouped aggregate. It returns a
+// unchanged when the inputs turn out not to line up (same names, other
+// tables or conditions) or a grouped aggregate's conditions are not on its
+// group keys.
 func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
 	m := &merger{ids: ctx.IDs, maps: make([]map[ColumnID]Expr, len(as)), conds: make([][]Expr, len(as))}
 	for i := range as {
@@ -143,6 +185,24 @@ func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
 		return a
 	}
 	agg := &Aggregate{Input: in, Whole: true}
+	grouped := len(a.GroupBy) > 0
+	var keyIDs []ColumnID // the merged input's columns the group keys are
+	for k, g := range as[0].GroupBy {
+		mg := substitute(g, m.maps[0])
+		for i, x := range as[1:] {
+			if exprText(substitute(x.GroupBy[k], m.maps[i+1])) != exprText(mg) {
+				return a
+			}
+		}
+		agg.GroupBy = append(agg.GroupBy, mg)
+		agg.Cols = append(agg.Cols, Column{ID: m.ids.Next(), Name: as[0].Cols[k].Name, Table: as[0].Cols[k].Table, Type: as[0].Cols[k].Type, Nullable: true})
+		if c, ok := mg.(*ColRef); ok {
+			keyIDs = append(keyIDs, c.ID)
+		} else {
+			keyIDs = append(keyIDs, 0)
+		}
+	}
+	ng := len(agg.GroupBy)
 	byText := map[string]Column{}
 	var mine []Column
 	for i, x := range as {
@@ -152,7 +212,7 @@ func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
 			if f.Arg != nil {
 				g.Arg = substitute(f.Arg, m.maps[i])
 			}
-			if cond != nil {
+			if cond != nil && !grouped {
 				if g.Func == AggCountStar {
 					g.Func, g.Arg = AggCount, &Literal{Typ: Int64, Val: int64(1)}
 				}
@@ -160,7 +220,7 @@ func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
 			}
 			out, ok := byText[g.String()]
 			if !ok {
-				out = Column{ID: m.ids.Next(), Name: x.Cols[j].Name, Type: f.Typ, Nullable: true}
+				out = Column{ID: m.ids.Next(), Name: x.Cols[len(x.GroupBy)+j].Name, Type: f.Typ, Nullable: true}
 				byText[g.String()] = out
 				agg.Aggs = append(agg.Aggs, g)
 				agg.Cols = append(agg.Cols, out)
@@ -170,15 +230,50 @@ func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
 			}
 		}
 	}
-	p := &Project{Input: agg, Cols: slices.Clone(a.Cols)}
+	var top Node = agg
+	if grouped {
+		// a's groups are those of the merged ones its conditions keep:
+		// those are on its group keys, the same in every row of a group.
+		ai := slices.Index(as, a)
+		if cond := Conjunction(m.conds[ai]); cond != nil {
+			lifted, ok := liftThrough(cond, keyIDs, agg.Cols[:ng])
+			if !ok {
+				return a
+			}
+			top = &Filter{Input: agg, Pred: lifted}
+		}
+		mine = append(slices.Clone(agg.Cols[:ng]), mine...)
+	}
+	p := &Project{Input: top, Cols: slices.Clone(a.Cols)}
 	for _, c := range mine {
 		p.Exprs = append(p.Exprs, c.Ref())
 	}
 	return p
 }
 
+// liftThrough rewrites cond, on a node's input columns, onto its outputs:
+// ins[k] (0 for none) is the input column output k passes through as it is.
+// ok is false when cond reads an input column no output passes through.
+func liftThrough(cond Expr, ins []ColumnID, outs Schema) (Expr, bool) {
+	defs := map[ColumnID]Expr{}
+	for k, id := range ins {
+		if id != 0 {
+			if _, dup := defs[id]; !dup {
+				defs[id] = outs[k].Ref()
+			}
+		}
+	}
+	for id := range ColumnsOf(cond) {
+		if _, ok := defs[id]; !ok {
+			return nil, false
+		}
+	}
+	return substitute(cond, defs), true
+}
+
 // merger merges inputs of the same shape: maps[i] takes input i's columns
-// to the merged ones, conds[i] collects the filters only input i has.
+// to the merged ones, conds[i] holds the filters only input i has, on the
+// merged node's columns.
 type merger struct {
 	ids   *IDGen
 	maps  []map[ColumnID]Expr
@@ -214,21 +309,143 @@ func (m *merger) merge(ns []Node) (Node, bool) {
 		if !ok {
 			return nil, false
 		}
-		var cond Expr
-		for i, n := range ns {
-			c := n.(*Join).Cond
-			if c != nil {
-				c = substitute(c, m.maps[i])
-			}
-			if i == 0 {
-				cond = c
-			} else if exprText(c) != exprText(cond) {
-				return nil, false
-			}
+		cond, ok := m.same(ns, func(n Node) Expr { return n.(*Join).Cond })
+		if !ok {
+			return nil, false
 		}
 		return &Join{Kind: first.Kind, Left: l, Right: r, Cond: cond}, true
+	case *Filter:
+		ins := make([]Node, len(ns))
+		for i, n := range ns {
+			f, ok := n.(*Filter)
+			if !ok {
+				return nil, false
+			}
+			ins[i] = f.Input
+		}
+		in, ok := m.merge(ins)
+		if !ok {
+			return nil, false
+		}
+		pred, ok := m.same(ns, func(n Node) Expr { return n.(*Filter).Pred })
+		if !ok {
+			return nil, false
+		}
+		return &Filter{Input: in, Pred: pred}, true
+	case *Project:
+		ins := make([]Node, len(ns))
+		for i, n := range ns {
+			p, ok := n.(*Project)
+			if !ok || len(p.Exprs) != len(first.Exprs) {
+				return nil, false
+			}
+			ins[i] = p.Input
+		}
+		in, ok := m.merge(ins)
+		if !ok {
+			return nil, false
+		}
+		out := &Project{Input: in}
+		passes := make([]ColumnID, len(first.Exprs))
+		for k := range first.Exprs {
+			e, ok := m.same(ns, func(n Node) Expr { return n.(*Project).Exprs[k] })
+			if !ok {
+				return nil, false
+			}
+			if c, ok := e.(*ColRef); ok {
+				passes[k] = c.ID
+			}
+			col := first.Cols[k]
+			col.ID = m.ids.Next()
+			out.Exprs, out.Cols = append(out.Exprs, e), append(out.Cols, col)
+		}
+		return out, m.lift(ns, func(n Node) Schema { return n.(*Project).Cols }, passes, out.Cols)
+	case *Aggregate:
+		ins := make([]Node, len(ns))
+		for i, n := range ns {
+			a, ok := n.(*Aggregate)
+			if !ok || len(a.GroupBy) != len(first.GroupBy) || len(a.Aggs) != len(first.Aggs) || len(a.GrandTotals) > 0 {
+				return nil, false
+			}
+			ins[i] = a.Input
+		}
+		in, ok := m.merge(ins)
+		if !ok {
+			return nil, false
+		}
+		out := &Aggregate{Input: in}
+		passes := make([]ColumnID, len(first.Cols))
+		for k := range first.GroupBy {
+			e, ok := m.same(ns, func(n Node) Expr { return n.(*Aggregate).GroupBy[k] })
+			if !ok {
+				return nil, false
+			}
+			if c, ok := e.(*ColRef); ok {
+				passes[k] = c.ID
+			}
+			out.GroupBy = append(out.GroupBy, e)
+		}
+		for k, f := range first.Aggs {
+			if _, ok := m.same(ns, func(n Node) Expr { return n.(*Aggregate).Aggs[k] }); !ok {
+				return nil, false
+			}
+			g := *f
+			if f.Arg != nil {
+				g.Arg = substitute(f.Arg, m.maps[0])
+			}
+			if f.Arg2 != nil {
+				g.Arg2 = substitute(f.Arg2, m.maps[0])
+			}
+			if len(f.OrderBy) > 0 {
+				return nil, false
+			}
+			out.Aggs = append(out.Aggs, &g)
+		}
+		for _, c := range first.Cols {
+			c.ID = m.ids.Next()
+			out.Cols = append(out.Cols, c)
+		}
+		return out, m.lift(ns, func(n Node) Schema { return n.(*Aggregate).Cols }, passes, out.Cols)
 	}
 	return nil, false
+}
+
+// same returns the expression get gives of each of ns, in merged columns,
+// when it is the same for all (nil when get gives nil).
+func (m *merger) same(ns []Node, get func(Node) Expr) (Expr, bool) {
+	var first Expr
+	for i, n := range ns {
+		e := get(n)
+		if e != nil {
+			e = substitute(e, m.maps[i])
+		}
+		if i == 0 {
+			first = e
+		} else if exprText(e) != exprText(first) {
+			return nil, false
+		}
+	}
+	return first, true
+}
+
+// lift maps each input's output columns (cols of it) to the merged node's
+// outs, and rewrites the conditions collected below onto outs: passes[k]
+// is the merged input column output k passes through (0 for a computed
+// one). It reports false when a condition reads a column the node drops.
+func (m *merger) lift(ns []Node, cols func(Node) Schema, passes []ColumnID, outs Schema) bool {
+	for i, n := range ns {
+		for k, c := range cols(n) {
+			m.maps[i][c.ID] = outs[k].Ref()
+		}
+		for k, c := range m.conds[i] {
+			lifted, ok := liftThrough(c, passes, outs)
+			if !ok {
+				return false
+			}
+			m.conds[i][k] = lifted
+		}
+	}
+	return true
 }
 
 // scan merges scans of one table: the union of their columns, and their

@@ -50,5 +50,27 @@ func TestMergeGlobalAggregatesGolden(t *testing.T) {
 			return cross(b.agg(&Join{Kind: JoinInner, Left: f1, Right: d1, Cond: eq(col(f1, "f_key"), col(d1, "d_key"))}, nil, countStar()),
 				b.agg(&Join{Kind: JoinInner, Left: f2, Right: d2, Cond: eq(col(f2, "f_cat"), col(d2, "d_key"))}, nil, countStar()))
 		}},
+		{name: "grouped_by_the_differing_filter_column", apply: MergeGlobalAggregates, build: func(b *tb) Node {
+			// The q31 shape: a CTE grouped by region, read for two
+			// regions; the merged groups are filtered by each one's own.
+			agg := func(region int64) Node {
+				f := filtered(b, "fact", nil)
+				d := filtered(b, "dim", func(s *Scan) []Expr { return []Expr{eq(col(s, "d_region"), i64(region))} })
+				return b.agg(&Join{Kind: JoinInner, Left: f, Right: d, Cond: eq(col(f, "f_key"), col(d, "d_key"))},
+					[]Expr{col(d, "d_name"), col(d, "d_region")}, sum(col(f, "f_amount")))
+			}
+			return cross(agg(1), agg(2))
+		}},
+		{name: "grouped_without_the_differing_filter_column_untouched", apply: MergeGlobalAggregates, build: func(b *tb) Node {
+			// d_region is not a group key: the merged groups could not be
+			// told apart.
+			agg := func(region int64) Node {
+				f := filtered(b, "fact", nil)
+				d := filtered(b, "dim", func(s *Scan) []Expr { return []Expr{eq(col(s, "d_region"), i64(region))} })
+				return b.agg(&Join{Kind: JoinInner, Left: f, Right: d, Cond: eq(col(f, "f_key"), col(d, "d_key"))},
+					[]Expr{col(d, "d_name")}, sum(col(f, "f_amount")))
+			}
+			return cross(agg(1), agg(2))
+		}},
 	})
 }
