@@ -17,6 +17,7 @@ type Statement struct {
 	pos    position
 	text   string          // what was parsed: SQL with quoted paths in FROM rewritten (rewritePaths)
 	ins    []insertion     // what the rewrite inserted
+	duck   *dialect        // DuckDB syntax rewritten after the paths (dialect.go); nil when none
 	tree   *pg.Node        // PostgreSQL parse tree; nil for front-end statements
 	custom customStatement // CREATE EXTERNAL TABLE / DESCRIBE; nil for pg statements
 	// explain marks EXPLAIN [ANALYZE] of a statement PostgreSQL's grammar
@@ -103,9 +104,17 @@ func Parse(text string) ([]Statement, error) {
 			st.custom = c
 		} else {
 			st.text, st.ins = rewritePaths(body, start, pc.tokens)
+			var derr error
+			st.text, st.duck, derr = rewriteDialect(st.text)
 			res, err := pg.Parse(st.text)
+			if derr != nil {
+				// The text still holds the construct that failed, which
+				// PostgreSQL cannot read either: the rewrite's error says
+				// what is wrong.
+				err = derr
+			}
 			if err != nil {
-				if st.ins != nil {
+				if st.ins != nil || st.duck != nil {
 					// Positions are re-read from the user's text.
 					return nil, pgErrorMapped(err, st, p)
 				}
@@ -232,14 +241,41 @@ func runeOffset(s string, n int) int {
 // pgErrorMapped is pgError for a statement whose text was rewritten:
 // the cursor is mapped back to the user's text.
 func pgErrorMapped(err error, st Statement, p position) error {
+	var de *dialectError
+	if errors.As(err, &de) {
+		off := st.originalOffset(de.at)
+		e := &Error{Kind: "syntax", Msg: de.msg, Near: tokenAt(st.SQL, off)}
+		e.Line, e.Column = p.at(st.SQL, off)
+		if m := nearRe.FindStringSubmatch(de.msg); m != nil {
+			e.Near = m[1]
+		}
+		return e
+	}
 	var pe *pgparser.Error
 	if !errors.As(err, &pe) || pe.Cursorpos <= 0 {
 		return pgError(err, st.SQL, p)
 	}
-	off := originalOffset(runeToByte(st.text, int(pe.Cursorpos)-1), st.ins)
+	off := st.originalOffset(runeToByte(st.text, int(pe.Cursorpos)-1))
 	c := *pe
 	c.Cursorpos = int(byteToRune(st.SQL, off)) + 1
 	return pgError(&c, st.SQL, p)
+}
+
+// originalOffset maps a byte offset of the parsed text back to the user's
+// statement text, through the DuckDB rewrite and then the path rewrite.
+func (st Statement) originalOffset(off int) int {
+	return mapBack(off, st.duck, st.ins)
+}
+
+// mapBack maps an offset of a rewritten statement to the user's text.
+func mapBack(off int, d *dialect, ins []insertion) int {
+	if d != nil {
+		off = d.original(off)
+	}
+	if ins != nil {
+		off = originalOffset(off, ins)
+	}
+	return off
 }
 
 // runeToByte converts a character index of s to a byte offset.
