@@ -202,7 +202,7 @@ func exprKey(e plan.Expr) string {
 		case *plan.Binary:
 			fmt.Fprintf(&b, "bin%d", x.Op)
 		case *plan.Cast:
-			fmt.Fprintf(&b, "cast:%s", plan.TypeName(x.To))
+			fmt.Fprintf(&b, "cast:%s:%v", plan.TypeName(x.To), x.Try)
 		case *plan.Func:
 			fmt.Fprintf(&b, "fn:%s", x.Name)
 		case *plan.Like:

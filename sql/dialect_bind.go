@@ -25,6 +25,16 @@ func (b *binder) qualifyOf(sel *pg.SelectStmt) *qualifyClause {
 	return q
 }
 
+// isTryCast reports whether tc is DuckDB's try_cast (rewritten to CAST
+// at the same place).
+func (b *binder) isTryCast(tc *pg.TypeCast) bool {
+	if b.duck == nil || !b.duck.tryCast[int(tc.Location)] {
+		return false
+	}
+	b.duck.used[int(tc.Location)] = true
+	return true
+}
+
 // isGroupAll reports whether clause is DuckDB's GROUP BY ALL (rewritten to
 // GROUP BY () at the same place).
 func (b *binder) isGroupAll(clause []*pg.Node) bool {
