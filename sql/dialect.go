@@ -477,7 +477,7 @@ func (d *dialect) clauses(text string, toks []tok) (string, error) {
 		case t.t == pg.Token_UNION, t.t == pg.Token_INTERSECT, t.t == pg.Token_EXCEPT:
 			top.selectAt, top.clause = -1, ""
 
-		case t.word == "qualify" && top.selectAt >= 0 && slices.Contains([]string{"from", "where", "group", "having", "window"}, top.clause) &&
+		case t.word == "qualify" && top.selectAt >= 0 && slices.Contains([]string{"from", "where", "group", "having", "window", "qualify"}, top.clause) &&
 			!endsQualifyAlias(at(i+1)):
 			end := sameLevel(toks, i+1, func(t tok) bool {
 				switch t.t {
@@ -485,11 +485,8 @@ func (d *dialect) clauses(text string, toks []tok) (string, error) {
 					pg.Token_EXCEPT, pg.Token_WINDOW, pg.Token_ASCII_59:
 					return true
 				}
-				return false
+				return t.word == "qualify"
 			})
-			if end == i+1 {
-				return text, &dialectError{at: t.start, msg: "QUALIFY needs a condition"}
-			}
 			if _, dup := d.qualify[top.selectAt]; dup {
 				return text, &dialectError{at: t.start, msg: "a query can have only one QUALIFY clause"}
 			}
@@ -497,7 +494,11 @@ func (d *dialect) clauses(text string, toks []tok) (string, error) {
 			d.qualify[top.selectAt] = q
 			fs, fe := toks[i+1].start, toks[end-1].end
 			edits = append(edits, edit{start: t.start, end: fe, fs: fs, fe: fe, parse: func(frag string) error {
-				targets, err := parseFragment(frag, fs)
+				stop := -1
+				if end < len(toks) {
+					stop = toks[end].start
+				}
+				targets, err := parseFragment(frag, fs, stop)
 				if err != nil {
 					return err
 				}
@@ -540,7 +541,7 @@ func (d *dialect) clauses(text string, toks []tok) (string, error) {
 					m.excAt = kw.start
 				}
 				edits = append(edits, edit{start: kw.start, end: toks[stop].end, fs: fs, fe: fe, parse: func(frag string) error {
-					targets, err := parseFragment(frag, fs)
+					targets, err := parseFragment(frag, fs, toks[stop].start)
 					if err != nil {
 						return err
 					}
@@ -598,8 +599,10 @@ func (d *dialect) clauses(text string, toks []tok) (string, error) {
 }
 
 // parseFragment parses text that stands at offset off of the statement as
-// a select list, so its locations are offsets in the statement.
-func parseFragment(frag string, off int) ([]*pg.Node, error) {
+// a select list, so its locations are offsets in the statement. stop is
+// the offset of the token after it, where an error at the fragment's end
+// points (-1: the statement's end).
+func parseFragment(frag string, off, stop int) ([]*pg.Node, error) {
 	const head = "SELECT"
 	padded := head + strings.Repeat(" ", off-len(head)) + frag
 	res, err := pg.Parse(padded)
@@ -608,8 +611,15 @@ func parseFragment(frag string, off int) ([]*pg.Node, error) {
 		if !errors.As(err, &pe) {
 			return nil, err
 		}
-		at := off + len(frag)
-		if pe.Cursorpos > 0 && !strings.HasSuffix(pe.Message, "at end of input") {
+		if strings.HasSuffix(pe.Message, " at end of input") {
+			if stop < 0 {
+				return nil, &dialectError{at: off + len(frag), msg: pe.Message}
+			}
+			// The fragment's end is the token after it in the statement.
+			return nil, &dialectError{at: stop, msg: strings.TrimSuffix(pe.Message, " at end of input")}
+		}
+		at := off
+		if pe.Cursorpos > 0 {
 			at = runeToByte(padded, int(pe.Cursorpos)-1)
 		}
 		return nil, &dialectError{at: at, msg: pe.Message}
