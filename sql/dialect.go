@@ -96,18 +96,27 @@ func scanTokens(text string) ([]tok, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]tok, 0, len(res.Tokens))
-	for _, t := range res.Tokens {
+	return toToks(text, res.Tokens, 0), nil
+}
+
+// toToks converts scanner tokens of text whose offsets start at base,
+// dropping comments.
+func toToks(text string, scanned []*pg.ScanToken, base int) []tok {
+	out := make([]tok, 0, len(scanned))
+	for _, t := range scanned {
 		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
 			continue
 		}
-		k := tok{t: t.Token, kind: t.KeywordKind, start: int(t.Start), end: int(t.End)}
+		k := tok{t: t.Token, kind: t.KeywordKind, start: int(t.Start) - base, end: int(t.End) - base}
+		if k.start < 0 || k.end > len(text) {
+			continue
+		}
 		if (t.Token == pg.Token_IDENT || t.KeywordKind != pg.KeywordKind_NO_KEYWORD) && k.start < k.end && text[k.start] != '"' {
 			k.word = strings.ToLower(text[k.start:k.end])
 		}
 		out = append(out, k)
 	}
-	return out, nil
+	return out
 }
 
 // dialect is what rewriteDialect did to one statement: how to map offsets
@@ -203,15 +212,18 @@ func (e *dialectError) Error() string { return e.msg }
 // pass of its own).
 const maxFromFirst = 64
 
-// rewriteDialect rewrites text's DuckDB constructs into PostgreSQL. It
-// returns nil when there was nothing to rewrite. A parse error in a piece
+// rewriteDialect rewrites text's DuckDB constructs into PostgreSQL; toks
+// are its tokens when the caller has them (nil: scan text). It returns
+// nil when there was nothing to rewrite. A parse error in a piece
 // parsed apart (a QUALIFY condition, an EXCLUDE or REPLACE list) is a
 // *pgparser.Error or *dialectError positioned in the returned text; the
 // returned dialect maps it back.
-func rewriteDialect(text string) (string, *dialect, error) {
-	toks, err := scanTokens(text)
-	if err != nil {
-		return text, nil, nil // PostgreSQL's parser reports it
+func rewriteDialect(text string, toks []tok) (string, *dialect, error) {
+	var err error
+	if toks == nil {
+		if toks, err = scanTokens(text); err != nil {
+			return text, nil, nil // PostgreSQL's parser reports it
+		}
 	}
 	if !mayHaveDialect(toks) {
 		return text, nil, nil

@@ -38,7 +38,7 @@ WHERE a > 0 /* ORDER BY ALL */`, ""},
 		{`SELECT a FROM t WHERE a = ANY([1, 2])`, `SELECT a FROM t WHERE a = ANY((ARRAY[1, 2]))`},
 	}
 	for _, c := range cases {
-		got, d, err := rewriteDialect(c.in)
+		got, d, err := rewriteDialect(c.in, nil)
 		if err != nil {
 			t.Errorf("%s: %v", c.in, err)
 			continue
@@ -58,7 +58,7 @@ WHERE a > 0 /* ORDER BY ALL */`, ""},
 // TestDialectRecords checks what the rewrite keeps for the binder.
 func TestDialectRecords(t *testing.T) {
 	in := `SELECT t.* EXCLUDE (s) REPLACE (a * 2 AS a), rank() OVER w AS r FROM t QUALIFY r < try_cast('3' AS int) WINDOW w AS (ORDER BY a) ORDER BY ALL`
-	out, d, err := rewriteDialect(in)
+	out, d, err := rewriteDialect(in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,8 +104,13 @@ func Parse(text string) ([]Statement, error) {
 			st.custom = c
 		} else {
 			st.text, st.ins = rewritePaths(body, start, pc.tokens)
+			var toks []tok
+			if st.ins == nil && st.explain == explainNone {
+				// The text is the user's: its tokens are at hand.
+				toks = toToks(st.text, pc.tokens, start)
+			}
 			var derr error
-			st.text, st.duck, derr = rewriteDialect(st.text)
+			st.text, st.duck, derr = rewriteDialect(st.text, toks)
 			res, err := pg.Parse(st.text)
 			if derr != nil {
 				// The text still holds the construct that failed, which
