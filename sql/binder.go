@@ -48,8 +48,11 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.custom != nil {
 		if d, ok := s.custom.(*Describe); ok {
 			if d.query != nil {
-				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, pos: d.pos, clock: &stmtClock{now: b.Now}}
+				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, orig: d.orig, ins: d.ins, duck: d.duck, pos: d.pos, clock: &stmtClock{now: b.Now}}
 				q, err := st.query(d.query)
+				if err == nil {
+					err = st.dialectApplied()
+				}
 				if err != nil {
 					return nil, err
 				}

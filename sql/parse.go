@@ -103,27 +103,9 @@ func Parse(text string) ([]Statement, error) {
 			}
 			st.custom = c
 		} else {
-			st.text, st.ins = rewritePaths(body, start, pc.tokens)
-			var toks []tok
-			if st.ins == nil && st.explain == explainNone {
-				// The text is the user's: its tokens are at hand.
-				toks = toToks(st.text, pc.tokens, start)
-			}
-			var derr error
-			st.text, st.duck, derr = rewriteDialect(st.text, toks)
-			res, err := pg.Parse(st.text)
-			if derr != nil {
-				// The text still holds the construct that failed, which
-				// PostgreSQL cannot read either: the rewrite's error says
-				// what is wrong.
-				err = derr
-			}
+			res, err := st.rewriteAndParse(pc.tokens, start)
 			if err != nil {
-				if st.ins != nil || st.duck != nil {
-					// Positions are re-read from the user's text.
-					return nil, pgErrorMapped(err, st, p)
-				}
-				return nil, pgError(err, body, p)
+				return nil, err
 			}
 			if len(res.Stmts) != 1 {
 				return nil, &Error{Kind: "syntax", Msg: "expected exactly one statement", Line: p.line, Column: p.col}
@@ -133,6 +115,56 @@ func Parse(text string) ([]Statement, error) {
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// rewriteAndParse rewrites st.text (quoted paths in FROM, then DuckDB
+// syntax) and parses it with PostgreSQL's grammar. scanned are the text's
+// tokens, with offsets from base. Errors point at the user's text.
+func (st *Statement) rewriteAndParse(scanned []*pg.ScanToken, base int) (*pg.ParseResult, error) {
+	body := st.text
+	st.text, st.ins = rewritePaths(body, base, scanned)
+	var toks []tok
+	if st.ins == nil && st.explain == explainNone {
+		// The text is the user's: its tokens are at hand.
+		toks = toToks(st.text, scanned, base)
+	}
+	var derr error
+	st.text, st.duck, derr = rewriteDialect(st.text, toks)
+	res, err := pg.Parse(st.text)
+	if derr != nil {
+		// The text still holds the construct that failed, which
+		// PostgreSQL cannot read either: the rewrite's error says what
+		// is wrong.
+		err = derr
+	}
+	if err != nil {
+		if st.ins != nil || st.duck != nil {
+			// Positions are re-read from the user's text.
+			return nil, pgErrorMapped(err, *st, st.pos)
+		}
+		return nil, pgError(err, body, st.pos)
+	}
+	return res, nil
+}
+
+// parseQuery parses the query of a front-end statement (DESCRIBE query,
+// CREATE TABLE ... AS query), which starts at p, rewritten as any
+// statement is. sel is nil when the text is not one query.
+func parseQuery(text string, p position) (sel *pg.SelectStmt, st Statement, err error) {
+	scanned, err := pg.Scan(text)
+	if err != nil {
+		return nil, st, pgError(err, text, p)
+	}
+	st = Statement{SQL: text, Line: p.line, pos: p, text: text}
+	res, err := st.rewriteAndParse(scanned.Tokens, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	if len(res.Stmts) != 1 {
+		return nil, st, nil
+	}
+	st.tree = res.Stmts[0].Stmt
+	return st.tree.GetSelectStmt(), st, nil
 }
 
 func isSpace(r rune) bool {
