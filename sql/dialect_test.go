@@ -102,6 +102,8 @@ func TestDialectErrorPositions(t *testing.T) {
 		{"SELECT * EXCLUDE (a + 1) FROM t", 1, 19, "a", "EXCLUDE takes column names"},
 		{"SELECT a FROM t QUALIFY a +", 1, 28, "", "syntax error at end of input"},
 		{"SELECT a FROM t QUALIFY a = 1 QUALIFY a = 2", 1, 31, "QUALIFY", "only one QUALIFY"},
+		// After the path rewrite and the DuckDB one together.
+		{"FROM 'f.csv' SELECT [1] AS l, a WHERE = 1", 1, 39, "=", "syntax error"},
 		// The rewrite in a later statement of a script.
 		{"SELECT 1;\n\nFROM t SELECT a WHERE", 3, 22, "", "syntax error at end of input"},
 	}
