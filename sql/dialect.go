@@ -172,8 +172,8 @@ func (d *dialect) selectOf(loc int) int {
 	return d.selects[i-1]
 }
 
-// unused returns an error for the first recorded construct the binder did
-// not apply.
+// unused finds the first recorded construct the binder did not apply: its
+// offset and its name.
 func (d *dialect) unused() (at int, what string, ok bool) {
 	at = -1
 	consider := func(key, pos int, name string) {
@@ -337,7 +337,8 @@ func fromFirst(text string, toks []tok) (string, layer, bool) {
 		case pg.Token_WITH:
 			top.with = true
 		case pg.Token_FROM:
-			opens := i == 0 || prev.t == pg.Token_ASCII_40 ||
+			// trim(FROM s) is PostgreSQL's, not a query.
+			opens := i == 0 || prev.t == pg.Token_ASCII_40 && !(i > 1 && toks[i-2].t == pg.Token_TRIM) ||
 				prev.t == pg.Token_UNION || prev.t == pg.Token_INTERSECT || prev.t == pg.Token_EXCEPT ||
 				prev.t == pg.Token_EXPLAIN || prev.t == pg.Token_ANALYZE || prev.t == pg.Token_ANALYSE ||
 				(prev.t == pg.Token_ALL || prev.t == pg.Token_DISTINCT) && i > 1 &&

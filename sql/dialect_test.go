@@ -18,7 +18,7 @@ WHERE a > 0 /* ORDER BY ALL */`, ""},
 		{`SELECT * FROM t qualify WHERE a = 1`, ""},
 		{`SELECT a[1], (x)[2:3], f(y)[1], '{1}'::int[], CAST(z AS text[]) FROM t`, ""},
 		{`SELECT a FROM t GROUP BY ALL a, b`, ""},
-		{`SELECT substring(s FROM 2), extract(year FROM d) FROM t`, ""},
+		{`SELECT substring(s FROM 2), extract(year FROM d), trim(FROM s), trim(both 'x' FROM s) FROM t`, ""},
 		{`SELECT a * b, count(*) FROM t`, ""},
 		{`SELECT "try_cast"(a) FROM t`, ""},
 
