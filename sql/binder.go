@@ -89,7 +89,7 @@ func (b *binder) dialectApplied() error {
 	if b.duck == nil {
 		return nil
 	}
-	if at, what, ok := b.duck.unused(); ok {
+	if at, what, ok := b.duck.unused(b.duckUsed); ok {
 		return b.errAt("bind", int32(at), "%s is not supported here", what)
 	}
 	return nil
@@ -181,8 +181,10 @@ type binder struct {
 	orig string // the user's statement text, for error positions
 	ins  []insertion
 	duck *dialect // the DuckDB constructs of the statement (dialect.go); nil when none
-	pos  position // where text starts in the user's input
-	ctes []*cteDef
+	// duckUsed holds the keys of the constructs of duck applied so far.
+	duckUsed map[int]bool
+	pos      position // where text starts in the user's input
+	ctes     []*cteDef
 	// viewDepth counts nested view expansions.
 	viewDepth int
 	// clock is the statement's time, shared with the binders of the views

@@ -131,8 +131,6 @@ type dialect struct {
 	groupAll map[int]int            // offset of the () that stands for ALL -> offset of ALL
 	orderAll map[int]int            // offset of the 1 that stands for ALL -> offset of ALL
 	tryCast  map[int]bool           // offset of the CAST that stands for try_cast
-
-	used map[int]bool // keys of the maps above the binder applied
 }
 
 // qualifyClause is one QUALIFY condition.
@@ -172,12 +170,12 @@ func (d *dialect) selectOf(loc int) int {
 	return d.selects[i-1]
 }
 
-// unused finds the first recorded construct the binder did not apply: its
-// offset and its name.
-func (d *dialect) unused() (at int, what string, ok bool) {
+// unused finds the first recorded construct whose key is not in used
+// (those the binder applied): its offset and its name.
+func (d *dialect) unused(used map[int]bool) (at int, what string, ok bool) {
 	at = -1
 	consider := func(key, pos int, name string) {
-		if !d.used[key] && (at < 0 || pos < at) {
+		if !used[key] && (at < 0 || pos < at) {
 			at, what = pos, name
 		}
 	}
@@ -216,8 +214,8 @@ const maxFromFirst = 64
 // are its tokens when the caller has them (nil: scan text). It returns
 // nil when there was nothing to rewrite. A parse error in a piece
 // parsed apart (a QUALIFY condition, an EXCLUDE or REPLACE list) is a
-// *pgparser.Error or *dialectError positioned in the returned text; the
-// returned dialect maps it back.
+// *dialectError positioned in the returned text; the returned dialect
+// maps it back.
 func rewriteDialect(text string, toks []tok) (string, *dialect, error) {
 	var err error
 	if toks == nil {
@@ -255,7 +253,7 @@ func rewriteDialect(text string, toks []tok) (string, *dialect, error) {
 }
 
 // mayHaveDialect is a quick look for anything rewriteDialect rewrites, so
-// plain PostgreSQL statements are not scanned again.
+// statements without any (no FROM, [ or DuckDB word) are left at once.
 func mayHaveDialect(toks []tok) bool {
 	for i, t := range toks {
 		switch {
@@ -458,7 +456,6 @@ func (d *dialect) clauses(text string, toks []tok) (string, error) {
 	}
 	d.qualify, d.stars = map[int]*qualifyClause{}, map[int]*starMods{}
 	d.groupAll, d.orderAll, d.tryCast = map[int]int{}, map[int]int{}, map[int]bool{}
-	d.used = map[int]bool{}
 	var edits []edit
 	levels := []level{{selectAt: -1}}
 	at := func(i int) tok {

@@ -12,6 +12,15 @@ import (
 // the text (dialect.go): each is looked up by the location the parse tree
 // gives for the place it stood, and marked used.
 
+// applied records that the construct keyed k was applied. The record is
+// the binder's, so a parsed statement can be bound again, or concurrently.
+func (b *binder) applied(k int) {
+	if b.duckUsed == nil {
+		b.duckUsed = map[int]bool{}
+	}
+	b.duckUsed[k] = true
+}
+
 // qualifyOf returns the QUALIFY clause of sel, nil when it has none.
 func (b *binder) qualifyOf(sel *pg.SelectStmt) *qualifyClause {
 	if b.duck == nil || len(sel.TargetList) == 0 {
@@ -20,7 +29,7 @@ func (b *binder) qualifyOf(sel *pg.SelectStmt) *qualifyClause {
 	k := b.duck.selectOf(int(sel.TargetList[0].GetResTarget().GetLocation()))
 	q := b.duck.qualify[k]
 	if q != nil {
-		b.duck.used[k] = true
+		b.applied(k)
 	}
 	return q
 }
@@ -31,7 +40,7 @@ func (b *binder) isTryCast(tc *pg.TypeCast) bool {
 	if b.duck == nil || !b.duck.tryCast[int(tc.Location)] {
 		return false
 	}
-	b.duck.used[int(tc.Location)] = true
+	b.applied(int(tc.Location))
 	return true
 }
 
@@ -48,7 +57,7 @@ func (b *binder) isGroupAll(clause []*pg.Node) bool {
 	if _, ok := b.duck.groupAll[int(gs.Location)]; !ok {
 		return false
 	}
-	b.duck.used[int(gs.Location)] = true
+	b.applied(int(gs.Location))
 	return true
 }
 
@@ -105,7 +114,7 @@ func (b *binder) orderAll(clause []*pg.Node, items []item) ([]sortSpec, bool) {
 	if err != nil {
 		return nil, false // left unused: reported as not supported
 	}
-	b.duck.used[int(c.Location)] = true
+	b.applied(int(c.Location))
 	out := make([]sortSpec, len(items))
 	for i := range items {
 		out[i] = s
@@ -125,7 +134,7 @@ func (b *binder) starModifiers(cr *pg.ColumnRef, star []item, tables []string) (
 	if m == nil {
 		return star, nil
 	}
-	b.duck.used[int(cr.Location)] = true
+	b.applied(int(cr.Location))
 	drop := make([]bool, len(star))
 	seen := map[string]bool{}
 	for _, n := range m.exclude {
