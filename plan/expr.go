@@ -102,10 +102,12 @@ type IsNull struct {
 	Negated bool
 }
 
-// Cast converts X to To.
+// Cast converts X to To. Try (DuckDB's try_cast) makes a value that does
+// not convert (bad text, out of range) NULL instead of an error.
 type Cast struct {
-	X  Expr
-	To arrow.DataType
+	X   Expr
+	To  arrow.DataType
+	Try bool
 }
 
 // When is one WHEN cond THEN result arm of a CASE.
@@ -323,7 +325,7 @@ func (e *Binary) WithChildren(c []Expr) Expr {
 func (e *Not) WithChildren(c []Expr) Expr    { return &Not{X: c[0]} }
 func (e *Negate) WithChildren(c []Expr) Expr { return &Negate{X: c[0]} }
 func (e *IsNull) WithChildren(c []Expr) Expr { return &IsNull{X: c[0], Negated: e.Negated} }
-func (e *Cast) WithChildren(c []Expr) Expr   { return &Cast{X: c[0], To: e.To} }
+func (e *Cast) WithChildren(c []Expr) Expr   { return &Cast{X: c[0], To: e.To, Try: e.Try} }
 func (e *Like) WithChildren(c []Expr) Expr {
 	return &Like{X: c[0], Pattern: c[1], Negated: e.Negated}
 }
@@ -399,7 +401,12 @@ func (e *IsNull) String() string {
 	}
 	return e.X.String() + " IS NULL"
 }
-func (e *Cast) String() string { return "CAST(" + e.X.String() + " AS " + TypeName(e.To) + ")" }
+func (e *Cast) String() string {
+	if e.Try {
+		return "TRY_CAST(" + e.X.String() + " AS " + TypeName(e.To) + ")"
+	}
+	return "CAST(" + e.X.String() + " AS " + TypeName(e.To) + ")"
+}
 func (e *Case) String() string {
 	var b strings.Builder
 	b.WriteString("CASE")

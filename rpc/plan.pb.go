@@ -1065,6 +1065,7 @@ type CastExpr struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	X             *PhysicalExpr          `protobuf:"bytes,1,opt,name=x,proto3" json:"x,omitempty"`
 	To            *ArrowType             `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Try           bool                   `protobuf:"varint,161,opt,name=try,proto3" json:"try,omitempty"` // DuckDB's try_cast: NULL for a value that does not convert
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1111,6 +1112,13 @@ func (x *CastExpr) GetTo() *ArrowType {
 		return x.To
 	}
 	return nil
+}
+
+func (x *CastExpr) GetTry() bool {
+	if x != nil {
+		return x.Try
+	}
+	return false
 }
 
 type WhenThen struct {
@@ -5874,10 +5882,11 @@ const file_plan_proto_rawDesc = "" +
 	"\n" +
 	"IsNullExpr\x12\"\n" +
 	"\x01x\x18\x01 \x01(\v2\x14.sluice.PhysicalExprR\x01x\x12\x18\n" +
-	"\anegated\x18\x02 \x01(\bR\anegated\"Q\n" +
+	"\anegated\x18\x02 \x01(\bR\anegated\"d\n" +
 	"\bCastExpr\x12\"\n" +
 	"\x01x\x18\x01 \x01(\v2\x14.sluice.PhysicalExprR\x01x\x12!\n" +
-	"\x02to\x18\x02 \x01(\v2\x11.sluice.ArrowTypeR\x02to\"^\n" +
+	"\x02to\x18\x02 \x01(\v2\x11.sluice.ArrowTypeR\x02to\x12\x11\n" +
+	"\x03try\x18\xa1\x01 \x01(\bR\x03try\"^\n" +
 	"\bWhenThen\x12(\n" +
 	"\x04when\x18\x01 \x01(\v2\x14.sluice.PhysicalExprR\x04when\x12(\n" +
 	"\x04then\x18\x02 \x01(\v2\x14.sluice.PhysicalExprR\x04then\"\x83\x01\n" +

@@ -39,13 +39,13 @@ func (a *aggState) add(ids *plan.IDGen, call *plan.AggCall, name string) *plan.C
 }
 
 // aggregate builds the Aggregate node and rewrites the select items,
-// HAVING and ORDER BY expressions to refer to its outputs. A group key that
+// HAVING, QUALIFY and ORDER BY expressions to refer to its outputs. A group key that
 // is a plain column keeps its ID; computed keys get fresh ones.
 //
 // With grouping sets the aggregate reads an Expand of the input: every key
 // gets a fresh column (NULL in the sets without it), and the grouping id is
 // the last group key.
-func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, srf *srfState, items []item, having *plan.Expr, sorts []sortSpec) (plan.Node, error) {
+func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, win *winState, srf *srfState, items []item, having, qualify *plan.Expr, sorts []sortSpec) (plan.Node, error) {
 	in := input.Schema()
 	cols := make(plan.Schema, 0, len(groups)+1+len(agg.calls))
 	repl := map[string]plan.Expr{}
@@ -118,6 +118,11 @@ func (b *binder) aggregate(input plan.Node, groups []plan.Expr, agg *aggState, w
 	}
 	if *having != nil {
 		if *having, err = fix(*having, "HAVING"); err != nil {
+			return nil, err
+		}
+	}
+	if *qualify != nil {
+		if *qualify, err = fix(*qualify, "QUALIFY"); err != nil {
 			return nil, err
 		}
 	}
@@ -197,7 +202,7 @@ func exprKey(e plan.Expr) string {
 		case *plan.Binary:
 			fmt.Fprintf(&b, "bin%d", x.Op)
 		case *plan.Cast:
-			fmt.Fprintf(&b, "cast:%s", plan.TypeName(x.To))
+			fmt.Fprintf(&b, "cast:%s:%v", plan.TypeName(x.To), x.Try)
 		case *plan.Func:
 			fmt.Fprintf(&b, "fn:%s", x.Name)
 		case *plan.Like:

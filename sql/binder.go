@@ -48,8 +48,11 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.custom != nil {
 		if d, ok := s.custom.(*Describe); ok {
 			if d.query != nil {
-				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, pos: d.pos, clock: &stmtClock{now: b.Now}}
+				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, orig: d.orig, ins: d.ins, duck: d.duck, pos: d.pos, clock: &stmtClock{now: b.Now}}
 				q, err := st.query(d.query)
+				if err == nil {
+					err = st.dialectApplied()
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -67,7 +70,33 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.tree == nil {
 		return nil, fmt.Errorf("sql: statement was not produced by Parse")
 	}
-	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.text, orig: s.SQL, ins: s.ins, pos: s.pos, clock: &stmtClock{now: b.Now}}
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.text, orig: s.SQL, ins: s.ins, duck: s.duck, pos: s.pos, clock: &stmtClock{now: b.Now}}
+	res, err := st.statement(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.dialectApplied(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// dialectApplied fails on a DuckDB construct the rewrite recorded but the
+// binder did not apply: it stands where it is not supported (QUALIFY in a
+// query without a select list, ORDER BY ALL in a window or an aggregate's
+// arguments), and ignoring it would give a wrong answer.
+func (b *binder) dialectApplied() error {
+	if b.duck == nil {
+		return nil
+	}
+	if at, what, ok := b.duck.unused(b.duckUsed); ok {
+		return b.errAt("bind", int32(at), "%s is not supported here", what)
+	}
+	return nil
+}
+
+// statement binds a parsed PostgreSQL statement.
+func (st *binder) statement(s Statement) (Bound, error) {
 	switch n := s.tree.Node.(type) {
 	case *pg.Node_SelectStmt:
 		return st.query(n.SelectStmt)
@@ -151,8 +180,11 @@ type binder struct {
 	text string // statement text as parsed; tree locations are offsets into it
 	orig string // the user's statement text, for error positions
 	ins  []insertion
-	pos  position // where text starts in the user's input
-	ctes []*cteDef
+	duck *dialect // the DuckDB constructs of the statement (dialect.go); nil when none
+	// duckUsed holds the keys of the constructs of duck applied so far.
+	duckUsed map[int]bool
+	pos      position // where text starts in the user's input
+	ctes     []*cteDef
 	// viewDepth counts nested view expansions.
 	viewDepth int
 	// clock is the statement's time, shared with the binders of the views
@@ -209,8 +241,8 @@ func (b *binder) errAt(kind string, loc int32, format string, args ...any) *Erro
 // at locates a tree location (an offset into b.text) in the user's input.
 func (b *binder) at(loc int32) (line, col int, near string) {
 	text, off := b.text, int(loc)
-	if b.ins != nil {
-		text, off = b.orig, originalOffset(off, b.ins)
+	if b.ins != nil || b.duck != nil {
+		text, off = b.orig, mapBack(off, b.duck, b.ins)
 	}
 	line, col = b.pos.at(text, off)
 	return line, col, tokenAt(text, off)
@@ -241,7 +273,13 @@ func (b *binder) createView(v *pg.ViewStmt) (Bound, error) {
 	if len(cols) > len(r.names) {
 		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("CREATE VIEW specifies %d column names but the query has %d columns", len(cols), len(r.names))}
 	}
-	body, err := viewBody(b.text)
+	text := b.text
+	if b.duck != nil {
+		// The rewritten text lost what the dialect took out (QUALIFY,
+		// EXCLUDE): store what the user wrote, parsed again at each use.
+		text = b.orig
+	}
+	body, err := viewBody(text)
 	if err != nil {
 		return nil, err
 	}

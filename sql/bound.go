@@ -98,7 +98,10 @@ type Describe struct {
 	Query *Query
 
 	query *pg.SelectStmt // the query, parsed, before binding
-	text  string         // its text
+	text  string         // its text as parsed
+	orig  string         // its text as written
+	ins   []insertion    // what the path rewrite inserted
+	duck  *dialect       // the DuckDB constructs taken out (dialect.go)
 	pos   position       // where it starts in the input
 }
 

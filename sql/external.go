@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/plan"
 )
@@ -206,7 +205,7 @@ func parseCustom(sql string, p position) (Bound, error) {
 	}
 	f := &frontParser{sql: sql, pos: p, toks: toks}
 	if f.acceptWord("describe") || f.acceptWord("desc") {
-		if f.isWord("select") || f.isWord("with") || f.isWord("values") || f.peek().kind == 'p' && f.peek().text == "(" {
+		if f.isWord("select") || f.isWord("with") || f.isWord("values") || f.isWord("from") || f.peek().kind == 'p' && f.peek().text == "(" {
 			return f.describeQuery()
 		}
 		first := f.peek()
@@ -551,12 +550,12 @@ func (f *frontParser) describeQuery() (Bound, error) {
 	start := f.peek().off
 	text := f.sql[start:]
 	line, col := f.pos.at(f.sql, start)
-	res, err := pg.Parse(text)
+	sel, st, err := parseQuery(text, position{line: line, col: col})
 	if err != nil {
-		return nil, pgError(err, text, position{line: line, col: col})
+		return nil, err
 	}
-	if len(res.Stmts) != 1 || res.Stmts[0].Stmt.GetSelectStmt() == nil {
+	if sel == nil {
 		return nil, f.errAt(f.peek(), "DESCRIBE needs a table name or a query")
 	}
-	return &Describe{query: res.Stmts[0].Stmt.GetSelectStmt(), text: text, pos: position{line: line, col: col}}, nil
+	return &Describe{query: sel, text: st.text, orig: text, ins: st.ins, duck: st.duck, pos: st.pos}, nil
 }

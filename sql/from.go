@@ -163,8 +163,11 @@ func (b *binder) view(name, text string) (relation, error) {
 	if len(stmts) != 1 || stmts[0].tree == nil || stmts[0].tree.GetSelectStmt() == nil {
 		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("view %q: stored SQL is not a single query", name)}
 	}
-	child := &binder{cat: b.cat, ids: b.ids, text: stmts[0].text, orig: stmts[0].SQL, ins: stmts[0].ins, pos: stmts[0].pos, viewDepth: b.viewDepth + 1, clock: b.clock}
+	child := &binder{cat: b.cat, ids: b.ids, text: stmts[0].text, orig: stmts[0].SQL, ins: stmts[0].ins, duck: stmts[0].duck, pos: stmts[0].pos, viewDepth: b.viewDepth + 1, clock: b.clock}
 	r, err := child.selectStmt(stmts[0].tree.GetSelectStmt(), nil)
+	if err == nil {
+		err = child.dialectApplied()
+	}
 	if err != nil {
 		return relation{}, viewError(name, err)
 	}

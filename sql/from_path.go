@@ -51,7 +51,10 @@ func rewritePaths(text string, base int, toks []*pg.ScanToken) (string, []insert
 				prev2, prev = prev, pg.Token_OPERATOR
 				continue
 			}
-			top.inFrom = top.query
+			// A FROM that opens its level starts a FROM-first query
+			// (dialect.go), whose FROM list takes paths too; that of
+			// trim(FROM s) does not.
+			top.inFrom = top.query || prev == 0 || prev == pg.Token_ASCII_40 && prev2 != pg.Token_TRIM
 		case pg.Token_WHERE, pg.Token_GROUP_P, pg.Token_HAVING, pg.Token_WINDOW, pg.Token_ORDER, pg.Token_LIMIT,
 			pg.Token_OFFSET, pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT, pg.Token_FETCH, pg.Token_FOR, pg.Token_RETURNING:
 			top.inFrom = false

@@ -33,6 +33,11 @@ func FuzzParseBind(f *testing.F) {
 		"select date '2001-02-29'", "select cast('x' as int)", "select 1/0",
 		"with a as (select 1 x) select * from a a1, a a2 where a1.x = a2.x",
 		"values (1, 'a'), (null, null)", "select * from (values (1)) v(x) order by 1 limit 1 offset 1",
+		// DuckDB syntax (dialect.go).
+		"select a, rank() over (order by b) r from t qualify r = 1 order by all desc",
+		"select * exclude (a) replace (b + 1 as b), t.* exclude s from t group by all",
+		"from t select a, [a, b][1], try_cast(s as int) where a > 1 union all from u",
+		"with c as (from t) from c qualify row_number() over () = 1",
 	}
 	for _, s := range seeds {
 		f.Add(s)

@@ -92,6 +92,7 @@ func isStringLit(e plan.Expr) bool {
 // typeCast binds CAST(x AS t) and x::t; typed literals (DATE '...',
 // INTERVAL '...') are evaluated here.
 func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
+	try := b.isTryCast(tc)
 	to, isInterval, mods, err := b.typeName(tc.TypeName)
 	if err != nil {
 		return nil, err
@@ -116,6 +117,20 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 	}
 	if typeEq(x.Type(), to) {
 		return x, nil
+	}
+	if try {
+		// try_cast: a value that does not convert is NULL, decided per
+		// row when the plan runs (the fold rule converts a literal that
+		// does); types that never convert are still an error.
+		if plan.IsArray(to) || plan.IsArray(x.Type()) || !castAllowed(x.Type(), to) {
+			return nil, b.errAt("type", tc.Location, "cannot cast %s to %s", plan.TypeName(x.Type()), plan.TypeName(to))
+		}
+		if lit, ok := x.(*plan.Literal); ok {
+			if v, ok := convertLiteral(lit, to); ok {
+				return v, nil
+			}
+		}
+		return &plan.Cast{X: x, To: to, Try: true}, nil
 	}
 	if plan.IsArray(to) && x.Type().ID() != arrow.NULL {
 		e := b.errAt("type", tc.Location, "cannot cast %s to %s", plan.TypeName(x.Type()), plan.TypeName(to))

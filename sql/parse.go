@@ -17,6 +17,7 @@ type Statement struct {
 	pos    position
 	text   string          // what was parsed: SQL with quoted paths in FROM rewritten (rewritePaths)
 	ins    []insertion     // what the rewrite inserted
+	duck   *dialect        // DuckDB syntax rewritten after the paths (dialect.go); nil when none
 	tree   *pg.Node        // PostgreSQL parse tree; nil for front-end statements
 	custom customStatement // CREATE EXTERNAL TABLE / DESCRIBE; nil for pg statements
 	// explain marks EXPLAIN [ANALYZE] of a statement PostgreSQL's grammar
@@ -102,14 +103,9 @@ func Parse(text string) ([]Statement, error) {
 			}
 			st.custom = c
 		} else {
-			st.text, st.ins = rewritePaths(body, start, pc.tokens)
-			res, err := pg.Parse(st.text)
+			res, err := st.rewriteAndParse(pc.tokens, start)
 			if err != nil {
-				if st.ins != nil {
-					// Positions are re-read from the user's text.
-					return nil, pgErrorMapped(err, st, p)
-				}
-				return nil, pgError(err, body, p)
+				return nil, err
 			}
 			if len(res.Stmts) != 1 {
 				return nil, &Error{Kind: "syntax", Msg: "expected exactly one statement", Line: p.line, Column: p.col}
@@ -119,6 +115,56 @@ func Parse(text string) ([]Statement, error) {
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// rewriteAndParse rewrites st.text (quoted paths in FROM, then DuckDB
+// syntax) and parses it with PostgreSQL's grammar. scanned are the text's
+// tokens, with offsets from base. Errors point at the user's text.
+func (st *Statement) rewriteAndParse(scanned []*pg.ScanToken, base int) (*pg.ParseResult, error) {
+	body := st.text
+	st.text, st.ins = rewritePaths(body, base, scanned)
+	var toks []tok
+	if st.ins == nil && st.explain == explainNone {
+		// The text is the user's: its tokens are at hand.
+		toks = toToks(st.text, scanned, base)
+	}
+	var derr error
+	st.text, st.duck, derr = rewriteDialect(st.text, toks)
+	res, err := pg.Parse(st.text)
+	if derr != nil {
+		// The text still holds the construct that failed, which
+		// PostgreSQL cannot read either: the rewrite's error says what
+		// is wrong.
+		err = derr
+	}
+	if err != nil {
+		if st.ins != nil || st.duck != nil {
+			// Positions are re-read from the user's text.
+			return nil, pgErrorMapped(err, *st, st.pos)
+		}
+		return nil, pgError(err, body, st.pos)
+	}
+	return res, nil
+}
+
+// parseQuery parses the query of a front-end statement (DESCRIBE query,
+// CREATE TABLE ... AS query), which starts at p, rewritten as any
+// statement is. sel is nil when the text is not one query.
+func parseQuery(text string, p position) (sel *pg.SelectStmt, st Statement, err error) {
+	scanned, err := pg.Scan(text)
+	if err != nil {
+		return nil, st, pgError(err, text, p)
+	}
+	st = Statement{SQL: text, Line: p.line, pos: p, text: text}
+	res, err := st.rewriteAndParse(scanned.Tokens, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	if len(res.Stmts) != 1 {
+		return nil, st, nil
+	}
+	st.tree = res.Stmts[0].Stmt
+	return st.tree.GetSelectStmt(), st, nil
 }
 
 func isSpace(r rune) bool {
@@ -232,14 +278,41 @@ func runeOffset(s string, n int) int {
 // pgErrorMapped is pgError for a statement whose text was rewritten:
 // the cursor is mapped back to the user's text.
 func pgErrorMapped(err error, st Statement, p position) error {
+	var de *dialectError
+	if errors.As(err, &de) {
+		off := st.originalOffset(de.at)
+		e := &Error{Kind: "syntax", Msg: de.msg, Near: tokenAt(st.SQL, off)}
+		e.Line, e.Column = p.at(st.SQL, off)
+		if m := nearRe.FindStringSubmatch(de.msg); m != nil {
+			e.Near = m[1]
+		}
+		return e
+	}
 	var pe *pgparser.Error
 	if !errors.As(err, &pe) || pe.Cursorpos <= 0 {
 		return pgError(err, st.SQL, p)
 	}
-	off := originalOffset(runeToByte(st.text, int(pe.Cursorpos)-1), st.ins)
+	off := st.originalOffset(runeToByte(st.text, int(pe.Cursorpos)-1))
 	c := *pe
 	c.Cursorpos = int(byteToRune(st.SQL, off)) + 1
 	return pgError(&c, st.SQL, p)
+}
+
+// originalOffset maps a byte offset of the parsed text back to the user's
+// statement text, through the DuckDB rewrite and then the path rewrite.
+func (st Statement) originalOffset(off int) int {
+	return mapBack(off, st.duck, st.ins)
+}
+
+// mapBack maps an offset of a rewritten statement to the user's text.
+func mapBack(off int, d *dialect, ins []insertion) int {
+	if d != nil {
+		off = d.original(off)
+	}
+	if ins != nil {
+		off = originalOffset(off, ins)
+	}
+	return off
 }
 
 // runeToByte converts a character index of s to a byte offset.

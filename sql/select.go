@@ -95,7 +95,13 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	}
 
 	// GROUP BY: input columns first, then select-list aliases and positions.
-	groups, sets, err := b.groupBy(sel.GroupClause, items, sc)
+	var groups []plan.Expr
+	var sets [][]int
+	if b.isGroupAll(sel.GroupClause) {
+		groups, err = b.groupAll(items, sc, node.Schema(), sel.WindowClause)
+	} else {
+		groups, sets, err = b.groupBy(sel.GroupClause, items, sc)
+	}
 	if err != nil {
 		return relation{}, err
 	}
@@ -125,21 +131,34 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	if err != nil {
 		return relation{}, err
 	}
-	for i := range sorts {
-		if sorts[i].expr != nil && len(aliases) > 0 {
-			sorts[i].expr = plan.Transform(sorts[i].expr, func(x plan.Expr) plan.Expr {
-				if r, ok := x.(*plan.ColRef); ok {
-					if e, ok := aliases[r.ID]; ok {
-						return e
-					}
-				}
-				return x
-			})
+	unalias := func(e plan.Expr) plan.Expr {
+		if e == nil || len(aliases) == 0 {
+			return e
 		}
+		return plan.Transform(e, func(x plan.Expr) plan.Expr {
+			if r, ok := x.(*plan.ColRef); ok {
+				if e, ok := aliases[r.ID]; ok {
+					return e
+				}
+			}
+			return x
+		})
+	}
+	for i := range sorts {
+		sorts[i].expr = unalias(sorts[i].expr)
+	}
+	// QUALIFY (DuckDB) filters on window results; like ORDER BY it may
+	// name select-list aliases.
+	var qualify plan.Expr
+	if q := b.qualifyOf(sel); q != nil {
+		if qualify, err = b.boolExpr(q.cond, ectx{sc: orderScope, agg: agg, win: win, clause: "QUALIFY"}); err != nil {
+			return relation{}, err
+		}
+		qualify = unalias(qualify)
 	}
 
 	if len(sel.GroupClause) > 0 || len(agg.calls) > 0 || having != nil {
-		node, err = b.aggregate(node, groups, agg, win, srf, items, &having, sorts)
+		node, err = b.aggregate(node, groups, agg, win, srf, items, &having, &qualify, sorts)
 		if err != nil {
 			return relation{}, err
 		}
@@ -153,6 +172,11 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	// unnest in the select list multiplies the rows the projection sees.
 	if len(srf.args) > 0 {
 		node = &plan.Unnest{Input: node, Args: srf.args, Cols: srf.cols}
+	}
+	// QUALIFY comes after the window functions it filters on, before
+	// DISTINCT, ORDER BY and LIMIT.
+	if qualify != nil {
+		node = &plan.Filter{Input: node, Pred: qualify}
 	}
 
 	distinct := false
@@ -310,12 +334,20 @@ func (b *binder) expandTargets(targets []*pg.Node, sc *scope) ([]item, error) {
 				table = parts[len(parts)-1]
 			}
 			n := 0
+			var star []item
+			var tables []string
 			for _, c := range sc.cols {
 				if (table == "" && !c.hidden) || (table != "" && c.table == table) {
-					items = append(items, item{expr: &plan.ColRef{ID: c.col.ID, Name: c.name, Typ: c.col.Type}, name: c.name, loc: rt.Location})
+					star = append(star, item{expr: &plan.ColRef{ID: c.col.ID, Name: c.name, Typ: c.col.Type}, name: c.name, loc: rt.Location})
+					tables = append(tables, c.table)
 					n++
 				}
 			}
+			star, err := b.starModifiers(cr, star, tables)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, star...)
 			if table != "" && n == 0 {
 				return nil, b.errAt("bind", cr.Location, "missing FROM-clause entry for table %q", table)
 			}
@@ -367,26 +399,18 @@ func (b *binder) groupExpr(g *pg.Node, items []item, sc *scope) (plan.Expr, erro
 // sortSpecs resolves ORDER BY: positions and output names refer to select
 // items; anything else is an expression over the input.
 func (b *binder) sortSpecs(clause []*pg.Node, items []item, ec ectx) ([]sortSpec, error) {
+	if all, ok := b.orderAll(clause, items); ok {
+		return all, nil
+	}
 	var out []sortSpec
 	for _, n := range clause {
 		sb := n.GetSortBy()
 		if sb == nil {
 			return nil, &Error{Kind: "bind", Msg: "unexpected ORDER BY entry"}
 		}
-		s := sortSpec{item: -1}
-		switch sb.SortbyDir {
-		case pg.SortByDir_SORTBY_DESC:
-			s.desc = true
-		case pg.SortByDir_SORTBY_USING:
-			return nil, b.errAt("bind", sb.Location, "ORDER BY USING is not supported")
-		}
-		switch sb.SortbyNulls {
-		case pg.SortByNulls_SORTBY_NULLS_FIRST:
-			s.nullsFirst = true
-		case pg.SortByNulls_SORTBY_NULLS_LAST:
-			s.nullsFirst = false
-		default:
-			s.nullsFirst = s.desc // PostgreSQL: NULLs sort as larger than any value
+		s, err := b.sortDir(sb)
+		if err != nil {
+			return nil, err
 		}
 		if k, ok := intConst(sb.Node); ok {
 			if k < 1 || int(k) > len(items) {
@@ -412,6 +436,26 @@ func (b *binder) sortSpecs(clause []*pg.Node, items []item, ec ectx) ([]sortSpec
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// sortDir is the direction and NULLs placement of one ORDER BY key.
+func (b *binder) sortDir(sb *pg.SortBy) (sortSpec, error) {
+	s := sortSpec{item: -1}
+	switch sb.SortbyDir {
+	case pg.SortByDir_SORTBY_DESC:
+		s.desc = true
+	case pg.SortByDir_SORTBY_USING:
+		return s, b.errAt("bind", sb.Location, "ORDER BY USING is not supported")
+	}
+	switch sb.SortbyNulls {
+	case pg.SortByNulls_SORTBY_NULLS_FIRST:
+		s.nullsFirst = true
+	case pg.SortByNulls_SORTBY_NULLS_LAST:
+		s.nullsFirst = false
+	default:
+		s.nullsFirst = s.desc // PostgreSQL: NULLs sort as larger than any value
+	}
+	return s, nil
 }
 
 // limit adds LIMIT/OFFSET (constant integers) above node.

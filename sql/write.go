@@ -391,16 +391,22 @@ func literalColumn(v *plan.Values, c int) bool {
 type createTableAs struct {
 	w     *Write
 	query *pg.SelectStmt
-	text  string   // the query's text
-	pos   position // where it starts in the input
+	text  string      // the query's text as parsed
+	orig  string      // the query's text as written
+	ins   []insertion // what the path rewrite inserted
+	duck  *dialect    // the DuckDB constructs taken out (dialect.go)
+	pos   position    // where it starts in the input
 }
 
 func (*createTableAs) bound() {}
 
 // bindCreateTableAs binds the query of a CREATE TABLE AS.
 func (b *Binder) bindCreateTableAs(c *createTableAs) (Bound, error) {
-	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: c.text, pos: c.pos, clock: &stmtClock{now: b.Now}}
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: c.text, orig: c.orig, ins: c.ins, duck: c.duck, pos: c.pos, clock: &stmtClock{now: b.Now}}
 	q, err := st.query(c.query)
+	if err == nil {
+		err = st.dialectApplied()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -583,14 +589,14 @@ func (f *frontParser) createTableAs() (Bound, error) {
 	start := f.peek().off
 	text := f.sql[start:]
 	line, col := f.pos.at(f.sql, start)
-	res, err := pg.Parse(text)
+	sel, st, err := parseQuery(text, position{line: line, col: col})
 	if err != nil {
-		return nil, pgError(err, text, position{line: line, col: col})
+		return nil, err
 	}
-	if len(res.Stmts) != 1 || res.Stmts[0].Stmt.GetSelectStmt() == nil {
+	if sel == nil {
 		return nil, f.errAt(f.peek(), "CREATE TABLE ... AS needs a query")
 	}
-	return &createTableAs{w: w, query: res.Stmts[0].Stmt.GetSelectStmt(), text: text, pos: position{line: line, col: col}}, nil
+	return &createTableAs{w: w, query: sel, text: st.text, orig: text, ins: st.ins, duck: st.duck, pos: st.pos}, nil
 }
 
 // declaredExternal parses the rest of CREATE TABLE name (columns) [STORED

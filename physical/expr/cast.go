@@ -19,15 +19,22 @@ import (
 
 // Cast converts X to To. Numeric narrowing checks range, decimals round
 // half away from zero, and string parsing reports the offending value.
+// With Try (DuckDB's try_cast) a value that does not convert becomes NULL.
 type Cast struct {
-	X  Expr
-	To arrow.DataType
+	X   Expr
+	To  arrow.DataType
+	Try bool
 }
 
 // DataType implements Expr.
 func (e *Cast) DataType() arrow.DataType { return e.To }
 
-func (e *Cast) String() string { return "CAST(" + e.X.String() + " AS " + plan.TypeName(e.To) + ")" }
+func (e *Cast) String() string {
+	if e.Try {
+		return "TRY_CAST(" + e.X.String() + " AS " + plan.TypeName(e.To) + ")"
+	}
+	return "CAST(" + e.X.String() + " AS " + plan.TypeName(e.To) + ")"
+}
 
 // Eval implements Expr.
 func (e *Cast) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
@@ -36,11 +43,44 @@ func (e *Cast) Eval(batch arrow.RecordBatch, mem memory.Allocator) (arrow.Array,
 		return nil, err
 	}
 	defer a.Release()
+	if e.Try {
+		return tryCastArray(a, e.To, mem)
+	}
 	out, err := castArray(a, e.To, mem)
 	if err != nil {
 		return nil, inExpr(e, err)
 	}
 	return out, nil
+}
+
+// tryCastArray is castArray with NULL for each value that does not
+// convert. The whole array is tried first; when it fails, each half is
+// tried on its own, down to single values, so a batch with k bad values
+// costs O(k log n) conversions and a clean batch one.
+func tryCastArray(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arrow.Array, error) {
+	out, err := castArray(a, to, mem)
+	if err == nil {
+		return out, nil
+	}
+	n := a.Len()
+	if n <= 1 {
+		return nullArray(to, n, mem), nil
+	}
+	lo := array.NewSlice(a, 0, int64(n/2))
+	defer lo.Release()
+	hi := array.NewSlice(a, int64(n/2), int64(n))
+	defer hi.Release()
+	l, err := tryCastArray(lo, to, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Release()
+	h, err := tryCastArray(hi, to, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Release()
+	return array.Concatenate([]arrow.Array{l, h}, mem)
 }
 
 // castSupported reports whether a cast from → to is implemented.

@@ -97,7 +97,7 @@ func compile(e plan.Expr, input plan.Schema) (Expr, error) {
 		if !castSupported(x.DataType(), e.To) {
 			return nil, fmt.Errorf("cannot cast %s to %s", plan.TypeName(x.DataType()), plan.TypeName(e.To))
 		}
-		return &Cast{X: x, To: e.To}, nil
+		return &Cast{X: x, To: e.To, Try: e.Try}, nil
 	case *plan.Case:
 		out := &Case{Type: e.Typ, Whens: make([]When, len(e.Whens))}
 		for i, w := range e.Whens {

@@ -348,7 +348,7 @@ func ToProto(e Expr) (*rpc.PhysicalExpr, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", e, err)
 		}
-		return &rpc.PhysicalExpr{Expr: &rpc.PhysicalExpr_Cast{Cast: &rpc.CastExpr{X: x, To: t}}}, nil
+		return &rpc.PhysicalExpr{Expr: &rpc.PhysicalExpr_Cast{Cast: &rpc.CastExpr{X: x, To: t, Try: e.Try}}}, nil
 	case *Case:
 		out := &rpc.CaseExpr{Whens: make([]*rpc.WhenThen, len(e.Whens))}
 		for i, w := range e.Whens {
@@ -522,7 +522,7 @@ func FromProto(p *rpc.PhysicalExpr) (Expr, error) {
 		if !castSupported(x.DataType(), to) {
 			return nil, fmt.Errorf("decode expression: cannot cast %s to %s", plan.TypeName(x.DataType()), plan.TypeName(to))
 		}
-		return &Cast{X: x, To: to}, nil
+		return &Cast{X: x, To: to, Try: n.Cast.GetTry()}, nil
 	case *rpc.PhysicalExpr_Case:
 		c := n.Case
 		if c == nil {

@@ -95,6 +95,7 @@ func TestExprProtoRoundTrip(t *testing.T) {
 		{"is not null", &plan.IsNull{X: col("s"), Negated: true}},
 		{"cast", cast(col("i32"), plan.Decimal(12, 2))},
 		{"cast string", cast(str("2020-02-29"), plan.Date32)},
+		{"try_cast", &plan.Cast{X: col("s"), To: plan.Int64, Try: true}},
 		{"case", caseExpr},
 		{"case no else", &plan.Case{Whens: []plan.When{{Cond: col("b"), Then: col("i64")}}, Typ: plan.Int64}},
 		{"coalesce", fn("coalesce", plan.Int64, col("i64"), i64(99))},
