@@ -29,7 +29,8 @@ import (
 // aggregate's columns for it. The merged aggregate is built afresh (new
 // column IDs) in each place, so the plan's IDs stay unique, and is the
 // same subtree in each, so the physical planners compute it once (shared
-// subtrees in process, one shared stage on a cluster).
+// subtrees in process, one shared stage on a cluster); copies of a global
+// one that meet in the same inner joins become one (oneRowOnce).
 //
 // It applies to COUNT, COUNT(*), SUM, AVG, MIN and MAX without DISTINCT or
 // ORDER BY, whose results ignore the rows a NULL argument stands for (COUNT
@@ -61,26 +62,139 @@ func MergeGlobalAggregates(n Node, ctx *OptContext) (Node, error) {
 	}
 	collect(n)
 	replace := map[*Aggregate]Node{}
-	for _, key := range order {
+	copies := map[*Aggregate]int{} // a merged global aggregate's group
+	for g, key := range order {
 		as := groups[key]
 		if len(as) < 2 {
 			continue
 		}
 		for _, a := range as {
-			replace[a] = mergedFor(as, a, ctx)
+			r := mergedFor(as, a, ctx)
+			replace[a] = r
+			if p, ok := r.(*Project); ok {
+				if m, ok := p.Input.(*Aggregate); ok && len(m.GroupBy) == 0 {
+					copies[m] = g
+				}
+			}
 		}
 	}
 	if len(replace) == 0 {
 		return n, nil
 	}
-	return TransformUp(n, func(n Node) Node {
+	n = TransformUp(n, func(n Node) Node {
 		if a, ok := n.(*Aggregate); ok {
 			if r, ok := replace[a]; ok {
 				return r
 			}
 		}
 		return n
-	}), nil
+	})
+	return oneRowOnce(n, copies), nil
+}
+
+// projectionOf returns a chain of projections over an aggregate as one
+// projection of it (nil when n is not such a chain).
+func projectionOf(n Node) (*Project, *Aggregate) {
+	p, ok := n.(*Project)
+	if !ok {
+		return nil, nil
+	}
+	switch in := p.Input.(type) {
+	case *Aggregate:
+		return p, in
+	case *Project:
+		inner, a := projectionOf(in)
+		if inner == nil {
+			return nil, nil
+		}
+		defs := map[ColumnID]Expr{}
+		for i, c := range inner.Cols {
+			defs[c.ID] = inner.Exprs[i]
+		}
+		out := &Project{Input: a, Cols: p.Cols}
+		for _, e := range p.Exprs {
+			out.Exprs = append(out.Exprs, substitute(e, defs))
+		}
+		return out, a
+	}
+	return nil, nil
+}
+
+// oneRowOnce joins each merged global aggregate once per inner join: its
+// copies there (q9's fifteen subqueries, cross joined) each output the
+// same single row, so one projection of one copy outputs all their
+// columns. Without it each copy is a join of its own, on a cluster a
+// stage each, one after the other.
+func oneRowOnce(n Node, copies map[*Aggregate]int) Node {
+	j, ok := n.(*Join)
+	if !ok || j.Kind != JoinInner {
+		kids := n.Children()
+		if len(kids) == 0 {
+			return n
+		}
+		nk := make([]Node, len(kids))
+		changed := false
+		for i, k := range kids {
+			nk[i] = oneRowOnce(k, copies)
+			changed = changed || nk[i] != k
+		}
+		if !changed {
+			return n
+		}
+		return n.WithChildren(nk)
+	}
+	var leaves []Node
+	var conds []Expr
+	flattenInner(j, &leaves, &conds)
+	var out []Node
+	first := map[int]int{} // group -> its projection's index in out
+	for _, l := range leaves {
+		l = oneRowOnce(l, copies)
+		p, a := projectionOf(l)
+		g, ok := copies[a]
+		if p == nil || !ok {
+			out = append(out, l)
+			continue
+		}
+		k, seen := first[g]
+		if !seen {
+			first[g] = len(out)
+			out = append(out, p)
+			continue
+		}
+		// Read p's columns from the first copy's aggregate: the copies
+		// are alike, column for column.
+		into := out[k].(*Project)
+		base := into.Input.(*Aggregate)
+		defs := map[ColumnID]Expr{}
+		for i, c := range a.Cols {
+			defs[c.ID] = base.Cols[i].Ref()
+		}
+		merged := &Project{Input: base, Exprs: slices.Clone(into.Exprs), Cols: slices.Clone(into.Cols)}
+		for i, e := range p.Exprs {
+			merged.Exprs = append(merged.Exprs, substitute(e, defs))
+			merged.Cols = append(merged.Cols, p.Cols[i])
+		}
+		out[k] = merged
+	}
+	if len(out) == len(leaves) {
+		// Nothing combined: keep the join as it was, with its leaves'
+		// own rewrites.
+		nk := []Node{oneRowOnce(j.Left, copies), oneRowOnce(j.Right, copies)}
+		if nk[0] == j.Left && nk[1] == j.Right {
+			return j
+		}
+		return j.WithChildren(nk)
+	}
+	// The join's columns, in its order, over the combined leaves (join
+	// ordering rebuilds the tree and places the conditions).
+	joined := innerJoinOf(out, conds)
+	top := &Project{Input: joined}
+	for _, c := range j.Schema() {
+		top.Exprs = append(top.Exprs, c.Ref())
+		top.Cols = append(top.Cols, c)
+	}
+	return top
 }
 
 // mergeKey is the shape of a's input with the scans' filters and columns
