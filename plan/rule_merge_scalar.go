@@ -64,7 +64,7 @@ func MergeGlobalAggregates(n Node, ctx *OptContext) (Node, error) {
 	replace := map[*Aggregate]Node{}
 	copies := map[*Aggregate]int{} // a merged global aggregate's group
 	for g, key := range order {
-		as := groups[key]
+		as := mergeable(groups[key], ctx)
 		if len(as) < 2 {
 			continue
 		}
@@ -195,6 +195,80 @@ func oneRowOnce(n Node, copies map[*Aggregate]int) Node {
 		top.Cols = append(top.Cols, c)
 	}
 	return top
+}
+
+// mergeable returns the aggregates of as (one shape) that merge: all of
+// them but the grouped ones whose own filters are not on their group keys,
+// and none when no filters differ (the planners already compute equal
+// subtrees once) or fewer than two are left.
+func mergeable(as []*Aggregate, ctx *OptContext) []*Aggregate {
+	var uniq []*Aggregate
+	for _, a := range as {
+		if !slices.Contains(uniq, a) {
+			uniq = append(uniq, a)
+		}
+	}
+	for len(uniq) >= 2 {
+		m := &merger{ids: ctx.IDs, maps: make([]map[ColumnID]Expr, len(uniq)), conds: make([][]Expr, len(uniq))}
+		inputs := make([]Node, len(uniq))
+		for i, x := range uniq {
+			m.maps[i] = map[ColumnID]Expr{}
+			inputs[i] = x.Input
+		}
+		if _, ok := m.merge(inputs); !ok {
+			return nil
+		}
+		var keep []*Aggregate
+		differ := false
+		for i, x := range uniq {
+			cond := Conjunction(m.conds[i])
+			differ = differ || cond != nil
+			if cond != nil && len(x.GroupBy) > 0 {
+				var keys []ColumnID
+				for _, g := range x.GroupBy {
+					var id ColumnID
+					if c, ok := substitute(g, m.maps[i]).(*ColRef); ok {
+						id = c.ID
+					}
+					keys = append(keys, id)
+				}
+				cols := make(Schema, len(keys))
+				for k := range cols {
+					cols[k] = Column{ID: ColumnID(k + 1)}
+				}
+				if _, ok := liftThrough(cond, keys, cols); !ok {
+					continue
+				}
+			}
+			keep = append(keep, x)
+		}
+		if !differ && sameCalls(uniq, m) {
+			return nil
+		}
+		if len(keep) == len(uniq) {
+			return keep
+		}
+		uniq = keep
+	}
+	return nil
+}
+
+// sameCalls reports whether every one of as computes the same calls over
+// the merged input: with the same filters, they are then equal subtrees.
+func sameCalls(as []*Aggregate, m *merger) bool {
+	text := func(i int) string {
+		var b strings.Builder
+		for _, f := range as[i].Aggs {
+			b.WriteString(substitute(f, m.maps[i]).String() + ";")
+		}
+		return b.String()
+	}
+	for i := range as[1:] {
+		if text(i+1) != text(0) {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeKey is the shape of a's input with the scans' filters and columns

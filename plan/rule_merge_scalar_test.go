@@ -61,6 +61,26 @@ func TestMergeGlobalAggregatesGolden(t *testing.T) {
 			}
 			return cross(agg(1), agg(2))
 		}},
+		{name: "grouped_reader_with_a_filter_off_its_keys_left_out", apply: MergeGlobalAggregates, build: func(b *tb) Node {
+			// Regions 1 and 2 merge; the third reader's filter is on
+			// f_qty, no group key, so it keeps its own aggregate.
+			agg := func(region int64, qty bool) Node {
+				f := filtered(b, "fact", nil)
+				if qty {
+					f.Filters = []Expr{gt(col(f, "f_qty"), i64(5))}
+				}
+				d := filtered(b, "dim", func(s *Scan) []Expr { return []Expr{eq(col(s, "d_region"), i64(region))} })
+				return b.agg(&Join{Kind: JoinInner, Left: f, Right: d, Cond: eq(col(f, "f_key"), col(d, "d_key"))},
+					[]Expr{col(d, "d_name"), col(d, "d_region")}, sum(col(f, "f_amount")))
+			}
+			return cross(agg(1, false), agg(2, false), agg(1, true))
+		}},
+		{name: "equal_readers_untouched", apply: MergeGlobalAggregates, build: func(b *tb) Node {
+			// The same aggregate twice is already one subtree to the
+			// planners: nothing to merge.
+			f1, f2 := filtered(b, "fact", qtyBetween(1, 20)), filtered(b, "fact", qtyBetween(1, 20))
+			return cross(b.agg(f1, []Expr{col(f1, "f_cat")}, sum(col(f1, "f_amount"))), b.agg(f2, []Expr{col(f2, "f_cat")}, sum(col(f2, "f_amount"))))
+		}},
 		{name: "grouped_without_the_differing_filter_column_untouched", apply: MergeGlobalAggregates, build: func(b *tb) Node {
 			// d_region is not a group key: the merged groups could not be
 			// told apart.
