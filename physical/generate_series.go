@@ -191,7 +191,11 @@ func (s *seriesStream) advance() error {
 		s.cur = next
 		return nil
 	}
-	next := expr.AddInterval(s.cur, s.interval)
+	next, ok := expr.AddInterval(s.cur, s.interval)
+	if !ok {
+		return fmt.Errorf("generate_series: timestamp out of range after %s",
+			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05"))
+	}
 	if (s.up && next <= s.cur) || (!s.up && next >= s.cur) {
 		return fmt.Errorf("generate_series: step %d months %d days does not move from %s", s.interval.Months, s.interval.Days,
 			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05"))
