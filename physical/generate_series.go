@@ -193,8 +193,8 @@ func (s *seriesStream) advance() error {
 	}
 	next, ok := expr.AddInterval(s.cur, s.interval)
 	if !ok {
-		return fmt.Errorf("generate_series: timestamp out of range after %s",
-			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05"))
+		return expr.NewDataError(fmt.Sprintf("timestamp out of range in generate_series after %s",
+			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05")))
 	}
 	if (s.up && next <= s.cur) || (!s.up && next >= s.cur) {
 		return fmt.Errorf("generate_series: step %d months %d days does not move from %s", s.interval.Months, s.interval.Days,
