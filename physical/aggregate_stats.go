@@ -10,8 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"sluice/physical/kernels"
 	"sluice/physical/expr"
+	"sluice/physical/kernels"
 	"sluice/plan"
 )
 
