@@ -148,10 +148,12 @@ func TestMalformedRequests(t *testing.T) {
 			_, err := exec.CancelTasks(ctx, req)
 			check(t, "CancelTasks", err)
 		}
-		for _, id := range []string{"", ".", "..", "../x", "a/b", "\x00", "no-such-job"} {
+		for _, id := range []string{"", ".", "..", "../x", "a/b", "\x00"} {
 			_, err := exec.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: id})
-			check(t, "RemoveJobData "+id, err)
+			check(t, "RemoveJobData "+id, err, codes.InvalidArgument)
 		}
+		_, err = exec.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: "no-such-job"})
+		check(t, "RemoveJobData of an unknown job", err)
 		_, err = exec.RemoveJobData(ctx, &rpc.RemoveJobDataRequest{JobId: done.JobId, JobSecret: "wrong"})
 		check(t, "RemoveJobData with a wrong secret", err, codes.PermissionDenied)
 		_, err = exec.PushDynamicFilters(ctx, &rpc.PushDynamicFiltersRequest{JobId: "no-such-job", Filters: []*rpc.DynamicFilterKeys{nil, {}}})
