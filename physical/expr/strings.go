@@ -184,7 +184,7 @@ func substringBytes(dst, src []byte, start, length int64, hasLen bool) ([]byte, 
 	end := int64(1) << 62
 	if hasLen {
 		if length < 0 {
-			return nil, fmt.Errorf("negative substring length not allowed")
+			return nil, NewDataError("negative substring length not allowed")
 		}
 		end = start + length
 	}
