@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"sluice/exchange"
 	"sluice/rpc"
 )
 
@@ -68,6 +70,9 @@ func (s *executorService) RemoveJobData(ctx context.Context, req *rpc.RemoveJobD
 		return nil, err
 	}
 	if err := s.e.removeJob(ctx, req.JobId); err != nil {
+		if errors.Is(err, exchange.ErrInvalidJobID) {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &rpc.RemoveJobDataResponse{}, nil

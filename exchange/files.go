@@ -44,11 +44,15 @@ import (
 // file costs most besides its bytes, a directory most of all (far more
 // than looking up one that exists; see docs/architecture.md).
 
+// ErrInvalidJobID is the error (under errors.Is) for a job id that cannot
+// name a job: the caller's mistake, not the executor's.
+var ErrInvalidJobID = errors.New("invalid job id")
+
 // validJobID rejects job ids that are not a single, ordinary path element:
 // they name directories under the work dir, and a ticket is untrusted input.
 func validJobID(job string) error {
 	if job == "" || job == "." || job == ".." || strings.ContainsAny(job, `/\`) || strings.ContainsRune(job, 0) {
-		return fmt.Errorf("invalid job id %q", job)
+		return fmt.Errorf("%w %q", ErrInvalidJobID, job)
 	}
 	return nil
 }

@@ -19,6 +19,10 @@ import (
 // not fit in DECIMAL(38).
 var errDecimalOverflow = expr.NewDataError("decimal overflow")
 
+// errSumOverflow is a data error: the same on every executor, so the
+// cluster fails the query at once instead of retrying the task.
+var errSumOverflow = expr.NewDataError("integer overflow in sum")
+
 // aggAccumulator holds one aggregate's per-group state in typed slices,
 // indexed by group id. update and merge take the group id of every row of
 // the batch; they never see a group id >= the last resize.
@@ -244,7 +248,7 @@ func (s *aggSumInt) update(gids []int32, arg arrow.Array) error {
 		return fmt.Errorf("sum: unexpected argument type %s", arg.DataType())
 	}
 	if overflow {
-		return errors.New("sum: integer overflow")
+		return errSumOverflow
 	}
 	return nil
 }
@@ -277,7 +281,7 @@ func sumInt64Into(sums []int64, seen []bool, gids []int32, vals []int64, a arrow
 func (s *aggSumInt) merge(gids []int32, states []arrow.Array) error {
 	st := states[0].(*array.Int64)
 	if sumInt64Into(s.sums, s.seen, gids, st.Int64Values(), st) {
-		return errors.New("sum: integer overflow")
+		return errSumOverflow
 	}
 	return nil
 }

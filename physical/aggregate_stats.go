@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/plan"
 )
@@ -24,6 +25,10 @@ type aggBinaryAccumulator interface {
 
 // errNeedsTwoArgs is update's answer for two-argument accumulators.
 var errNeedsTwoArgs = errors.New("aggregate needs two arguments")
+
+// errVarianceOverflow is PostgreSQL's message for a float result that
+// overflows.
+var errVarianceOverflow = expr.NewDataError("value out of range: overflow")
 
 // ---- variance and standard deviation ----
 
@@ -129,6 +134,12 @@ func (v *aggVariance) emitFinal(start, end int, mem memory.Allocator) (arrow.Arr
 				continue
 			}
 			r = v.m2[g] / float64(n-1)
+		}
+		// Finite values whose deviations overflow leave M2 infinite
+		// (infinite inputs leave it NaN, and the result NaN, as in
+		// PostgreSQL); clamped below, -Inf read as a variance of 0.
+		if math.IsInf(r, 0) {
+			return nil, errVarianceOverflow
 		}
 		// Rounding can leave a tiny negative M2 for equal values.
 		r = math.Max(r, 0)

@@ -191,10 +191,14 @@ func (s *seriesStream) advance() error {
 		s.cur = next
 		return nil
 	}
-	next := expr.AddInterval(s.cur, s.interval)
+	next, ok := expr.AddInterval(s.cur, s.interval)
+	if !ok {
+		return expr.NewDataError(fmt.Sprintf("timestamp out of range in generate_series after %s",
+			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05")))
+	}
 	if (s.up && next <= s.cur) || (!s.up && next >= s.cur) {
-		return fmt.Errorf("generate_series: step %d months %d days does not move from %s", s.interval.Months, s.interval.Days,
-			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05"))
+		return expr.NewDataError(fmt.Sprintf("generate_series: step %d months %d days does not move from %s", s.interval.Months, s.interval.Days,
+			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05")))
 	}
 	s.cur = next
 	return nil

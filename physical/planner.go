@@ -47,8 +47,9 @@ func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error)
 	p := &planner{cfg: cfg, est: &Estimates{nodes: map[Operator]plan.Node{}}}
 	if cfg.ShareSubplans {
 		p.shared = map[string]*SharedOutput{}
+		p.keys = plan.NewSubtreeKeys()
 		p.occurs = map[string]int{}
-		plan.CountAggregates(n, p.occurs)
+		p.keys.CountAggregates(n, p.occurs)
 	}
 	op, err := p.plan(n)
 	if err != nil {
@@ -85,7 +86,8 @@ type planner struct {
 	cfg PlannerConfig
 	// With ShareSubplans: how often each aggregate subtree occurs in the
 	// plan, and the SharedOutput of those occurring more than once, by
-	// plan.SubtreeKey.
+	// their plan.SubtreeKeys key.
+	keys   *plan.SubtreeKeys
 	occurs map[string]int
 	shared map[string]*SharedOutput
 	// est maps each operator planned for a logical node to the node.
@@ -141,7 +143,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		if p.occurs == nil {
 			return p.aggregate(n)
 		}
-		key := plan.SubtreeKey(n)
+		key := p.keys.Key(n)
 		if p.occurs[key] < 2 {
 			return p.aggregate(n)
 		}
@@ -203,7 +205,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		// 4-vcore cluster). Inputs that still have more partitions than
 		// the target together (more inputs than the target, each with at
 		// least one partition) are folded into the target.
-		sub := &planner{cfg: p.cfg, occurs: p.occurs, shared: p.shared, est: p.est}
+		sub := &planner{cfg: p.cfg, keys: p.keys, occurs: p.occurs, shared: p.shared, est: p.est}
 		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
 		ins := make([]Operator, len(n.Inputs))
 		for i, c := range n.Inputs {

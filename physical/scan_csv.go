@@ -2,8 +2,12 @@ package physical
 
 import (
 	"context"
+	encodingcsv "encoding/csv"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/catalog"
+	"sluice/physical/expr"
 )
 
 // CSVScan reads a CSV table. Whole files are its work units, spread over the
@@ -96,6 +101,7 @@ func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize 
 		csv.WithAllocator(mem),
 		csv.WithNullReader(true, ""))
 	defer r.Release()
+	var records int64 // records read before the current batch
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -105,10 +111,11 @@ func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize 
 		}
 		// A parse error still yields the batch (with NULLs where parsing
 		// failed); it must not be passed on.
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
 		rec := r.RecordBatch()
+		if err := r.Err(); err != nil {
+			return csvReadError(path, records, rec.NumRows(), err)
+		}
+		records += rec.NumRows()
 		if rec.NumRows() == 0 {
 			continue
 		}
@@ -117,9 +124,38 @@ func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize 
 		}
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return csvReadError(path, records, 0, err)
 	}
 	return nil
+}
+
+// csvReadError describes a failure to read path after `before` records,
+// in a batch of n (0: unknown). A value that does not parse as its
+// column's type, or a malformed record, is the file's content: a data
+// error, the same on every executor, so the cluster fails the query at
+// once, and in words rather than strconv's. Anything else (the file
+// vanished, a read failed) may pass and is returned as it is.
+func csvReadError(path string, before, n int64, err error) error {
+	where := fmt.Sprintf("CSV file %s, record %d", path, before+1)
+	if n > 1 {
+		where = fmt.Sprintf("CSV file %s, records %d to %d", path, before+1, before+n)
+	}
+	var num *strconv.NumError
+	var tm *time.ParseError
+	var rec *encodingcsv.ParseError
+	switch {
+	case errors.As(err, &num) && errors.Is(num.Err, strconv.ErrRange):
+		return expr.NewDataError(fmt.Sprintf("%s: value %q out of range for its column's type", where, num.Num))
+	case errors.As(err, &num):
+		return expr.NewDataError(fmt.Sprintf("%s: invalid input syntax for its column's type: %q", where, num.Num))
+	case errors.As(err, &tm):
+		return expr.NewDataError(fmt.Sprintf("%s: invalid date or timestamp %q%s", where, tm.Value, tm.Message))
+	case errors.Is(err, csv.ErrMismatchFields):
+		return expr.NewDataError(fmt.Sprintf("%s: wrong number of fields", where))
+	case errors.As(err, &rec):
+		return expr.NewDataError(fmt.Sprintf("CSV file %s: %v", path, rec))
+	}
+	return fmt.Errorf("read %s: %w", path, err)
 }
 
 // projectBatch returns a new batch (the caller owns it) holding rec's

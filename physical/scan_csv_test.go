@@ -7,15 +7,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/catalog"
+	"sluice/physical/expr"
 	"sluice/physical/kernels"
 )
 
@@ -185,5 +188,26 @@ func TestCSVScanRecordLimit(t *testing.T) {
 			t.Fatalf("got %v, want an error containing %q", err, want)
 		}
 		return
+	}
+}
+
+// TestCSVReadErrorKinds: values that do not parse and malformed records
+// are data errors (never retried), other failures are not.
+func TestCSVReadErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		data bool
+		msg  string
+	}{
+		{&strconv.NumError{Func: "ParseInt", Num: "abc", Err: strconv.ErrSyntax}, true, `CSV file f.csv, records 3 to 4: invalid input syntax for its column's type: "abc"`},
+		{&strconv.NumError{Func: "ParseInt", Num: "9e99", Err: strconv.ErrRange}, true, `CSV file f.csv, records 3 to 4: value "9e99" out of range for its column's type`},
+		{fmt.Errorf("wrapped: %w", csv.ErrMismatchFields), true, "CSV file f.csv, records 3 to 4: wrong number of fields"},
+		{os.ErrPermission, false, "read f.csv: permission denied"},
+	} {
+		err := csvReadError("f.csv", 2, 2, tc.err)
+		var de *expr.DataError
+		if errors.As(err, &de) != tc.data || err.Error() != tc.msg {
+			t.Errorf("%v: got %q (data error: %v), want %q (%v)", tc.err, err, errors.As(err, &de), tc.msg, tc.data)
+		}
 	}
 }

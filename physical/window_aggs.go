@@ -200,7 +200,7 @@ func (s *winSumInt) add(a *winAggArg, r int) error {
 	s.sum = x + v
 	s.cnt++
 	if ((x ^ s.sum) & (v ^ s.sum)) < 0 {
-		return errors.New("sum: integer overflow")
+		return errSumOverflow
 	}
 	return nil
 }
@@ -212,7 +212,7 @@ func (s *winSumInt) remove(a *winAggArg, r int) error {
 	s.sum = x - v
 	s.cnt--
 	if ((x ^ v) & (x ^ s.sum)) < 0 {
-		return errors.New("sum: integer overflow")
+		return errSumOverflow
 	}
 	return nil
 }

@@ -1,13 +1,13 @@
 package physical
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/plan"
 )
@@ -24,6 +24,13 @@ type windowPartitions struct {
 	peerStart, peerEnd []int32
 	orderKey           arrow.Array // the first ORDER BY key, evaluated
 }
+
+// Arguments the functions refuse are data errors (the same on every
+// executor: never retried).
+var (
+	errNtileArg    = expr.NewDataError("argument of ntile must be greater than zero")
+	errNthValueArg = expr.NewDataError("argument of nth_value must be greater than zero")
+)
 
 func newWindowPartitions(op *Window, in arrow.RecordBatch, tc *TaskContext) (*windowPartitions, error) {
 	n := int(in.NumRows())
@@ -165,7 +172,7 @@ func (p *windowPartitions) integerFunc(f WindowExpr, args []arrow.Array) (arrow.
 			}
 			k := a.Value(ps)
 			if k <= 0 {
-				err = errors.New("argument of ntile must be greater than zero")
+				err = errNtileArg
 				return
 			}
 			total := int64(pe - ps)
@@ -320,7 +327,7 @@ func (p *windowPartitions) frameValue(f WindowExpr, args []arrow.Array) (arrow.A
 			}
 			k := nth.Value(r)
 			if k <= 0 {
-				bad = errors.New("argument of nth_value must be greater than zero")
+				bad = errNthValueArg
 				return
 			}
 			if k <= int64(e-s) {

@@ -1,7 +1,6 @@
 package physical
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -191,7 +190,7 @@ func newSpillRank(sp *spilledWindow, f WindowExpr) (*spillRank, error) {
 		}
 		kernels.ReleaseAll(args)
 		if !s.tileNull && s.tiles <= 0 {
-			return nil, errors.New("argument of ntile must be greater than zero")
+			return nil, errNtileArg
 		}
 	}
 	return s, nil
@@ -631,7 +630,7 @@ func (s *spillValue) block(ob *winBlock) (arrow.Array, error) {
 			}
 			k := nth.Value(i)
 			if k <= 0 {
-				return nil, errors.New("argument of nth_value must be greater than zero")
+				return nil, errNthValueArg
 			}
 			if k <= e-st {
 				targets[i] = st + k - 1

@@ -40,8 +40,18 @@ func reorder(n Node) Node {
 	if len(leaves) < 3 {
 		return &Join{Kind: JoinInner, Left: leaves[0], Right: leaves[1], Cond: Conjunction(conds)}
 	}
+	if len(leaves) > maxReorderInputs {
+		return j.WithChildren([]Node{reorder(j.Left), reorder(j.Right)})
+	}
 	return restoreSchema(greedyJoin(leaves, conds), j.Schema())
 }
+
+// maxReorderInputs bounds the inner joins ReorderJoins orders at once
+// (PostgreSQL's join_collapse_limit plays this part): the greedy search
+// takes time cubic in its inputs, and 1024 inputs (a view joining a view
+// with itself, ten levels deep) kept a scheduler planning for minutes.
+// A larger tree keeps its written order, its own inputs still ordered.
+const maxReorderInputs = 64
 
 // flattenInner collects the inputs and condition conjuncts of a tree of
 // inner joins.

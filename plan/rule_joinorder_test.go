@@ -1,6 +1,9 @@
 package plan
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // pushedThen runs pushdown (which creates the join conditions) then rule.
 func pushedThen(rule func(Node, *OptContext) (Node, error)) func(Node, *OptContext) (Node, error) {
@@ -115,4 +118,37 @@ func TestPruneColumnsGolden(t *testing.T) {
 			return b.scan("t", "")
 		}},
 	})
+}
+
+// TestReorderJoinsBoundsItsInputs: a tree of more inner joins than
+// maxReorderInputs keeps its written order above that many inputs (the
+// greedy search is cubic in them: 1024 took minutes), and still orders
+// the subtrees within the bound.
+func TestReorderJoinsBoundsItsInputs(t *testing.T) {
+	b := newTB()
+	n := maxReorderInputs + 36
+	scans := make([]*Scan, n)
+	var tree Node
+	for i := range scans {
+		scans[i] = b.scan("t", fmt.Sprintf("t%d", i))
+		if i == 0 {
+			tree = scans[0]
+			continue
+		}
+		tree = &Join{Kind: JoinInner, Left: tree, Right: scans[i], Cond: eq(col(scans[i-1], fmt.Sprintf("t%d.a", i-1)), col(scans[i], fmt.Sprintf("t%d.a", i)))}
+	}
+	out, err := ReorderJoins(tree, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, ok := out.(*Join)
+	if !ok {
+		t.Fatalf("top is %T, want the written join", out)
+	}
+	if j.Right != scans[n-1] {
+		t.Errorf("top join's right input is %s, want the last written input", j.Right)
+	}
+	if got := len(out.Schema()); got != 3*n {
+		t.Errorf("%d columns, want %d", got, 3*n)
+	}
 }

@@ -1,10 +1,5 @@
 package plan
 
-import (
-	"fmt"
-	"strings"
-)
-
 // ReduceAggregates narrows an aggregate that an inner join then filters by
 // its group keys. In
 //
@@ -33,22 +28,23 @@ import (
 // L's column identities; it is the right side of a semi join, whose output
 // has only I's columns, so they never meet above it.
 func ReduceAggregates(n Node, _ *OptContext) (Node, error) {
+	keys := NewSubtreeKeys()
 	occurs := map[string]int{}
-	CountAggregates(n, occurs)
-	return TransformUp(n, func(n Node) Node { return reduceJoin(n, occurs) }), nil
+	keys.CountAggregates(n, occurs)
+	return TransformUp(n, func(n Node) Node { return reduceJoin(n, keys, occurs) }), nil
 }
 
-func reduceJoin(n Node, occurs map[string]int) Node {
+func reduceJoin(n Node, keys *SubtreeKeys, occurs map[string]int) Node {
 	j, ok := n.(*Join)
 	if !ok || j.Kind != JoinInner || j.Cond == nil {
 		return n
 	}
-	if r, ok := reduceSide(j.Right, j.Left, j.Cond, occurs); ok {
+	if r, ok := reduceSide(j.Right, j.Left, j.Cond, keys, occurs); ok {
 		o := *j
 		o.Right = r
 		return &o
 	}
-	if l, ok := reduceSide(j.Left, j.Right, j.Cond, occurs); ok {
+	if l, ok := reduceSide(j.Left, j.Right, j.Cond, keys, occurs); ok {
 		o := *j
 		o.Left = l
 		return &o
@@ -56,33 +52,9 @@ func reduceJoin(n Node, occurs map[string]int) Node {
 	return n
 }
 
-// SubtreeKey identifies an aggregate subtree by its text (every node's
-// description: tables, columns, predicates, expressions) and its output
-// columns (names, qualifiers, types; not their IDs, which a view expanded
-// twice gets afresh): two subtrees with the same key compute the same rows
-// in the same column positions.
-func SubtreeKey(n Node) string {
-	var b strings.Builder
-	b.WriteString(Format(n))
-	for _, c := range n.Schema() {
-		fmt.Fprintf(&b, "|%s.%s:%s", c.Table, c.Name, c.Type)
-	}
-	return b.String()
-}
-
-// CountAggregates counts the aggregate subtrees of n by SubtreeKey.
-func CountAggregates(n Node, occurs map[string]int) {
-	if _, ok := n.(*Aggregate); ok {
-		occurs[SubtreeKey(n)]++
-	}
-	for _, c := range n.Children() {
-		CountAggregates(c, occurs)
-	}
-}
-
 // reduceSide rewrites side (a chain of Projects over an Aggregate) when
 // cond equates some of its group keys with columns of other.
-func reduceSide(side, other Node, cond Expr, occurs map[string]int) (Node, bool) {
+func reduceSide(side, other Node, cond Expr, subtrees *SubtreeKeys, occurs map[string]int) (Node, bool) {
 	var projects []*Project
 	cur := side
 	for {
@@ -94,7 +66,7 @@ func reduceSide(side, other Node, cond Expr, occurs map[string]int) (Node, bool)
 		cur = p.Input
 	}
 	agg, ok := cur.(*Aggregate)
-	if !ok || len(agg.GroupBy) == 0 || occurs[SubtreeKey(agg)] > 1 {
+	if !ok || len(agg.GroupBy) == 0 || occurs[subtrees.Key(agg)] > 1 {
 		return nil, false
 	}
 	sideIDs, otherIDs := side.Schema().IDs(), other.Schema().IDs()

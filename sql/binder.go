@@ -17,6 +17,12 @@ import (
 // (through OR REPLACE) fails cleanly instead of recursing forever.
 const maxViewDepth = 32
 
+// maxViewExpansions bounds the views one statement expands in all: a view
+// that joins another with itself doubles at each level, so twenty levels
+// of views 32 deep at most still made a million, and the scheduler bound
+// them until it ran out of memory.
+const maxViewExpansions = 10000
+
 // Binder resolves parsed statements against a catalog.
 type Binder struct {
 	Catalog *catalog.Catalog
@@ -48,7 +54,7 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.custom != nil {
 		if d, ok := s.custom.(*Describe); ok {
 			if d.query != nil {
-				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, orig: d.orig, ins: d.ins, duck: d.duck, pos: d.pos, clock: &stmtClock{now: b.Now}}
+				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, orig: d.orig, ins: d.ins, duck: d.duck, pos: d.pos, clock: &stmtClock{now: b.Now}, views: new(int)}
 				q, err := st.query(d.query)
 				if err == nil {
 					err = st.dialectApplied()
@@ -70,7 +76,7 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.tree == nil {
 		return nil, fmt.Errorf("sql: statement was not produced by Parse")
 	}
-	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.text, orig: s.SQL, ins: s.ins, duck: s.duck, pos: s.pos, clock: &stmtClock{now: b.Now}}
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: s.text, orig: s.SQL, ins: s.ins, duck: s.duck, pos: s.pos, clock: &stmtClock{now: b.Now}, views: new(int)}
 	res, err := st.statement(s)
 	if err != nil {
 		return nil, err
@@ -187,6 +193,9 @@ type binder struct {
 	ctes     []*cteDef
 	// viewDepth counts nested view expansions.
 	viewDepth int
+	// views counts the statement's view expansions, shared with the
+	// binders of the views it expands (nil: not counted).
+	views *int
 	// clock is the statement's time, shared with the binders of the views
 	// it expands.
 	clock *stmtClock

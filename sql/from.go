@@ -156,6 +156,11 @@ func (b *binder) view(name, text string) (relation, error) {
 	if b.viewDepth >= maxViewDepth {
 		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("view %q: views nested too deeply (recursive definition?)", name)}
 	}
+	if b.views != nil {
+		if *b.views++; *b.views > maxViewExpansions {
+			return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("view %q: the statement expands views more than %d times (views that read a view more than once multiply)", name, maxViewExpansions)}
+		}
+	}
 	stmts, err := Parse(text)
 	if err != nil {
 		return relation{}, viewError(name, err)
@@ -163,7 +168,7 @@ func (b *binder) view(name, text string) (relation, error) {
 	if len(stmts) != 1 || stmts[0].tree == nil || stmts[0].tree.GetSelectStmt() == nil {
 		return relation{}, &Error{Kind: "bind", Msg: fmt.Sprintf("view %q: stored SQL is not a single query", name)}
 	}
-	child := &binder{cat: b.cat, ids: b.ids, text: stmts[0].text, orig: stmts[0].SQL, ins: stmts[0].ins, duck: stmts[0].duck, pos: stmts[0].pos, viewDepth: b.viewDepth + 1, clock: b.clock}
+	child := &binder{cat: b.cat, ids: b.ids, text: stmts[0].text, orig: stmts[0].SQL, ins: stmts[0].ins, duck: stmts[0].duck, pos: stmts[0].pos, viewDepth: b.viewDepth + 1, clock: b.clock, views: b.views}
 	r, err := child.selectStmt(stmts[0].tree.GetSelectStmt(), nil)
 	if err == nil {
 		err = child.dialectApplied()

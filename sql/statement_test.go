@@ -2,6 +2,7 @@ package sql
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -143,6 +144,24 @@ func TestViews(t *testing.T) {
 	}
 	if _, err := bindOne(t, cat, "select * from loop"); err == nil || !strings.Contains(err.Error(), "nested too deeply") {
 		t.Fatalf("got %v, want nesting error", err)
+	}
+	// Views that read a view four times multiply: d6 expands 5460 views,
+	// d7 21844, more than a statement may (d20 would be a trillion).
+	if err := cat.RegisterView(&catalog.View{Name: "d0", SQL: "select a from t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 7; i++ {
+		p := fmt.Sprintf("d%d", i-1)
+		q := fmt.Sprintf("select w.a from %s w, %s x, %s y, %s z", p, p, p, p)
+		if err := cat.RegisterView(&catalog.View{Name: fmt.Sprintf("d%d", i), SQL: q}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := bindOne(t, cat, "select count(*) from d6"); err != nil {
+		t.Fatalf("d6: %v", err)
+	}
+	if _, err := bindOne(t, cat, "select count(*) from d7"); err == nil || !strings.Contains(err.Error(), "the statement expands views more than 10000 times") {
+		t.Fatalf("d7: got %v, want the expansion limit", err)
 	}
 }
 

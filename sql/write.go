@@ -402,7 +402,7 @@ func (*createTableAs) bound() {}
 
 // bindCreateTableAs binds the query of a CREATE TABLE AS.
 func (b *Binder) bindCreateTableAs(c *createTableAs) (Bound, error) {
-	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: c.text, orig: c.orig, ins: c.ins, duck: c.duck, pos: c.pos, clock: &stmtClock{now: b.Now}}
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: c.text, orig: c.orig, ins: c.ins, duck: c.duck, pos: c.pos, clock: &stmtClock{now: b.Now}, views: new(int)}
 	q, err := st.query(c.query)
 	if err == nil {
 		err = st.dialectApplied()

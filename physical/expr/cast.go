@@ -196,7 +196,9 @@ func castToInt[T int32 | int64](a arrow.Array, out []T, v validity, lo, hi int64
 		}
 	case arrow.FLOAT64:
 		for i, x := range values[float64](a) {
-			r := math.Round(x)
+			// PostgreSQL rounds a double to an integer half to even
+			// (rint): 2.5 gives 2, 3.5 gives 4.
+			r := math.RoundToEven(x)
 			if !(r >= float64(lo) && r < -float64(lo)) || r > float64(hi) {
 				if v.valid(i) {
 					return rangeErr(strconv.FormatFloat(x, 'g', -1, 64))

@@ -89,6 +89,17 @@ func TestTemporal(t *testing.T) {
 		{"extract month", &plan.Func{Name: "extract_month", Args: []plan.Expr{col("dt")}, Typ: plan.Int32}, "1 2 NULL 1", ""},
 		{"extract day ts", &plan.Func{Name: "extract_day", Args: []plan.Expr{col("ts")}, Typ: plan.Int32}, "31 NULL 31 29", ""},
 		{"extract year int64", &plan.Func{Name: "extract_year", Args: []plan.Expr{col("dt")}, Typ: plan.Int64}, "2020 2019 NULL 1970", ""},
+		// Results outside the type's range are errors: they used to wrap
+		// around to dates millions of years BC.
+		{"date + days out of range", bin(plan.OpAdd, col("dt"), i64(1<<31)), "", "date out of range"},
+		{"date - days out of range", bin(plan.OpSub, col("dt"), i64(-1<<63)), "", "date out of range"},
+		{"date + months out of range", bin(plan.OpAdd, col("dt"), interval(1<<31-1, 0)), "", "date out of range"},
+		{"timestamp + months out of range", bin(plan.OpAdd, col("ts"), interval(12*300000, 0)), "", "timestamp out of range"},
+		{"timestamp - days out of range", bin(plan.OpSub, col("ts"), interval(0, -1<<31)), "", "timestamp out of range"},
+		{"date - date out of range", bin(plan.OpSub, col("dt"), lit(plan.Date32, int32(-1<<31+1))), "", "integer overflow"},
+		{"timestamp - interval carries hours into days", bin(plan.OpSub, col("ts"), &plan.Literal{Typ: plan.Interval,
+			Val: arrow.MonthDayNanoInterval{Days: 1, Nanoseconds: 25 * 3600 * 1e9}}),
+			"2020-01-29 09:00:00 NULL 1969-12-29 22:59:59 2000-02-26 23:00:00.500000", ""},
 	})
 }
 

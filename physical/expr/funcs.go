@@ -394,6 +394,12 @@ func (e *Func) round(x arrow.Array, rest []operand, n int, mem memory.Allocator)
 		buf, out := allocValues[float64](mem, n)
 		for i, v := range values[float64](x) {
 			d := digits[i*ds]
+			if d == 0 {
+				// round(double precision) is rint in PostgreSQL:
+				// half to even.
+				out[i] = math.RoundToEven(v)
+				continue
+			}
 			p := math.Pow(10, float64(d))
 			out[i] = math.Round(v*p) / p
 		}

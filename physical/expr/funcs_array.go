@@ -37,7 +37,7 @@ func regexpMatch(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error
 			return nil, err
 		}
 		if global {
-			return nil, fmt.Errorf(`regexp_match() does not support the "global" option`)
+			return nil, NewDataError(`regexp_match() does not support the "global" option`)
 		}
 		s := args[0].str(i)
 		m := re.FindSubmatchIndex(s)

@@ -198,7 +198,8 @@ func (c regexCache) compile(pat, flags string) (*regexp.Regexp, bool, error) {
 	}
 	re, global, err := plan.CompileRegex(pat, flags)
 	if err != nil {
-		return nil, false, err
+		// A pattern from the data is the query's error, not the task's.
+		return nil, false, NewDataError(err.Error())
 	}
 	c[k] = regexEntry{re, global}
 	return re, global, nil

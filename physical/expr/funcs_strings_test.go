@@ -44,3 +44,17 @@ func TestStringFuncs(t *testing.T) {
 		{"regexp_extract bad group", fn("regexp_extract", plan.Utf8, col("s"), str("(.)"), i64(2)), "", "group 2 does not exist"},
 	})
 }
+
+// TestBatchTextLimit: string results are capped per batch, so a function
+// that multiplies its input over every row fails with a clear error
+// instead of exhausting memory; nothing leaks on the way out.
+func TestBatchTextLimit(t *testing.T) {
+	defer func(n int) { maxBatchText = n }(maxBatchText)
+	maxBatchText = 10
+	tooLong := "result too large: the strings of one batch would exceed"
+	runCases(t, []exprCase{
+		{"repeat", fn("repeat", plan.Utf8, col("s"), i64(5)), "", tooLong},
+		{"concat", &plan.Binary{Op: plan.OpConcat, L: col("s"), R: str("0123456789"), Typ: plan.Utf8}, "", tooLong},
+		{"within the limit", fn("repeat", plan.Utf8, str("ab"), i64(1)), "ab ab ab ab", ""},
+	})
+}

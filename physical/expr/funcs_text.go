@@ -85,7 +85,9 @@ func textRows(n int, args []rowArg, strict bool, mem memory.Allocator, f func(i 
 			b.b.Release()
 			return nil, err
 		}
-		b.b.BinaryBuilder.Append(tmp)
+		if err := b.append(tmp); err != nil {
+			return nil, err
+		}
 	}
 	return b.finish(), nil
 }

@@ -2,7 +2,6 @@ package expr
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -121,7 +120,7 @@ type likeMatcher struct {
 }
 
 // errLikeEscape reports a pattern ending in a lone escape character.
-var errLikeEscape = errors.New("LIKE pattern must not end with escape character")
+var errLikeEscape = NewDataError("LIKE pattern must not end with escape character")
 
 // compileLike parses pattern into a matcher, choosing a fast path when the
 // pattern has one of the common shapes.

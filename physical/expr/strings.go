@@ -56,6 +56,27 @@ func newStringBuilder(mem memory.Allocator, n, dataHint int) stringBuilder {
 	return stringBuilder{b: b}
 }
 
+// maxBatchText bounds the bytes of the strings of one result array: a
+// short string repeated by a function over every row of a batch
+// (repeat('x', 100000000) over 100 rows) would otherwise allocate its
+// way past the memory the process has, before any reservation sees it,
+// and past the 2 GiB a utf8 array's int32 offsets address.
+// (A variable so that tests can lower it.)
+var maxBatchText = 1 << 30
+
+var errBatchTooLong = NewDataError("result too large: the strings of one batch would exceed 1 GiB (a smaller execution.batch_size may help)")
+
+// append adds v, or fails with errBatchTooLong (releasing the builder)
+// when the array would grow past maxBatchText.
+func (s stringBuilder) append(v []byte) error {
+	if s.b.DataLen()+len(v) > maxBatchText {
+		s.b.Release()
+		return errBatchTooLong
+	}
+	s.b.BinaryBuilder.Append(v)
+	return nil
+}
+
 func (s stringBuilder) finish() arrow.Array {
 	defer s.b.Release()
 	return s.b.NewArray()
@@ -86,7 +107,9 @@ func concat(l, r operand, n int, mem memory.Allocator) (arrow.Array, error) {
 			continue
 		}
 		tmp = append(append(tmp[:0], ls.at(i)...), rs.at(i)...)
-		b.b.BinaryBuilder.Append(tmp)
+		if err := b.append(tmp); err != nil {
+			return nil, err
+		}
 	}
 	return b.finish(), nil
 }
@@ -107,7 +130,9 @@ func stringMap(a arrow.Array, mem memory.Allocator, f func(dst, src []byte) []by
 			continue
 		}
 		tmp = f(tmp[:0], s.at(i))
-		b.b.BinaryBuilder.Append(tmp)
+		if err := b.append(tmp); err != nil {
+			return nil, err
+		}
 	}
 	return b.finish(), nil
 }
@@ -159,7 +184,7 @@ func substringBytes(dst, src []byte, start, length int64, hasLen bool) ([]byte, 
 	end := int64(1) << 62
 	if hasLen {
 		if length < 0 {
-			return nil, fmt.Errorf("negative substring length not allowed")
+			return nil, NewDataError("negative substring length not allowed")
 		}
 		end = start + length
 	}

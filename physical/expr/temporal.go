@@ -2,8 +2,10 @@ package expr
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/plan"
@@ -50,12 +52,12 @@ func daysInMonth(y int64, m int) int { return plan.DaysInMonth(y, m) }
 
 // addMonths adds months to a day number, clamping the day of month to the
 // target month's length (2020-01-31 + 1 month = 2020-02-29).
-func addMonths(days int64, months int32) int64 {
+func addMonths(days, months int64) int64 {
 	if months == 0 {
 		return days
 	}
 	y, m, d := civilFromDays(days)
-	t := y*12 + int64(m-1) + int64(months)
+	t := y*12 + int64(m-1) + months
 	ny := t / 12
 	nm := t % 12
 	if nm < 0 {
@@ -102,7 +104,12 @@ func temporalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem
 		}
 		buf, out := allocValues[int32](mem, n)
 		for i := range out {
-			out[i] = a[i*sa] - b[i*sb]
+			d := int64(a[i*sa]) - int64(b[i*sb])
+			if d != int64(int32(d)) && validAt(valid, i) {
+				buf.Release()
+				return fail(errIntOverflow)
+			}
+			out[i] = int32(d)
 		}
 		return makeArray(rt, n, valid, nulls, buf), nil
 	case lt.ID() == arrow.DATE32 && plan.IsInteger(rtp) && rt.ID() == arrow.DATE32:
@@ -116,7 +123,12 @@ func temporalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem
 		}
 		buf, out := allocValues[int32](mem, n)
 		for i := range out {
-			out[i] = int32(int64(a[i*sa]) + sign*b[i*sb])
+			d := int64(a[i*sa]) + sign*b[i*sb]
+			if (d != int64(int32(d)) || (sign < 0 && b[i*sb] == math.MinInt64)) && validAt(valid, i) {
+				buf.Release()
+				return fail(errDateRange)
+			}
+			out[i] = int32(d)
 		}
 		return makeArray(rt, n, valid, nulls, buf), nil
 	case (lt.ID() == arrow.DATE32 || lt.ID() == arrow.TIMESTAMP) && rtp.ID() == arrow.INTERVAL_MONTH_DAY_NANO &&
@@ -136,8 +148,12 @@ func temporalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem
 			buf, out := allocValues[int32](mem, n)
 			for i := range out {
 				x := iv[i*si]
-				d := addMonths(int64(a[i*sa]), int32(sign)*x.Months)
+				d := addMonths(int64(a[i*sa]), sign*int64(x.Months))
 				d += sign * (int64(x.Days) + x.Nanoseconds/(microsPerDay*1000))
+				if d != int64(int32(d)) && validAt(valid, i) {
+					buf.Release()
+					return fail(errDateRange)
+				}
 				out[i] = int32(d)
 			}
 			return makeArray(rt, n, valid, nulls, buf), nil
@@ -148,14 +164,11 @@ func temporalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem
 		}
 		buf, out := allocValues[int64](mem, n)
 		for i := range out {
-			x := iv[i*si]
-			ts := a[i*sa]
-			if x.Months != 0 {
-				days := floorDiv(ts, microsPerDay)
-				tod := ts - days*microsPerDay
-				ts = addMonths(days, int32(sign)*x.Months)*microsPerDay + tod
+			ts, ok := shiftTimestamp(a[i*sa], iv[i*si], sign)
+			if !ok && validAt(valid, i) {
+				buf.Release()
+				return fail(errTimestampRange)
 			}
-			ts += sign * (int64(x.Days)*microsPerDay + x.Nanoseconds/1000)
 			out[i] = ts
 		}
 		return makeArray(rt, n, valid, nulls, buf), nil
@@ -175,12 +188,38 @@ func floorDiv(a, b int64) int64 {
 
 // AddInterval adds an interval to a timestamp (microseconds since the
 // epoch) as timestamp + interval does: months first, clamping the day of
-// month, then days and the time part.
-func AddInterval(ts int64, iv arrow.MonthDayNanoInterval) int64 {
-	if iv.Months != 0 {
-		days := floorDiv(ts, microsPerDay)
-		tod := ts - days*microsPerDay
-		ts = addMonths(days, iv.Months)*microsPerDay + tod
+// month, then days and the time part. It reports false when the result
+// does not fit a timestamp.
+func AddInterval(ts int64, iv arrow.MonthDayNanoInterval) (int64, bool) {
+	return shiftTimestamp(ts, iv, 1)
+}
+
+// maxTimestampDays bounds the days of a timestamp that int64 microseconds
+// hold, with room for the time of day.
+const maxTimestampDays = math.MaxInt64/microsPerDay - 1
+
+var (
+	errDateRange      = NewDataError("date out of range")
+	errTimestampRange = NewDataError("timestamp out of range")
+)
+
+// shiftTimestamp returns ts + sign*iv, or false when that leaves the range
+// of a timestamp: computed in int64 microseconds directly, a large
+// interval wrapped around to a date hundreds of thousands of years BC.
+func shiftTimestamp(ts int64, iv arrow.MonthDayNanoInterval, sign int64) (int64, bool) {
+	days := floorDiv(ts, microsPerDay)
+	tod := ts - days*microsPerDay
+	days = addMonths(days, sign*int64(iv.Months)) + sign*int64(iv.Days)
+	tod += sign * (iv.Nanoseconds / 1000)
+	carry := floorDiv(tod, microsPerDay)
+	days, tod = days+carry, tod-carry*microsPerDay
+	if days > maxTimestampDays || days < -maxTimestampDays {
+		return 0, false
 	}
-	return ts + int64(iv.Days)*microsPerDay + iv.Nanoseconds/1000
+	return days*microsPerDay + tod, true
+}
+
+// validAt reports whether row i is not NULL under valid (nil: none is).
+func validAt(valid *memory.Buffer, i int) bool {
+	return valid == nil || bitutil.BitIsSet(valid.Bytes(), i)
 }
