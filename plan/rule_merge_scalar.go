@@ -89,6 +89,9 @@ func MergeGlobalAggregates(n Node, ctx *OptContext) (Node, error) {
 		}
 		return n
 	})
+	if len(copies) == 0 {
+		return n, nil
+	}
 	return oneRowOnce(n, copies), nil
 }
 
