@@ -394,6 +394,25 @@ func Format(n Node) string {
 	return b.String()
 }
 
+// mapChildren returns n with f applied to each child (f recursing as it
+// needs), or n itself when f changed none.
+func mapChildren(n Node, f func(Node) Node) Node {
+	kids := n.Children()
+	if len(kids) == 0 {
+		return n
+	}
+	nk := make([]Node, len(kids))
+	changed := false
+	for i, k := range kids {
+		nk[i] = f(k)
+		changed = changed || nk[i] != k
+	}
+	if !changed {
+		return n
+	}
+	return n.WithChildren(nk)
+}
+
 // TransformUp rewrites a plan bottom-up: children first, then f on the node.
 func TransformUp(n Node, f func(Node) Node) Node {
 	kids := n.Children()

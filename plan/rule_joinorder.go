@@ -21,15 +21,7 @@ func ReorderJoins(n Node, _ *OptContext) (Node, error) {
 func reorder(n Node) Node {
 	j, ok := n.(*Join)
 	if !ok || j.Kind != JoinInner {
-		kids := n.Children()
-		if len(kids) == 0 {
-			return n
-		}
-		nk := make([]Node, len(kids))
-		for i, k := range kids {
-			nk[i] = reorder(k)
-		}
-		return n.WithChildren(nk)
+		return mapChildren(n, reorder)
 	}
 	var leaves []Node
 	var conds []Expr

@@ -131,20 +131,7 @@ func projectionOf(n Node) (*Project, *Aggregate) {
 func oneRowOnce(n Node, copies map[*Aggregate]int) Node {
 	j, ok := n.(*Join)
 	if !ok || j.Kind != JoinInner {
-		kids := n.Children()
-		if len(kids) == 0 {
-			return n
-		}
-		nk := make([]Node, len(kids))
-		changed := false
-		for i, k := range kids {
-			nk[i] = oneRowOnce(k, copies)
-			changed = changed || nk[i] != k
-		}
-		if !changed {
-			return n
-		}
-		return n.WithChildren(nk)
+		return mapChildren(n, func(c Node) Node { return oneRowOnce(c, copies) })
 	}
 	var leaves []Node
 	var conds []Expr
