@@ -161,6 +161,9 @@ func (c *aggCount) resize(n int) { c.counts = growSlice(c.counts, n) }
 
 func (c *aggCount) update(gids []int32, arg arrow.Array) error {
 	counts := c.counts
+	if !c.star && arg.DataType().ID() == arrow.NULL {
+		return nil // count(NULL): no value is counted
+	}
 	if c.star || arg.NullN() == 0 {
 		if c.hist != nil && len(counts) <= len(gids) {
 			for g, k := range c.hist.get(gids, len(counts)) {
@@ -178,8 +181,16 @@ func (c *aggCount) update(gids []int32, arg arrow.Array) error {
 		counts[0] += int64(len(gids) - arg.NullN())
 		return nil
 	}
-	// Add each row's validity bit, without a branch on it.
 	bm, off := arg.NullBitmapBytes(), arg.Data().Offset()
+	if bm == nil {
+		for i, g := range gids {
+			if arg.IsValid(i) {
+				counts[g]++
+			}
+		}
+		return nil
+	}
+	// Add each row's validity bit, without a branch on it.
 	for i, g := range gids {
 		j := off + i
 		counts[g] += int64(bm[j>>3] >> (j & 7) & 1)

@@ -850,4 +850,21 @@ func TestAggCountSlicedNulls(t *testing.T) {
 			}
 		}
 	}
+	// count(NULL): an array of type NULL has no validity bitmap.
+	nulls := array.NewNull(10)
+	defer nulls.Release()
+	for _, groups := range []int{1, 3} {
+		c := &aggCount{}
+		c.resize(groups)
+		gids := make([]int32, nulls.Len())
+		for i := range gids {
+			gids[i] = int32(i % groups)
+		}
+		if err := c.update(gids, nulls); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.counts, make([]int64, groups)) {
+			t.Fatalf("count(NULL) over %d groups: %v, want zeros", groups, c.counts)
+		}
+	}
 }
