@@ -199,13 +199,8 @@ func mergeable(as []*Aggregate, ctx *OptContext) []*Aggregate {
 		}
 	}
 	for len(uniq) >= 2 {
-		m := &merger{ids: ctx.IDs, maps: make([]map[ColumnID]Expr, len(uniq)), conds: make([][]Expr, len(uniq))}
-		inputs := make([]Node, len(uniq))
-		for i, x := range uniq {
-			m.maps[i] = map[ColumnID]Expr{}
-			inputs[i] = x.Input
-		}
-		if _, ok := m.merge(inputs); !ok {
+		m, _, ok := newMerger(uniq, ctx)
+		if !ok {
 			return nil
 		}
 		var keep []*Aggregate
@@ -213,22 +208,8 @@ func mergeable(as []*Aggregate, ctx *OptContext) []*Aggregate {
 		for i, x := range uniq {
 			cond := Conjunction(m.conds[i])
 			differ = differ || cond != nil
-			if cond != nil && len(x.GroupBy) > 0 {
-				var keys []ColumnID
-				for _, g := range x.GroupBy {
-					var id ColumnID
-					if c, ok := substitute(g, m.maps[i]).(*ColRef); ok {
-						id = c.ID
-					}
-					keys = append(keys, id)
-				}
-				cols := make(Schema, len(keys))
-				for k := range cols {
-					cols[k] = Column{ID: ColumnID(k + 1)}
-				}
-				if _, ok := liftThrough(cond, keys, cols); !ok {
-					continue
-				}
+			if cond != nil && len(x.GroupBy) > 0 && !readsOnly(cond, keyIDs(x.GroupBy, m.maps[i])) {
+				continue
 			}
 			keep = append(keep, x)
 		}
@@ -350,35 +331,23 @@ func writeShape(b *strings.Builder, n Node) bool {
 // tables or conditions) or a grouped aggregate's conditions are not on its
 // group keys.
 func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
-	m := &merger{ids: ctx.IDs, maps: make([]map[ColumnID]Expr, len(as)), conds: make([][]Expr, len(as))}
-	for i := range as {
-		m.maps[i] = map[ColumnID]Expr{}
-	}
-	inputs := make([]Node, len(as))
-	for i, x := range as {
-		inputs[i] = x.Input
-	}
-	in, ok := m.merge(inputs)
+	m, in, ok := newMerger(as, ctx)
 	if !ok {
 		return a
 	}
 	agg := &Aggregate{Input: in, Whole: true}
 	grouped := len(a.GroupBy) > 0
-	var keyIDs []ColumnID // the merged input's columns the group keys are
-	for k, g := range as[0].GroupBy {
-		mg := substitute(g, m.maps[0])
-		for i, x := range as[1:] {
-			if exprText(substitute(x.GroupBy[k], m.maps[i+1])) != exprText(mg) {
-				return a
-			}
+	nodes := make([]Node, len(as))
+	for i, x := range as {
+		nodes[i] = x
+	}
+	for k := range as[0].GroupBy {
+		mg, ok := m.same(nodes, func(n Node) Expr { return n.(*Aggregate).GroupBy[k] })
+		if !ok {
+			return a
 		}
 		agg.GroupBy = append(agg.GroupBy, mg)
 		agg.Cols = append(agg.Cols, Column{ID: m.ids.Next(), Name: as[0].Cols[k].Name, Table: as[0].Cols[k].Table, Type: as[0].Cols[k].Type, Nullable: true})
-		if c, ok := mg.(*ColRef); ok {
-			keyIDs = append(keyIDs, c.ID)
-		} else {
-			keyIDs = append(keyIDs, 0)
-		}
 	}
 	ng := len(agg.GroupBy)
 	byText := map[string]Column{}
@@ -414,7 +383,7 @@ func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
 		// those are on its group keys, the same in every row of a group.
 		ai := slices.Index(as, a)
 		if cond := Conjunction(m.conds[ai]); cond != nil {
-			lifted, ok := liftThrough(cond, keyIDs, agg.Cols[:ng])
+			lifted, ok := liftThrough(cond, keyIDs(agg.GroupBy, nil), agg.Cols[:ng])
 			if !ok {
 				return a
 			}
@@ -433,20 +402,54 @@ func mergedFor(as []*Aggregate, a *Aggregate, ctx *OptContext) Node {
 // ins[k] (0 for none) is the input column output k passes through as it is.
 // ok is false when cond reads an input column no output passes through.
 func liftThrough(cond Expr, ins []ColumnID, outs Schema) (Expr, bool) {
+	if !readsOnly(cond, ins) {
+		return nil, false
+	}
 	defs := map[ColumnID]Expr{}
 	for k, id := range ins {
-		if id != 0 {
-			if _, dup := defs[id]; !dup {
-				defs[id] = outs[k].Ref()
-			}
-		}
-	}
-	for id := range ColumnsOf(cond) {
-		if _, ok := defs[id]; !ok {
-			return nil, false
+		if _, dup := defs[id]; id != 0 && !dup {
+			defs[id] = outs[k].Ref()
 		}
 	}
 	return substitute(cond, defs), true
+}
+
+// readsOnly reports whether cond reads only columns among ids.
+func readsOnly(cond Expr, ids []ColumnID) bool {
+	for id := range ColumnsOf(cond) {
+		if !slices.Contains(ids, id) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyIDs returns the columns the group keys are, through mapping (nil:
+// as they are), 0 for a computed key.
+func keyIDs(groupBy []Expr, mapping map[ColumnID]Expr) []ColumnID {
+	ids := make([]ColumnID, len(groupBy))
+	for k, g := range groupBy {
+		if mapping != nil {
+			g = substitute(g, mapping)
+		}
+		if c, ok := g.(*ColRef); ok {
+			ids[k] = c.ID
+		}
+	}
+	return ids
+}
+
+// newMerger merges the inputs of as, returning the merger holding each
+// one's columns and own filters and the merged input.
+func newMerger(as []*Aggregate, ctx *OptContext) (*merger, Node, bool) {
+	m := &merger{ids: ctx.IDs, maps: make([]map[ColumnID]Expr, len(as)), conds: make([][]Expr, len(as))}
+	inputs := make([]Node, len(as))
+	for i, x := range as {
+		m.maps[i] = map[ColumnID]Expr{}
+		inputs[i] = x.Input
+	}
+	in, ok := m.merge(inputs)
+	return m, in, ok
 }
 
 // merger merges inputs of the same shape: maps[i] takes input i's columns
@@ -493,15 +496,12 @@ func (m *merger) merge(ns []Node) (Node, bool) {
 		}
 		return &Join{Kind: first.Kind, Left: l, Right: r, Cond: cond}, true
 	case *Filter:
-		ins := make([]Node, len(ns))
-		for i, n := range ns {
-			f, ok := n.(*Filter)
-			if !ok {
-				return nil, false
+		in, ok := m.mergeInputs(ns, func(n Node) (Node, bool) {
+			if f, ok := n.(*Filter); ok {
+				return f.Input, true
 			}
-			ins[i] = f.Input
-		}
-		in, ok := m.merge(ins)
+			return nil, false
+		})
 		if !ok {
 			return nil, false
 		}
@@ -511,15 +511,12 @@ func (m *merger) merge(ns []Node) (Node, bool) {
 		}
 		return &Filter{Input: in, Pred: pred}, true
 	case *Project:
-		ins := make([]Node, len(ns))
-		for i, n := range ns {
-			p, ok := n.(*Project)
-			if !ok || len(p.Exprs) != len(first.Exprs) {
-				return nil, false
+		in, ok := m.mergeInputs(ns, func(n Node) (Node, bool) {
+			if p, ok := n.(*Project); ok && len(p.Exprs) == len(first.Exprs) {
+				return p.Input, true
 			}
-			ins[i] = p.Input
-		}
-		in, ok := m.merge(ins)
+			return nil, false
+		})
 		if !ok {
 			return nil, false
 		}
@@ -539,15 +536,12 @@ func (m *merger) merge(ns []Node) (Node, bool) {
 		}
 		return out, m.lift(ns, func(n Node) Schema { return n.(*Project).Cols }, passes, out.Cols)
 	case *Aggregate:
-		ins := make([]Node, len(ns))
-		for i, n := range ns {
-			a, ok := n.(*Aggregate)
-			if !ok || len(a.GroupBy) != len(first.GroupBy) || len(a.Aggs) != len(first.Aggs) || len(a.GrandTotals) > 0 {
-				return nil, false
+		in, ok := m.mergeInputs(ns, func(n Node) (Node, bool) {
+			if a, ok := n.(*Aggregate); ok && len(a.GroupBy) == len(first.GroupBy) && len(a.Aggs) == len(first.Aggs) && len(a.GrandTotals) == 0 {
+				return a.Input, true
 			}
-			ins[i] = a.Input
-		}
-		in, ok := m.merge(ins)
+			return nil, false
+		})
 		if !ok {
 			return nil, false
 		}
@@ -586,6 +580,20 @@ func (m *merger) merge(ns []Node) (Node, bool) {
 		return out, m.lift(ns, func(n Node) Schema { return n.(*Aggregate).Cols }, passes, out.Cols)
 	}
 	return nil, false
+}
+
+// mergeInputs merges the inputs of ns, nodes of one kind with one input,
+// which input gives, with false for a node that does not line up.
+func (m *merger) mergeInputs(ns []Node, input func(Node) (Node, bool)) (Node, bool) {
+	ins := make([]Node, len(ns))
+	for i, n := range ns {
+		in, ok := input(n)
+		if !ok {
+			return nil, false
+		}
+		ins[i] = in
+	}
+	return m.merge(ins)
 }
 
 // same returns the expression get gives of each of ns, in merged columns,
