@@ -234,20 +234,11 @@ func (b *binder) windowCall(f *pg.FuncCall, name string, c ectx) (plan.Expr, err
 		if sb == nil {
 			return nil, b.errAt("bind", def.Location, "unexpected window ORDER BY entry")
 		}
-		k := plan.SortKey{}
-		switch sb.SortbyDir {
-		case pg.SortByDir_SORTBY_DESC:
-			k.Desc = true
-		case pg.SortByDir_SORTBY_USING:
-			return nil, b.errAt("bind", sb.Location, "ORDER BY USING is not supported")
+		dir, err := b.sortDir(sb)
+		if err != nil {
+			return nil, err
 		}
-		switch sb.SortbyNulls {
-		case pg.SortByNulls_SORTBY_NULLS_FIRST:
-			k.NullsFirst = true
-		case pg.SortByNulls_SORTBY_NULLS_LAST:
-		default:
-			k.NullsFirst = k.Desc
-		}
+		k := plan.SortKey{Desc: dir.desc, NullsFirst: dir.nullsFirst}
 		if k.Expr, err = b.expr(sb.Node, argCtx); err != nil {
 			return nil, err
 		}
