@@ -202,7 +202,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	grpcAddr := advertised(grpcLis.Addr(), cfg.BindAddr, cfg.AdvertiseHost)
 	flightAddr := advertised(flightLis.Addr(), cfg.FlightAddr, cfg.AdvertiseHost)
 
-	conn, err := grpc.NewClient(cfg.SchedulerAddr, append(cfg.Security.DialOptions(), rpc.KeepaliveDialOption())...)
+	conn, err := grpc.NewClient(cfg.SchedulerAddr, append(cfg.Security.DialOptions(), rpc.KeepaliveDialOption(), rpc.ReconnectDialOption())...)
 	if err != nil {
 		grpcLis.Close()
 		flightLis.Close()
@@ -410,6 +410,10 @@ func (e *Executor) removeDeadJobs(jobs []string) {
 	}
 }
 
+// registerTimeout bounds a registration again after the scheduler forgot
+// this executor.
+const registerTimeout = 10 * time.Second
+
 // heartbeatLoop keeps the executor known to the scheduler, registering
 // again when the scheduler has forgotten it (it expired the executor, or
 // restarted).
@@ -435,14 +439,19 @@ func (e *Executor) heartbeatLoop() {
 		}
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.HeartbeatInterval)
 		resp, err := e.sched.Heartbeat(ctx, req)
+		cancel()
 		switch {
 		case err == nil && resp.Reregister:
 			e.log.Warn("scheduler does not know this executor; registering again")
+			// Registering gets a deadline of its own: what is left of a
+			// short heartbeat interval after the heartbeat can be too
+			// little on a loaded host, and then every attempt would fail.
+			ctx, cancel := context.WithTimeout(e.ctx, max(e.cfg.HeartbeatInterval, registerTimeout))
 			_, err = e.register(ctx, false)
+			cancel()
 		case err == nil:
 			e.removeDeadJobs(resp.DeadJobs)
 		}
-		cancel()
 		switch {
 		case err != nil && e.ctx.Err() == nil && !failing:
 			e.log.Warn("heartbeat failed", "err", err)

@@ -335,12 +335,12 @@ func runUnreleased(t *testing.T, addr string) string {
 // waitGone waits up to 10s for path to be removed.
 func waitGone(t *testing.T, path, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s (%s) is still there after 10s", what, path)
+			t.Fatalf("%s (%s) is still there after 30s", what, path)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -403,6 +403,9 @@ func TestExecutorCleansUpAfterSchedulerRestart(t *testing.T) {
 		t.Fatalf("the unreleased job left no data: %v", err)
 	}
 	sched.Close()
+	// Down long enough that the executor's heartbeats fail and its
+	// connection backs off before the scheduler is back.
+	time.Sleep(300 * time.Millisecond)
 	restarted, err := StartScheduler(SchedulerConfig{Bind: addr})
 	if err != nil {
 		t.Fatal(err)

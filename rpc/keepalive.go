@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/keepalive"
 )
 
@@ -25,6 +26,21 @@ func KeepaliveDialOption() grpc.DialOption {
 	return grpc.WithKeepaliveParams(keepalive.ClientParameters{
 		Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true,
 	})
+}
+
+// ReconnectMaxDelay caps the wait between attempts to reconnect to a peer
+// that went away. gRPC's default grows to two minutes, so an executor
+// whose scheduler restarted could stay unregistered (no tasks, its dead
+// jobs' data left in place) that long after the scheduler was back.
+const ReconnectMaxDelay = 3 * time.Second
+
+// ReconnectDialOption retries a lost connection after 100 ms, then backs
+// off by 1.6 per failed attempt up to ReconnectMaxDelay.
+func ReconnectDialOption() grpc.DialOption {
+	cfg := backoff.DefaultConfig
+	cfg.BaseDelay = 100 * time.Millisecond
+	cfg.MaxDelay = ReconnectMaxDelay
+	return grpc.WithConnectParams(grpc.ConnectParams{Backoff: cfg, MinConnectTimeout: 20 * time.Second})
 }
 
 // KeepaliveServerOptions are the server side: accept the clients' pings

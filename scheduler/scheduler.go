@@ -176,7 +176,7 @@ func (s *Scheduler) Close() {
 }
 
 func dialGRPC(addr string, sec *rpc.Security) (rpc.ExecutorServiceClient, func() error, error) {
-	conn, err := grpc.NewClient(addr, append(sec.DialOptions(), rpc.KeepaliveDialOption())...)
+	conn, err := grpc.NewClient(addr, append(sec.DialOptions(), rpc.KeepaliveDialOption(), rpc.ReconnectDialOption())...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to executor at %s: %w", addr, err)
 	}

@@ -45,7 +45,7 @@ func Connect(addr string) (*Session, error) {
 // own, sent with every call: the scheduler binds the session's jobs to
 // it, so no other session can follow, cancel or release them.
 func ConnectWith(addr string, sec *rpc.Security) (*Session, error) {
-	opts := append(sec.DialOptions(), rpc.SessionCredentials(rpc.RandomHex(16)), rpc.KeepaliveDialOption(),
+	opts := append(sec.DialOptions(), rpc.SessionCredentials(rpc.RandomHex(16)), rpc.KeepaliveDialOption(), rpc.ReconnectDialOption(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
