@@ -326,6 +326,15 @@ func (h *HashAggregate) OutputPartitioning() Partitioning {
 	if in.Kind != PartHash || len(h.grandTotals) > 0 {
 		return Partitioning{Kind: PartUnknown, Count: in.Count}
 	}
+	if h.mode == AggFinal {
+		// The input is a partial aggregate's output: its first columns
+		// are the group keys, in order, and so are the output's.
+		keys := make([]expr.Expr, len(h.groupBy))
+		for i, g := range h.groupBy {
+			keys[i] = &expr.Column{Index: i, Name: h.groupNames[i], Type: g.DataType()}
+		}
+		return hashThrough(in, keys, h.groupNames)
+	}
 	return hashThrough(in, h.groupBy, h.groupNames)
 }
 

@@ -416,6 +416,12 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 	if parts <= 1 {
 		return final(in, AggSingle)
 	}
+	if len(n.GrandTotals) == 0 && hashedWithin(in.OutputPartitioning(), groups) {
+		// Every group's rows are in one input partition already (the
+		// input is a join or an aggregate on some of these keys): one
+		// aggregate per partition, with no partial step and no shuffle.
+		return final(in, AggSingle)
+	}
 	if distinct {
 		// Every row of a group must reach one partition before aggregating.
 		if k == 0 {
@@ -609,7 +615,7 @@ func (p *planner) setOp(n *plan.SetOp) (Operator, error) {
 			for j, col := range c.Schema() {
 				keys[j] = &expr.Column{Index: j, Name: col.Name, Type: col.Type}
 			}
-			op = NewRepartition(op, Partitioning{Kind: PartHash, Count: t, Keys: keys})
+			op = hashPartitioned(op, keys, t)
 		}
 		sides[i] = op
 	}
@@ -705,7 +711,8 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		together := op.OutputPartitioning().Count <= 1 || (len(dist) > 0 && subsetOf(dist, g.parts))
+		together := op.OutputPartitioning().Count <= 1 || (len(dist) > 0 && subsetOf(dist, g.parts)) ||
+			(len(pkeys) > 0 && hashedWithin(op.OutputPartitioning(), pkeys))
 		if !together {
 			if len(pkeys) == 0 {
 				op = NewCoalescePartitions(op)
@@ -868,6 +875,25 @@ func Format(op Operator) string {
 	}
 	rec(op, 0)
 	return string(out)
+}
+
+// hashedWithin reports whether a hash partitioning puts all rows equal on
+// keys in one partition: it hashes on input columns that are all among
+// keys (rows equal on keys are equal on those columns too).
+func hashedWithin(in Partitioning, keys []expr.Expr) bool {
+	if in.Kind != PartHash || len(in.Keys) == 0 {
+		return false
+	}
+	for _, k := range in.Keys {
+		kc, ok := k.(*expr.Column)
+		if !ok || !slices.ContainsFunc(keys, func(e expr.Expr) bool {
+			c, ok := e.(*expr.Column)
+			return ok && c.Index == kc.Index
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // hashPartitioned returns op hash partitioned on keys into count

@@ -70,8 +70,13 @@ func (s *SetOp) Schema() *arrow.Schema { return s.schema }
 // Children implements Operator.
 func (s *SetOp) Children() []Operator { return []Operator{s.left, s.right} }
 
-// OutputPartitioning implements Operator: the left input's partitions.
+// OutputPartitioning implements Operator: the left input's partitions,
+// and its hash partitioning: every output row is a left row, in the
+// left's column positions.
 func (s *SetOp) OutputPartitioning() Partitioning {
+	if in := s.left.OutputPartitioning(); in.Kind == PartHash {
+		return in
+	}
 	return Partitioning{Kind: PartUnknown, Count: s.left.OutputPartitioning().Count}
 }
 
