@@ -107,6 +107,10 @@ const (
 	// DefaultAutoMaxPipelinedRows is execution.auto_max_pipelined_rows'
 	// default (see docs/architecture.md, auto mode, for how it was chosen).
 	DefaultAutoMaxPipelinedRows = 10_000_000
+	// DefaultBlockingInlineBuildBytes is
+	// execution.blocking_inline_build_bytes' default (see
+	// docs/architecture.md, blocking mode).
+	DefaultBlockingInlineBuildBytes = 8 << 20
 )
 
 func oneOf(opts ...string) func(string) (string, error) {
@@ -219,6 +223,11 @@ var knownSettings = map[string]setting{
 		def:      constant("1m"),
 		validate: duration(24 * time.Hour),
 		help:     "a pipelined query whose client reads none of its result for this long is cancelled, freeing its executors' vcores (0: wait for ever); e.g. 30s, 5m",
+	},
+	"execution.blocking_inline_build_bytes": {
+		def:      constant(strconv.Itoa(DefaultBlockingInlineBuildBytes)),
+		validate: byteSize(0, MaxBytesSetting),
+		help:     "blocking mode: a broadcast join's build side that only reads files and is estimated at most this many bytes is read by each task of the join's stage itself, not by a stage of its own that must finish first (0: never)",
 	},
 	"execution.dynamic_filters": {
 		def:      constant("on"),

@@ -36,7 +36,7 @@ func dynFilterPlan(t *testing.T) *dplan.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dg, err := planStages(q.Query, s)
+	dg, err := planStages(q.Query, s, ModePipelined)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,7 +219,8 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 	if err != nil {
 		return nil, err
 	}
-	g, err := planStages(q, settings)
+	mode, _ := settings.Get("execution.mode")
+	g, err := planStages(q, settings, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +229,7 @@ func (s *Scheduler) explain(st *sql.Explain, settings *engine.Settings) (arrow.R
 		{"physical_plan", strings.TrimRight(physical.Format(q.Physical), "\n")},
 		{"distributed_plan", strings.TrimRight(dplan.Format(g), "\n")},
 	}
-	if mode, _ := settings.Get("execution.mode"); mode == ModeAuto {
+	if mode == ModeAuto {
 		// What auto mode would choose were the query run now.
 		s.mu.Lock()
 		c := s.chooseModeLocked(q, g, settings, nil)
@@ -274,7 +275,7 @@ func (s *Scheduler) submit(key jobKey, st *sql.Query, q *engine.Query, settings 
 // its plan q, not placed on the executors in avoid. The caller registers
 // it. Callers hold s.mu (auto mode and pipelined graphs read the cluster).
 func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, attempt int, avoid []string) (*job, error) {
-	dg, err := planStages(q, spec.settings)
+	dg, err := planStages(q, spec.settings, spec.mode)
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +283,11 @@ func (s *Scheduler) newJobLocked(key jobKey, spec *jobSpec, q *engine.Query, att
 	if mode == ModeAuto {
 		c := s.chooseModeLocked(q, dg, spec.settings, avoid)
 		mode, choice = c.Mode, c.String()
+		if mode == ModeBlocking {
+			if dg, err = planStages(q, spec.settings, mode); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var g ExecutionGraph
 	if mode == ModePipelined {
@@ -342,10 +348,18 @@ func ipcBytes(b arrow.RecordBatch) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// planStages cuts a query's physical plan into stages, with cross-stage
-// dynamic filters unless execution.dynamic_filters is off.
-func planStages(q *engine.Query, settings *engine.Settings) (*dplan.Graph, error) {
-	g, err := dplan.PlanEstimated(q.Physical, q.Estimates)
+// planStages cuts a query's physical plan into stages for mode, with
+// cross-stage dynamic filters unless execution.dynamic_filters is off.
+// Only blocking mode keeps small build sides in their join's stage: there
+// a broadcast stage has to finish before its join's stage starts, while
+// pipelined stages run at once, and a broadcast stage's output serves every
+// reader of it.
+func planStages(q *engine.Query, settings *engine.Settings, mode string) (*dplan.Graph, error) {
+	var opts dplan.Options
+	if mode == ModeBlocking {
+		opts.InlineBuildBytes = settings.Int("execution.blocking_inline_build_bytes")
+	}
+	g, err := dplan.PlanWith(q.Physical, q.Estimates, opts)
 	if err != nil {
 		return nil, err
 	}

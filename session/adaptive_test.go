@@ -160,12 +160,13 @@ func TestAdaptiveBlockingCluster(t *testing.T) {
 	}
 }
 
-// randomizeAdaptive draws adaptive execution's target partition bytes and
-// the broadcast threshold (which the physical planner uses too) at random,
+// randomizeAdaptive draws adaptive execution's target partition bytes,
+// the broadcast threshold (which the physical planner uses too) and the
+// largest build side a blocking join's stage reads itself at random,
 // log-uniform from 1 byte to 64 MiB, and logs them.
 func randomizeAdaptive(t testing.TB, s *session.Session) {
 	t.Helper()
-	for _, k := range []string{"execution.aqe_target_partition_bytes", "optimizer.broadcast_join_threshold_bytes"} {
+	for _, k := range []string{"execution.aqe_target_partition_bytes", "optimizer.broadcast_join_threshold_bytes", "execution.blocking_inline_build_bytes"} {
 		v := fmt.Sprint(int64(math.Exp(rand.Float64() * math.Log(64<<20))))
 		if err := s.Settings.Set(k, v); err != nil {
 			t.Fatal(err)

@@ -122,6 +122,10 @@ func TestSQLLogicCluster(t *testing.T) {
 					// to 64 MiB).
 					settings["execution.aqe_target_partition_bytes"] = fmt.Sprint(int64(math.Exp(rand.Float64() * math.Log(64<<20))))
 					label += ", aqe_target_partition_bytes=" + settings["execution.aqe_target_partition_bytes"]
+					// So is the largest build side a join's stage reads
+					// itself.
+					settings["execution.blocking_inline_build_bytes"] = fmt.Sprint(int64(math.Exp(rand.Float64() * math.Log(64<<20))))
+					label += ", blocking_inline_build_bytes=" + settings["execution.blocking_inline_build_bytes"]
 				}
 				runSLT(t, f, s, label, settings)
 			}

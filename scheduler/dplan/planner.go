@@ -62,10 +62,25 @@ func Plan(root physical.Operator) (*Graph, error) {
 // PlanEstimated is Plan, recording in each stage the estimate est has of
 // the operator the stage's body was cut from (nil: none).
 func PlanEstimated(root physical.Operator, est *physical.Estimates) (*Graph, error) {
+	return PlanWith(root, est, Options{})
+}
+
+// Options are the choices a caller makes about the cut.
+type Options struct {
+	// InlineBuildBytes: a collect-left join's build side that only reads
+	// files (a scan under filters and projections) and is estimated at
+	// no more than this many bytes is not cut: every task of the join's
+	// stage reads it itself, as one process does, instead of waiting for
+	// a broadcast stage to finish first (blocking mode). 0: always cut.
+	InlineBuildBytes int64
+}
+
+// PlanWith is PlanEstimated with opts.
+func PlanWith(root physical.Operator, est *physical.Estimates, opts Options) (*Graph, error) {
 	if root == nil {
 		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
 	}
-	p := &planner{seen: map[string]*Stage{}, subtrees: map[string]*Stage{}, digests: map[physical.Operator]string{}, est: est}
+	p := &planner{seen: map[string]*Stage{}, subtrees: map[string]*Stage{}, digests: map[physical.Operator]string{}, est: est, opts: opts}
 	body, inputs, err := p.visit(root)
 	if err != nil {
 		return nil, fmt.Errorf("distributed planning: %w", err)
@@ -89,6 +104,7 @@ type planner struct {
 	// digests remembers digest's result by operator.
 	digests map[physical.Operator]string
 	est     *physical.Estimates
+	opts    Options
 }
 
 // estimate records in s the estimate of orig, the operator of the
@@ -301,8 +317,12 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 // side becomes a broadcast stage, the right side stays in this stage.
 func (p *planner) collectLeft(op physical.Operator) (physical.Operator, []int, error) {
 	children := op.Children()
-	left, lins, err := p.visitCut(children[0], true)
-	if err != nil {
+	var left physical.Operator
+	var lins []int
+	var err error
+	if p.inlineBuild(children[0]) {
+		left = children[0]
+	} else if left, lins, err = p.visitCut(children[0], true); err != nil {
 		return nil, nil, err
 	}
 	right, rins, err := p.visit(children[1])
@@ -311,6 +331,31 @@ func (p *planner) collectLeft(op physical.Operator) (physical.Operator, []int, e
 	}
 	out, err := WithNewChildren(op, []physical.Operator{left, right})
 	return out, normalize(append(lins, rins...)), err
+}
+
+// inlineBuild reports whether a collect-left join's build side op stays
+// in the join's stage (see Options.InlineBuildBytes). Each task of the
+// stage then scans the build side's files whole; the join shares what it
+// built among the task's partitions, as in one process.
+func (p *planner) inlineBuild(op physical.Operator) bool {
+	if p.opts.InlineBuildBytes <= 0 {
+		return false
+	}
+	_, bytes, ok := p.est.Of(op)
+	if !ok || bytes > float64(p.opts.InlineBuildBytes) {
+		return false
+	}
+	var plain func(op physical.Operator) bool
+	plain = func(op physical.Operator) bool {
+		switch op.(type) {
+		case *physical.ParquetScan, *physical.CSVScan:
+			return true
+		case *physical.Filter, *physical.Projection:
+			return plain(op.Children()[0])
+		}
+		return false
+	}
+	return plain(op)
 }
 
 // visitCut plans the subtree c as a stage of its own (see cut), or reads
