@@ -229,6 +229,11 @@ var knownSettings = map[string]setting{
 		validate: byteSize(0, MaxBytesSetting),
 		help:     "blocking mode: a broadcast join's build side that only reads files and is estimated at most this many bytes is read by each task of the join's stage itself, not by a stage of its own that must finish first (0: never)",
 	},
+	"execution.blocking_swap_max_ratio": {
+		def:      constant("8"),
+		validate: intRange(0, 1_000_000, ""),
+		help:     "blocking mode: an inner join that builds on other joins' rows and probes a scan that execution.blocking_inline_build_bytes would keep in the stage is turned around to build on the scan, when the scan's estimated rows are at most this many times the other side's (0: never)",
+	},
 	"execution.dynamic_filters": {
 		def:      constant("on"),
 		validate: oneOf("on", "off"),

@@ -51,3 +51,48 @@ func TestBlockingInlinesSmallBuildSides(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingSwapsJoinToInlineItsProbeScan: a collect-left join that
+// builds the rows of another join and probes a small scan is turned
+// around in blocking mode, so that the scan is the build side read in the
+// stage and no stage writes the other join's rows out first; the columns
+// keep their order.
+func TestBlockingSwapsJoinToInlineItsProbeScan(t *testing.T) {
+	const sql = "SELECT n_name, count(*) FROM orders JOIN customer ON o_custkey = c_custkey JOIN nation ON c_nationkey = n_nationkey WHERE o_totalprice < 10 GROUP BY n_name"
+	for _, c := range []struct {
+		bytes, ratio      string
+		stages, broadcast int
+	}{
+		{"0", "8", 4, 2}, // nation, nation with customer, the join with orders, final
+		{"64MiB", "8", 2, 0},
+		{"64MiB", "0", 3, 1}, // nation is kept in; the join is not turned around
+	} {
+		s := engine.NewSettings()
+		for k, v := range map[string]string{"execution.target_partitions": "2", "execution.blocking_inline_build_bytes": c.bytes, "execution.blocking_swap_max_ratio": c.ratio} {
+			if err := s.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := testEngine(t).Prepare(sql, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := planStages(out.Query, s, ModeBlocking)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, st := range g.Stages {
+			if st.Broadcast {
+				n++
+			}
+		}
+		text := dplan.Format(g)
+		if len(g.Stages) != c.stages || n != c.broadcast {
+			t.Errorf("inline up to %s, swap ratio %s: %d stages, %d broadcast, want %d and %d:\n%s", c.bytes, c.ratio, len(g.Stages), n, c.stages, c.broadcast, text)
+		}
+		if c.broadcast == 0 && !strings.Contains(text, "HashJoin(Inner, CollectLeft): on=[o_custkey@0 = c_custkey@") {
+			t.Errorf("the join with orders does not build orders:\n%s", text)
+		}
+	}
+}

@@ -358,6 +358,7 @@ func planStages(q *engine.Query, settings *engine.Settings, mode string) (*dplan
 	var opts dplan.Options
 	if mode == ModeBlocking {
 		opts.InlineBuildBytes = settings.Int("execution.blocking_inline_build_bytes")
+		opts.SwapMaxRatio = settings.Int("execution.blocking_swap_max_ratio")
 	}
 	g, err := dplan.PlanWith(q.Physical, q.Estimates, opts)
 	if err != nil {

@@ -163,7 +163,9 @@ func TestAdaptiveBlockingCluster(t *testing.T) {
 // randomizeAdaptive draws adaptive execution's target partition bytes,
 // the broadcast threshold (which the physical planner uses too) and the
 // largest build side a blocking join's stage reads itself at random,
-// log-uniform from 1 byte to 64 MiB, and logs them.
+// log-uniform from 1 byte to 64 MiB, and the most rows, against the other
+// side's, a blocking join is turned around to build on (0 to 64), and logs
+// them.
 func randomizeAdaptive(t testing.TB, s *session.Session) {
 	t.Helper()
 	for _, k := range []string{"execution.aqe_target_partition_bytes", "optimizer.broadcast_join_threshold_bytes", "execution.blocking_inline_build_bytes"} {
@@ -173,4 +175,9 @@ func randomizeAdaptive(t testing.TB, s *session.Session) {
 		}
 		t.Logf("%s = %s", k, v)
 	}
+	v := fmt.Sprint(rand.IntN(65))
+	if err := s.Settings.Set("execution.blocking_swap_max_ratio", v); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("execution.blocking_swap_max_ratio = %s", v)
 }

@@ -126,6 +126,8 @@ func TestSQLLogicCluster(t *testing.T) {
 					// itself.
 					settings["execution.blocking_inline_build_bytes"] = fmt.Sprint(int64(math.Exp(rand.Float64() * math.Log(64<<20))))
 					label += ", blocking_inline_build_bytes=" + settings["execution.blocking_inline_build_bytes"]
+					settings["execution.blocking_swap_max_ratio"] = fmt.Sprint(rand.IntN(65))
+					label += ", blocking_swap_max_ratio=" + settings["execution.blocking_swap_max_ratio"]
 				}
 				runSLT(t, f, s, label, settings)
 			}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"sluice/physical"
+	"sluice/physical/expr"
 	"sluice/rpc"
 )
 
@@ -73,6 +74,11 @@ type Options struct {
 	// stage reads it itself, as one process does, instead of waiting for
 	// a broadcast stage to finish first (blocking mode). 0: always cut.
 	InlineBuildBytes int64
+	// SwapMaxRatio: an inner join whose probe side is such a scan and
+	// whose build side is not is turned around so the scan is its build
+	// side, when the scan's estimated rows are at most this many times
+	// the other side's (see swapForInline). 0: never.
+	SwapMaxRatio int64
 }
 
 // PlanWith is PlanEstimated with opts.
@@ -316,6 +322,9 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 // collectLeft plans a join whose left side every task reads whole: the left
 // side becomes a broadcast stage, the right side stays in this stage.
 func (p *planner) collectLeft(op physical.Operator) (physical.Operator, []int, error) {
+	if swapped := p.swapForInline(op); swapped != nil {
+		return p.visit(swapped)
+	}
 	children := op.Children()
 	var left physical.Operator
 	var lins []int
@@ -356,6 +365,52 @@ func (p *planner) inlineBuild(op physical.Operator) bool {
 		return false
 	}
 	return plain(op)
+}
+
+// swapForInline turns an inner collect-left join whose build side is not
+// kept in the stage but whose probe side could be (a small scan: see
+// inlineBuild) around: the scan becomes the build side, read in the
+// stage, and the other side, often a join of the fact table with other
+// dimensions, is probed without being written out as a broadcast stage
+// first (TPC-DS q88 and q18 build their joins on the rows of the fact
+// table joined so far). A projection restores the column order. Nil when
+// the join is not such a join, or has a residual filter (which refers to
+// the columns in their old order).
+func (p *planner) swapForInline(op physical.Operator) physical.Operator {
+	h, ok := op.(*physical.HashJoin)
+	if !ok || h.JoinType() != physical.JoinInner || h.Mode() != physical.JoinCollectLeft || h.Filter() != nil || h.NullAware() {
+		return nil
+	}
+	l, r := h.Children()[0], h.Children()[1]
+	if p.inlineBuild(l) || !p.inlineBuild(r) {
+		return nil
+	}
+	// The scan must not be much larger than what it would be probed
+	// with: building a table of a whole fact table's rows to probe a few
+	// hundred (q37 builds its join of item, inventory and dates and
+	// probes all of catalog_sales) costs more than the stage it saves.
+	lrows, _, lok := p.est.Of(l)
+	rrows, _, rok := p.est.Of(r)
+	if p.opts.SwapMaxRatio <= 0 || !lok || !rok || rrows > float64(p.opts.SwapMaxRatio)*lrows {
+		return nil
+	}
+	j, err := physical.NewHashJoin(r, l, physical.JoinInner, h.RightKeys(), h.LeftKeys(), nil, false, physical.JoinCollectLeft)
+	if err != nil {
+		return nil
+	}
+	nl, nr := l.Schema().NumFields(), r.Schema().NumFields()
+	out := h.Schema()
+	exprs := make([]expr.Expr, out.NumFields())
+	names := make([]string, out.NumFields())
+	for i, f := range out.Fields() {
+		in := nr + i // a left column, now after the right ones
+		if i >= nl {
+			in = i - nl
+		}
+		exprs[i] = &expr.Column{Index: in, Name: j.Schema().Field(in).Name, Type: f.Type}
+		names[i] = f.Name
+	}
+	return physical.NewProjection(j, exprs, names)
 }
 
 // visitCut plans the subtree c as a stage of its own (see cut), or reads
