@@ -74,10 +74,11 @@ func (s *SetOp) Children() []Operator { return []Operator{s.left, s.right} }
 // and its hash partitioning: every output row is a left row, in the
 // left's column positions.
 func (s *SetOp) OutputPartitioning() Partitioning {
-	if in := s.left.OutputPartitioning(); in.Kind == PartHash {
+	in := s.left.OutputPartitioning()
+	if in.Kind == PartHash {
 		return in
 	}
-	return Partitioning{Kind: PartUnknown, Count: s.left.OutputPartitioning().Count}
+	return Partitioning{Kind: PartUnknown, Count: in.Count}
 }
 
 // Kind is INTERSECT or EXCEPT.

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/catalog"
-	"sluice/engine"
 	"sluice/physical"
 	"sluice/rpc"
 	"sluice/scheduler/dplan"
@@ -26,20 +25,7 @@ const dynFilterSQL = "select count(*) from orders join lineitem on o_orderkey = 
 // filters added.
 func dynFilterPlan(t *testing.T) *dplan.Graph {
 	t.Helper()
-	s := engine.NewSettings()
-	for k, v := range map[string]string{"execution.target_partitions": "4", "optimizer.broadcast_join_threshold_bytes": "1"} {
-		if err := s.Set(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	q, err := testEngine(t).Prepare(dynFilterSQL, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dg, err := planStages(q.Query, s, ModePipelined)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dg := stagesFor(t, dynFilterSQL, ModePipelined, map[string]string{"execution.target_partitions": "4", "optimizer.broadcast_join_threshold_bytes": "1"})
 	if len(dg.Filters) != 1 || dg.Filters[0].Build != 1 || dg.Filters[0].Probe != 2 {
 		t.Fatalf("filters %+v, want one from stage 1 to stage 2:\n%s", dg.Filters, dplan.Format(dg))
 	}

@@ -8,6 +8,38 @@ import (
 	"sluice/scheduler/dplan"
 )
 
+// stagesFor prepares sql with settings and cuts it into stages as a job
+// in mode would be.
+func stagesFor(t *testing.T, sql, mode string, settings map[string]string) *dplan.Graph {
+	t.Helper()
+	s := engine.NewSettings()
+	for k, v := range settings {
+		if err := s.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := testEngine(t).Prepare(sql, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := planStages(q.Query, s, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// broadcastStages counts g's broadcast stages.
+func broadcastStages(g *dplan.Graph) int {
+	n := 0
+	for _, st := range g.Stages {
+		if st.Broadcast {
+			n++
+		}
+	}
+	return n
+}
+
 // TestBlockingInlinesSmallBuildSides: in blocking mode a broadcast join's
 // build side that only reads a file and is estimated under
 // execution.blocking_inline_build_bytes stays in the join's stage; at 0,
@@ -23,27 +55,8 @@ func TestBlockingInlinesSmallBuildSides(t *testing.T) {
 		{ModeBlocking, "1", 1}, // the estimate is over one byte
 		{ModePipelined, "64MiB", 1},
 	} {
-		s := engine.NewSettings()
-		for k, v := range map[string]string{"execution.target_partitions": "2", "execution.blocking_inline_build_bytes": c.bytes} {
-			if err := s.Set(k, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out, err := testEngine(t).Prepare(sql, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := planStages(out.Query, s, c.mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, st := range g.Stages {
-			if st.Broadcast {
-				n++
-			}
-		}
-		if n != c.broadcast {
+		g := stagesFor(t, sql, c.mode, map[string]string{"execution.target_partitions": "2", "execution.blocking_inline_build_bytes": c.bytes})
+		if n := broadcastStages(g); n != c.broadcast {
 			t.Errorf("%s, inline up to %s: %d broadcast stages, want %d:\n%s", c.mode, c.bytes, n, c.broadcast, dplan.Format(g))
 		}
 		if c.broadcast == 0 && !strings.Contains(dplan.Format(g), "ParquetScan: customer") {
@@ -67,28 +80,9 @@ func TestBlockingSwapsJoinToInlineItsProbeScan(t *testing.T) {
 		{"64MiB", "8", 2, 0},
 		{"64MiB", "0", 3, 1}, // nation is kept in; the join is not turned around
 	} {
-		s := engine.NewSettings()
-		for k, v := range map[string]string{"execution.target_partitions": "2", "execution.blocking_inline_build_bytes": c.bytes, "execution.blocking_swap_max_ratio": c.ratio} {
-			if err := s.Set(k, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out, err := testEngine(t).Prepare(sql, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := planStages(out.Query, s, ModeBlocking)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, st := range g.Stages {
-			if st.Broadcast {
-				n++
-			}
-		}
+		g := stagesFor(t, sql, ModeBlocking, map[string]string{"execution.target_partitions": "2", "execution.blocking_inline_build_bytes": c.bytes, "execution.blocking_swap_max_ratio": c.ratio})
 		text := dplan.Format(g)
-		if len(g.Stages) != c.stages || n != c.broadcast {
+		if n := broadcastStages(g); len(g.Stages) != c.stages || n != c.broadcast {
 			t.Errorf("inline up to %s, swap ratio %s: %d stages, %d broadcast, want %d and %d:\n%s", c.bytes, c.ratio, len(g.Stages), n, c.stages, c.broadcast, text)
 		}
 		if c.broadcast == 0 && !strings.Contains(text, "HashJoin(Inner, CollectLeft): on=[o_custkey@0 = c_custkey@") {

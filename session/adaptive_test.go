@@ -144,8 +144,7 @@ func TestAdaptiveBlockingCluster(t *testing.T) {
 			set("execution.adaptive", adaptive)
 			// Log-uniform thresholds from 1 byte to 64 MiB: the answers
 			// must not depend on them.
-			target := int64(math.Exp(rand.Float64() * math.Log(64<<20)))
-			broadcast := int64(math.Exp(rand.Float64() * math.Log(64<<20)))
+			target, broadcast := randomBytes(), randomBytes()
 			set("execution.aqe_target_partition_bytes", fmt.Sprint(target))
 			set("optimizer.broadcast_join_threshold_bytes", fmt.Sprint(broadcast))
 			got, err := sltRun(ctx, s, q)
@@ -169,15 +168,23 @@ func TestAdaptiveBlockingCluster(t *testing.T) {
 func randomizeAdaptive(t testing.TB, s *session.Session) {
 	t.Helper()
 	for _, k := range []string{"execution.aqe_target_partition_bytes", "optimizer.broadcast_join_threshold_bytes", "execution.blocking_inline_build_bytes"} {
-		v := fmt.Sprint(int64(math.Exp(rand.Float64() * math.Log(64<<20))))
+		v := fmt.Sprint(randomBytes())
 		if err := s.Settings.Set(k, v); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s = %s", k, v)
 	}
-	v := fmt.Sprint(rand.IntN(65))
+	v := fmt.Sprint(randomSwapRatio())
 	if err := s.Settings.Set("execution.blocking_swap_max_ratio", v); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("execution.blocking_swap_max_ratio = %s", v)
 }
+
+// randomBytes draws a tuned byte threshold at random, log-uniform from 1
+// byte to 64 MiB.
+func randomBytes() int64 { return int64(math.Exp(rand.Float64() * math.Log(64<<20))) }
+
+// randomSwapRatio draws execution.blocking_swap_max_ratio at random, from 0
+// (never) to 64.
+func randomSwapRatio() int { return rand.IntN(65) }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -117,17 +115,18 @@ func TestSQLLogicCluster(t *testing.T) {
 					label += ", " + k + "=" + v
 				}
 				if c.mode == "blocking" {
-					// Adaptive execution's target is a tuned guess: the
-					// answers must not depend on it (log-uniform, 1 byte
-					// to 64 MiB).
-					settings["execution.aqe_target_partition_bytes"] = fmt.Sprint(int64(math.Exp(rand.Float64() * math.Log(64<<20))))
-					label += ", aqe_target_partition_bytes=" + settings["execution.aqe_target_partition_bytes"]
-					// So is the largest build side a join's stage reads
-					// itself.
-					settings["execution.blocking_inline_build_bytes"] = fmt.Sprint(int64(math.Exp(rand.Float64() * math.Log(64<<20))))
-					label += ", blocking_inline_build_bytes=" + settings["execution.blocking_inline_build_bytes"]
-					settings["execution.blocking_swap_max_ratio"] = fmt.Sprint(rand.IntN(65))
-					label += ", blocking_swap_max_ratio=" + settings["execution.blocking_swap_max_ratio"]
+					// Adaptive execution's target, the largest build side
+					// a join's stage reads itself and when a join is
+					// turned around to do so are tuned guesses: the
+					// answers must not depend on them.
+					for _, r := range []struct{ k, v string }{
+						{"execution.aqe_target_partition_bytes", fmt.Sprint(randomBytes())},
+						{"execution.blocking_inline_build_bytes", fmt.Sprint(randomBytes())},
+						{"execution.blocking_swap_max_ratio", fmt.Sprint(randomSwapRatio())},
+					} {
+						settings[r.k] = r.v
+						label += ", " + strings.TrimPrefix(r.k, "execution.") + "=" + r.v
+					}
 				}
 				runSLT(t, f, s, label, settings)
 			}
