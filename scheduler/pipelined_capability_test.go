@@ -55,9 +55,10 @@ func TestPipelinedCapabilities(t *testing.T) {
 			final: []string{"2/0/0", "2/0/1", "2/1/2"},
 		},
 		{
-			// Stage 1 is shared: stages 2 and 6 both read it, their task i
-			// its partition i. Stages 3 and 5 are broadcast into stage 6,
-			// whose every task reads all of them.
+			// Stage 2, the aggregate's final half, is shared: stages 3
+			// and 7 both read it, their task i its partition i. Stages 4
+			// and 6 are broadcast into stage 7, whose every task reads all
+			// of them.
 			name: "a shared stage gives each of its consumers its own partitions",
 			sql: `select o_custkey, s from (select o_custkey, sum(o_totalprice) s from orders group by o_custkey) a
 where s = (select max(s) from (select o_custkey, sum(o_totalprice) s from orders group by o_custkey) b)
@@ -68,15 +69,18 @@ where s = (select max(s) from (select o_custkey, sum(o_totalprice) s from orders
 				"2.0": {"1/0/0", "1/1/0", "1/2/0"},
 				"2.1": {"1/0/1", "1/1/1", "1/2/1"},
 				"2.2": {"1/0/2", "1/1/2", "1/2/2"},
-				"3.0": {"2/0/0", "2/1/1", "2/2/2"},
-				"5.0": {"4/0/0", "4/1/0", "4/2/0"},
-				"5.1": {"4/0/1", "4/1/1", "4/2/1"},
-				"5.2": {"4/0/2", "4/1/2", "4/2/2"},
-				"6.0": {"1/0/0", "1/1/0", "1/2/0", "3/0/0", "5/0/0", "5/1/1", "5/2/2"},
-				"6.1": {"1/0/1", "1/1/1", "1/2/1", "3/0/0", "5/0/0", "5/1/1", "5/2/2"},
-				"6.2": {"1/0/2", "1/1/2", "1/2/2", "3/0/0", "5/0/0", "5/1/1", "5/2/2"},
+				"3.0": {"2/0/0"},
+				"3.1": {"2/1/1"},
+				"3.2": {"2/2/2"},
+				"4.0": {"3/0/0", "3/1/1", "3/2/2"},
+				"6.0": {"5/0/0", "5/1/0", "5/2/0"},
+				"6.1": {"5/0/1", "5/1/1", "5/2/1"},
+				"6.2": {"5/0/2", "5/1/2", "5/2/2"},
+				"7.0": {"2/0/0", "4/0/0", "6/0/0", "6/1/1", "6/2/2"},
+				"7.1": {"2/1/1", "4/0/0", "6/0/0", "6/1/1", "6/2/2"},
+				"7.2": {"2/2/2", "4/0/0", "6/0/0", "6/1/1", "6/2/2"},
 			},
-			final: []string{"6/0/0", "6/1/1", "6/2/2"},
+			final: []string{"7/0/0", "7/1/1", "7/2/2"},
 		},
 	}
 	for _, tc := range tests {

@@ -87,6 +87,7 @@ func PlanWith(root physical.Operator, est *physical.Estimates, opts Options) (*G
 		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
 	}
 	p := &planner{seen: map[string]*Stage{}, subtrees: map[string]*Stage{}, digests: map[physical.Operator]string{}, est: est, opts: opts}
+	p.repeated = p.repeatedAggregates(root)
 	body, inputs, err := p.visit(root)
 	if err != nil {
 		return nil, fmt.Errorf("distributed planning: %w", err)
@@ -109,6 +110,9 @@ type planner struct {
 	subtrees map[string]*Stage
 	// digests remembers digest's result by operator.
 	digests map[physical.Operator]string
+	// repeated holds the digests of the aggregates over a repartition
+	// that the plan computes more than once (see repeatedAggregates).
+	repeated map[string]bool
 	est     *physical.Estimates
 	opts    Options
 }
@@ -252,6 +256,10 @@ func passThrough(body physical.Operator) physical.Partitioning {
 // placeholder, and the (sorted, distinct) IDs of the stages it reads.
 func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) {
 	switch o := op.(type) {
+	case *physical.HashAggregate:
+		if p.repeated[p.digest(op)] {
+			return p.sharedAggregate(o)
+		}
 	case *physical.Repartition:
 		key := p.subtreeKey(o.Children()[0], o.OutputPartitioning(), false)
 		if s := p.reuse(key); s != nil {
@@ -301,6 +309,12 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 		out, err := WithNewChildren(op, outs)
 		return out, normalize(all), err
 	}
+	return p.visitChildren(op)
+}
+
+// visitChildren plans op's children (see visit) and keeps op in the
+// stage that reads them.
+func (p *planner) visitChildren(op physical.Operator) (physical.Operator, []int, error) {
 	children := op.Children()
 	if len(children) == 0 {
 		return op, nil, nil
@@ -317,6 +331,61 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 	}
 	out, err := WithNewChildren(op, outs)
 	return out, normalize(all), err
+}
+
+// repeatedAggregates finds the aggregates directly above a repartition
+// (the final half of a two-phase aggregate, or one over rows hashed for
+// it) that occur more than once in the plan under root, by digest: a CTE
+// or view read twice (TPC-DS q4, q11 and q74 read each year's totals per
+// customer twice, once per year). Sharing only the stage below the
+// repartition, as the stage comparison in Plan does, leaves every reader
+// to merge the partial states again; such an aggregate is planned as a
+// stage of its own instead (sharedAggregate), which every reader reads.
+// In process the plan shares the same aggregate (physical.SharedOutput).
+func (p *planner) repeatedAggregates(root physical.Operator) map[string]bool {
+	counts := map[string]int{}
+	var walk func(op physical.Operator)
+	walk = func(op physical.Operator) {
+		if h, ok := op.(*physical.HashAggregate); ok && !h.HasGrandTotals() {
+			if _, ok := h.Children()[0].(*physical.Repartition); ok {
+				if d := p.digest(op); d != "" {
+					counts[d]++
+				}
+			}
+		}
+		for _, c := range op.Children() {
+			walk(c)
+		}
+	}
+	walk(root)
+	out := map[string]bool{}
+	for d, n := range counts {
+		if n > 1 {
+			out[d] = true
+		}
+	}
+	return out
+}
+
+// sharedAggregate plans agg, which the plan computes more than once, as a
+// pass-through stage of its own, or reads the stage planned from an equal
+// aggregate before. Its readers read its partitions as they would have
+// read the aggregate's (its hash partitioning holds: a pass-through stage
+// writes partition i from partition i).
+func (p *planner) sharedAggregate(agg *physical.HashAggregate) (physical.Operator, []int, error) {
+	key := p.subtreeKey(agg, passThrough(agg), false)
+	if s := p.reuse(key); s != nil {
+		return physical.NewUnresolvedExchange(s.ID, agg.Schema(), agg.OutputPartitioning()), []int{s.ID}, nil
+	}
+	in, ins, err := p.visitChildren(agg)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, ins := p.cut(in, agg, ins, false)
+	if u, ok := out.(*physical.UnresolvedExchange); ok {
+		p.remember(key, p.stages[u.StageID-1])
+	}
+	return out, ins, nil
 }
 
 // collectLeft plans a join whose left side every task reads whole: the left
