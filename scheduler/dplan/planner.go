@@ -139,7 +139,7 @@ func (p *planner) reuse(key string) *Stage {
 // remember records that s was planned from the subtree under key, when s
 // may be shared (see Plan).
 func (p *planner) remember(key string, s *Stage) {
-	if key != "" && mergeable(s.Body, s.Broadcast) {
+	if key != "" && p.mergeable(s.Body, s.Broadcast) {
 		p.subtrees[key] = s
 	}
 }
@@ -204,16 +204,23 @@ func (p *planner) digestOf(op physical.Operator) string {
 var childStub = &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_UnresolvedExchange{UnresolvedExchange: &rpc.UnresolvedExchangeNode{}}}
 
 // mergeable says whether a stage with this body may be read by several
-// consumers: see Plan.
-func mergeable(body physical.Operator, broadcast bool) bool {
+// consumers: see Plan. A body that only reads a mergeable stage (the
+// repartition of a shared aggregate's output by other keys: TPC-DS q47
+// and q57 hash the monthly totals by brand and store for the windows of
+// each of their three readers) writes no more than that stage does.
+func (p *planner) mergeable(body physical.Operator, broadcast bool) bool {
 	for {
-		switch body.(type) {
+		switch b := body.(type) {
 		case *physical.Projection, *physical.Filter:
 			// Their output is at most the aggregate's below.
 			body = body.Children()[0]
 			continue
 		case *physical.HashAggregate:
 			return true
+		case *physical.UnresolvedExchange:
+			if in := p.stages[b.StageID-1]; p.mergeable(in.Body, in.Broadcast) {
+				return true
+			}
 		}
 		return broadcast
 	}
@@ -240,7 +247,7 @@ func (p *planner) add(body, orig physical.Operator, out physical.Partitioning, i
 // names its input stages, and its output split), or is "" for a stage that
 // is not merged with an equal one (see Plan).
 func (p *planner) reuseKey(body physical.Operator, out physical.Partitioning, broadcast bool) string {
-	if !mergeable(body, broadcast) {
+	if !p.mergeable(body, broadcast) {
 		return ""
 	}
 	return p.subtreeKey(body, out, broadcast)
@@ -342,22 +349,27 @@ func (p *planner) visitChildren(op physical.Operator) (physical.Operator, []int,
 // to merge the partial states again; such an aggregate is planned as a
 // stage of its own instead (sharedAggregate), which every reader reads.
 // In process the plan shares the same aggregate (physical.SharedOutput).
+// An aggregate read through a repartition (by other keys: TPC-DS q47 and
+// q57 hash the monthly totals by brand and store for their windows) is
+// not counted: the repartition's stage, which ends in the aggregate, is
+// what the stage comparison shares then.
 func (p *planner) repeatedAggregates(root physical.Operator) map[string]bool {
 	counts := map[string]int{}
-	var walk func(op physical.Operator)
-	walk = func(op physical.Operator) {
-		if h, ok := op.(*physical.HashAggregate); ok && !h.HasGrandTotals() {
+	var walk func(op physical.Operator, underRepartition bool)
+	walk = func(op physical.Operator, underRepartition bool) {
+		if h, ok := op.(*physical.HashAggregate); ok && !h.HasGrandTotals() && !underRepartition {
 			if _, ok := h.Children()[0].(*physical.Repartition); ok {
 				if d := p.digest(op); d != "" {
 					counts[d]++
 				}
 			}
 		}
+		_, rep := op.(*physical.Repartition)
 		for _, c := range op.Children() {
-			walk(c)
+			walk(c, rep)
 		}
 	}
-	walk(root)
+	walk(root, false)
 	out := map[string]bool{}
 	for d, n := range counts {
 		if n > 1 {
