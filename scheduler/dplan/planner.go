@@ -113,8 +113,8 @@ type planner struct {
 	// repeated holds the digests of the aggregates over a repartition
 	// that the plan computes more than once (see repeatedAggregates).
 	repeated map[string]bool
-	est     *physical.Estimates
-	opts    Options
+	est      *physical.Estimates
+	opts     Options
 }
 
 // estimate records in s the estimate of orig, the operator of the
@@ -385,19 +385,7 @@ func (p *planner) repeatedAggregates(root physical.Operator) map[string]bool {
 // read the aggregate's (its hash partitioning holds: a pass-through stage
 // writes partition i from partition i).
 func (p *planner) sharedAggregate(agg *physical.HashAggregate) (physical.Operator, []int, error) {
-	key := p.subtreeKey(agg, passThrough(agg), false)
-	if s := p.reuse(key); s != nil {
-		return physical.NewUnresolvedExchange(s.ID, agg.Schema(), agg.OutputPartitioning()), []int{s.ID}, nil
-	}
-	in, ins, err := p.visitChildren(agg)
-	if err != nil {
-		return nil, nil, err
-	}
-	out, ins := p.cut(in, agg, ins, false)
-	if u, ok := out.(*physical.UnresolvedExchange); ok {
-		p.remember(key, p.stages[u.StageID-1])
-	}
-	return out, ins, nil
+	return p.cutPlanned(agg, false, p.visitChildren)
 }
 
 // collectLeft plans a join whose left side every task reads whole: the left
@@ -497,11 +485,17 @@ func (p *planner) swapForInline(op physical.Operator) physical.Operator {
 // visitCut plans the subtree c as a stage of its own (see cut), or reads
 // the stage planned earlier from an equal subtree.
 func (p *planner) visitCut(c physical.Operator, broadcast bool) (physical.Operator, []int, error) {
+	return p.cutPlanned(c, broadcast, p.visit)
+}
+
+// cutPlanned is visitCut with c planned by plan (visit, or visitChildren
+// for an operator visit itself would cut).
+func (p *planner) cutPlanned(c physical.Operator, broadcast bool, plan func(physical.Operator) (physical.Operator, []int, error)) (physical.Operator, []int, error) {
 	key := p.subtreeKey(c, passThrough(c), broadcast)
 	if s := p.reuse(key); s != nil {
 		return physical.NewUnresolvedExchange(s.ID, c.Schema(), c.OutputPartitioning()), []int{s.ID}, nil
 	}
-	in, ins, err := p.visit(c)
+	in, ins, err := plan(c)
 	if err != nil {
 		return nil, nil, err
 	}
