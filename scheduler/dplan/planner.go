@@ -110,9 +110,9 @@ type planner struct {
 	subtrees map[string]*Stage
 	// digests remembers digest's result by operator.
 	digests map[physical.Operator]string
-	// repeated holds the digests of the aggregates over a repartition
-	// that the plan computes more than once (see repeatedAggregates).
-	repeated map[string]bool
+	// repeated counts, by digest, the aggregates over a repartition the
+	// plan computes (see repeatedAggregates); more than one is shared.
+	repeated map[string]int
 	est      *physical.Estimates
 	opts     Options
 }
@@ -264,7 +264,7 @@ func passThrough(body physical.Operator) physical.Partitioning {
 func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) {
 	switch o := op.(type) {
 	case *physical.HashAggregate:
-		if p.repeated[p.digest(op)] {
+		if p.repeated[p.digest(op)] > 1 {
 			return p.sharedAggregate(o)
 		}
 	case *physical.Repartition:
@@ -340,11 +340,11 @@ func (p *planner) visitChildren(op physical.Operator) (physical.Operator, []int,
 	return out, normalize(all), err
 }
 
-// repeatedAggregates finds the aggregates directly above a repartition
-// (the final half of a two-phase aggregate, or one over rows hashed for
-// it) that occur more than once in the plan under root, by digest: a CTE
-// or view read twice (TPC-DS q4, q11 and q74 read each year's totals per
-// customer twice, once per year). Sharing only the stage below the
+// repeatedAggregates counts, by digest, the aggregates directly above a
+// repartition (the final half of a two-phase aggregate, or one over rows
+// hashed for it) in the plan under root. One that occurs more than once is
+// a CTE or view read twice (TPC-DS q4, q11 and q74 read each year's
+// totals per customer twice, once per year). Sharing only the stage below the
 // repartition, as the stage comparison in Plan does, leaves every reader
 // to merge the partial states again; such an aggregate is planned as a
 // stage of its own instead (sharedAggregate), which every reader reads.
@@ -353,7 +353,7 @@ func (p *planner) visitChildren(op physical.Operator) (physical.Operator, []int,
 // q57 hash the monthly totals by brand and store for their windows) is
 // not counted: the repartition's stage, which ends in the aggregate, is
 // what the stage comparison shares then.
-func (p *planner) repeatedAggregates(root physical.Operator) map[string]bool {
+func (p *planner) repeatedAggregates(root physical.Operator) map[string]int {
 	counts := map[string]int{}
 	var walk func(op physical.Operator, underRepartition bool)
 	walk = func(op physical.Operator, underRepartition bool) {
@@ -370,13 +370,7 @@ func (p *planner) repeatedAggregates(root physical.Operator) map[string]bool {
 		}
 	}
 	walk(root, false)
-	out := map[string]bool{}
-	for d, n := range counts {
-		if n > 1 {
-			out[d] = true
-		}
-	}
-	return out
+	return counts
 }
 
 // sharedAggregate plans agg, which the plan computes more than once, as a
