@@ -106,6 +106,7 @@ func runExecutor(args []string) int {
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "heartbeat interval")
 	maxAge := fs.Duration("job-data-max-age", time.Hour, "job data untouched this long is removed when the scheduler no longer knows its job")
 	memLimit := fs.Int64("memory-limit", 0, "bytes all tasks may reserve together (0: three quarters of the machine's memory; -1: no limit)")
+	held := fs.Int64("held-output-bytes", 0, "bytes of blocking stage outputs kept in memory instead of shuffle files, reserved from --memory-limit (0: an eighth of it, at most 256 MiB; -1: none, every output is a file)")
 	compression := fs.String("exchange-compression", string(exchange.CompressLZ4), "codec of shuffle files and Flight streams: lz4, or none when every executor and client runs on this machine")
 	secFlags := addSecurityFlags(fs, false)
 	allowed := addLocationsFlag(fs)
@@ -146,7 +147,7 @@ func runExecutor(args []string) int {
 	x, err := cluster.StartExecutor(ctx, cluster.ExecutorConfig{
 		SchedulerAddr: *sched, BindAddr: *bind, FlightAddr: *flightBind, AdvertiseHost: *advertise,
 		Vcores: *vcores, WorkDir: *workDir, Compression: codec, ID: *id, HeartbeatInterval: *heartbeat, Policy: *policy,
-		MemoryLimit: *memLimit, JobDataMaxAge: *maxAge, Logger: stderrLogger(), Security: sec,
+		MemoryLimit: *memLimit, HeldOutputBytes: *held, JobDataMaxAge: *maxAge, Logger: stderrLogger(), Security: sec,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

@@ -61,6 +61,10 @@ type EmbeddedConfig struct {
 	// together, in bytes (0: the executors share
 	// mempool.DefaultLimit, since they share this process).
 	ExecutorMemoryLimit int64
+	// HeldOutputBytes is each executor's budget for blocking outputs kept
+	// in memory (ExecutorConfig.HeldOutputBytes: 0, an eighth of its
+	// memory limit, at most 256 MiB; negative, none).
+	HeldOutputBytes int64
 }
 
 // Embedded is a scheduler and its executors in one process, talking over
@@ -178,7 +182,7 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
 		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
 		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger, Security: e.cfg.Security,
-		MemoryLimit: e.executorMemoryLimit(),
+		MemoryLimit: e.executorMemoryLimit(), HeldOutputBytes: e.cfg.HeldOutputBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)

@@ -75,6 +75,12 @@ type ExecutorConfig struct {
 	// would pass it fails with "resources exhausted" instead of the
 	// process running out of memory.
 	MemoryLimit int64
+	// HeldOutputBytes is how many bytes of its blocking tasks' outputs the
+	// executor keeps in memory, reserved from its memory limit, instead of
+	// writing them to shuffle files (exchange.HeldOutputs; 0: an eighth of
+	// its memory limit, at most 256 MiB; negative: none, every output is a
+	// file).
+	HeldOutputBytes int64
 	// PollInterval is how long a pull-mode executor waits after an empty
 	// poll (default 100ms).
 	PollInterval time.Duration
@@ -209,7 +215,10 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		return nil, fmt.Errorf("executor: connecting to scheduler at %s: %w", cfg.SchedulerAddr, err)
 	}
 
+	pool := mempool.NewPool("executor "+cfg.ID, memoryLimit(cfg.MemoryLimit), nil).
+		WithHint("an executor's tasks take at most its --memory-limit together (default three quarters of the machine's memory); run fewer queries at once or add executors")
 	env := &exchange.Env{
+		Held:          exchange.NewHeldOutputs(heldOutputBytes(cfg.HeldOutputBytes, pool.Limit()), pool),
 		ExecutorID:    cfg.ID,
 		FlightAddress: flightAddr,
 		WorkDir:       cfg.WorkDir,
@@ -222,8 +231,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	e := &Executor{
 		cfg: cfg, id: cfg.ID, log: log.With("executor", cfg.ID),
 		env: env, flightSvc: exchange.NewFlightService(env),
-		tables: physical.NewTableCache(), memory: mempool.NewPool("executor "+cfg.ID, memoryLimit(cfg.MemoryLimit), nil).
-			WithHint("an executor's tasks take at most its --memory-limit together (default three quarters of the machine's memory); run fewer queries at once or add executors"),
+		tables: physical.NewTableCache(), memory: pool,
 		grpcSrv: newServer(cfg.Security, nil, nil), flightSrv: newServer(cfg.Security, nil, nil), grpcAddr: grpcAddr,
 		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
 		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
@@ -289,6 +297,27 @@ func memoryLimit(configured int64) int64 {
 		return mempool.DefaultLimit()
 	}
 	return configured
+}
+
+// defaultHeldOutputBytes caps the default budget for held outputs. They
+// stay until their job ends, and what they reserve is what the tasks of
+// later stages cannot: an eighth of the executor's memory, and no more
+// than this, leaves the tasks nearly all of it.
+const defaultHeldOutputBytes = 256 << 20
+
+// heldOutputBytes is the budget for held outputs: the configured one, or
+// an eighth of the executor's memory limit, at most
+// defaultHeldOutputBytes.
+func heldOutputBytes(configured, limit int64) int64 {
+	switch {
+	case configured < 0:
+		return 0
+	case configured > 0:
+		return configured
+	case limit > 0:
+		return min(limit/8, defaultHeldOutputBytes)
+	}
+	return defaultHeldOutputBytes
 }
 
 func newExecutorID() string {
@@ -376,6 +405,9 @@ func (e *Executor) heldJobs(olderThan time.Duration) []string {
 		set[j] = true
 	}
 	for _, j := range e.env.Registry.Jobs() {
+		set[j] = true
+	}
+	for _, j := range e.env.Held.Jobs(olderThan, time.Now()) {
 		set[j] = true
 	}
 	e.mu.Lock()
@@ -551,6 +583,9 @@ func (e *Executor) shutdown(graceful bool) {
 		}
 		e.loops.Wait()
 		e.removals.Wait()
+		// Held outputs live in this process's memory: they end with the
+		// executor, as a lost executor's files are lost to the cluster.
+		e.env.Held.Close()
 		if graceful {
 			// Tell the scheduler at once, so it stops offering this
 			// executor's vcores instead of waiting for its heartbeats to stop.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -351,34 +352,66 @@ func waitGone(t *testing.T, path, what string) {
 // lost), and kept while the scheduler knows it, however old (a client is
 // still to read it).
 func TestExecutorSweepsDeadJobData(t *testing.T) {
-	sched, err := StartScheduler(SchedulerConfig{})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range heldCases {
+		t.Run(c.name, func(t *testing.T) {
+			sched, err := StartScheduler(SchedulerConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sched.Close()
+			work := t.TempDir()
+			x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+				Vcores: 2, WorkDir: work, HeartbeatInterval: 20 * time.Millisecond, JobDataMaxAge: 100 * time.Millisecond, HeldOutputBytes: c.held})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			live := runUnreleased(t, sched.Addr())
+			if !holdsJob(x, live) {
+				t.Fatalf("the unreleased job left no data (%s)", c.name)
+			}
+			dead := filepath.Join(work, "0a1b2c3d-9")
+			if err := os.MkdirAll(filepath.Join(dead, "1"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dead, "1", "data-0-0.arrow"), make([]byte, 100), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, dead, "data of a job the scheduler does not know")
+			// By now the live job's data is older than JobDataMaxAge too.
+			time.Sleep(300 * time.Millisecond)
+			if !holdsJob(x, live) {
+				t.Errorf("the data of a job the scheduler knows was removed (%s)", c.name)
+			}
+		})
 	}
-	defer sched.Close()
-	work := t.TempDir()
-	x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
-		Vcores: 2, WorkDir: work, HeartbeatInterval: 20 * time.Millisecond, JobDataMaxAge: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// heldCases run a test with the executor's outputs written to files and
+// held in memory.
+var heldCases = []struct {
+	name string
+	held int64
+}{{"files", -1}, {"held", 0}}
+
+// holdsJob reports whether x holds output of job: held in memory, or in
+// the job's directory.
+func holdsJob(x *Executor, job string) bool {
+	if slices.Contains(x.env.Held.Jobs(0, time.Now()), job) {
+		return true
 	}
-	defer x.Close()
-	live := filepath.Join(work, runUnreleased(t, sched.Addr()))
-	if _, err := os.Stat(live); err != nil {
-		t.Fatalf("the unreleased job left no data: %v", err)
-	}
-	dead := filepath.Join(work, "0a1b2c3d-9")
-	if err := os.MkdirAll(filepath.Join(dead, "1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dead, "1", "data-0-0.arrow"), make([]byte, 100), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, dead, "data of a job the scheduler does not know")
-	// By now the live job's data is older than JobDataMaxAge too.
-	time.Sleep(300 * time.Millisecond)
-	if _, err := os.Stat(live); err != nil {
-		t.Errorf("the data of a job the scheduler knows was removed: %v", err)
+	_, err := os.Stat(filepath.Join(x.WorkDir(), job))
+	return err == nil
+}
+
+// waitReleased waits up to 30s for x to hold nothing of job.
+func waitReleased(t *testing.T, x *Executor, job, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); holdsJob(x, job); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (job %s) is still there after 30s", what, job)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -386,37 +419,58 @@ func TestExecutorSweepsDeadJobData(t *testing.T) {
 // scheduler that restarted is no one's; the executor removes it when it
 // registers with the new scheduler, which knows none of its jobs.
 func TestExecutorCleansUpAfterSchedulerRestart(t *testing.T) {
-	sched, err := StartScheduler(SchedulerConfig{})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range heldCases {
+		t.Run(c.name, func(t *testing.T) {
+			sched, err := StartScheduler(SchedulerConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := sched.Addr()
+			work := t.TempDir()
+			x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: addr, BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
+				Vcores: 2, WorkDir: work, HeartbeatInterval: 20 * time.Millisecond, HeldOutputBytes: c.held})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			old := runUnreleased(t, addr)
+			if !holdsJob(x, old) {
+				t.Fatalf("the unreleased job left no data (%s)", c.name)
+			}
+			sched.Close()
+			// Down long enough that the executor's heartbeats fail and its
+			// connection backs off before the scheduler is back.
+			time.Sleep(300 * time.Millisecond)
+			restarted, err := StartScheduler(SchedulerConfig{Bind: addr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer restarted.Close()
+			waitReleased(t, x, old, "data of the earlier scheduler's job")
+			cs, err := restarted.Scheduler().GetClusterState(context.Background(), &rpc.GetClusterStateRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs.Executors) != 1 {
+				t.Errorf("%d executors registered with the restarted scheduler, want 1", len(cs.Executors))
+			}
+		})
 	}
-	addr := sched.Addr()
-	work := t.TempDir()
-	x, err := StartExecutor(context.Background(), ExecutorConfig{SchedulerAddr: addr, BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
-		Vcores: 2, WorkDir: work, HeartbeatInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	old := filepath.Join(work, runUnreleased(t, addr))
-	if _, err := os.Stat(old); err != nil {
-		t.Fatalf("the unreleased job left no data: %v", err)
-	}
-	sched.Close()
-	// Down long enough that the executor's heartbeats fail and its
-	// connection backs off before the scheduler is back.
-	time.Sleep(300 * time.Millisecond)
-	restarted, err := StartScheduler(SchedulerConfig{Bind: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer restarted.Close()
-	waitGone(t, old, "data of the earlier scheduler's job")
-	cs, err := restarted.Scheduler().GetClusterState(context.Background(), &rpc.GetClusterStateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cs.Executors) != 1 {
-		t.Errorf("%d executors registered with the restarted scheduler, want 1", len(cs.Executors))
+}
+
+// TestHeldOutputBytes: the budget for held outputs is the configured one,
+// none when negative, and by default an eighth of the memory limit, at
+// most defaultHeldOutputBytes.
+func TestHeldOutputBytes(t *testing.T) {
+	for _, c := range []struct{ configured, limit, want int64 }{
+		{-1, 1 << 30, 0},
+		{5000, 1 << 30, 5000},
+		{0, 1 << 30, 1 << 27},
+		{0, 64 << 30, defaultHeldOutputBytes},
+		{0, 0, defaultHeldOutputBytes},
+	} {
+		if got := heldOutputBytes(c.configured, c.limit); got != c.want {
+			t.Errorf("heldOutputBytes(%d, %d) = %d, want %d", c.configured, c.limit, got, c.want)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func TestKilledExecutorWorkIsRerun(t *testing.T) {
 				if def.Id.StageId >= 2 {
 					once.Do(func() {
 						victim := slot.executor("exec-2")
-						if !holdsShuffleFiles(victim.WorkDir()) {
+						if !holdsOutputs(victim) {
 							victim = slot.executor("exec-1")
 						}
 						go func() {
@@ -92,6 +92,12 @@ func TestKilledExecutorWorkIsRerun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdsOutputs reports whether x holds stage output: held in memory, or
+// in a shuffle file.
+func holdsOutputs(x *Executor) bool {
+	return x.env.Held.Outputs() > 0 || holdsShuffleFiles(x.WorkDir())
 }
 
 // holdsShuffleFiles reports whether dir holds a shuffle file.
@@ -242,8 +248,8 @@ func TestCancelMidQueryStopsTasksAndRemovesFiles(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("stage 2 never started")
 			}
-			if n := countFiles(t, emb); n == 0 {
-				t.Fatal("stage 1 wrote no shuffle files; the test would prove nothing")
+			if n := countOutputs(t, emb); n == 0 {
+				t.Fatal("stage 1 wrote no output; the test would prove nothing")
 			}
 			cancelled := make(chan error, 1)
 			go func() {
@@ -269,7 +275,7 @@ func TestCancelMidQueryStopsTasksAndRemovesFiles(t *testing.T) {
 			})
 			// A removed job's directory is renamed away and its files are
 			// deleted in the background: wait for that to finish.
-			waitFor(t, "no files left under the work dirs after cancelling", func() bool { return countFiles(t, emb) == 0 })
+			waitFor(t, "no output left, held or in the work dirs, after cancelling", func() bool { return countOutputs(t, emb) == 0 })
 		})
 	}
 }
@@ -290,10 +296,13 @@ func allCancelled(emb *Embedded) bool {
 	return true
 }
 
-func countFiles(t *testing.T, emb *Embedded) int {
+// countOutputs counts the outputs the executors hold in memory and the
+// files in their work dirs.
+func countOutputs(t *testing.T, emb *Embedded) int {
 	t.Helper()
 	n := 0
 	for _, x := range emb.Executors() {
+		n += x.env.Held.Outputs()
 		err := filepath.WalkDir(x.WorkDir(), func(path string, d fs.DirEntry, err error) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // deleted meanwhile (a removed job's files go in the background)

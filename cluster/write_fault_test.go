@@ -76,7 +76,7 @@ func TestWriteSurvivesKilledExecutor(t *testing.T) {
 				if def.Id.StageId >= 2 {
 					once.Do(func() {
 						victim := slot.executor("exec-2")
-						if !holdsShuffleFiles(victim.WorkDir()) {
+						if !holdsOutputs(victim) {
 							victim = slot.executor("exec-1")
 						}
 						go func() {

@@ -49,6 +49,9 @@ type Env struct {
 	Registry *Registry
 	// Clients dials and caches Flight clients by address.
 	Clients *ClientPool
+	// Held keeps the outputs of the executor's blocking tasks in memory
+	// up to its budget (held.go; nil: every output is a file).
+	Held *HeldOutputs
 	// MaxFetchBytes caps the bytes a ShuffleReader stream has in flight at
 	// once (0: DefaultMaxFetchBytes).
 	MaxFetchBytes int64

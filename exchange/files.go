@@ -179,7 +179,12 @@ func (f *fileWriter) abort() {
 // batchesOf checks a location's batch indices against its file: none
 // means every batch (a file of one partition).
 func batchesOf(r *ipc.FileReader, want []int32) ([]int, error) {
-	n := r.NumRecords()
+	return batchIndexes(r.NumRecords(), want)
+}
+
+// batchIndexes checks want against an output of n batches: none means
+// every batch.
+func batchIndexes(n int, want []int32) ([]int, error) {
 	if len(want) == 0 {
 		all := make([]int, n)
 		for i := range all {

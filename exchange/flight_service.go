@@ -142,6 +142,17 @@ func (s *FlightService) shufflePath(f *rpc.FetchPartition) (string, error) {
 }
 
 func (s *FlightService) fetchPartition(stream flight.FlightService_DoGetServer, f *rpc.FetchPartition) error {
+	if s.env.WorkDir != "" && validJobID(f.JobId) == nil {
+		if path, ok := stageFile(s.env.WorkDir, f.JobId, int(f.StageId), f.Path); ok {
+			schema, held, ok, err := s.env.Held.batches(path, f.Batches)
+			if err != nil {
+				return status.Errorf(codes.InvalidArgument, "%s: %v", f.Path, err)
+			}
+			if ok {
+				return s.sendHeld(stream, schema, held)
+			}
+		}
+	}
 	path, err := s.shufflePath(f)
 	if err != nil {
 		return err
@@ -169,6 +180,28 @@ func (s *FlightService) fetchPartition(stream flight.FlightService_DoGetServer, 
 		}
 		err = w.Write(b)
 		b.Release()
+		if err != nil {
+			return streamErr(stream.Context(), err)
+		}
+	}
+	return nil
+}
+
+// sendHeld streams a held output's batches, releasing each.
+func (s *FlightService) sendHeld(stream flight.FlightService_DoGetServer, schema *arrow.Schema, bs []arrow.RecordBatch) error {
+	defer func() {
+		for _, b := range bs {
+			if b != nil {
+				b.Release()
+			}
+		}
+	}()
+	w := flight.NewRecordWriter(stream, append(s.env.Compression.ipcOptions(), ipc.WithSchema(schema), ipc.WithAllocator(s.alloc()))...)
+	defer w.Close()
+	for i, b := range bs {
+		err := w.Write(b)
+		b.Release()
+		bs[i] = nil
 		if err != nil {
 			return streamErr(stream.Context(), err)
 		}
@@ -252,6 +285,7 @@ func (s *FlightService) RemoveJob(jobID string) error {
 	if s.env.Secrets != nil {
 		s.env.Secrets.Forget(jobID)
 	}
+	s.env.Held.DropJob(jobID)
 	if s.env.WorkDir == "" {
 		return nil
 	}

@@ -144,6 +144,12 @@ func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.
 	if !ok {
 		return fmt.Errorf("%s is not a shuffle file of stage %d of job %s in this executor's work dir", loc.Path, loc.StageId, loc.JobId)
 	}
+	if _, held, ok, err := s.env.Held.batches(path, loc.Batches); ok {
+		if err != nil {
+			return fmt.Errorf("output %s: %w", loc.Path, err)
+		}
+		return sendAll(ctx, m, held)
+	}
 	f, fr, err := openShuffleFile(path, s.alloc)
 	if err != nil {
 		return err
@@ -160,6 +166,19 @@ func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.
 			return fmt.Errorf("reading shuffle file %s: %w", loc.Path, err)
 		}
 		if err := m.send(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendAll sends bs into m in order, releasing those it could not send.
+func sendAll(ctx context.Context, m *mergeStream, bs []arrow.RecordBatch) error {
+	for i, b := range bs {
+		if err := m.send(ctx, b); err != nil {
+			for _, rest := range bs[i+1:] {
+				rest.Release()
+			}
 			return err
 		}
 	}

@@ -50,22 +50,7 @@ func TestShuffleRoundTrip(t *testing.T) {
 				reader = &Env{ExecutorID: "e2", Clients: NewClientPool(nil), MaxFetchBytes: 1 << 20}
 				t.Cleanup(func() { reader.Clients.Close() })
 			}
-			r := NewShuffleReader(1, testSchema, parts)
-			var all []string
-			for p := range parts {
-				tc, _ := checkedTC(t, reader)
-				s, err := r.Execute(context.Background(), p, tc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rows, err := readAll(t, s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				all = append(all, rows...)
-			}
-			slices.Sort(all)
-			if !slices.Equal(all, expectedRows(900)) {
+			if all := readStage(t, reader, parts); !slices.Equal(all, expectedRows(900)) {
 				t.Fatalf("read %d rows, want 900 (contents differ)", len(all))
 			}
 		})

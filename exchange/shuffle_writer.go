@@ -108,8 +108,9 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 	if len(partitions) == 0 {
 		return nil, nil
 	}
-	file := &taskFile{open: func() (*fileWriter, error) {
-		return createShuffleFile(jobDir(te.WorkDir, w.JobID), shuffleFilePrefix(w.StageID, partitions[0]), w.input.Schema(), tc.Alloc, te.Compression)
+	dir, prefix := jobDir(te.WorkDir, w.JobID), shuffleFilePrefix(w.StageID, partitions[0])
+	file := &taskFile{held: te.Held, open: func() (*fileWriter, error) {
+		return createShuffleFile(dir, prefix, w.input.Schema(), tc.Alloc, te.Compression)
 	}}
 	results := make([][]*partOutput, len(partitions))
 	g, gctx := errgroup.WithContext(ctx)
@@ -124,11 +125,9 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 		file.abort()
 		return nil, err
 	}
-	if file.f == nil {
-		return nil, nil // no rows
-	}
-	if _, err := file.f.commit(); err != nil {
-		return nil, err
+	path, err := file.commit(heldPath(dir, prefix), w.JobID, w.input.Schema())
+	if err != nil || path == "" {
+		return nil, err // "": no rows
 	}
 	var out []*rpc.PartitionLocation
 	for i, outs := range results {
@@ -140,7 +139,7 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 				Partition:     int32(o.partition),
 				ExecutorId:    te.ExecutorID,
 				FlightAddress: te.FlightAddress,
-				Path:          file.f.path,
+				Path:          path,
 				NumRows:       o.rows,
 				NumBytes:      o.bytes,
 				Batches:       o.batches,
@@ -150,28 +149,87 @@ func (w *ShuffleWriter) RunTask(ctx context.Context, partitions []int, tc *physi
 	return out, nil
 }
 
-// taskFile is the file a task's partitions write into, opened with the
-// first batch.
+// taskFile is the output a task's partitions write into: held in memory
+// (see held.go) while the executor's budget has room, then a file, opened
+// when the first batch does not fit, which takes the batches held so far
+// first.
 type taskFile struct {
 	open func() (*fileWriter, error)
+	held *HeldOutputs // nil: a file from the first batch
 	mu   sync.Mutex
 	f    *fileWriter
+	// mem are the batches held, memBytes what they reserved.
+	mem      []arrow.RecordBatch
+	memBytes int64
 }
 
+// write appends b (which the caller still releases), returning its index
+// in the output and the bytes it took.
 func (t *taskFile) write(b arrow.RecordBatch) (int32, int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {
-		f, err := t.open()
-		if err != nil {
+		n := heldBatchBytes(b)
+		if t.held.reserve(n) {
+			b.Retain()
+			t.mem = append(t.mem, b)
+			t.memBytes += n
+			return int32(len(t.mem) - 1), n, nil
+		}
+		if err := t.toFile(); err != nil {
 			return 0, 0, err
 		}
-		t.f = f
 	}
 	return t.f.write(b)
 }
 
+// toFile opens the file and moves the held batches into it, in order, so
+// that their indexes stay what write returned.
+func (t *taskFile) toFile() error {
+	f, err := t.open()
+	if err != nil {
+		return err
+	}
+	t.f = f
+	for _, b := range t.mem {
+		if _, _, err := f.write(b); err != nil {
+			return err
+		}
+	}
+	t.releaseHeld()
+	return nil
+}
+
+// releaseHeld drops the batches held and gives back their bytes.
+func (t *taskFile) releaseHeld() {
+	for _, b := range t.mem {
+		b.Release()
+	}
+	t.mem = nil
+	t.held.unreserve(t.memBytes)
+	t.memBytes = 0
+}
+
+// commit finishes the output: the file's path, or path, under which the
+// held batches are registered as job's output, or "" when nothing was
+// written.
+func (t *taskFile) commit(path, job string, schema *arrow.Schema) (string, error) {
+	if t.f != nil {
+		if _, err := t.f.commit(); err != nil {
+			return "", err
+		}
+		return t.f.path, nil
+	}
+	if len(t.mem) == 0 {
+		return "", nil
+	}
+	t.held.add(path, job, schema, t.mem, t.memBytes)
+	t.mem, t.memBytes = nil, 0
+	return path, nil
+}
+
 func (t *taskFile) abort() {
+	t.releaseHeld()
 	if t.f != nil {
 		t.f.abort()
 	}
