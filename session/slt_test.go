@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,8 +109,21 @@ func TestSQLLogicCluster(t *testing.T) {
 	for _, c := range clusterConfigs {
 		t.Run(configName(c.mode, c.executors, c.policy, c.settings), func(t *testing.T) {
 			for _, f := range files {
-				s := startCluster(t, c.executors, c.policy)
+				cfg := cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy}
+				if c.mode == "blocking" {
+					// How much of the stages' output the executors hold
+					// in memory before writing files is a tuned budget
+					// too: drawn at random, a quarter of the time none.
+					cfg.HeldOutputBytes = -1
+					if rand.IntN(4) > 0 {
+						cfg.HeldOutputBytes = randomBytes()
+					}
+				}
+				_, s := startClusterWith(t, cfg)
 				settings, label := map[string]string{"execution.mode": c.mode}, c.mode
+				if c.mode == "blocking" {
+					label += fmt.Sprintf(", held_output_bytes=%d", cfg.HeldOutputBytes)
+				}
 				for k, v := range c.settings {
 					settings[k] = v
 					label += ", " + k + "=" + v
