@@ -195,7 +195,7 @@ func batchIndexes(n int, want []int32) ([]int, error) {
 	out := make([]int, len(want))
 	for i, b := range want {
 		if b < 0 || int(b) >= n {
-			return nil, fmt.Errorf("no batch %d (the file has %d)", b, n)
+			return nil, fmt.Errorf("no batch %d (the output has %d)", b, n)
 		}
 		out[i] = int(b)
 	}
