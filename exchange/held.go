@@ -17,12 +17,13 @@ import (
 // Held outputs. A blocking task's output used to be written to a shuffle
 // file and read back by every reader, on the same executor or, over
 // Flight, on another; on one machine nearly all of it is read on the
-// executor that wrote it, right after, and the write, the read and the IPC
-// encoding on both ends were most of what blocking mode cost over one
-// process (measured in docs/architecture.md). So a task keeps the record batches it
-// writes, as they are, while the executor's budget for held outputs has
-// room, and writes a file only beyond it: the batches it held so far go
-// into the file first, then the rest, and the file is the output.
+// executor that wrote it, right after, and the write, the read and the
+// IPC encoding on both ends were most of what blocking mode cost over one
+// process (measured in docs/architecture.md). So a task keeps the record
+// batches it writes, as they are, while the executor's budget for held
+// outputs has room, and writes a file only beyond it: the batches it held
+// so far go into the file first, then the rest, and the file is the
+// output.
 //
 // A held output looks like a file to everything else: it has a path of a
 // shuffle file's form in the job's directory (no file is there), its
@@ -104,6 +105,7 @@ func (h *HeldOutputs) unreserveLocked(n int64) {
 // add registers batches, whose bytes were reserved, as the output at path
 // of job; the output owns them from now on.
 func (h *HeldOutputs) add(path, job string, schema *arrow.Schema, batches []arrow.RecordBatch, bytes int64) {
+	path = filepath.Clean(path)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.outs[path] = &heldOutput{job: job, schema: schema, batches: batches, bytes: bytes}
