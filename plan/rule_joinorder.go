@@ -65,31 +65,119 @@ func flattenInner(n Node, leaves *[]Node, conds *[]Expr) {
 	*leaves = append(*leaves, n)
 }
 
+// inputSet is a set of the inputs greedyJoin orders, one bit each (there
+// are at most maxReorderInputs).
+type inputSet uint64
+
+// The bits of an inputSet must hold every input of one ordering.
+const _ = uint(64 - maxReorderInputs)
+
+func (s inputSet) with(i int) inputSet { return s | 1<<uint(i) }
+
+// subsetOf reports whether every input of s is in o.
+func (s inputSet) subsetOf(o inputSet) bool { return s&^o == 0 }
+
+// conjunct is one condition conjunct of the joins being ordered, analysed
+// once for the tests and estimates at every step of every start.
+type conjunct struct {
+	expr Expr
+	// inputs are the inputs whose columns it reads; outside: it also reads
+	// a column none of them has (it can only go in a Filter on top).
+	inputs  inputSet
+	outside bool
+	// sel is its Selectivity.
+	sel float64
+	// An equality whose operands read columns of the inputs only: the
+	// inputs of each operand (both non-empty).
+	eq       bool
+	eqL, eqR inputSet
+	// An equality of two plain columns: each column's distinct count (<=
+	// 0: unknown), with the operands' order.
+	ndvL, ndvR float64
+}
+
+// between reports whether c is an equality with one operand over a's
+// columns and the other over b's.
+func (c *conjunct) between(a, b inputSet) bool {
+	return c.eq && (c.eqL.subsetOf(a) && c.eqR.subsetOf(b) || c.eqL.subsetOf(b) && c.eqR.subsetOf(a))
+}
+
+// term is c's joinTerm in a join of a tree holding the inputs cur (the
+// left side) with input i.
+func (c *conjunct) term(cur inputSet, i int) joinTerm {
+	leaf := inputSet(0).with(i)
+	if !c.between(cur, leaf) {
+		return joinTerm{sel: c.sel}
+	}
+	if c.eqL.subsetOf(cur) {
+		return joinTerm{equi: true, ndvL: c.ndvL, ndvR: c.ndvR}
+	}
+	return joinTerm{equi: true, ndvL: c.ndvR, ndvR: c.ndvL}
+}
+
 func greedyJoin(leaves []Node, conds []Expr) Node {
-	condCols := make([]ColumnSet, len(conds))
-	equis := make([]equiSides, len(conds))
-	for i, c := range conds {
-		condCols[i] = ColumnsOf(c)
-		if b, ok := c.(*Binary); ok && b.Op == OpEq {
-			if l, r := ColumnsOf(b.L), ColumnsOf(b.R); len(l) > 0 && len(r) > 0 {
-				equis[i] = equiSides{l, r}
-			}
+	inputOf := map[ColumnID]int{}
+	for i, l := range leaves {
+		for _, c := range l.Schema() {
+			inputOf[c.ID] = i
 		}
 	}
-	leafCols := make([]ColumnSet, len(leaves))
-	for i, l := range leaves {
-		leafCols[i] = l.Schema().IDs()
+	// inputsOf returns the inputs whose columns cols holds, and whether it
+	// holds a column of none.
+	inputsOf := func(cols ColumnSet) (s inputSet, outside bool) {
+		for id := range cols {
+			i, ok := inputOf[id]
+			if !ok {
+				outside = true
+				continue
+			}
+			s = s.with(i)
+		}
+		return s, outside
+	}
+	conjs := make([]conjunct, len(conds))
+	for k, c := range conds {
+		cj := &conjs[k]
+		cj.expr = c
+		cj.inputs, cj.outside = inputsOf(ColumnsOf(c))
+		cj.sel = Selectivity(c)
+		b, ok := c.(*Binary)
+		if !ok || b.Op != OpEq {
+			continue
+		}
+		l, lOut := inputsOf(ColumnsOf(b.L))
+		r, rOut := inputsOf(ColumnsOf(b.R))
+		if l == 0 || r == 0 || lOut || rOut {
+			continue
+		}
+		cj.eq, cj.eqL, cj.eqR = true, l, r
+		lc, lok := b.L.(*ColRef)
+		rc, rok := b.R.(*ColRef)
+		if lok && rok && l != r {
+			cj.ndvL = columnNDV(leaves[inputOf[lc.ID]], lc.ID)
+			cj.ndvR = columnNDV(leaves[inputOf[rc.ID]], rc.ID)
+		}
+	}
+	est := NewEstimates()
+	rows := make([]float64, len(leaves))
+	base := make([]float64, len(leaves))
+	for i, leaf := range leaves {
+		// Unclamped estimates, as estimateJoin passes them on.
+		rows[i] = est.estimate(leaf)
+		base[i] = est.maxBaseRows(leaf)
 	}
 	// Only inputs that some equality connects to another may start, so a
 	// disconnected input is cross-joined last, not first.
 	connected := make([]bool, len(leaves))
 	anyConnected := false
-	for _, c := range conds {
+	for k := range conjs {
+		cj := &conjs[k]
+		if !cj.eq || cj.eqL == cj.eqR || !single(cj.eqL) || !single(cj.eqR) {
+			continue
+		}
 		for i := range leaves {
-			for k := range leaves {
-				if i != k && isEquiBetween(c, leafCols[i], leafCols[k]) {
-					connected[i], anyConnected = true, true
-				}
+			if cj.eqL == inputSet(0).with(i) || cj.eqR == inputSet(0).with(i) {
+				connected[i], anyConnected = true, true
 			}
 		}
 	}
@@ -105,9 +193,9 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 		if anyConnected && !connected[st] {
 			continue
 		}
-		tree, used, cost := greedyFrom(st, leaves, leafCols, conds, condCols, equis)
+		tree, used, cost := greedyFrom(st, leaves, rows, base, conjs)
 		if bestStart < 0 || cost < bestCost ||
-			cost == bestCost && EstimateRows(leaves[st]) < EstimateRows(leaves[bestStart]) {
+			cost == bestCost && est.Rows(leaves[st]) < est.Rows(leaves[bestStart]) {
 			best, bestUsed, bestCost, bestStart = tree, used, cost, st
 		}
 	}
@@ -122,89 +210,71 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 	return filterOver(best, rest)
 }
 
-// equiSides are the columns of an equality's two operands (nil for a
-// condition that is not an equality of columns on both sides), computed
-// once for isEquiBetween's test at every step of every start.
-type equiSides struct{ l, r ColumnSet }
+// single reports whether s holds exactly one input.
+func single(s inputSet) bool { return s != 0 && s&(s-1) == 0 }
 
 // greedyFrom builds the left-deep tree that starts at leaves[start] and
 // repeatedly joins the input giving the smallest estimated result among
-// those an equality connects. It returns the tree, which conditions it
+// those an equality connects. rows and base are the inputs' estimated and
+// largest base rows (maxBaseRows). It returns the tree, which conjuncts it
 // attached, and the sum of its joins' estimated rows.
-func greedyFrom(start int, leaves []Node, leafCols []ColumnSet, conds []Expr, condCols []ColumnSet, equis []equiSides) (Node, []bool, float64) {
-	used := make([]bool, len(conds))
+func greedyFrom(start int, leaves []Node, rows, base []float64, conjs []conjunct) (Node, []bool, float64) {
+	used := make([]bool, len(conjs))
 	done := make([]bool, len(leaves))
 	cur := leaves[start]
 	done[start] = true
-	curCols := cur.Schema().IDs()
-	// Unclamped estimates, as estimateJoin passes them on.
-	curRows := estimate(cur)
-	leafRows := make([]float64, len(leaves))
-	leafBase := make([]float64, len(leaves))
-	for i, leaf := range leaves {
-		leafRows[i] = estimate(leaf)
-		leafBase[i] = maxBaseRows(leaf)
-	}
+	curSet := inputSet(0).with(start)
+	curRows := rows[start]
 	// The tree's largest base table, kept as it grows (a join's is the
 	// larger of its sides').
-	curBase := leafBase[start]
+	curBase := base[start]
 	cost := 0.0
+	var terms []joinTerm
+	var idx, bestIdx []int
 	for step := 1; step < len(leaves); step++ {
 		best, bestConnected, bestRows, bestRaw := -1, false, 0.0, 0.0
-		var bestJoin Node
-		var bestUsed []int
-		for i, leaf := range leaves {
+		for i := range leaves {
 			if done[i] {
 				continue
 			}
-			var apply []Expr
-			var idx []int
+			both := curSet.with(i)
+			leaf := inputSet(0).with(i)
+			terms, idx = terms[:0], idx[:0]
 			connected := false
-			for k, c := range conds {
-				if used[k] || !subsetOfEither(condCols[k], curCols, leafCols[i]) {
+			for k := range conjs {
+				cj := &conjs[k]
+				if used[k] || cj.outside || !cj.inputs.subsetOf(both) {
 					continue
 				}
-				apply = append(apply, c)
 				idx = append(idx, k)
-				if eq := equis[k]; eq.l != nil && (eq.l.SubsetOf(curCols) && eq.r.SubsetOf(leafCols[i]) || eq.l.SubsetOf(leafCols[i]) && eq.r.SubsetOf(curCols)) {
+				terms = append(terms, cj.term(curSet, i))
+				if cj.between(curSet, leaf) {
 					connected = true
 				}
 			}
-			cand := &Join{Kind: JoinInner, Left: cur, Right: leaf, Cond: Conjunction(apply)}
-			// EstimateRows(cand), from the estimates already known.
-			raw := innerJoinRowsCols(cand, curRows, leafRows[i], curCols, leafCols[i], curBase, leafBase[i])
-			rows := math.Max(1, raw)
+			raw := joinRows(terms, curRows, rows[i], curBase, base[i])
+			est := math.Max(1, raw)
 			better := best < 0 ||
 				(connected && !bestConnected) ||
-				(connected == bestConnected && rows < bestRows)
+				(connected == bestConnected && est < bestRows)
 			if better {
-				best, bestConnected, bestRows, bestRaw, bestJoin, bestUsed = i, connected, rows, raw, cand, idx
+				best, bestConnected, bestRows, bestRaw = i, connected, est, raw
+				bestIdx = append(bestIdx[:0], idx...)
 			}
 		}
 		done[best] = true
-		for _, k := range bestUsed {
+		apply := make([]Expr, len(bestIdx))
+		for n, k := range bestIdx {
 			used[k] = true
+			apply[n] = conjs[k].expr
 		}
-		cur = bestJoin
-		for id := range leafCols[best] {
-			curCols[id] = struct{}{} // curCols is the tree's own set (Schema().IDs() is a new one)
-		}
+		cur = &Join{Kind: JoinInner, Left: cur, Right: leaves[best], Cond: Conjunction(apply)}
+		curSet = curSet.with(best)
 		curRows = bestRaw
-		curBase = math.Max(curBase, leafBase[best])
+		curBase = math.Max(curBase, base[best])
 		cost += bestRows
 	}
 	return cur, used, cost
-}
-
-// subsetOfEither reports whether every column of s is in a or in b (s is a
-// subset of their union, without building it).
-func subsetOfEither(s, a, b ColumnSet) bool {
-	for id := range s {
-		if !a.Has(id) && !b.Has(id) {
-			return false
-		}
-	}
-	return true
 }
 
 func union(a, b ColumnSet) ColumnSet {
@@ -223,12 +293,13 @@ func union(a, b ColumnSet) ColumnSet {
 // the left input. The original column order is restored with a Project
 // (which PruneColumns removes where the parent does not care about order).
 func ChooseBuildSide(n Node, _ *OptContext) (Node, error) {
+	est := NewEstimates()
 	return TransformUp(n, func(n Node) Node {
 		j, ok := n.(*Join)
 		if !ok || j.Kind != JoinInner {
 			return n
 		}
-		if EstimateRows(j.Right) >= EstimateRows(j.Left) {
+		if est.Rows(j.Right) >= est.Rows(j.Left) {
 			return n
 		}
 		swapped := &Join{Kind: JoinInner, Left: j.Right, Right: j.Left, Cond: j.Cond}

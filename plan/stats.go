@@ -24,10 +24,40 @@ const (
 // joined to a filtered primary-key side keeps that fraction of the rows).
 // The result is at least 1.
 func EstimateRows(n Node) float64 {
-	return math.Max(1, estimate(n))
+	return NewEstimates().Rows(n)
 }
 
-func estimate(n Node) float64 {
+// Estimates remembers the estimates it has made for the subtrees of a
+// plan, for a pass that asks for many of them: each estimate of a join
+// needs its inputs' (EstimateRows alone walks the whole subtree every
+// time, which made ChooseBuildSide quadratic in the joins). Plan nodes are
+// not changed once built, so a node's estimate stays true; one Estimates
+// serves one pass and is then dropped.
+type Estimates struct {
+	rows, base map[Node]float64
+}
+
+// NewEstimates returns an empty Estimates.
+func NewEstimates() *Estimates {
+	return &Estimates{rows: map[Node]float64{}, base: map[Node]float64{}}
+}
+
+// Rows is EstimateRows(n).
+func (e *Estimates) Rows(n Node) float64 {
+	return math.Max(1, e.estimate(n))
+}
+
+// estimate is n's estimate, unclamped.
+func (e *Estimates) estimate(n Node) float64 {
+	if r, ok := e.rows[n]; ok {
+		return r
+	}
+	r := e.compute(n)
+	e.rows[n] = r
+	return r
+}
+
+func (e *Estimates) compute(n Node) float64 {
 	switch x := n.(type) {
 	case *Scan:
 		// A filtered input is assumed to keep at least one row, so that
@@ -35,18 +65,18 @@ func estimate(n Node) float64 {
 		sel, _ := scanSelectivity(x)
 		return math.Max(1, tableRows(x)*sel)
 	case *Filter:
-		return math.Max(1, estimate(x.Input)*Selectivity(x.Pred))
+		return math.Max(1, e.estimate(x.Input)*Selectivity(x.Pred))
 	case *Project:
-		return estimate(x.Input)
+		return e.estimate(x.Input)
 	case *Sort:
-		return estimate(x.Input)
+		return e.estimate(x.Input)
 	case *Window:
-		return estimate(x.Input)
+		return e.estimate(x.Input)
 	case *Unnest:
 		// A guess: a few elements per array.
-		return estimate(x.Input) * 4
+		return e.estimate(x.Input) * 4
 	case *Limit:
-		in := estimate(x.Input) - float64(x.Offset)
+		in := e.estimate(x.Input) - float64(x.Offset)
 		if x.Count >= 0 {
 			in = math.Min(in, float64(x.Count))
 		}
@@ -55,30 +85,30 @@ func estimate(n Node) float64 {
 		if len(x.GroupBy) == 0 {
 			return 1
 		}
-		return math.Max(1, estimate(x.Input)/10)
+		return math.Max(1, e.estimate(x.Input)/10)
 	case *Expand:
-		return estimate(x.Input) * float64(len(x.Sets))
+		return e.estimate(x.Input) * float64(len(x.Sets))
 	case *Union:
 		s := 0.0
 		for _, c := range x.Inputs {
-			s += estimate(c)
+			s += e.estimate(c)
 		}
 		return s
 	case *Values:
 		return float64(len(x.Rows))
 	case *RecursiveCTE:
-		return estimate(x.Base) * recursiveIterationsGuess
+		return e.estimate(x.Base) * recursiveIterationsGuess
 	case *WorkTable:
 		return defaultTableRows
 	case *GenerateSeries:
 		return x.estimateRows()
 	case *SetOp:
 		if x.Kind == SetIntersect {
-			return math.Min(estimate(x.Left), estimate(x.Right))
+			return math.Min(e.estimate(x.Left), e.estimate(x.Right))
 		}
-		return estimate(x.Left)
+		return e.estimate(x.Left)
 	case *Join:
-		return estimateJoin(x)
+		return e.estimateJoin(x)
 	}
 	return defaultTableRows
 }
@@ -93,15 +123,15 @@ func tableRows(s *Scan) float64 {
 	return defaultTableRows
 }
 
-func estimateJoin(j *Join) float64 {
-	l, r := estimate(j.Left), estimate(j.Right)
+func (e *Estimates) estimateJoin(j *Join) float64 {
+	l, r := e.estimate(j.Left), e.estimate(j.Right)
 	switch j.Kind {
 	case JoinSemi:
 		return l * semiSelectivity(j, l, r)
 	case JoinAnti:
 		return l * selDefault
 	}
-	inner := innerJoinRows(j, l, r)
+	inner := e.innerJoinRows(j, l, r)
 	switch j.Kind {
 	case JoinLeft:
 		return math.Max(l, inner)
@@ -113,28 +143,61 @@ func estimateJoin(j *Join) float64 {
 	return inner
 }
 
-func innerJoinRows(j *Join, l, r float64) float64 {
+func (e *Estimates) innerJoinRows(j *Join, l, r float64) float64 {
 	if j.Cond == nil {
 		return l * r
 	}
-	return innerJoinRowsCols(j, l, r, j.Left.Schema().IDs(), j.Right.Schema().IDs(), maxBaseRows(j.Left), maxBaseRows(j.Right))
+	L, R := j.Left.Schema().IDs(), j.Right.Schema().IDs()
+	conds := SplitConjunction(j.Cond)
+	terms := make([]joinTerm, len(conds))
+	for i, c := range conds {
+		if !isEquiBetween(c, L, R) {
+			terms[i] = joinTerm{sel: Selectivity(c)}
+			continue
+		}
+		terms[i] = joinTerm{equi: true}
+		b := c.(*Binary)
+		lc, lok := b.L.(*ColRef)
+		rc, rok := b.R.(*ColRef)
+		if !lok || !rok {
+			continue
+		}
+		if !L.Has(lc.ID) {
+			lc, rc = rc, lc
+		}
+		terms[i].ndvL, terms[i].ndvR = columnNDV(j.Left, lc.ID), columnNDV(j.Right, rc.ID)
+	}
+	return joinRows(terms, l, r, e.maxBaseRows(j.Left), e.maxBaseRows(j.Right))
 }
 
-// innerJoinRowsCols is innerJoinRows for a caller that already holds the
-// sides' column sets L and R (the join reordering, which tries every
-// candidate join at every step).
-func innerJoinRowsCols(j *Join, l, r float64, L, R ColumnSet, lBase, rBase float64) float64 {
-	if j.Cond == nil {
+// joinTerm is what an inner join's row estimate needs of one conjunct of
+// its condition.
+type joinTerm struct {
+	// equi: an equality with one operand over each side's columns.
+	equi bool
+	// sel is the conjunct's Selectivity (terms that are not equi).
+	sel float64
+	// ndvL, ndvR are the distinct counts of the left and right column of
+	// an equi term between two plain columns (<= 0: unknown or not such a
+	// term).
+	ndvL, ndvR float64
+}
+
+// joinRows estimates the rows of an inner join of l and r rows whose
+// condition is terms (none: a cross product); lBase and rBase are the
+// sides' largest base tables (maxBaseRows).
+func joinRows(terms []joinTerm, l, r, lBase, rBase float64) float64 {
+	if len(terms) == 0 {
 		return l * r
 	}
 	equi := false
 	other := 1.0
-	for _, c := range SplitConjunction(j.Cond) {
-		if isEquiBetween(c, L, R) {
+	for _, t := range terms {
+		if t.equi {
 			equi = true
 			continue
 		}
-		other *= Selectivity(c)
+		other *= t.sel
 	}
 	if !equi {
 		return l * r * other
@@ -145,8 +208,16 @@ func innerJoinRowsCols(j *Join, l, r float64, L, R ColumnSet, lBase, rBase float
 	red := math.Min(reductionOf(l, lBase), reductionOf(r, rBase))
 	fk := math.Max(l, r) * red
 	// Where distinct counts are known, |L|·|R| / max(ndv) catches joins on
-	// low-cardinality columns (many-to-many) that the key guess misses.
-	if ndv := equiNDV(j, l, r, L, R); ndv > 0 {
+	// low-cardinality columns (many-to-many) that the key guess misses: the
+	// largest max(ndv(left key), ndv(right key)) over the equalities of
+	// two columns, each count at most its side's rows.
+	ndv := 0.0
+	for _, t := range terms {
+		if t.equi && t.ndvL > 0 && t.ndvR > 0 {
+			ndv = math.Max(ndv, math.Max(math.Min(t.ndvL, l), math.Min(t.ndvR, r)))
+		}
+	}
+	if ndv > 0 {
 		fk = math.Max(fk, l*r/ndv)
 	}
 	return fk * other
@@ -175,35 +246,6 @@ func semiSelectivity(j *Join, l, r float64) float64 {
 		return selDefault
 	}
 	return math.Min(1, r/math.Min(ndv, math.Max(l, 1)))
-}
-
-// equiNDV returns the largest max(ndv(left key), ndv(right key)) over the
-// join's column equalities, or 0 when no equality has both counts known.
-func equiNDV(j *Join, l, r float64, L, R ColumnSet) float64 {
-	best := 0.0
-	for _, c := range SplitConjunction(j.Cond) {
-		b, ok := c.(*Binary)
-		if !ok || b.Op != OpEq {
-			continue
-		}
-		lc, lok := b.L.(*ColRef)
-		rc, rok := b.R.(*ColRef)
-		if !lok || !rok {
-			continue
-		}
-		if L.Has(rc.ID) && R.Has(lc.ID) {
-			lc, rc = rc, lc
-		}
-		if !L.Has(lc.ID) || !R.Has(rc.ID) {
-			continue
-		}
-		nl, nr := columnNDV(j.Left, lc.ID), columnNDV(j.Right, rc.ID)
-		if nl <= 0 || nr <= 0 {
-			continue
-		}
-		best = math.Max(best, math.Max(math.Min(nl, l), math.Min(nr, r)))
-	}
-	return best
 }
 
 // columnNDV finds the scan producing column id below n and asks its table
@@ -262,17 +304,26 @@ func reductionOf(rows, base float64) float64 {
 	return math.Min(1, rows/base)
 }
 
-func maxBaseRows(n Node) float64 {
+func (e *Estimates) maxBaseRows(n Node) float64 {
+	if b, ok := e.base[n]; ok {
+		return b
+	}
+	b := e.computeBase(n)
+	e.base[n] = b
+	return b
+}
+
+func (e *Estimates) computeBase(n Node) float64 {
 	if s, ok := n.(*Scan); ok {
 		return tableRows(s)
 	}
 	if _, ok := n.(*Aggregate); ok {
 		// Grouping changes what a row means; treat it as its own base.
-		return estimate(n)
+		return e.estimate(n)
 	}
 	m := 0.0
 	for _, c := range n.Children() {
-		m = math.Max(m, maxBaseRows(c))
+		m = math.Max(m, e.maxBaseRows(c))
 	}
 	return m
 }

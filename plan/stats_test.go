@@ -98,3 +98,41 @@ func TestOptimizeWrapsRuleErrors(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// One Estimates asked about every subtree of a plan, in whatever order,
+// answers what a fresh one answers for each: what it remembers of one
+// subtree (rows, base rows) never leaks into another's estimate.
+func TestEstimatesRemembersPerSubtree(t *testing.T) {
+	for _, q := range tpchQueries {
+		t.Run(q.name, func(t *testing.T) {
+			b := newTB()
+			n, err := Optimize(q.build(b), b.ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var nodes []Node
+			var walk func(Node)
+			walk = func(n Node) {
+				nodes = append(nodes, n)
+				for _, c := range n.Children() {
+					walk(c)
+				}
+			}
+			walk(n)
+			// Top-down first (each asks for its whole subtree), then
+			// bottom-up.
+			shared := NewEstimates()
+			for pass := 0; pass < 2; pass++ {
+				for i := range nodes {
+					m := nodes[i]
+					if pass == 1 {
+						m = nodes[len(nodes)-1-i]
+					}
+					if got, want := shared.Rows(m), NewEstimates().Rows(m); got != want {
+						t.Fatalf("pass %d: shared estimate of %s = %v, fresh %v", pass, m, got, want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -55,9 +55,7 @@ func (k *SubtreeKeys) describe(n Node) (string, bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%T %q", n, n.String())
 	kids := n.Children()
-	scope := n.Schema()
 	if len(kids) > 0 {
-		scope = nil
 		b.WriteString(" children=")
 		for _, c := range kids {
 			ck := k.Key(c)
@@ -69,28 +67,36 @@ func (k *SubtreeKeys) describe(n Node) (string, bool) {
 				id = len(k.ids)
 				k.ids[ck] = id
 			}
-			fmt.Fprintf(&b, "#%d,", id)
-			scope = append(scope, c.Schema()...)
+			b.WriteString("#" + strconv.Itoa(id) + ",")
 		}
 	}
-	b.WriteString(" refs=")
-	ok := true
-	for _, e := range Exprs(n) {
-		Walk(e, func(x Expr) bool {
-			switch x := x.(type) {
-			case *Subquery:
-				ok = false
-			case *ColRef:
-				i := scope.IndexOf(x.ID)
-				if i < 0 {
-					ok = false
-				}
-				fmt.Fprintf(&b, "%d,", i)
+	if exprs := Exprs(n); len(exprs) > 0 {
+		scope := n.Schema()
+		if len(kids) > 0 {
+			scope = nil
+			for _, c := range kids {
+				scope = append(scope, c.Schema()...)
 			}
-			return ok
-		})
-		if !ok {
-			return "", false
+		}
+		b.WriteString(" refs=")
+		ok := true
+		for _, e := range exprs {
+			Walk(e, func(x Expr) bool {
+				switch x := x.(type) {
+				case *Subquery:
+					ok = false
+				case *ColRef:
+					i := scope.IndexOf(x.ID)
+					if i < 0 {
+						ok = false
+					}
+					b.WriteString(strconv.Itoa(i) + ",")
+				}
+				return ok
+			})
+			if !ok {
+				return "", false
+			}
 		}
 	}
 	if v, isValues := n.(*Values); isValues {
@@ -99,9 +105,19 @@ func (k *SubtreeKeys) describe(n Node) (string, bool) {
 			b.WriteString("(" + exprList(r) + ")")
 		}
 	}
-	b.WriteString(" cols=")
-	for _, c := range n.Schema() {
-		fmt.Fprintf(&b, "%q.%q:%s,", c.Table, c.Name, c.Type)
+	switch n.(type) {
+	case *Filter, *Join, *Sort, *Limit:
+		// Their columns are their children's (a join's in its kind's
+		// order), which the children's keys already describe.
+	default:
+		b.WriteString(" cols=")
+		for _, c := range n.Schema() {
+			b.WriteString(strconv.Quote(c.Table) + "." + strconv.Quote(c.Name) + ":")
+			if c.Type != nil {
+				b.WriteString(c.Type.String())
+			}
+			b.WriteString(",")
+		}
 	}
 	return b.String(), true
 }
