@@ -257,7 +257,7 @@ func sendQueue(ctx context.Context, stream flight.FlightService_DoGetServer, sch
 			if ctx.Err() != nil {
 				return status.FromContextError(ctx.Err()).Err()
 			}
-			return status.Error(codes.Aborted, err.Error())
+			return queueErrStatus(err)
 		}
 		err = w.Write(b)
 		b.Release()
@@ -307,3 +307,12 @@ func (s *FlightService) RemoveJob(jobID string) error {
 }
 
 var _ flight.FlightServer = (*FlightService)(nil)
+
+// queueErrStatus is the status a Flight server sends for a producer's
+// queue that ended with err.
+func queueErrStatus(err error) error {
+	if errors.Is(err, ErrProducerCancelled) {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return status.Error(codes.Aborted, err.Error())
+}

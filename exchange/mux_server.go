@@ -245,7 +245,7 @@ func (p *muxPump) pump(ctx context.Context, ch *muxServerChannel, capability []b
 			if ctx.Err() != nil {
 				return nil
 			}
-			return status.Error(codes.Aborted, err.Error())
+			return queueErrStatus(err)
 		}
 		err = w.Write(b)
 		b.Release()

@@ -128,7 +128,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 		// operators start only once one is taken.
 		if err := reg.AwaitDemand(ctx, w.JobID, w.StageID, te.TaskID, te.ClientIdleTimeout); err != nil {
 			if ctx.Err() != nil {
-				err = fmt.Errorf("task cancelled: %w", ctx.Err())
+				err = producerCancelled(ctx)
 			}
 			for _, p := range owned {
 				reg.Finish(key(p), err)
@@ -154,7 +154,7 @@ func (w *PipelinedWriter) RunTask(ctx context.Context, partitions []int, tc *phy
 	}
 	err = g.Wait()
 	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("task cancelled: %w", ctx.Err())
+		err = producerCancelled(ctx)
 	}
 	for _, p := range owned {
 		reg.Finish(key(p), err)
@@ -213,3 +213,17 @@ func (w *PipelinedWriter) drive(ctx context.Context, in int, tc *physical.TaskCo
 }
 
 var _ StageWriter = (*PipelinedWriter)(nil)
+
+// ErrProducerCancelled ends the queues of a producer task that was
+// cancelled, not failed: its executor is stopping, or the scheduler ended
+// its job. A consumer on another executor is told so with codes.Unavailable,
+// as it would be if the executor were gone already, so that the scheduler
+// blames (and probes) that executor instead of failing the query with the
+// cancellation as its cause; a job that had ended ignores the report.
+var ErrProducerCancelled = errors.New("task cancelled")
+
+// producerCancelled is the error a cancelled producer's queues end with:
+// ErrProducerCancelled and the cancellation's cause.
+func producerCancelled(ctx context.Context) error {
+	return fmt.Errorf("%w: %w", ErrProducerCancelled, context.Cause(ctx))
+}
