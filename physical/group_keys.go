@@ -6,10 +6,12 @@ import (
 	"slices"
 	"unsafe"
 
+	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -298,20 +300,46 @@ func (s *groupStringKeys) mismatch(gids []int32, verify, bad []bool) {
 }
 
 func (s *groupStringKeys) build(start, end int, mem memory.Allocator) arrow.Array {
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(end - start)
-	if end > start {
-		b.ReserveData(int(s.offs[end] - s.offs[start]))
+	n := end - start
+	var base, size int64
+	if n > 0 {
+		base, size = s.offs[start], s.offs[end]-s.offs[start]
 	}
-	for i := start; i < end; i++ {
-		if !s.valid[i] {
-			b.AppendNull()
-		} else {
-			b.Append(s.key(int32(i)))
+	if size > math.MaxInt32 {
+		// More than a String array's 32-bit offsets can address: the
+		// builder reports it.
+		b := array.NewStringBuilder(mem)
+		defer b.Release()
+		for i := start; i < end; i++ {
+			if !s.valid[i] {
+				b.AppendNull()
+			} else {
+				b.Append(s.key(int32(i)))
+			}
+		}
+		return b.NewArray()
+	}
+	// The groups' keys lie end to end in the arena: one copy, and the
+	// offsets moved to start at 0.
+	offBuf := mempool.NewOutputBuffer(mem, (n+1)*4)
+	offs := arrow.GetData[int32](offBuf.Bytes())[:n+1]
+	for i := range offs {
+		offs[i] = int32(s.offs[start+i] - base)
+	}
+	valBuf := mempool.NewOutputBuffer(mem, int(size))
+	copy(valBuf.Bytes(), s.data[base:base+size])
+	var validity *memory.Buffer
+	nulls := 0
+	if s.nulls {
+		validity = kernels.NewValidity(mem, n)
+		for i, ok := range s.valid[start:end] {
+			if !ok {
+				bitutil.ClearBit(validity.Bytes(), i)
+				nulls++
+			}
 		}
 	}
-	return b.NewArray()
+	return kernels.FinishArray(arrow.BinaryTypes.String, n, validity, offBuf, valBuf, nulls)
 }
 
 func (s *groupStringKeys) bytesPerGroup() int64 {
