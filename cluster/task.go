@@ -291,6 +291,10 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnal
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
 		defer done()
+		// RunTask executes each of parts of the body once, all at the
+		// same time: the scans below may share their row groups among
+		// them.
+		tc.ShareScans(body[0], parts)
 	}
 	locs, err = w.RunTask(ctx, parts, tc)
 	if err == nil {

@@ -138,6 +138,10 @@ type TaskContext struct {
 	// dynamic holds the keys the task's DynamicFilterBuild collects
 	// (dynamic_filter.go); nil until one runs.
 	dynamic atomic.Pointer[dynamicFilterState]
+	// sharedScans are the scans whose partitions the task runs together,
+	// with those partitions (ShareScans, scan_share.go); set before the
+	// task executes anything, read only after.
+	sharedScans map[*ParquetScan][]int
 }
 
 // NewTaskContext returns a context with the Go allocator, an unlimited pool

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	pqcol "sluice/physical/datasource/parquet"
@@ -42,6 +43,11 @@ type ParquetScan struct {
 	// parts[p] are partition p's units, in file order.
 	parts [][]parquetUnit
 	units int
+
+	// shares are the tasks' shares of the scan (scan_share.go), by task;
+	// execution state, never part of the plan.
+	shareMu sync.Mutex
+	shares  map[*TaskContext]*scanShare
 }
 
 // parquetUnit is one row group to read.
@@ -194,6 +200,15 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	if partition < 0 || partition >= len(s.parts) {
 		return nil, fmt.Errorf("parquet scan %s: partition %d out of range [0, %d)", s.name, partition, len(s.parts))
 	}
+	if st := s.sharedStream(ctx, partition, tc, filters); st != nil {
+		return st, nil
+	}
+	return startPrefetchMarked(ctx, s.producer(partition, tc, filters)), nil
+}
+
+// producer returns what reads partition's row groups and emits their
+// batches (execute's, or a reader of a task's share of the scan).
+func (s *ParquetScan) producer(partition int, tc *TaskContext, filters []expr.Expr) func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 	units := s.parts[partition]
 	batchSize := tc.BatchSize
 	if batchSize <= 0 {
@@ -207,7 +222,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 	if tc.Analyzer != nil {
 		m = tc.Analyzer.metricsOf(s)
 	}
-	return startPrefetchMarked(ctx, func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
+	return func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
 		for start := 0; start < len(units); {
 			if rfs.skips(s, units[start]) {
 				start++
@@ -234,7 +249,7 @@ func (s *ParquetScan) execute(ctx context.Context, partition int, tc *TaskContex
 			start = end
 		}
 		return nil
-	}), nil
+	}
 }
 
 // emitRowCounts produces zero-column batches for an empty projection

@@ -290,7 +290,7 @@ func (l *local) task(q *engine.Query, s *Session) (physical.Operator, *physical.
 	if alloc == nil {
 		alloc = mempool.Allocator
 	}
-	return op, &physical.TaskContext{
+	tc := &physical.TaskContext{
 		Alloc: alloc,
 		Memory: mempool.NewPool("the query", s.Settings.Int("execution.memory_limit"), processPool()).
 			WithHint("SET execution.memory_limit to a larger value"),
@@ -298,6 +298,9 @@ func (l *local) task(q *engine.Query, s *Session) (physical.Operator, *physical.
 		// Sorts spill to the system's temporary directory (TMPDIR).
 		SpillDir: os.TempDir(),
 	}
+	// The caller reads the root's one partition.
+	tc.ShareScans(op, []int{0})
+	return op, tc
 }
 
 // processPool is what the in-process queries of this process reserve

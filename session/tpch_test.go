@@ -80,6 +80,7 @@ func TestTPCH(t *testing.T) {
 	physical.PartialSkipRows, physical.PartialSkipRatio = rand.Int64N(200_000), rand.Float64()
 	t.Logf("plan.EagerMaxGroups = %.3f, physical.PartialSkipRows = %d, physical.PartialSkipRatio = %.3f",
 		plan.EagerMaxGroups, physical.PartialSkipRows, physical.PartialSkipRatio)
+	randomShareMinRows(t, 400_000)
 	for n := 1; n <= 22; n++ {
 		t.Run(fmt.Sprintf("q%d", n), func(t *testing.T) {
 			start := time.Now()
@@ -113,6 +114,7 @@ func TestTPCHCluster(t *testing.T) {
 				// answers must not depend on them.
 				randomizeAdaptive(t, s)
 			}
+			randomShareMinRows(t, 400_000)
 			for _, name := range tpch.TableNames {
 				res, err := s.Execute(ctx, fmt.Sprintf("CREATE EXTERNAL TABLE %s STORED AS PARQUET LOCATION '%s'", name, filepath.Join(dir, name)))
 				if err != nil {
@@ -171,4 +173,15 @@ func BenchmarkTPCH(b *testing.B) {
 			}
 		})
 	}
+}
+
+// randomShareMinRows draws the fewest rows a task's partitions of a scan
+// must hold for them to share its row groups (physical.ShareMinRows) below
+// upTo for the rest of t: a tuned threshold, which the answers must not
+// depend on. The executors of an embedded cluster read it too.
+func randomShareMinRows(t testing.TB, upTo int64) {
+	old := physical.ShareMinRows
+	t.Cleanup(func() { physical.ShareMinRows = old })
+	physical.ShareMinRows = rand.Int64N(upTo)
+	t.Logf("physical.ShareMinRows = %d", physical.ShareMinRows)
 }
