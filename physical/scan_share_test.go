@@ -152,19 +152,7 @@ func TestSharedScanEarlyClose(t *testing.T) {
 	first := b.NumRows()
 	b.Release()
 	s1.Close()
-	rows := first
-	for {
-		b, err := s0.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows += b.NumRows()
-		b.Release()
-	}
-	if rows != 3000 {
+	if rows := first + int64(countRows(t, s0)); rows != 3000 {
 		t.Fatalf("%d rows, want 3000", rows)
 	}
 	s0.Close()
@@ -243,18 +231,7 @@ func TestSharedScanIdlePartitionTakesTheRowGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		idle := 0
-		for {
-			b, err := s.Next(context.Background())
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			idle += int(b.NumRows())
-			b.Release()
-		}
+		idle := countRows(t, s)
 		kept := 0
 		for _, b := range drainPartition(t, scan, owner, tc) {
 			kept += int(b.NumRows())
@@ -265,5 +242,22 @@ func TestSharedScanIdlePartitionTakesTheRowGroup(t *testing.T) {
 			t.Fatalf("ShareMinRows %d: the idle partition read %d rows, the owner %d; want %d and %d", c.min, idle, kept, c.idle, c.kept)
 		}
 		mem.AssertSize(t, 0)
+	}
+}
+
+// countRows reads s to its end and returns its rows.
+func countRows(t *testing.T, s Stream) int {
+	t.Helper()
+	n := 0
+	for {
+		b, err := s.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(b.NumRows())
+		b.Release()
 	}
 }
