@@ -44,11 +44,7 @@ func (c *CoalescePartitions) Execute(ctx context.Context, partition int, tc *Tas
 		// Nothing to merge: no goroutine needed.
 		return ExecuteOp(ctx, c.input, 0, tc)
 	}
-	parts := make([]int, n)
-	for i := range parts {
-		parts[i] = i
-	}
-	return mergePartitions(ctx, c.input, parts, tc), nil
+	return mergePartitions(ctx, c.input, allPartitions(c.input), tc), nil
 }
 
 // mergePartitions returns a stream of the batches of input's partitions

@@ -165,10 +165,7 @@ func (h *HashJoin) Execute(ctx context.Context, partition int, tc *TaskContext) 
 		}), nil
 	}
 	e := h.shared.acquire(tc)
-	parts := make([]int, h.left.OutputPartitioning().Count)
-	for i := range parts {
-		parts[i] = i
-	}
+	parts := allPartitions(h.left)
 	if tc.SpillDir != "" {
 		// The shared build side spills once, to bucket files every
 		// partition reads (hash_join_spill.go).

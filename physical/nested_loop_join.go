@@ -71,10 +71,7 @@ func (j *NestedLoopJoin) Execute(ctx context.Context, partition int, tc *TaskCon
 		return nil, fmt.Errorf("nested loop join probe: %w", err)
 	}
 	e := j.shared.acquire(tc)
-	parts := make([]int, j.left.OutputPartitioning().Count)
-	for i := range parts {
-		parts[i] = i
-	}
+	parts := allPartitions(j.left)
 	firstOnly := j.filter == nil && (j.joinType == JoinRightSemi || j.joinType == JoinRightAnti)
 	return &joinProbeStream{
 		out: j.out, tc: tc, probe: probe,

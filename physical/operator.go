@@ -152,3 +152,12 @@ func NewTaskContext() *TaskContext {
 
 // DefaultTargetPartitions is the partition count used when none is set.
 func DefaultTargetPartitions() int { return runtime.NumCPU() }
+
+// allPartitions returns 0, 1, ..., up to op's output partitions.
+func allPartitions(op Operator) []int {
+	parts := make([]int, op.OutputPartitioning().Count)
+	for i := range parts {
+		parts[i] = i
+	}
+	return parts
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -91,14 +92,6 @@ func (tc *TaskContext) ShareScans(root Operator, parts []int) {
 	tc.sharedScans = found
 }
 
-func allPartitions(op Operator) []int {
-	parts := make([]int, op.OutputPartitioning().Count)
-	for i := range parts {
-		parts[i] = i
-	}
-	return parts
-}
-
 // scanShare is the channel the readers of one task's partitions of a
 // scan feed and all of them take batches from.
 type scanShare struct {
@@ -115,7 +108,7 @@ type scanShare struct {
 // runs lacks rows, or the rows are fewer than ShareMinRows.
 func (s *ParquetScan) sharedStream(ctx context.Context, partition int, tc *TaskContext, filters []expr.Expr) *sharedScanStream {
 	parts, ok := tc.sharedScans[s]
-	if !ok || len(s.projection) == 0 || !s.worthSharing(parts) || !containsPart(parts, partition) {
+	if !ok || len(s.projection) == 0 || !s.worthSharing(parts) || !slices.Contains(parts, partition) {
 		return nil
 	}
 	s.shareMu.Lock()
@@ -129,15 +122,6 @@ func (s *ParquetScan) sharedStream(ctx context.Context, partition int, tc *TaskC
 		s.shares[tc] = sh
 	}
 	return &sharedScanStream{scan: s, tc: tc, share: sh}
-}
-
-func containsPart(parts []int, p int) bool {
-	for _, q := range parts {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // worthSharing reports whether one of parts has no row group while the
