@@ -51,6 +51,7 @@ func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error)
 		p.occurs = map[string]int{}
 		p.keys.CountAggregates(n, p.occurs)
 	}
+	p.hashBy = windowHints(n, cfg.TargetPartitions, p.keys)
 	op, err := p.plan(n)
 	if err != nil {
 		return nil, nil, err
@@ -92,6 +93,11 @@ type planner struct {
 	shared map[string]*SharedOutput
 	// est maps each operator planned for a logical node to the node.
 	est *Estimates
+	// hashBy: for an aggregate whose output a window partitions by some
+	// of its group keys, the positions of those keys; the aggregate
+	// shuffles by them alone, so the window needs no exchange of its own
+	// (windowHashHint).
+	hashBy map[*plan.Aggregate][]int
 }
 
 // plan plans n and records which operator stands for n's output (the
@@ -205,7 +211,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		// 4-vcore cluster). Inputs that still have more partitions than
 		// the target together (more inputs than the target, each with at
 		// least one partition) are folded into the target.
-		sub := &planner{cfg: p.cfg, keys: p.keys, occurs: p.occurs, shared: p.shared, est: p.est}
+		sub := &planner{cfg: p.cfg, keys: p.keys, occurs: p.occurs, shared: p.shared, est: p.est, hashBy: p.hashBy}
 		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
 		ins := make([]Operator, len(n.Inputs))
 		for i, c := range n.Inputs {
@@ -235,7 +241,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		// one again every iteration: one partition each, and nothing
 		// shared with the rest of the plan (an output shared across
 		// iterations would be the first iteration's).
-		sub := &planner{cfg: p.cfg, est: p.est}
+		sub := &planner{cfg: p.cfg, est: p.est, hashBy: p.hashBy}
 		sub.cfg.TargetPartitions = 1
 		base, err := sub.plan(n.Base)
 		if err != nil {
@@ -422,12 +428,25 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 		// aggregate per partition, with no partial step and no shuffle.
 		return final(in, AggSingle)
 	}
+	// by lists the group keys the rows are shuffled by: all of them, or
+	// those a window above partitions by.
+	by := p.hashBy[n]
+	if len(by) == 0 {
+		by = make([]int, k)
+		for i := range by {
+			by[i] = i
+		}
+	}
 	if distinct {
 		// Every row of a group must reach one partition before aggregating.
 		if k == 0 {
 			in = NewCoalescePartitions(in)
 		} else {
-			in = NewRepartition(in, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: groups})
+			keys := make([]expr.Expr, len(by))
+			for i, g := range by {
+				keys[i] = groups[g]
+			}
+			in = NewRepartition(in, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
 		}
 		return final(in, AggSingle)
 	}
@@ -439,13 +458,162 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 	if k == 0 {
 		mid = NewCoalescePartitions(partial)
 	} else {
-		keys := make([]expr.Expr, k)
-		for i, g := range groups {
-			keys[i] = &expr.Column{Index: i, Name: groupNames[i], Type: g.DataType()}
+		keys := make([]expr.Expr, len(by))
+		for i, g := range by {
+			keys[i] = &expr.Column{Index: g, Name: groupNames[g], Type: groups[g].DataType()}
 		}
 		mid = NewRepartition(partial, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
 	}
 	return final(mid, AggFinal)
+}
+
+// WindowHintMinDistinct is how many distinct values per partition, at
+// least, the keys a window partitions by must take for the aggregate below
+// it to shuffle by those keys alone: fewer would leave the aggregate's
+// partitions uneven (a window by i_category over an aggregate by it and
+// seven more keys, TPC-DS q67). A key whose distinct count is unknown
+// counts as windowHintUnknownDistinct. Results do not depend on it; the
+// sqllogictest suites vary it.
+var WindowHintMinDistinct = 32
+
+const windowHintUnknownDistinct = 10
+
+// windowHints finds, for each window over an aggregate, the group keys the
+// aggregate should shuffle its rows by (windowHashHint). Equal aggregates
+// in several places are computed once (ShareSubplans, and the distributed
+// planner's shared stages), which they can only be if they shuffle alike:
+// they take a hint only when every occurrence has the same one.
+func windowHints(root plan.Node, parts int, keys *plan.SubtreeKeys) map[*plan.Aggregate][]int {
+	hints := map[*plan.Aggregate][]int{}
+	var aggs []*plan.Aggregate
+	var walk func(n plan.Node)
+	walk = func(n plan.Node) {
+		switch x := n.(type) {
+		case *plan.Window:
+			if a, by := windowHashHint(x, parts); a != nil {
+				hints[a] = by
+			}
+		case *plan.Aggregate:
+			aggs = append(aggs, x)
+		}
+		for _, c := range n.Children() {
+			walk(c)
+		}
+	}
+	walk(root)
+	if len(hints) == 0 {
+		return nil
+	}
+	if keys == nil {
+		keys = plan.NewSubtreeKeys()
+	}
+	type vote struct {
+		by    []int
+		agree bool
+	}
+	votes := map[string]*vote{}
+	for _, a := range aggs {
+		k := keys.Key(a)
+		if v := votes[k]; v == nil {
+			votes[k] = &vote{by: hints[a], agree: true}
+		} else if !slices.Equal(v.by, hints[a]) {
+			v.agree = false
+		}
+	}
+	for _, a := range aggs {
+		if !votes[keys.Key(a)].agree {
+			delete(hints, a)
+		}
+	}
+	return hints
+}
+
+// windowHashHint finds the aggregate below a window (through filters and
+// projections that pass the keys on) whose group keys include every key
+// the window's first exchange partitions by (the window planned first,
+// see window), and returns the positions of those keys among the
+// aggregate's: shuffled by them alone, the aggregate's rows are together
+// for the window as they are for the aggregate, and one exchange serves
+// both (TPC-DS q47, q51 and q57 aggregate by item and date, or by store,
+// brand and month, and then window over each item or store and brand).
+// The keys must take enough distinct values to spread the aggregate's rows
+// evenly over parts partitions.
+func windowHashHint(w *plan.Window, parts int) (*plan.Aggregate, []int) {
+	// The window planned first, as window orders them: fewest partition
+	// keys, then the least keys.
+	var keys []plan.Expr
+	var least []string
+	for i, c := range w.Calls {
+		ks := make([]string, len(c.PartitionBy))
+		for j, e := range c.PartitionBy {
+			ks[j] = exprKeyString(e)
+		}
+		if i == 0 || len(ks) < len(least) || len(ks) == len(least) && slices.Compare(ks, least) < 0 {
+			keys, least = c.PartitionBy, ks
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	ids := make([]plan.ColumnID, len(keys))
+	for i, k := range keys {
+		c, ok := k.(*plan.ColRef)
+		if !ok {
+			return nil, nil
+		}
+		ids[i] = c.ID
+	}
+	n := w.Input
+	for {
+		switch x := n.(type) {
+		case *plan.Filter:
+			n = x.Input
+			continue
+		case *plan.Project:
+			for i, id := range ids {
+				j := x.Cols.IndexOf(id)
+				if j < 0 {
+					return nil, nil
+				}
+				c, ok := x.Exprs[j].(*plan.ColRef)
+				if !ok {
+					return nil, nil
+				}
+				ids[i] = c.ID
+			}
+			n = x.Input
+			continue
+		case *plan.Aggregate:
+			if len(x.GrandTotals) > 0 {
+				return nil, nil
+			}
+			var by []int
+			distinct := 1.0
+			for _, id := range ids {
+				j := x.Cols.IndexOf(id)
+				if j < 0 || j >= len(x.GroupBy) {
+					return nil, nil
+				}
+				if slices.Contains(by, j) {
+					continue
+				}
+				by = append(by, j)
+				d := float64(windowHintUnknownDistinct)
+				if c, ok := x.GroupBy[j].(*plan.ColRef); ok {
+					if nd := plan.ColumnNDV(x.Input, c.ID); nd > 0 {
+						d = nd
+					}
+				}
+				distinct *= d
+			}
+			if len(by) == len(x.GroupBy) || distinct < float64(WindowHintMinDistinct*parts) {
+				return nil, nil
+			}
+			slices.Sort(by)
+			return x, by
+		}
+		return nil, nil
+	}
 }
 
 // equiKeys splits a join condition into equality pairs (left expr, right
@@ -665,10 +833,6 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 // its keys, so such windows need no exchange, or no sort, of their own
 // (TPC-DS q47 ranks by four keys and averages by those and a fifth).
 func (p *planner) window(n *plan.Window) (Operator, error) {
-	op, err := p.plan(n.Input)
-	if err != nil {
-		return nil, err
-	}
 	in := n.Input.Schema()
 	type group struct {
 		calls []int
@@ -698,6 +862,10 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		}
 		return len(n.Calls[b.calls[0]].OrderBy) - len(n.Calls[a.calls[0]].OrderBy)
 	})
+	op, err := p.plan(n.Input)
+	if err != nil {
+		return nil, err
+	}
 	var placed []int     // call indexes in the order their columns are appended
 	var dist []string    // the keys the rows were last hash-distributed by
 	var sorted []SortKey // the order the previous window's output keeps

@@ -48,10 +48,9 @@ func (s *Sort) Schema() *arrow.Schema { return s.input.Schema() }
 // Children implements Operator.
 func (s *Sort) Children() []Operator { return []Operator{s.input} }
 
-// OutputPartitioning implements Operator.
-func (s *Sort) OutputPartitioning() Partitioning {
-	return Partitioning{Kind: PartUnknown, Count: s.input.OutputPartitioning().Count}
-}
+// OutputPartitioning implements Operator: each partition is sorted on its
+// own, so its rows stay where they were.
+func (s *Sort) OutputPartitioning() Partitioning { return s.input.OutputPartitioning() }
 
 func (s *Sort) String() string {
 	str := "Sort: " + sortKeysString(s.keys)

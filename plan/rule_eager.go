@@ -398,7 +398,7 @@ func estimateGroups(n Node, cols []ColumnID, rows float64) float64 {
 	}
 	g := 1.0
 	for _, id := range cols {
-		d := columnNDV(n, id)
+		d := ColumnNDV(n, id)
 		s, _ := columnScan(n, id)
 		if d <= 0 || s == nil {
 			return -1

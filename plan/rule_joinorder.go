@@ -154,8 +154,8 @@ func greedyJoin(leaves []Node, conds []Expr) Node {
 		lc, lok := b.L.(*ColRef)
 		rc, rok := b.R.(*ColRef)
 		if lok && rok && l != r {
-			cj.ndvL = columnNDV(leaves[inputOf[lc.ID]], lc.ID)
-			cj.ndvR = columnNDV(leaves[inputOf[rc.ID]], rc.ID)
+			cj.ndvL = ColumnNDV(leaves[inputOf[lc.ID]], lc.ID)
+			cj.ndvR = ColumnNDV(leaves[inputOf[rc.ID]], rc.ID)
 		}
 	}
 	est := NewEstimates()

@@ -165,7 +165,7 @@ func (e *Estimates) innerJoinRows(j *Join, l, r float64) float64 {
 		if !L.Has(lc.ID) {
 			lc, rc = rc, lc
 		}
-		terms[i].ndvL, terms[i].ndvR = columnNDV(j.Left, lc.ID), columnNDV(j.Right, rc.ID)
+		terms[i].ndvL, terms[i].ndvR = ColumnNDV(j.Left, lc.ID), ColumnNDV(j.Right, rc.ID)
 	}
 	return joinRows(terms, l, r, e.maxBaseRows(j.Left), e.maxBaseRows(j.Right))
 }
@@ -241,16 +241,16 @@ func semiSelectivity(j *Join, l, r float64) float64 {
 	if !ok || !L.Has(lc.ID) {
 		return selDefault
 	}
-	ndv := columnNDV(j.Left, lc.ID)
+	ndv := ColumnNDV(j.Left, lc.ID)
 	if ndv <= 0 {
 		return selDefault
 	}
 	return math.Min(1, r/math.Min(ndv, math.Max(l, 1)))
 }
 
-// columnNDV finds the scan producing column id below n and asks its table
+// ColumnNDV finds the scan producing column id below n and asks its table
 // for a distinct count; -1 when unknown.
-func columnNDV(n Node, id ColumnID) float64 {
+func ColumnNDV(n Node, id ColumnID) float64 {
 	s, i := columnScan(n, id)
 	if s == nil {
 		return -1

@@ -175,6 +175,17 @@ func BenchmarkTPCH(b *testing.B) {
 	}
 }
 
+// randomWindowHint draws the distinct values per partition a window's keys
+// need for the aggregate below to shuffle by them alone: the tests' keys
+// have unknown distinct counts (ten each), so one key or two suffice for
+// some draws and not for others.
+func randomWindowHint(t testing.TB) {
+	old := physical.WindowHintMinDistinct
+	t.Cleanup(func() { physical.WindowHintMinDistinct = old })
+	physical.WindowHintMinDistinct = rand.IntN(40)
+	t.Logf("physical.WindowHintMinDistinct = %d", physical.WindowHintMinDistinct)
+}
+
 // randomShareMinRows draws the fewest rows a task's partitions of a scan
 // must hold for them to share its row groups (physical.ShareMinRows) below
 // upTo for the rest of t: a tuned threshold, which the answers must not
