@@ -497,6 +497,11 @@ type hashAggStream struct {
 	// the input is exhausted and closed.
 	rows      int64
 	streaming bool
+	// passing: streaming because the groups were nearly as many as the
+	// rows, each further row is output as a group of its own (passBatch);
+	// otherwise (streaming for want of memory) each further batch is
+	// aggregated on its own (aggregateNextBatch).
+	passing bool
 	// carry is the rest of an input batch a streaming partial aggregate
 	// was refused the memory to aggregate at once.
 	carry     arrow.RecordBatch
@@ -532,13 +537,29 @@ const spillBuckets = 16
 // PartialSkipRows rows and holds more than PartialSkipRatio groups per row,
 // grouping locally saves the final aggregate little, and the growing table
 // costs a cache miss per row (TPC-DS q23's 650,000 item-day groups of
-// 722,000 rows). It then aggregates each further batch on its own, in a
-// table that stays in cache, and passes it on. The final aggregate's
-// result is the same either way; tests vary both.
+// 722,000 rows). The Early pair decides it sooner for groups that hardly
+// repeat at all (q11's customers joined to their yearly totals, q51's
+// item-days, q78's item-customer-years: 95-100 % distinct from the first
+// ten thousand rows). It then outputs the groups it holds and passes each
+// further row on as a group of its own (passBatch). The final aggregate's
+// result is the same either way; tests vary all four.
 var (
 	PartialSkipRows  int64 = 100_000
 	PartialSkipRatio       = 0.8
+
+	PartialSkipEarlyRows  int64 = 10_000
+	PartialSkipEarlyRatio       = 0.95
 )
+
+// skipPartial reports whether a partial aggregate holds nearly as many
+// groups as it has read rows (PartialSkipRows).
+func (s *hashAggStream) skipPartial() bool {
+	groups := float64(s.table.numGroups())
+	if s.rows >= PartialSkipEarlyRows && groups > PartialSkipEarlyRatio*float64(s.rows) {
+		return true
+	}
+	return s.rows >= PartialSkipRows && groups > PartialSkipRatio*float64(s.rows)
+}
 
 // Next implements Stream.
 func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -568,6 +589,9 @@ func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	for s.emitted >= s.table.numGroups() {
 		if s.inputDone {
 			return nil, io.EOF
+		}
+		if s.passing {
+			return s.passBatch(ctx)
 		}
 		if err := s.aggregateNextBatch(ctx); err != nil {
 			return nil, err
@@ -669,9 +693,8 @@ func (s *hashAggStream) consume(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if s.op.mode == AggPartial && len(s.op.groupBy) > 0 && s.rows >= PartialSkipRows &&
-			float64(s.table.numGroups()) > PartialSkipRatio*float64(s.rows) {
-			s.streaming = true
+		if s.op.mode == AggPartial && len(s.op.groupBy) > 0 && s.skipPartial() {
+			s.streaming, s.passing = true, true
 			return nil
 		}
 	}
@@ -873,6 +896,71 @@ func (s *hashAggStream) nextFromBuckets(ctx context.Context) (arrow.RecordBatch,
 	}
 }
 
+// passBatch is the step of a partial aggregate that streams because its
+// groups were nearly as many as its rows (passing): every row of the next
+// input batch is a group of its own, output at once, its keys as evaluated
+// and its states from fresh accumulators. It looks nothing up: grouping
+// rows that hardly repeat would save the final aggregate little and cost
+// a hash, a probe and a copy of every key here. At the end of the input
+// it closes it and returns io.EOF.
+func (s *hashAggStream) passBatch(ctx context.Context) (arrow.RecordBatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := s.input.Next(ctx)
+	if err == io.EOF {
+		s.input.Close()
+		s.inputDone = true
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hash aggregate: %w", err)
+	}
+	defer b.Release()
+	// Fresh accumulators, and an empty table in place of the one whose
+	// groups were output before (its memory goes back to the task).
+	table, accs, hist, err := s.op.newGroups(s.tc)
+	if err != nil {
+		return nil, err
+	}
+	releaseAccs(s.accs)
+	s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
+	n := int(b.NumRows())
+	cols := make([]arrow.Array, 0, s.op.schema.NumFields())
+	release := func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	for _, g := range s.op.groupBy {
+		k, err := g.Eval(b, s.tc.Alloc)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("hash aggregate: group key %s: %w", g, err)
+		}
+		cols = append(cols, k)
+	}
+	s.gids = growSlice(s.gids[:0], n)
+	for i := range s.gids {
+		s.gids[i] = int32(i)
+	}
+	if err := s.fold(b, n); err != nil {
+		release()
+		return nil, err
+	}
+	for _, acc := range s.accs {
+		st, err := acc.emitStates(0, n, s.tc.Alloc)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("hash aggregate: %w", err)
+		}
+		cols = append(cols, st...)
+	}
+	rb := array.NewRecordBatch(s.op.schema, cols, int64(n))
+	release()
+	return rb, nil
+}
+
 // aggregateNextBatch is the streaming partial aggregate's step: the groups
 // of the next input batch alone, in fresh accumulators, ready to emit; at
 // the end of the input it closes it instead.
@@ -997,8 +1085,14 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 	if err := s.table.lookup(keys, n, s.gids, nil); err != nil {
 		return fmt.Errorf("hash aggregate: %w", err)
 	}
-	ng := s.table.numGroups()
-	stateCol := nk
+	return s.fold(b, s.table.numGroups())
+}
+
+// fold folds batch b's rows into the accumulators, row i into group
+// s.gids[i], making room for ng groups: raw arguments in a single or
+// partial aggregate, partial states in a final one.
+func (s *hashAggStream) fold(b arrow.RecordBatch, ng int) error {
+	stateCol := len(s.op.groupBy)
 	s.hist.batch++
 	var args argMemo
 	defer func() { args.release() }()

@@ -474,20 +474,30 @@ func TestHashAggregateTwoStageRandom(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := jaCollect(t, single, jaTC(mem, 64, 0))
-	// The partial aggregates stream batch by batch from the first row
-	// (0, 0), never (the defaults here: 1,200 rows per partition), or
-	// after a random number of rows: the result never changes.
-	defer func(rows int64, ratio float64) { PartialSkipRows, PartialSkipRatio = rows, ratio }(PartialSkipRows, PartialSkipRatio)
+	// The partial aggregates pass rows on from the first row (either
+	// pair at 0, 0), never (the defaults here: 1,200 rows per partition),
+	// or after a random number of rows: the result never changes.
+	defer func(rows int64, ratio float64, early int64, earlyRatio float64) {
+		PartialSkipRows, PartialSkipRatio, PartialSkipEarlyRows, PartialSkipEarlyRatio = rows, ratio, early, earlyRatio
+	}(PartialSkipRows, PartialSkipRatio, PartialSkipEarlyRows, PartialSkipEarlyRatio)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	never := int64(1 << 62)
 	for i, skip := range []struct {
-		rows  int64
-		ratio float64
-	}{{PartialSkipRows, PartialSkipRatio}, {0, 0}, {r.Int64N(1500), r.Float64()}, {r.Int64N(1500), r.Float64()}} {
+		rows, early   int64
+		ratio, eRatio float64
+	}{
+		{PartialSkipRows, PartialSkipEarlyRows, PartialSkipRatio, PartialSkipEarlyRatio},
+		{0, never, 0, 0},
+		{never, 0, 0, 0},
+		{r.Int64N(1500), r.Int64N(1500), r.Float64(), r.Float64()},
+		{r.Int64N(1500), r.Int64N(1500), r.Float64(), r.Float64()},
+	} {
 		PartialSkipRows, PartialSkipRatio = skip.rows, skip.ratio
+		PartialSkipEarlyRows, PartialSkipEarlyRatio = skip.early, skip.eRatio
 		got := jaCollect(t, final, jaTC(mem, 50, 0))
 		if len(want) < 100 || !slices.Equal(got, want) {
-			t.Fatalf("run %d (skip after %d rows at %.2f groups per row): two-stage differs from single-stage (%d vs %d rows)",
-				i, skip.rows, skip.ratio, len(got), len(want))
+			t.Fatalf("run %d (skip after %d rows at %.2f groups per row, or %d at %.2f): two-stage differs from single-stage (%d vs %d rows)",
+				i, skip.rows, skip.ratio, skip.early, skip.eRatio, len(got), len(want))
 		}
 	}
 }
@@ -866,5 +876,56 @@ func TestAggCountSlicedNulls(t *testing.T) {
 		if !slices.Equal(c.counts, make([]int64, groups)) {
 			t.Fatalf("count(NULL) over %d groups: %v, want zeros", groups, c.counts)
 		}
+	}
+}
+
+// BenchmarkPartialAggregateDistinctKeys runs a partial aggregate over
+// 80,000 rows whose four string keys never repeat (TPC-DS q11's customers
+// joined to their yearly totals), grouping every row ("grouped": the early
+// skip off) or passing rows on once ten thousand rows showed no repeats
+// ("passed": the defaults).
+func BenchmarkPartialAggregateDistinctKeys(b *testing.B) {
+	const rows, batch = 80_000, 8192
+	dt := plan.Decimal(17, 2)
+	schema := jaSchema("id", plan.Utf8, "first", plan.Utf8, "last", plan.Utf8, "email", plan.Utf8, "d", dt)
+	mem := memory.NewGoAllocator()
+	var bs []arrow.RecordBatch
+	for s := 0; s < rows; s += batch {
+		rb := array.NewRecordBuilder(mem, schema)
+		for i := s; i < min(rows, s+batch); i++ {
+			rb.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("AAAAAAAA%08d", i))
+			rb.Field(1).(*array.StringBuilder).Append(fmt.Sprint("First", i%997))
+			rb.Field(2).(*array.StringBuilder).Append(fmt.Sprint("Last", i%4999))
+			rb.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("first%d.last%d@example.com", i%997, i))
+			rb.Field(4).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i % 10_000)))
+		}
+		bs = append(bs, rb.NewRecordBatch())
+		rb.Release()
+	}
+	defer func() {
+		for _, x := range bs {
+			x.Release()
+		}
+	}()
+	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
+	aggs := []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(4, "d", dt), Name: "s", Type: plan.SumType(dt)}}
+	gb := []expr.Expr{jaCol(0, "id", plan.Utf8), jaCol(1, "first", plan.Utf8), jaCol(2, "last", plan.Utf8), jaCol(3, "email", plan.Utf8)}
+	op, err := NewHashAggregate(src, AggPartial, gb, []string{"id", "first", "last", "email"}, aggs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func(rows int64) { PartialSkipEarlyRows = rows }(PartialSkipEarlyRows)
+	for _, c := range []struct {
+		name  string
+		early int64
+	}{{"grouped", 1 << 62}, {"passed", PartialSkipEarlyRows}} {
+		b.Run(c.name, func(b *testing.B) {
+			PartialSkipEarlyRows = c.early
+			for i := 0; i < b.N; i++ {
+				if n := jaDrain(b, op, NewTaskContext()); n != rows {
+					b.Fatalf("%d rows out", n)
+				}
+			}
+		})
 	}
 }

@@ -75,11 +75,9 @@ func TestTPCH(t *testing.T) {
 	// 1: wherever the rule's other conditions hold).
 	defer func(v float64) { plan.EagerMaxGroups = v }(plan.EagerMaxGroups)
 	plan.EagerMaxGroups = rand.Float64() * 1.2
-	// So is the point where partial aggregates stream.
-	defer func(rows int64, ratio float64) { physical.PartialSkipRows, physical.PartialSkipRatio = rows, ratio }(physical.PartialSkipRows, physical.PartialSkipRatio)
-	physical.PartialSkipRows, physical.PartialSkipRatio = rand.Int64N(200_000), rand.Float64()
-	t.Logf("plan.EagerMaxGroups = %.3f, physical.PartialSkipRows = %d, physical.PartialSkipRatio = %.3f",
-		plan.EagerMaxGroups, physical.PartialSkipRows, physical.PartialSkipRatio)
+	t.Logf("plan.EagerMaxGroups = %.3f", plan.EagerMaxGroups)
+	// So are the points where partial aggregates stream.
+	randomPartialSkip(t, 200_000)
 	randomShareMinRows(t, 400_000)
 	for n := 1; n <= 22; n++ {
 		t.Run(fmt.Sprintf("q%d", n), func(t *testing.T) {
@@ -173,6 +171,22 @@ func BenchmarkTPCH(b *testing.B) {
 			}
 		})
 	}
+}
+
+// randomPartialSkip draws the rows and groups per row after which a
+// partial aggregate stops grouping and passes rows on (both pairs of
+// physical.PartialSkipRows): the answers must not depend on them.
+func randomPartialSkip(t testing.TB, upTo int64) {
+	rows, ratio := physical.PartialSkipRows, physical.PartialSkipRatio
+	early, earlyRatio := physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio
+	t.Cleanup(func() {
+		physical.PartialSkipRows, physical.PartialSkipRatio = rows, ratio
+		physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio = early, earlyRatio
+	})
+	physical.PartialSkipRows, physical.PartialSkipRatio = rand.Int64N(upTo), rand.Float64()
+	physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio = rand.Int64N(upTo), rand.Float64()
+	t.Logf("physical.PartialSkipRows = %d, PartialSkipRatio = %.3f, PartialSkipEarlyRows = %d, PartialSkipEarlyRatio = %.3f",
+		physical.PartialSkipRows, physical.PartialSkipRatio, physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio)
 }
 
 // randomWindowHint draws the distinct values per partition a window's keys
