@@ -44,7 +44,7 @@ func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error)
 	if cfg.TargetPartitions <= 0 {
 		cfg.TargetPartitions = DefaultTargetPartitions()
 	}
-	p := &planner{cfg: cfg, est: &Estimates{nodes: map[Operator]plan.Node{}}}
+	p := &planner{cfg: cfg, est: &Estimates{nodes: map[Operator]plan.Node{}, rows: plan.NewEstimates()}}
 	if cfg.ShareSubplans {
 		p.shared = map[string]*SharedOutput{}
 		p.keys = plan.NewSubtreeKeys()
@@ -67,6 +67,10 @@ func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error)
 // can show the estimate beside the exact size its shuffle files had.
 type Estimates struct {
 	nodes map[Operator]plan.Node
+	// rows remembers the logical estimates: a node's estimate reads its
+	// inputs', so asking each one afresh would be quadratic in the plan's
+	// joins.
+	rows *plan.Estimates
 }
 
 // Of returns the estimated rows and bytes of op's output; ok is false for
@@ -80,7 +84,7 @@ func (e *Estimates) Of(op Operator) (rows, bytes float64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	return plan.EstimateRows(n), estimatedBytes(n), true
+	return e.rows.Rows(n), e.bytes(n), true
 }
 
 type planner struct {
@@ -732,7 +736,7 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		// nil and would crash whatever reads it.
 		var hj *HashJoin
 		if jt.EmitsUnmatchedBuild() || (p.cfg.BroadcastThreshold > 0 && !n.NullAware &&
-			estimatedBytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
+			p.est.bytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
 			// Each partition must see all rows of its keys on both sides.
 			t := p.cfg.TargetPartitions
 			bl = hashPartitioned(bl, buildKeys, t)
@@ -999,8 +1003,8 @@ func (p *planner) limit(n *plan.Limit) (Operator, error) {
 	return NewLimit(in, n.Offset, n.Count), nil
 }
 
-// estimatedBytes guesses the size of a logical node's output.
-func estimatedBytes(n plan.Node) float64 {
+// bytes guesses the size of a logical node's output.
+func (e *Estimates) bytes(n plan.Node) float64 {
 	width := 0
 	for _, c := range n.Schema() {
 		switch c.Type.ID() {
@@ -1014,7 +1018,7 @@ func estimatedBytes(n plan.Node) float64 {
 			width += 8
 		}
 	}
-	return plan.EstimateRows(n) * float64(width)
+	return e.rows.Rows(n) * float64(width)
 }
 
 // Format renders an operator tree, one operator per line, children
