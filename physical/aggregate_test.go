@@ -553,22 +553,11 @@ func BenchmarkHashAggregateManyGroups(b *testing.B) {
 	schema := jaSchema("k", plan.Int64, "d", dt)
 	mem := memory.NewGoAllocator()
 	r := rand.New(rand.NewPCG(3, 4))
-	var bs []arrow.RecordBatch
-	for s := 0; s < rows; s += batch {
-		rb := array.NewRecordBuilder(mem, schema)
-		for i := s; i < min(rows, s+batch); i++ {
-			rb.Field(0).(*array.Int64Builder).Append(int64(r.IntN(groups)))
-			rb.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(r.Int64N(10_000)))
-		}
-		bs = append(bs, rb.NewRecordBatch())
-		rb.Release()
-	}
-	defer func() {
-		for _, x := range bs {
-			x.Release()
-		}
-	}()
-	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
+	src := jaBuild(mem, schema, rows, batch, func(rb *array.RecordBuilder, i int) {
+		rb.Field(0).(*array.Int64Builder).Append(int64(r.IntN(groups)))
+		rb.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(r.Int64N(10_000)))
+	})
+	defer src.release()
 	aggs := []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(1, "d", dt), Name: "s", Type: plan.SumType(dt)}}
 	op, err := NewHashAggregate(src, AggSingle, []expr.Expr{jaCol(0, "k", plan.Int64)}, []string{"k"}, aggs)
 	if err != nil {
@@ -889,25 +878,14 @@ func BenchmarkPartialAggregateDistinctKeys(b *testing.B) {
 	dt := plan.Decimal(17, 2)
 	schema := jaSchema("id", plan.Utf8, "first", plan.Utf8, "last", plan.Utf8, "email", plan.Utf8, "d", dt)
 	mem := memory.NewGoAllocator()
-	var bs []arrow.RecordBatch
-	for s := 0; s < rows; s += batch {
-		rb := array.NewRecordBuilder(mem, schema)
-		for i := s; i < min(rows, s+batch); i++ {
-			rb.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("AAAAAAAA%08d", i))
-			rb.Field(1).(*array.StringBuilder).Append(fmt.Sprint("First", i%997))
-			rb.Field(2).(*array.StringBuilder).Append(fmt.Sprint("Last", i%4999))
-			rb.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("first%d.last%d@example.com", i%997, i))
-			rb.Field(4).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i % 10_000)))
-		}
-		bs = append(bs, rb.NewRecordBatch())
-		rb.Release()
-	}
-	defer func() {
-		for _, x := range bs {
-			x.Release()
-		}
-	}()
-	src := &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
+	src := jaBuild(mem, schema, rows, batch, func(rb *array.RecordBuilder, i int) {
+		rb.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("AAAAAAAA%08d", i))
+		rb.Field(1).(*array.StringBuilder).Append(fmt.Sprint("First", i%997))
+		rb.Field(2).(*array.StringBuilder).Append(fmt.Sprint("Last", i%4999))
+		rb.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("first%d.last%d@example.com", i%997, i))
+		rb.Field(4).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i % 10_000)))
+	})
+	defer src.release()
 	aggs := []AggregateExpr{{Func: plan.AggSum, Arg: jaCol(4, "d", dt), Name: "s", Type: plan.SumType(dt)}}
 	gb := []expr.Expr{jaCol(0, "id", plan.Utf8), jaCol(1, "first", plan.Utf8), jaCol(2, "last", plan.Utf8), jaCol(3, "email", plan.Utf8)}
 	op, err := NewHashAggregate(src, AggPartial, gb, []string{"id", "first", "last", "email"}, aggs)
@@ -928,4 +906,19 @@ func BenchmarkPartialAggregateDistinctKeys(b *testing.B) {
 			}
 		})
 	}
+}
+
+// jaBuild is a one-partition source of rows rows in batches of batch, row
+// i appended to rb by add.
+func jaBuild(mem memory.Allocator, schema *arrow.Schema, rows, batch int, add func(rb *array.RecordBuilder, i int)) *jaSource {
+	var bs []arrow.RecordBatch
+	for s := 0; s < rows; s += batch {
+		rb := array.NewRecordBuilder(mem, schema)
+		for i := s; i < min(rows, s+batch); i++ {
+			add(rb, i)
+		}
+		bs = append(bs, rb.NewRecordBatch())
+		rb.Release()
+	}
+	return &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
 }
