@@ -926,20 +926,11 @@ func (s *hashAggStream) passBatch(ctx context.Context) (arrow.RecordBatch, error
 	releaseAccs(s.accs)
 	s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
 	n := int(b.NumRows())
-	cols := make([]arrow.Array, 0, s.op.schema.NumFields())
-	release := func() {
-		for _, c := range cols {
-			c.Release()
-		}
+	cols, err := s.groupKeys(b)
+	if err != nil {
+		return nil, err
 	}
-	for _, g := range s.op.groupBy {
-		k, err := g.Eval(b, s.tc.Alloc)
-		if err != nil {
-			release()
-			return nil, fmt.Errorf("hash aggregate: group key %s: %w", g, err)
-		}
-		cols = append(cols, k)
-	}
+	release := func() { kernels.ReleaseAll(cols) }
 	s.gids = growSlice(s.gids[:0], n)
 	for i := range s.gids {
 		s.gids[i] = int32(i)
@@ -1060,32 +1051,38 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
-	nk := len(s.op.groupBy)
-	keys := make([]arrow.Array, nk)
-	defer func() {
-		for _, k := range keys {
-			if k != nil {
-				k.Release()
-			}
-		}
-	}()
-	for i, g := range s.op.groupBy {
-		if s.op.mode == AggFinal {
-			keys[i] = b.Column(i)
-			keys[i].Retain()
-			continue
-		}
-		k, err := g.Eval(b, s.tc.Alloc)
-		if err != nil {
-			return fmt.Errorf("hash aggregate: group key %s: %w", g, err)
-		}
-		keys[i] = k
+	keys, err := s.groupKeys(b)
+	if err != nil {
+		return err
 	}
+	defer kernels.ReleaseAll(keys)
 	s.gids = growSlice(s.gids[:0], n)
 	if err := s.table.lookup(keys, n, s.gids, nil); err != nil {
 		return fmt.Errorf("hash aggregate: %w", err)
 	}
 	return s.fold(b, s.table.numGroups())
+}
+
+// groupKeys returns the group key columns of batch b: evaluated, or in a
+// final aggregate the partial states' first columns (retained). The caller
+// releases them.
+func (s *hashAggStream) groupKeys(b arrow.RecordBatch) ([]arrow.Array, error) {
+	keys := make([]arrow.Array, 0, len(s.op.groupBy))
+	for i, g := range s.op.groupBy {
+		if s.op.mode == AggFinal {
+			k := b.Column(i)
+			k.Retain()
+			keys = append(keys, k)
+			continue
+		}
+		k, err := g.Eval(b, s.tc.Alloc)
+		if err != nil {
+			kernels.ReleaseAll(keys)
+			return nil, fmt.Errorf("hash aggregate: group key %s: %w", g, err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // fold folds batch b's rows into the accumulators, row i into group

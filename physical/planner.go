@@ -543,19 +543,11 @@ func windowHints(root plan.Node, parts int, keys *plan.SubtreeKeys) map[*plan.Ag
 // The keys must take enough distinct values to spread the aggregate's rows
 // evenly over parts partitions.
 func windowHashHint(w *plan.Window, parts int) (*plan.Aggregate, []int) {
-	// The window planned first, as window orders them: fewest partition
-	// keys, then the least keys.
-	var keys []plan.Expr
-	var least []string
-	for i, c := range w.Calls {
-		ks := make([]string, len(c.PartitionBy))
-		for j, e := range c.PartitionBy {
-			ks[j] = exprKeyString(e)
-		}
-		if i == 0 || len(ks) < len(least) || len(ks) == len(least) && slices.Compare(ks, least) < 0 {
-			keys, least = c.PartitionBy, ks
-		}
+	groups := windowGroups(w)
+	if len(groups) == 0 {
+		return nil, nil
 	}
+	keys := w.Calls[groups[0].calls[0]].PartitionBy
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -838,34 +830,7 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 // (TPC-DS q47 ranks by four keys and averages by those and a fifth).
 func (p *planner) window(n *plan.Window) (Operator, error) {
 	in := n.Input.Schema()
-	type group struct {
-		calls []int
-		parts []string // the partition keys, as exprKeyString
-	}
-	var groups []*group
-	byKey := map[string]*group{}
-	for i, c := range n.Calls {
-		k := windowKey(c)
-		g, ok := byKey[k]
-		if !ok {
-			g = &group{}
-			for _, e := range c.PartitionBy {
-				g.parts = append(g.parts, exprKeyString(e))
-			}
-			byKey[k] = g
-			groups = append(groups, g)
-		}
-		g.calls = append(g.calls, i)
-	}
-	slices.SortStableFunc(groups, func(a, b *group) int {
-		if c := len(a.parts) - len(b.parts); c != 0 {
-			return c
-		}
-		if c := slices.Compare(a.parts, b.parts); c != 0 {
-			return c
-		}
-		return len(n.Calls[b.calls[0]].OrderBy) - len(n.Calls[a.calls[0]].OrderBy)
-	})
+	groups := windowGroups(n)
 	op, err := p.plan(n.Input)
 	if err != nil {
 		return nil, err
@@ -935,6 +900,44 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		exprs[len(in)+ci] = &expr.Column{Index: len(in) + pos, Name: c.Name, Type: c.Type}
 	}
 	return NewProjection(op, exprs, names(out)), nil
+}
+
+// windowGroup is the calls of one window (the same partition and order
+// keys); parts are its partition keys as exprKeyString.
+type windowGroup struct {
+	calls []int
+	parts []string
+}
+
+// windowGroups groups n's calls by window, in the order window plans
+// them: fewest partition keys first, then by the keys, then most order
+// keys first.
+func windowGroups(n *plan.Window) []*windowGroup {
+	var groups []*windowGroup
+	byKey := map[string]*windowGroup{}
+	for i, c := range n.Calls {
+		k := windowKey(c)
+		g, ok := byKey[k]
+		if !ok {
+			g = &windowGroup{}
+			for _, e := range c.PartitionBy {
+				g.parts = append(g.parts, exprKeyString(e))
+			}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.calls = append(g.calls, i)
+	}
+	slices.SortStableFunc(groups, func(a, b *windowGroup) int {
+		if c := len(a.parts) - len(b.parts); c != 0 {
+			return c
+		}
+		if c := slices.Compare(a.parts, b.parts); c != 0 {
+			return c
+		}
+		return len(n.Calls[b.calls[0]].OrderBy) - len(n.Calls[a.calls[0]].OrderBy)
+	})
+	return groups
 }
 
 // subsetOf reports whether every key of a is in b.
