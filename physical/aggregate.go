@@ -588,6 +588,9 @@ func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	for s.emitted >= s.table.numGroups() {
 		if s.inputDone {
+			// Every group is out (its keys copied into the batches):
+			// the key stores go back to the pool.
+			s.table.free()
 			return nil, io.EOF
 		}
 		if s.passing {
@@ -814,10 +817,11 @@ func (s *hashAggStream) spillGroups() error {
 	}
 	table.stayHashed()
 	releaseAccs(s.accs)
+	s.table.free()
 	s.table, s.accs, s.hist = table, accs, hist
 	err = s.account()
 	if err != nil && s.op.mode == AggFinal && canSpill(s.tc, err) {
-		s.table.releaseSlots()
+		s.table.free()
 		s.table, s.accs, s.hist = nil, nil, nil
 		s.passStates = true
 		return nil
@@ -834,9 +838,10 @@ func (s *hashAggStream) resumeGroups() error {
 	}
 	table.stayHashed()
 	releaseAccs(s.accs)
+	s.table.free()
 	s.table, s.accs, s.hist = table, accs, hist
 	if err := s.account(); err != nil {
-		s.table.releaseSlots()
+		s.table.free()
 		s.table, s.accs, s.hist = nil, nil, nil
 		return err
 	}
@@ -924,6 +929,7 @@ func (s *hashAggStream) passBatch(ctx context.Context) (arrow.RecordBatch, error
 		return nil, err
 	}
 	releaseAccs(s.accs)
+	s.table.free()
 	s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
 	n := int(b.NumRows())
 	cols, err := s.groupKeys(b)
@@ -983,6 +989,7 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 			return err
 		}
 		releaseAccs(s.accs)
+		s.table.free()
 		s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
 		err = s.consumeBatch(cur)
 		if err == nil {
@@ -995,7 +1002,7 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 		// Refused the groups of the whole batch (the operators beside it
 		// in its task holding the rest of the limit): the first half
 		// now, the rest of the batch next time, in fresh groups each.
-		s.table.releaseSlots()
+		s.table.free()
 		fresh, faccs, fhist, ferr := s.op.newGroups(s.tc)
 		if ferr != nil {
 			return ferr

@@ -76,6 +76,7 @@ func (s *hashAggStream) spillDistinct() error {
 		return err
 	}
 	releaseAccs(s.accs)
+	s.table.free()
 	s.table, s.accs, s.hist = table, accs, hist
 	return s.account()
 }

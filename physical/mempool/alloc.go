@@ -149,6 +149,33 @@ func FreeSlice[T any](s []T) {
 	Allocator.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 1<<c))
 }
 
+// GrowSlice returns a slice holding s's elements with room for at least
+// c, from Allocator: a recycled buffer (already in memory, as a store that
+// grows by doubling would otherwise take fresh pages each time), whose
+// elements past len(s) are whatever its last user left, so the caller
+// writes them before reading them. T must hold no pointers. s must be nil
+// or a slice from AllocSlice or GrowSlice; it is given back with FreeSlice
+// and must not be used afterwards.
+func GrowSlice[T any](s []T, c int) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if size == 0 || c <= cap(s) {
+		return s
+	}
+	var b []byte
+	if a, ok := Allocator.(*poolAllocator); ok {
+		b, _ = a.take(size * c)
+	} else {
+		b = Allocator.Allocate(size * c)
+	}
+	// The buffer's whole size class is usable: FreeSlice of the longer
+	// slice lands in the same class.
+	ns := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), cap(b)/size)[:len(s)]
+	copy(ns, s)
+	FreeSlice(s[:cap(s)])
+	return ns
+}
+
 // Unzeroed returns an allocator for buffers every byte of which their user
 // writes before reading any (arrow-go's Parquet page reader: a compressed
 // page is read into its buffer whole, and decompressed into another that

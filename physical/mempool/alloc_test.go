@@ -109,6 +109,41 @@ func TestAllocSlice(t *testing.T) {
 	}
 }
 
+// TestGrowSlice: the elements are kept through growth from nil past the
+// pooled sizes, the capacity covers the request, and a buffer given back
+// serves the next growth without its old contents showing through len.
+func TestGrowSlice(t *testing.T) {
+	var s []int64
+	for i := range 5000 {
+		if len(s) == cap(s) {
+			s = GrowSlice(s, 2*cap(s)+1)
+			if cap(s) < 2*i+1 || len(s) != i {
+				t.Fatalf("after %d appends: len %d cap %d", i, len(s), cap(s))
+			}
+		}
+		s = append(s, int64(i))
+	}
+	for i, v := range s {
+		if v != int64(i) {
+			t.Fatalf("element %d is %d", i, v)
+		}
+	}
+	FreeSlice(s[:cap(s)])
+	b := GrowSlice([]byte(nil), 1<<13)
+	if len(b) != 0 || cap(b) < 1<<13 {
+		t.Fatalf("len %d cap %d", len(b), cap(b))
+	}
+	b = append(b, 1, 2, 3)
+	b = GrowSlice(b, 1<<15)
+	if len(b) != 3 || b[0] != 1 || b[1] != 2 || b[2] != 3 {
+		t.Fatalf("grown: %v", b)
+	}
+	FreeSlice(b[:cap(b)])
+	if s := GrowSlice([]int32{1, 2}, 1); len(s) != 2 || cap(s) != 2 {
+		t.Fatal("growth to a capacity the slice has already must keep it")
+	}
+}
+
 // TestUnzeroed: buffers come from the pool and go back to it, growth keeps
 // what was written, and an allocator other than the pool is left alone.
 func TestUnzeroed(t *testing.T) {
