@@ -65,10 +65,17 @@ type EmbeddedConfig struct {
 	// in memory (ExecutorConfig.HeldOutputBytes: 0, an eighth of its
 	// memory limit, at most 256 MiB; negative, none).
 	HeldOutputBytes int64
+	// FlightBetweenExecutors makes the executors read each other's
+	// blocking outputs over loopback Flight, as separate processes would,
+	// rather than directly (exchange.Peers). Tests use it to run the
+	// Flight path on one machine.
+	FlightBetweenExecutors bool
 }
 
 // Embedded is a scheduler and its executors in one process, talking over
-// loopback gRPC and Flight exactly as separate processes would.
+// loopback gRPC and Flight as separate processes would, except that an
+// executor's blocking readers take the other executors' outputs directly
+// (exchange.Peers; FlightBetweenExecutors turns that off).
 type Embedded struct {
 	cfg     EmbeddedConfig
 	sched   *SchedulerServer
@@ -77,6 +84,9 @@ type Embedded struct {
 	// warehouse is the cluster's own temporary warehouse, removed by
 	// Close (nil when the config gave one).
 	warehouse *engine.Warehouse
+	// peers are the executors, which read each other's outputs directly
+	// (nil with FlightBetweenExecutors).
+	peers *exchange.Peers
 
 	mu        sync.Mutex
 	executors []*Executor
@@ -106,6 +116,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		cfg.Security = &rpc.Security{Token: rpc.NewToken()}
 	}
 	e := &Embedded{cfg: cfg, workDir: cfg.WorkDir}
+	if !cfg.FlightBetweenExecutors {
+		e.peers = exchange.NewPeers()
+	}
 	if e.workDir == "" {
 		dir, err := os.MkdirTemp("", "sluice-cluster-")
 		if err != nil {
@@ -182,7 +195,7 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
 		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
 		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger, Security: e.cfg.Security,
-		MemoryLimit: e.executorMemoryLimit(), HeldOutputBytes: e.cfg.HeldOutputBytes,
+		MemoryLimit: e.executorMemoryLimit(), HeldOutputBytes: e.cfg.HeldOutputBytes, Peers: e.peers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
@@ -195,6 +208,15 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 	}
 	e.executors = append(e.executors, x)
 	return x, nil
+}
+
+// PeerReads is how many shuffle locations the executors read from each
+// other directly (0 with FlightBetweenExecutors).
+func (e *Embedded) PeerReads() int64 {
+	if e.peers == nil {
+		return 0
+	}
+	return e.peers.Reads()
 }
 
 // Close stops the executors and the scheduler, waits for their goroutines

@@ -123,3 +123,42 @@ func checkGoroutines(t *testing.T) {
 		}
 	})
 }
+
+// TestPeersReadEachOtherDirectly: on the embedded cluster a blocking reader
+// takes the other executor's outputs directly (exchange.Peers), with
+// FlightBetweenExecutors over Flight, the answers the same either way; a
+// killed executor's outputs are no longer its peers' to take.
+func TestPeersReadEachOtherDirectly(t *testing.T) {
+	for _, flight := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flight=%v", flight), func(t *testing.T) {
+			checkGoroutines(t)
+			emb, cat := startCluster(t, EmbeddedConfig{Executors: 2, Policy: PolicyPush, FlightBetweenExecutors: flight})
+			c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
+			ctx := testContext(t, 60*time.Second)
+			spread := map[string]string{"execution.target_partitions": "4", "scheduler.max_partitions_per_task": "1"}
+			maps.Copy(spread, heavySettings)
+			got, st, err := c.query(ctx, heavyQuery, spread)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRows(t, "heavy", got, localRows(t, cat, heavyQuery), true)
+			switch reads := emb.PeerReads(); {
+			case flight && reads != 0:
+				t.Errorf("%d direct reads with FlightBetweenExecutors", reads)
+			case !flight && reads == 0:
+				t.Errorf("no location was read from the other executor directly:\n%s", st.Stages)
+			}
+			if flight {
+				return
+			}
+			x := emb.Executors()[1]
+			if !emb.peers.Has(x.env) {
+				t.Fatalf("executor %s is not a peer", x.ID())
+			}
+			x.Kill()
+			if emb.peers.Has(x.env) {
+				t.Errorf("killed executor %s is still a peer", x.ID())
+			}
+		})
+	}
+}

@@ -81,6 +81,11 @@ type ExecutorConfig struct {
 	// its memory limit, at most 256 MiB; negative: none, every output is a
 	// file).
 	HeldOutputBytes int64
+	// Peers are the executors of this process (an embedded cluster's):
+	// this one joins them once it serves and leaves as it stops, and its
+	// blocking readers take the others' outputs directly rather than over
+	// Flight (nil: every other executor is read over Flight).
+	Peers *exchange.Peers
 	// PollInterval is how long a pull-mode executor waits after an empty
 	// poll (default 100ms).
 	PollInterval time.Duration
@@ -226,6 +231,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		Registry:      exchange.NewRegistry(),
 		Clients:       exchange.NewClientPool(cfg.Security),
 		Secrets:       exchange.NewJobSecrets(),
+		Peers:         cfg.Peers,
 	}
 	bg, stop := context.WithCancel(context.Background())
 	e := &Executor{
@@ -242,6 +248,9 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	flight.RegisterFlightServiceServer(e.flightSrv, e.flightSvc)
 	e.serve(e.grpcSrv, grpcLis)
 	e.serve(e.flightSrv, flightLis)
+	if cfg.Peers != nil {
+		cfg.Peers.Add(env)
+	}
 
 	policy, err := e.register(ctx, true)
 	if err != nil {
@@ -565,6 +574,11 @@ func (e *Executor) Kill() {
 
 func (e *Executor) shutdown(graceful bool) {
 	e.once.Do(func() {
+		if e.cfg.Peers != nil {
+			// Its outputs are lost to the other executors from now on,
+			// as they are to the rest of a cluster.
+			e.cfg.Peers.Remove(e.env)
+		}
 		e.mu.Lock()
 		e.closing = true
 		e.mu.Unlock()

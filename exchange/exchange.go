@@ -62,6 +62,10 @@ type Env struct {
 	// files it writes and of the Flight streams it serves ("": LZ4).
 	// Readers accept either: Arrow IPC marks compression per message.
 	Compression Compression
+	// Peers are the other executors of this process, whose blocking
+	// outputs readers take directly (nil: every other executor's output is
+	// fetched over Flight).
+	Peers *Peers
 	// Secrets holds the secrets of the jobs this executor runs tasks of;
 	// the Flight service refuses tickets without the job's (nil on
 	// clients; nil on an executor serves every ticket, for tests of the

@@ -116,8 +116,8 @@ func (s *shuffleStream) run(ctx context.Context, m *mergeStream, locs []*rpc.Par
 // fetch reads one location into m.
 func (s *shuffleStream) fetch(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation) error {
 	var err error
-	if s.env.ExecutorID != "" && loc.ExecutorId == s.env.ExecutorID {
-		err = s.readLocal(ctx, m, loc)
+	if src := s.localSource(loc); src != nil {
+		err = s.readLocal(ctx, m, loc, src)
 	} else {
 		err = s.readRemote(ctx, m, loc)
 	}
@@ -136,15 +136,31 @@ func (s *shuffleStream) fetch(ctx context.Context, m *mergeStream, loc *rpc.Part
 	}
 }
 
-func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation) error {
-	if s.env.WorkDir == "" || validJobID(loc.JobId) != nil {
-		return fmt.Errorf("shuffle file %s is not under this executor's work dir", loc.Path)
+// localSource returns the Env of the executor in this process that wrote
+// loc (this reader's own, or a peer's), or nil when loc is to be fetched
+// over Flight.
+func (s *shuffleStream) localSource(loc *rpc.PartitionLocation) *Env {
+	if s.env.ExecutorID != "" && loc.ExecutorId == s.env.ExecutorID {
+		return s.env
 	}
-	path, ok := stageFile(s.env.WorkDir, loc.JobId, int(loc.StageId), loc.Path)
+	if p := s.env.Peers.lookup(loc.FlightAddress, loc.ExecutorId); p != nil {
+		s.env.Peers.reads.Add(1)
+		return p
+	}
+	return nil
+}
+
+// readLocal reads loc from src, an executor in this process: its held
+// batches themselves, or its shuffle file.
+func (s *shuffleStream) readLocal(ctx context.Context, m *mergeStream, loc *rpc.PartitionLocation, src *Env) error {
+	if src.WorkDir == "" || validJobID(loc.JobId) != nil {
+		return fmt.Errorf("shuffle file %s is not under executor %s's work dir", loc.Path, src.ExecutorID)
+	}
+	path, ok := stageFile(src.WorkDir, loc.JobId, int(loc.StageId), loc.Path)
 	if !ok {
-		return fmt.Errorf("%s is not a shuffle file of stage %d of job %s in this executor's work dir", loc.Path, loc.StageId, loc.JobId)
+		return fmt.Errorf("%s is not a shuffle file of stage %d of job %s in executor %s's work dir", loc.Path, loc.StageId, loc.JobId, src.ExecutorID)
 	}
-	if _, held, ok, err := s.env.Held.batches(path, loc.Batches); ok {
+	if _, held, ok, err := src.Held.batches(path, loc.Batches); ok {
 		if err != nil {
 			return fmt.Errorf("output %s: %w", loc.Path, err)
 		}

@@ -60,22 +60,30 @@ var clusterConfigs = []struct {
 	policy    string
 	mode      string
 	settings  map[string]string
+	// flight: blocking readers fetch other executors' outputs over
+	// Flight instead of directly (EmbeddedConfig.FlightBetweenExecutors).
+	flight bool
 }{
-	{2, cluster.PolicyPush, "blocking", nil},
-	{3, cluster.PolicyPush, "blocking", nil},
-	{2, cluster.PolicyPull, "blocking", nil},
-	{3, cluster.PolicyPull, "blocking", nil},
-	{2, cluster.PolicyPush, "pipelined", map[string]string{"exchange.multiplex": "off"}},
+	{2, cluster.PolicyPush, "blocking", nil, false},
+	// Three executors, read over Flight: most of a consumer's inputs are
+	// remote.
+	{3, cluster.PolicyPush, "blocking", nil, true},
+	{2, cluster.PolicyPull, "blocking", nil, false},
+	{3, cluster.PolicyPull, "blocking", nil, false},
+	{2, cluster.PolicyPush, "pipelined", map[string]string{"exchange.multiplex": "off"}, false},
 	// Three executors: most of a consumer's inputs are remote, and with
 	// multiplexing each producer task's arrive on one stream.
-	{3, cluster.PolicyPush, "pipelined", map[string]string{"exchange.multiplex": "on"}},
+	{3, cluster.PolicyPush, "pipelined", map[string]string{"exchange.multiplex": "on"}, false},
 }
 
 // configName names a cluster configuration in a subtest's name.
-func configName(mode string, executors int, policy string, settings map[string]string) string {
+func configName(mode string, executors int, policy string, settings map[string]string, flight bool) string {
 	name := fmt.Sprintf("%s/%d-executors/%s", mode, executors, policy)
 	if settings["exchange.multiplex"] == "on" {
 		name += "/multiplex"
+	}
+	if flight {
+		name += "/flight"
 	}
 	return name
 }
@@ -111,9 +119,9 @@ func TestSQLLogicCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range clusterConfigs {
-		t.Run(configName(c.mode, c.executors, c.policy, c.settings), func(t *testing.T) {
+		t.Run(configName(c.mode, c.executors, c.policy, c.settings, c.flight), func(t *testing.T) {
 			for _, f := range files {
-				cfg := cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy}
+				cfg := cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy, FlightBetweenExecutors: c.flight}
 				if c.mode == "blocking" {
 					// How much of the stages' output the executors hold
 					// in memory before writing files is a tuned budget

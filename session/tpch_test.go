@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sluice/catalog"
+	"sluice/cluster"
 	"sluice/physical"
 	"sluice/plan"
 	"sluice/session"
@@ -97,8 +98,8 @@ func TestTPCHCluster(t *testing.T) {
 	dir := tpchData(t)
 	ctx := context.Background()
 	for _, c := range clusterConfigs {
-		t.Run(configName(c.mode, c.executors, c.policy, c.settings), func(t *testing.T) {
-			s := startCluster(t, c.executors, c.policy)
+		t.Run(configName(c.mode, c.executors, c.policy, c.settings, c.flight), func(t *testing.T) {
+			_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy, FlightBetweenExecutors: c.flight})
 			if err := s.Settings.Set("execution.mode", c.mode); err != nil {
 				t.Fatal(err)
 			}
