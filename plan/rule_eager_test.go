@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"testing"
 
 	"sluice/catalog"
@@ -165,4 +166,33 @@ func TestEagerAggregateGolden(t *testing.T) {
 // pivot is CASE WHEN cond THEN x END.
 func pivot(cond, x Expr) Expr {
 	return &Case{Whens: []When{{Cond: cond, Then: x}}, Typ: x.Type()}
+}
+
+// TestScanSelectivityDisjunction: an OR of restrictions of one column
+// keeps the values its terms keep together (a shared CTE's readers' years
+// pushed into its scan), and an OR over different columns sums its terms.
+func TestScanSelectivityDisjunction(t *testing.T) {
+	b := newTB()
+	s := b.scanStats("dim")
+	region, key := col(s, "d_region"), col(s, "d_key")
+	eqR := func(v int64) Expr { return eq(region, i64(v)) }
+	tests := []struct {
+		name      string
+		filter    Expr
+		sel, kept float64 // kept: the share of d_region's values (0: none recorded)
+	}{
+		{"one value", eqR(1), 0.2, 0.2},
+		{"two values", or(eqR(1), eqR(2)), 0.4, 0.4},
+		{"three, nested, each with its own restriction of the same column",
+			or(and(eqR(1), inList(region, i64(1), i64(2))), or(eqR(2), eqR(3))), 0.6, 0.6},
+		{"different columns", or(eqR(1), eq(key, i64(7))), 0.201, 0},
+		{"restrictions of one column keep the fewest values", and(eqR(1), inList(region, i64(1), i64(2))), 0.2, 0.2},
+	}
+	for _, tt := range tests {
+		s.Filters = []Expr{tt.filter}
+		sel, kept := scanSelectivity(s)
+		if math.Abs(sel-tt.sel) > 1e-9 || math.Abs(kept[region.ID]-tt.kept) > 1e-9 {
+			t.Errorf("%s: selectivity %v, d_region kept %v; want %v, %v", tt.name, sel, kept[region.ID], tt.sel, tt.kept)
+		}
+	}
 }

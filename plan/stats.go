@@ -350,8 +350,17 @@ func isEquiBetween(c Expr, L, R ColumnSet) bool {
 // and the conjuncts bounding one column (BETWEEN, <, >=) the share of the
 // range they cover. So d_year = 2001 keeps 1/201 of TPC-DS's date_dim,
 // not a tenth, and the fact rows joined to it are estimated from that.
-// Other conjuncts take the fixed guesses of Selectivity.
+// Other conjuncts take the fixed guesses of Selectivity. A disjunction is
+// the sum of its terms, each measured the same way, and keeps of a column
+// the values its terms keep together when every term restricts it: a
+// shared CTE read with d_year = 2001 and with d_year = 2002 is scanned
+// with (d_year = 2001 AND ...) OR (d_year = 2002 AND ...), two years.
 func scanSelectivity(s *Scan) (float64, map[ColumnID]float64) {
+	return filterSelectivity(s, s.Filters)
+}
+
+// filterSelectivity is scanSelectivity of filters over s's columns.
+func filterSelectivity(s *Scan, filters []Expr) (float64, map[ColumnID]float64) {
 	cs, _ := s.Table.(catalog.ColumnStatistics)
 	type span struct {
 		lo, hi   int64 // the table's range
@@ -379,14 +388,25 @@ func scanSelectivity(s *Scan) (float64, map[ColumnID]float64) {
 		return sp
 	}
 	sel, kept := 1.0, map[ColumnID]float64{}
+	// Restrictions of one column keep the values all of them keep: at
+	// most the fewest any of them does.
 	keep := func(id ColumnID, f float64) {
-		if _, ok := kept[id]; !ok {
-			kept[id] = 1
+		if k, ok := kept[id]; !ok || f < k {
+			kept[id] = f
 		}
-		kept[id] *= f
 	}
-	for _, f := range s.Filters {
+	for _, f := range filters {
 		for _, c := range SplitConjunction(f) {
+			if b, ok := c.(*Binary); ok && b.Op == OpOr {
+				osel, okept := disjunctionSelectivity(s, b)
+				rest := osel
+				for id, f := range okept {
+					keep(id, f)
+					rest /= f
+				}
+				sel *= math.Min(1, rest)
+				continue
+			}
 			id, op, v, ok := columnVersusInt(c)
 			if ok {
 				if sp := rangeOf(id); sp != nil {
@@ -432,6 +452,44 @@ func scanSelectivity(s *Scan) (float64, map[ColumnID]float64) {
 		sel *= f
 	}
 	return sel, kept
+}
+
+// disjunctionSelectivity estimates an OR of terms (nested ORs flattened)
+// over s's columns: the sum of the terms' selectivities, at most 1, and of
+// each column every term restricts the sum of the fractions they keep.
+func disjunctionSelectivity(s *Scan, or *Binary) (float64, map[ColumnID]float64) {
+	var terms []Expr
+	var flatten func(e Expr)
+	flatten = func(e Expr) {
+		if b, ok := e.(*Binary); ok && b.Op == OpOr {
+			flatten(b.L)
+			flatten(b.R)
+			return
+		}
+		terms = append(terms, e)
+	}
+	flatten(or)
+	sel := 0.0
+	var kept map[ColumnID]float64
+	for i, t := range terms {
+		tsel, tkept := filterSelectivity(s, []Expr{t})
+		sel += tsel
+		if i == 0 {
+			kept = tkept
+			continue
+		}
+		for id, f := range kept {
+			if g, ok := tkept[id]; ok {
+				kept[id] = f + g
+			} else {
+				delete(kept, id)
+			}
+		}
+	}
+	for id, f := range kept {
+		kept[id] = math.Min(1, f)
+	}
+	return math.Min(1, sel), kept
 }
 
 // columnVersusInt matches a comparison of a column with an integer or date
