@@ -402,7 +402,9 @@ func filterSelectivity(s *Scan, filters []Expr) (float64, map[ColumnID]float64) 
 				rest := osel
 				for id, f := range okept {
 					keep(id, f)
-					rest /= f
+					if f > 0 {
+						rest /= f
+					}
 				}
 				sel *= math.Min(1, rest)
 				continue
