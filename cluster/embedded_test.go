@@ -125,14 +125,19 @@ func checkGoroutines(t *testing.T) {
 }
 
 // TestPeersReadEachOtherDirectly: on the embedded cluster a blocking reader
-// takes the other executor's outputs directly (exchange.Peers), with
-// FlightBetweenExecutors over Flight, the answers the same either way; a
-// killed executor's outputs are no longer its peers' to take.
+// takes the other executor's outputs directly (exchange.Peers), held in
+// memory or written to files, with FlightBetweenExecutors over Flight, the
+// answers the same every way; a killed executor's outputs are no longer
+// its peers' to take.
 func TestPeersReadEachOtherDirectly(t *testing.T) {
-	for _, flight := range []bool{false, true} {
-		t.Run(fmt.Sprintf("flight=%v", flight), func(t *testing.T) {
+	for _, c := range []struct {
+		flight bool
+		held   int64 // EmbeddedConfig.HeldOutputBytes: 0 the default budget, -1 files only
+	}{{false, 0}, {false, -1}, {true, 0}, {true, -1}} {
+		flight := c.flight
+		t.Run(fmt.Sprintf("flight=%v/held=%d", flight, c.held), func(t *testing.T) {
 			checkGoroutines(t)
-			emb, cat := startCluster(t, EmbeddedConfig{Executors: 2, Policy: PolicyPush, FlightBetweenExecutors: flight})
+			emb, cat := startCluster(t, EmbeddedConfig{Executors: 2, Policy: PolicyPush, FlightBetweenExecutors: flight, HeldOutputBytes: c.held})
 			c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 			ctx := testContext(t, 60*time.Second)
 			spread := map[string]string{"execution.target_partitions": "4", "scheduler.max_partitions_per_task": "1"}
