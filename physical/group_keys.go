@@ -108,6 +108,14 @@ func growKeys[T any](s []T, n int) []T {
 	return mempool.GrowSlice(s, max(2*cap(s), len(s)+n, 64))
 }
 
+// addEach adds rows one at a time (a batch with NULLs, once its room is
+// reserved, so add only appends).
+func addEach(s groupKeyStore, rows []int32) {
+	for _, r := range rows {
+		s.add(int(r))
+	}
+}
+
 // freeKeys gives a key store's slice back to mempool.
 func freeKeys[T any](s []T) {
 	mempool.FreeSlice(s[:cap(s)])
@@ -133,17 +141,7 @@ func (s *groupFixedKeys[T]) addRows(rows []int32) {
 	s.vals = growKeys(s.vals, len(rows))
 	s.valid = growKeys(s.valid, len(rows))
 	if s.curNulls {
-		for _, r := range rows {
-			if s.cur.IsNull(int(r)) {
-				var zero T
-				s.vals = append(s.vals, zero)
-				s.valid = append(s.valid, false)
-				s.nulls = true
-				continue
-			}
-			s.vals = append(s.vals, s.curVals[r])
-			s.valid = append(s.valid, true)
-		}
+		addEach(s, rows)
 		return
 	}
 	for _, r := range rows {
@@ -284,17 +282,7 @@ func (s *groupStringKeys) addRows(rows []int32) {
 	s.offs = growKeys(s.offs, len(rows))
 	s.valid = growKeys(s.valid, len(rows))
 	if s.curNulls {
-		for _, r := range rows {
-			if s.cur.IsNull(int(r)) {
-				s.offs = append(s.offs, int64(len(s.data)))
-				s.valid = append(s.valid, false)
-				s.nulls = true
-				continue
-			}
-			s.data = append(s.data, src[offs[r]:offs[r+1]]...)
-			s.offs = append(s.offs, int64(len(s.data)))
-			s.valid = append(s.valid, true)
-		}
+		addEach(s, rows)
 		return
 	}
 	for _, r := range rows {
@@ -415,11 +403,7 @@ func boolKeyCode(arr arrow.Array, row int) uint8 {
 
 func (s *groupBoolKeys) add(row int) { s.vals = appendDoubling(s.vals, boolKeyCode(s.cur, row)) }
 
-func (s *groupBoolKeys) addRows(rows []int32) {
-	for _, r := range rows {
-		s.add(int(r))
-	}
-}
+func (s *groupBoolKeys) addRows(rows []int32) { addEach(s, rows) }
 
 func (s *groupBoolKeys) equal(row int, g int32) bool {
 	return boolKeyCode(s.cur, row) == s.vals[g]
