@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
+	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -157,7 +158,10 @@ func (h *countHist) get(gids []int32, ng int) []int64 {
 	return h.hist
 }
 
-func (c *aggCount) resize(n int) { c.counts = growSlice(c.counts, n) }
+func (c *aggCount) resize(n int) { c.counts = growStates(c.counts, n) }
+
+// release gives the counts back to mempool.
+func (c *aggCount) release() { c.counts = freeStates(c.counts) }
 
 func (c *aggCount) update(gids []int32, arg arrow.Array) error {
 	counts := c.counts
@@ -234,8 +238,14 @@ type aggSumInt struct {
 }
 
 func (s *aggSumInt) resize(n int) {
-	s.sums = growSlice(s.sums, n)
-	s.seen = growSlice(s.seen, n)
+	s.sums = growStates(s.sums, n)
+	s.seen = growStates(s.seen, n)
+}
+
+// release gives the sums back to mempool.
+func (s *aggSumInt) release() {
+	s.sums = freeStates(s.sums)
+	s.seen = freeStates(s.seen)
 }
 
 func (s *aggSumInt) update(gids []int32, arg arrow.Array) error {
@@ -322,8 +332,14 @@ type aggSumFloat struct {
 }
 
 func (s *aggSumFloat) resize(n int) {
-	s.sums = growSlice(s.sums, n)
-	s.seen = growSlice(s.seen, n)
+	s.sums = growStates(s.sums, n)
+	s.seen = growStates(s.seen, n)
+}
+
+// release gives the sums back to mempool.
+func (s *aggSumFloat) release() {
+	s.sums = freeStates(s.sums)
+	s.seen = freeStates(s.seen)
 }
 
 func (s *aggSumFloat) update(gids []int32, arg arrow.Array) error {
@@ -381,8 +397,14 @@ type aggSumDecimal struct {
 }
 
 func (s *aggSumDecimal) resize(n int) {
-	s.sums = growSlice(s.sums, n)
-	s.seen = growSlice(s.seen, n)
+	s.sums = growStates(s.sums, n)
+	s.seen = growStates(s.seen, n)
+}
+
+// release gives the sums back to mempool.
+func (s *aggSumDecimal) release() {
+	s.sums = freeStates(s.sums)
+	s.seen = freeStates(s.seen)
 }
 
 func (s *aggSumDecimal) update(gids []int32, arg arrow.Array) error {
@@ -534,6 +556,15 @@ func (a *aggAvgMerge) update2(gids []int32, sums, counts arrow.Array) error {
 func (a *aggAvg) resize(n int) {
 	a.sum.resize(n)
 	a.cnt.resize(n)
+}
+
+// release gives the count, and the sum unless another aggregate's
+// accumulator it shares releases it, back to mempool.
+func (a *aggAvg) release() {
+	a.cnt.release()
+	if r, ok := a.sum.(interface{ release() }); ok && !a.sharedSum {
+		r.release()
+	}
 }
 
 func (a *aggAvg) update(gids []int32, arg arrow.Array) error {
@@ -979,6 +1010,28 @@ func growSlice[T any](s []T, n int) []T {
 	ns := make([]T, n, max(n, 2*cap(s)))
 	copy(ns, s)
 	return ns
+}
+
+// growStates is growSlice for the per-group states of the hot
+// accumulators (sums, counts), which are pointer-free: their slices come
+// from mempool and go back to it as they grow and when the accumulator is
+// released, as group-key stores' do (growKeys), instead of fresh zeroed
+// pages from the Go heap at every doubling. Emitting copies the states
+// (builders), so nothing refers to a slice once it is given back.
+func growStates[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return growSlice(s, n)
+	}
+	old := len(s)
+	s = mempool.GrowSlice(s, max(n, 2*cap(s)))[:n]
+	clear(s[old:])
+	return s
+}
+
+// freeStates gives a growStates slice back to mempool and returns nil.
+func freeStates[T any](s []T) []T {
+	mempool.FreeSlice(s[:cap(s)])
+	return nil
 }
 
 // ---- arg_max(arg, val), arg_min(arg, val) ----
