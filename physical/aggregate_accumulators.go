@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/physical/expr"
-	"sluice/physical/mempool"
 	"sluice/plan"
 )
 
@@ -161,7 +160,7 @@ func (h *countHist) get(gids []int32, ng int) []int64 {
 func (c *aggCount) resize(n int) { c.counts = growStates(c.counts, n) }
 
 // release gives the counts back to mempool.
-func (c *aggCount) release() { c.counts = freeStates(c.counts) }
+func (c *aggCount) release() { c.counts = freePooled(c.counts) }
 
 func (c *aggCount) update(gids []int32, arg arrow.Array) error {
 	counts := c.counts
@@ -244,8 +243,8 @@ func (s *aggSumInt) resize(n int) {
 
 // release gives the sums back to mempool.
 func (s *aggSumInt) release() {
-	s.sums = freeStates(s.sums)
-	s.seen = freeStates(s.seen)
+	s.sums = freePooled(s.sums)
+	s.seen = freePooled(s.seen)
 }
 
 func (s *aggSumInt) update(gids []int32, arg arrow.Array) error {
@@ -338,8 +337,8 @@ func (s *aggSumFloat) resize(n int) {
 
 // release gives the sums back to mempool.
 func (s *aggSumFloat) release() {
-	s.sums = freeStates(s.sums)
-	s.seen = freeStates(s.seen)
+	s.sums = freePooled(s.sums)
+	s.seen = freePooled(s.seen)
 }
 
 func (s *aggSumFloat) update(gids []int32, arg arrow.Array) error {
@@ -403,8 +402,8 @@ func (s *aggSumDecimal) resize(n int) {
 
 // release gives the sums back to mempool.
 func (s *aggSumDecimal) release() {
-	s.sums = freeStates(s.sums)
-	s.seen = freeStates(s.seen)
+	s.sums = freePooled(s.sums)
+	s.seen = freePooled(s.seen)
 }
 
 func (s *aggSumDecimal) update(gids []int32, arg arrow.Array) error {
@@ -1014,24 +1013,19 @@ func growSlice[T any](s []T, n int) []T {
 
 // growStates is growSlice for the per-group states of the hot
 // accumulators (sums, counts), which are pointer-free: their slices come
-// from mempool and go back to it as they grow and when the accumulator is
-// released, as group-key stores' do (growKeys), instead of fresh zeroed
-// pages from the Go heap at every doubling. Emitting copies the states
-// (builders), so nothing refers to a slice once it is given back.
+// from mempool through growKeys, as group-key stores' do, and go back to it
+// as they grow and when the accumulator is released (freePooled), instead
+// of fresh zeroed pages from the Go heap at every doubling; new groups are
+// cleared. Emitting copies the states (builders), so nothing refers to a
+// slice once it is given back.
 func growStates[T any](s []T, n int) []T {
 	if n <= cap(s) {
 		return growSlice(s, n)
 	}
 	old := len(s)
-	s = mempool.GrowSlice(s, max(n, 2*cap(s)))[:n]
+	s = growKeys(s, n-old)[:n]
 	clear(s[old:])
 	return s
-}
-
-// freeStates gives a growStates slice back to mempool and returns nil.
-func freeStates[T any](s []T) []T {
-	mempool.FreeSlice(s[:cap(s)])
-	return nil
 }
 
 // ---- arg_max(arg, val), arg_min(arg, val) ----

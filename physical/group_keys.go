@@ -116,9 +116,11 @@ func addEach(s groupKeyStore, rows []int32) {
 	}
 }
 
-// freeKeys gives a key store's slice back to mempool.
-func freeKeys[T any](s []T) {
+// freePooled gives a slice growKeys (or growStates) grew back to mempool
+// and returns nil, for the field that held it.
+func freePooled[T any](s []T) []T {
 	mempool.FreeSlice(s[:cap(s)])
+	return nil
 }
 
 func (s *groupFixedKeys[T]) prepare(arr arrow.Array) {
@@ -202,9 +204,8 @@ func (s *groupFixedKeys[T]) build(start, end int, mem memory.Allocator) arrow.Ar
 }
 
 func (s *groupFixedKeys[T]) free() {
-	freeKeys(s.vals)
-	freeKeys(s.valid)
-	s.vals, s.valid = nil, nil
+	s.vals = freePooled(s.vals)
+	s.valid = freePooled(s.valid)
 }
 
 func (s *groupFixedKeys[T]) bytesPerGroup() int64 {
@@ -369,10 +370,9 @@ func (s *groupStringKeys) build(start, end int, mem memory.Allocator) arrow.Arra
 }
 
 func (s *groupStringKeys) free() {
-	freeKeys(s.data)
-	freeKeys(s.offs)
-	freeKeys(s.valid)
-	s.data, s.offs, s.valid = nil, nil, nil
+	s.data = freePooled(s.data)
+	s.offs = freePooled(s.offs)
+	s.valid = freePooled(s.valid)
 }
 
 func (s *groupStringKeys) bytesPerGroup() int64 {
@@ -433,8 +433,7 @@ func (s *groupBoolKeys) build(start, end int, mem memory.Allocator) arrow.Array 
 func (s *groupBoolKeys) bytesPerGroup() int64 { return 1 }
 
 func (s *groupBoolKeys) free() {
-	freeKeys(s.vals)
-	s.vals = nil
+	s.vals = freePooled(s.vals)
 }
 
 // groupNullKeys stores keys of the NULL type (every value is NULL).

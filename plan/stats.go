@@ -460,20 +460,9 @@ func filterSelectivity(s *Scan, filters []Expr) (float64, map[ColumnID]float64) 
 // over s's columns: the sum of the terms' selectivities, at most 1, and of
 // each column every term restricts the sum of the fractions they keep.
 func disjunctionSelectivity(s *Scan, or *Binary) (float64, map[ColumnID]float64) {
-	var terms []Expr
-	var flatten func(e Expr)
-	flatten = func(e Expr) {
-		if b, ok := e.(*Binary); ok && b.Op == OpOr {
-			flatten(b.L)
-			flatten(b.R)
-			return
-		}
-		terms = append(terms, e)
-	}
-	flatten(or)
 	sel := 0.0
 	var kept map[ColumnID]float64
-	for i, t := range terms {
+	for i, t := range splitDisjunction(or) {
 		tsel, tkept := filterSelectivity(s, []Expr{t})
 		sel += tsel
 		if i == 0 {
