@@ -63,6 +63,22 @@ type runningJob struct {
 	last   *rpc.JobStatus
 }
 
+// placed follows a pipelined job's statuses until one says where its
+// results are read (FinalProducers), and returns it.
+func (j *runningJob) placed(t testing.TB) *rpc.JobStatus {
+	t.Helper()
+	for len(j.last.FinalProducers) == 0 {
+		if finalState(j.last.State) {
+			t.Fatalf("pipelined job ended before its results were read: %v", j.last)
+		}
+		var err error
+		if j.last, err = j.stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j.last
+}
+
 // submit sends a statement and waits for its first status.
 func (c *testClient) submit(ctx context.Context, sql string, extra map[string]string) (*runningJob, error) {
 	settings := maps.Clone(clusterSettings)

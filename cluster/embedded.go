@@ -70,12 +70,21 @@ type EmbeddedConfig struct {
 	// rather than directly (exchange.Peers). Tests use it to run the
 	// Flight path on one machine.
 	FlightBetweenExecutors bool
+	// ControlOverGRPC makes the scheduler and the executors call each
+	// other over loopback gRPC, as separate processes would, rather than
+	// directly (localCalls). Tests use it to run the gRPC path on one
+	// machine.
+	ControlOverGRPC bool
 }
 
 // Embedded is a scheduler and its executors in one process, talking over
 // loopback gRPC and Flight as separate processes would, except that an
 // executor's blocking readers take the other executors' outputs directly
-// (exchange.Peers; FlightBetweenExecutors turns that off).
+// (exchange.Peers; FlightBetweenExecutors turns that off) and the
+// scheduler and executors make their control calls to each other as Go
+// calls (localCalls; ControlOverGRPC turns that off). Clients, in this
+// process or not, still reach the scheduler over gRPC and results over
+// Flight.
 type Embedded struct {
 	cfg     EmbeddedConfig
 	sched   *SchedulerServer
@@ -87,6 +96,9 @@ type Embedded struct {
 	// peers are the executors, which read each other's outputs directly
 	// (nil with FlightBetweenExecutors).
 	peers *exchange.Peers
+	// local carries the control calls between the scheduler and the
+	// executors (nil with ControlOverGRPC).
+	local *localCalls
 
 	mu        sync.Mutex
 	executors []*Executor
@@ -119,6 +131,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if !cfg.FlightBetweenExecutors {
 		e.peers = exchange.NewPeers()
 	}
+	if !cfg.ControlOverGRPC {
+		e.local = newLocalCalls()
+	}
 	if e.workDir == "" {
 		dir, err := os.MkdirTemp("", "sluice-cluster-")
 		if err != nil {
@@ -133,7 +148,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	sched, err := StartScheduler(SchedulerConfig{
 		Policy: cfg.Policy, Catalog: cfg.Catalog, ExecutorTimeout: cfg.ExecutorTimeout, Logger: cfg.Logger,
-		Security: cfg.Security, Warehouse: warehouse,
+		Security: cfg.Security, Warehouse: warehouse, local: e.local,
 	})
 	if err != nil {
 		e.removeWorkDir()
@@ -195,7 +210,7 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
 		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
 		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger, Security: e.cfg.Security,
-		MemoryLimit: e.executorMemoryLimit(), HeldOutputBytes: e.cfg.HeldOutputBytes, Peers: e.peers,
+		MemoryLimit: e.executorMemoryLimit(), HeldOutputBytes: e.cfg.HeldOutputBytes, Peers: e.peers, local: e.local,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
@@ -217,6 +232,15 @@ func (e *Embedded) PeerReads() int64 {
 		return 0
 	}
 	return e.peers.Reads()
+}
+
+// DirectCalls is how many control calls between the scheduler and the
+// executors were made directly (0 with ControlOverGRPC).
+func (e *Embedded) DirectCalls() int64 {
+	if e.local == nil {
+		return 0
+	}
+	return e.local.Calls()
 }
 
 // Close stops the executors and the scheduler, waits for their goroutines

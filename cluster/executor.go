@@ -17,6 +17,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -86,6 +87,10 @@ type ExecutorConfig struct {
 	// blocking readers take the others' outputs directly rather than over
 	// Flight (nil: every other executor is read over Flight).
 	Peers *exchange.Peers
+	// local, when set, carries the control calls to and from the
+	// scheduler of this process directly (an embedded cluster's): the
+	// executor joins it once it serves and leaves as it stops.
+	local *localCalls
 	// PollInterval is how long a pull-mode executor waits after an empty
 	// poll (default 100ms).
 	PollInterval time.Duration
@@ -143,6 +148,9 @@ type Executor struct {
 	removed map[string]time.Time // jobs whose data was removed, and when
 	closing bool
 	once    sync.Once
+	// leftLocal: the executor began to stop and no longer calls the
+	// scheduler directly (ExecutorConfig.local).
+	leftLocal atomic.Bool
 }
 
 var _ rpc.ExecutorServiceServer = (*executorService)(nil)
@@ -246,8 +254,14 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	env.RemoveLater = e.removeLater
 	rpc.RegisterExecutorServiceServer(e.grpcSrv, &executorService{e: e})
 	flight.RegisterFlightServiceServer(e.flightSrv, e.flightSvc)
+	if cfg.local != nil {
+		e.sched = &localSchedulerClient{SchedulerServiceClient: e.sched, local: cfg.local, alive: func() bool { return !e.leftLocal.Load() }}
+	}
 	e.serve(e.grpcSrv, grpcLis)
 	e.serve(e.flightSrv, flightLis)
+	if cfg.local != nil {
+		cfg.local.addExecutor(grpcAddr, &executorService{e: e})
+	}
 	if cfg.Peers != nil {
 		cfg.Peers.Add(env)
 	}
@@ -578,6 +592,12 @@ func (e *Executor) shutdown(graceful bool) {
 			// Its outputs are lost to the other executors from now on,
 			// as they are to the rest of a cluster.
 			e.cfg.Peers.Remove(e.env)
+		}
+		if e.cfg.local != nil {
+			// Calls either way go over gRPC from now on, and fail as
+			// its servers stop.
+			e.leftLocal.Store(true)
+			e.cfg.local.removeExecutor(e.grpcAddr)
 		}
 		e.mu.Lock()
 		e.closing = true

@@ -47,6 +47,10 @@ type SchedulerConfig struct {
 	// Security is the cluster's token and TLS (nil: none): callers without
 	// the token are refused, executors are dialled with it.
 	Security *rpc.Security
+
+	// local, when set, carries calls to and from the executors of this
+	// process directly (an embedded cluster's).
+	local *localCalls
 }
 
 // DefaultAdmissionWait is SchedulerConfig.AdmissionWait's default.
@@ -56,6 +60,7 @@ const DefaultAdmissionWait = scheduler.DefaultAdmissionWait
 type SchedulerServer struct {
 	sched *scheduler.Scheduler
 	srv   *grpc.Server
+	local *localCalls
 	addr  string
 	log   *slog.Logger
 	wg    sync.WaitGroup
@@ -82,17 +87,25 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: listening on %s: %w", cfg.Bind, err)
 	}
+	var dial scheduler.Dialer
+	if cfg.local != nil {
+		dial = cfg.local.dialer(cfg.Security)
+	}
 	s := &SchedulerServer{
 		sched: scheduler.New(scheduler.Config{
 			Policy: cfg.Policy, Encode: EncodePlan, Exchanges: Exchanges{}, Catalog: cfg.Catalog, Warehouse: cfg.Warehouse,
 			ExecutorTimeout: cfg.ExecutorTimeout, TaskRetries: cfg.TaskRetries, Logger: log, AdmissionWait: cfg.AdmissionWait,
-			Security: cfg.Security,
+			Security: cfg.Security, Dial: dial,
 		}),
-		addr: lis.Addr().String(),
-		log:  log,
+		addr:  lis.Addr().String(),
+		log:   log,
+		local: cfg.local,
 	}
 	s.srv = newServer(cfg.Security, []grpc.UnaryServerInterceptor{s.logUnary}, []grpc.StreamServerInterceptor{s.logStream})
 	rpc.RegisterSchedulerServiceServer(s.srv, s.sched)
+	if s.local != nil {
+		s.local.setScheduler(s.sched)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -118,6 +131,11 @@ func (s *SchedulerServer) Scheduler() *scheduler.Scheduler { return s.sched }
 // server, and waits for both.
 func (s *SchedulerServer) Close() {
 	s.once.Do(func() {
+		if s.local != nil {
+			// From now on the executors reach it over gRPC, as
+			// executors of other processes do, until it stops serving.
+			s.local.setScheduler(nil)
+		}
 		s.sched.Close()
 		stopGracefully(s.srv, 5*time.Second)
 		s.wg.Wait()

@@ -151,15 +151,7 @@ func TestSecuredProcessCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for len(j.last.FinalProducers) == 0 {
-			if finalState(j.last.State) {
-				t.Fatalf("pipelined job ended before its results were read: %v", j.last)
-			}
-			if j.last, err = j.stream.Recv(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		st := j.last
+		st := j.placed(t)
 		other := newTestClient(t, pc.addr, sec)
 		p := st.FinalProducers[0].Producers[0]
 		var own []byte // the capability of partition 0 of task p

@@ -132,7 +132,7 @@ func New(cfg Config) *Scheduler {
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = func(addr string) (rpc.ExecutorServiceClient, func() error, error) {
-			return dialGRPC(addr, cfg.Security)
+			return DialGRPC(addr, cfg.Security)
 		}
 	}
 	if cfg.Catalog == nil {
@@ -175,7 +175,9 @@ func (s *Scheduler) Close() {
 	}
 }
 
-func dialGRPC(addr string, sec *rpc.Security) (rpc.ExecutorServiceClient, func() error, error) {
+// DialGRPC connects to the executor control service at addr over gRPC,
+// with sec's transport and token: the default Dialer.
+func DialGRPC(addr string, sec *rpc.Security) (rpc.ExecutorServiceClient, func() error, error) {
 	conn, err := grpc.NewClient(addr, append(sec.DialOptions(), rpc.KeepaliveDialOption(), rpc.ReconnectDialOption())...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to executor at %s: %w", addr, err)

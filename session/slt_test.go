@@ -60,13 +60,15 @@ var clusterConfigs = []struct {
 	policy    string
 	mode      string
 	settings  map[string]string
-	// flight: blocking readers fetch other executors' outputs over
-	// Flight instead of directly (EmbeddedConfig.FlightBetweenExecutors).
-	flight bool
+	// wire: the executors and the scheduler talk as separate processes
+	// would, blocking readers fetching other executors' outputs over
+	// Flight and control calls going over gRPC, instead of directly
+	// (EmbeddedConfig.FlightBetweenExecutors and ControlOverGRPC).
+	wire bool
 }{
 	{2, cluster.PolicyPush, "blocking", nil, false},
-	// Three executors, read over Flight: most of a consumer's inputs are
-	// remote.
+	// Three executors talking over the wire: most of a consumer's inputs
+	// are remote.
 	{3, cluster.PolicyPush, "blocking", nil, true},
 	{2, cluster.PolicyPull, "blocking", nil, false},
 	{3, cluster.PolicyPull, "blocking", nil, false},
@@ -77,13 +79,13 @@ var clusterConfigs = []struct {
 }
 
 // configName names a cluster configuration in a subtest's name.
-func configName(mode string, executors int, policy string, settings map[string]string, flight bool) string {
+func configName(mode string, executors int, policy string, settings map[string]string, wire bool) string {
 	name := fmt.Sprintf("%s/%d-executors/%s", mode, executors, policy)
 	if settings["exchange.multiplex"] == "on" {
 		name += "/multiplex"
 	}
-	if flight {
-		name += "/flight"
+	if wire {
+		name += "/wire"
 	}
 	return name
 }
@@ -119,9 +121,9 @@ func TestSQLLogicCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range clusterConfigs {
-		t.Run(configName(c.mode, c.executors, c.policy, c.settings, c.flight), func(t *testing.T) {
+		t.Run(configName(c.mode, c.executors, c.policy, c.settings, c.wire), func(t *testing.T) {
 			for _, f := range files {
-				cfg := cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy, FlightBetweenExecutors: c.flight}
+				cfg := cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy, FlightBetweenExecutors: c.wire, ControlOverGRPC: c.wire}
 				if c.mode == "blocking" {
 					// How much of the stages' output the executors hold
 					// in memory before writing files is a tuned budget

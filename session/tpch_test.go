@@ -98,8 +98,8 @@ func TestTPCHCluster(t *testing.T) {
 	dir := tpchData(t)
 	ctx := context.Background()
 	for _, c := range clusterConfigs {
-		t.Run(configName(c.mode, c.executors, c.policy, c.settings, c.flight), func(t *testing.T) {
-			_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy, FlightBetweenExecutors: c.flight})
+		t.Run(configName(c.mode, c.executors, c.policy, c.settings, c.wire), func(t *testing.T) {
+			_, s := startClusterWith(t, cluster.EmbeddedConfig{Executors: c.executors, Policy: c.policy, FlightBetweenExecutors: c.wire, ControlOverGRPC: c.wire})
 			if err := s.Settings.Set("execution.mode", c.mode); err != nil {
 				t.Fatal(err)
 			}
