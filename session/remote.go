@@ -592,8 +592,10 @@ func (w *jobStream) Close() {
 	w.job.mu.Lock()
 	st := w.job.last
 	w.job.mu.Unlock()
-	if w.job.id != "" {
-		// The job's own last word: stages, tasks and where they ran.
+	if w.job.id != "" && (st == nil || st.State != rpc.JobState_JOB_SUCCESSFUL) {
+		// The job's own last word: stages, tasks and where they ran. A
+		// job whose stream brought its success has said it already (a
+		// final status carries the whole report).
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if fresh, err := w.job.r.client.GetJobStatus(cctx, &rpc.GetJobStatusRequest{JobId: w.job.id}); err == nil {
 			st = fresh
