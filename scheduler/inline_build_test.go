@@ -90,3 +90,22 @@ func TestBlockingSwapsJoinToInlineItsProbeScan(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingKeepsBuildOnSharedAggregate: a join building on an
+// aggregate the query computes twice is not turned around to build on
+// its probe side's scan. The aggregate is a stage of its own either way
+// (its readers share it), so the swap would save no stage and only build
+// on the scan, here the larger side.
+func TestBlockingKeepsBuildOnSharedAggregate(t *testing.T) {
+	const sql = `WITH t AS (SELECT o_custkey, sum(o_totalprice) AS s FROM orders GROUP BY o_custkey)
+		SELECT c_name, s FROM t JOIN customer ON o_custkey = c_custkey
+		UNION ALL SELECT c_name, s FROM t JOIN customer ON o_custkey = c_custkey WHERE c_nationkey > 3`
+	g := stagesFor(t, sql, ModeBlocking, map[string]string{"execution.target_partitions": "8", "execution.blocking_inline_build_bytes": "64MiB", "execution.blocking_swap_max_ratio": "1000"})
+	text := dplan.Format(g)
+	if !strings.Contains(text, "HashJoin(Inner, CollectLeft): on=[o_custkey@0 = c_custkey@0]") {
+		t.Errorf("the unfiltered join does not build on the shared aggregate:\n%s", text)
+	}
+	if len(g.Stages) != 3 || !g.Stages[1].Shared || !g.Stages[1].Broadcast {
+		t.Errorf("want the partial aggregate, the shared broadcast final aggregate and the final stage:\n%s", text)
+	}
+}

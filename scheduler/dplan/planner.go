@@ -438,14 +438,15 @@ func (p *planner) inlineBuild(op physical.Operator) bool {
 // first (TPC-DS q88 and q18 build their joins on the rows of the fact
 // table joined so far). A projection restores the column order. Nil when
 // the join is not such a join, or has a residual filter (which refers to
-// the columns in their old order).
+// the columns in their old order), or when the build side is read
+// through an exchange anyway (cutAnyway).
 func (p *planner) swapForInline(op physical.Operator) physical.Operator {
 	h, ok := op.(*physical.HashJoin)
 	if !ok || h.JoinType() != physical.JoinInner || h.Mode() != physical.JoinCollectLeft || h.Filter() != nil || h.NullAware() {
 		return nil
 	}
 	l, r := h.Children()[0], h.Children()[1]
-	if p.inlineBuild(l) || !p.inlineBuild(r) {
+	if p.inlineBuild(l) || !p.inlineBuild(r) || p.cutAnyway(l) {
 		return nil
 	}
 	// The scan must not be much larger than what it would be probed
@@ -474,6 +475,30 @@ func (p *planner) swapForInline(op physical.Operator) physical.Operator {
 		names[i] = f.Name
 	}
 	return physical.NewProjection(j, exprs, names)
+}
+
+// cutAnyway reports whether op is read through an exchange wherever it
+// stands: a repartition, an aggregate the plan computes more than once
+// (see repeatedAggregates), or a subtree planned into a stage before.
+// Swapping a join that builds on it saves no stage: it only moves the
+// build to the scan, often the larger side (TPC-DS q74 built on 100,000
+// customers, strings and all, to probe 75,000 yearly totals per
+// customer that its shared aggregate wrote anyway).
+func (p *planner) cutAnyway(op physical.Operator) bool {
+	switch o := op.(type) {
+	case *physical.Repartition:
+		return true
+	case *physical.HashAggregate:
+		if p.repeated[p.digest(o)] > 1 {
+			return true
+		}
+	}
+	for _, broadcast := range []bool{false, true} {
+		if key := p.subtreeKey(op, passThrough(op), broadcast); key != "" && p.subtrees[key] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // visitCut plans the subtree c as a stage of its own (see cut), or reads
