@@ -132,7 +132,7 @@ func (s *executorService) PushDynamicFilters(ctx context.Context, req *rpc.PushD
 		return nil, status.Errorf(codes.PermissionDenied, "the request does not carry the secret of job %s", req.JobId)
 	}
 	s.e.mu.Lock()
-	_, removed := s.e.removed[req.JobId]
+	removed := s.e.removed.Has(req.JobId)
 	s.e.mu.Unlock()
 	if !known || removed {
 		return &rpc.PushDynamicFiltersResponse{}, nil

@@ -145,7 +145,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	running map[taskKey]*runningTask
-	removed map[string]time.Time // jobs whose data was removed, and when
+	removed *exchange.Remembered // jobs whose data was removed
 	closing bool
 	once    sync.Once
 	// leftLocal: the executor began to stop and no longer calls the
@@ -249,7 +249,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		grpcSrv: newServer(cfg.Security, nil, nil), flightSrv: newServer(cfg.Security, nil, nil), grpcAddr: grpcAddr,
 		conn: conn, sched: rpc.NewSchedulerServiceClient(conn),
 		ctx: bg, stop: stop, slots: newSlots(cfg.Vcores),
-		running: map[taskKey]*runningTask{}, removed: map[string]time.Time{},
+		running: map[taskKey]*runningTask{}, removed: exchange.NewRemembered(removedJobTTL),
 	}
 	env.RemoveLater = e.removeLater
 	rpc.RegisterExecutorServiceServer(e.grpcSrv, &executorService{e: e})

@@ -91,13 +91,7 @@ func (e *Executor) checkJobSecret(job, secret string) error {
 
 func (e *Executor) removeJob(ctx context.Context, job string) error {
 	e.mu.Lock()
-	now := time.Now()
-	for j, at := range e.removed {
-		if now.Sub(at) > removedJobTTL {
-			delete(e.removed, j)
-		}
-	}
-	e.removed[job] = now
+	e.removed.Add(job, time.Now())
 	e.mu.Unlock()
 	for _, rt := range e.cancelTasks(func(rt *runningTask) bool { return rt.key.job == job }, errJobRemoved) {
 		select {

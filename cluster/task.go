@@ -67,7 +67,7 @@ func (e *Executor) launch(defs []*rpc.TaskDefinition) error {
 			continue
 		}
 		k := keyOf(def.Id)
-		if _, ok := e.removed[k.job]; ok {
+		if e.removed.Has(k.job) {
 			e.log.Info("task of a removed job ignored", "task", k.String())
 			continue
 		}

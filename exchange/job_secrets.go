@@ -24,7 +24,7 @@ type JobSecrets struct {
 	secrets map[string]string
 	// forgotten are jobs whose data was removed, and when: a fetch for one
 	// fails at once instead of waiting for its secret.
-	forgotten map[string]time.Time
+	forgotten *Remembered
 	// changed is closed (and replaced) by every Bind.
 	changed chan struct{}
 }
@@ -34,7 +34,7 @@ const forgottenTTL = time.Hour
 
 // NewJobSecrets returns an empty set.
 func NewJobSecrets() *JobSecrets {
-	return &JobSecrets{secrets: map[string]string{}, forgotten: map[string]time.Time{}, changed: make(chan struct{})}
+	return &JobSecrets{secrets: map[string]string{}, forgotten: NewRemembered(forgottenTTL), changed: make(chan struct{})}
 }
 
 // ErrJobSecretMismatch is returned when a job's secret differs from the
@@ -56,7 +56,7 @@ func (s *JobSecrets) Bind(job, secret string) error {
 		}
 		return nil
 	}
-	if _, ok := s.forgotten[job]; ok {
+	if s.forgotten.Has(job) {
 		return fmt.Errorf("task of job %s: the job's data was removed", job)
 	}
 	s.secrets[job] = secret
@@ -75,7 +75,7 @@ func (s *JobSecrets) Check(ctx context.Context, job, secret string, wait time.Du
 	for {
 		s.mu.Lock()
 		want, known := s.secrets[job]
-		_, gone := s.forgotten[job]
+		gone := s.forgotten.Has(job)
 		changed := s.changed
 		s.mu.Unlock()
 		if known || gone || wait <= 0 {
@@ -102,13 +102,7 @@ func (s *JobSecrets) Forget(job string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.secrets, job)
-	now := time.Now()
-	for j, at := range s.forgotten {
-		if now.Sub(at) > forgottenTTL {
-			delete(s.forgotten, j)
-		}
-	}
-	s.forgotten[job] = now
+	s.forgotten.Add(job, time.Now())
 }
 
 // jobSecretOf is the secret readers put in their tickets: the running

@@ -60,8 +60,8 @@ const droppedJobTTL = time.Hour
 type Registry struct {
 	mu      sync.Mutex
 	jobs    map[string]*jobQueues
-	dropped map[string]time.Time // released jobs and when
-	changed chan struct{}        // closed (and replaced) on every Register and DropJob
+	dropped *Remembered   // released jobs
+	changed chan struct{} // closed (and replaced) on every Register and DropJob
 	// total is the bytes queued over all jobs; peakTotal its high-water
 	// mark since the last ResetPeak.
 	total, peakTotal int64
@@ -107,7 +107,7 @@ type queue struct {
 func NewRegistry() *Registry {
 	return &Registry{
 		jobs:    make(map[string]*jobQueues),
-		dropped: make(map[string]time.Time),
+		dropped: NewRemembered(droppedJobTTL),
 		changed: make(chan struct{}),
 	}
 }
@@ -148,7 +148,7 @@ func (r *Registry) Register(job string, stage, task int, schema *arrow.Schema, p
 func (r *Registry) RegisterCharged(job string, stage, task int, schema *arrow.Schema, partitions []int, capacity int, broadcast bool, taskKey []byte, mem *mempool.Pool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.dropped[job]; ok {
+	if r.dropped.Has(job) {
 		return releasedErr(job)
 	}
 	j := r.jobs[job]
@@ -202,7 +202,7 @@ func (r *Registry) PushIdle(ctx context.Context, k QueueKey, b arrow.RecordBatch
 	r.mu.Lock()
 	q := r.lookup(k)
 	if q == nil {
-		_, dropped := r.dropped[k.JobID]
+		dropped := r.dropped.Has(k.JobID)
 		r.mu.Unlock()
 		b.Release()
 		if dropped {
@@ -341,7 +341,7 @@ func (r *Registry) take(ctx context.Context, k QueueKey, wait time.Duration, che
 	defer timer.Stop()
 	r.mu.Lock()
 	for {
-		if _, ok := r.dropped[k.JobID]; ok {
+		if r.dropped.Has(k.JobID) {
 			r.mu.Unlock()
 			return nil, releasedErr(k.JobID)
 		}
@@ -394,7 +394,7 @@ func (r *Registry) AwaitDemand(ctx context.Context, job string, stage, task int,
 	}
 	r.mu.Lock()
 	for {
-		if _, ok := r.dropped[job]; ok {
+		if r.dropped.Has(job) {
 			r.mu.Unlock()
 			return releasedErr(job)
 		}
@@ -425,13 +425,7 @@ func (r *Registry) AwaitDemand(ctx context.Context, job string, stage, task int,
 func (r *Registry) DropJob(job string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
-	for id, t := range r.dropped {
-		if now.Sub(t) > droppedJobTTL {
-			delete(r.dropped, id)
-		}
-	}
-	r.dropped[job] = now
+	r.dropped.Add(job, time.Now())
 	if j := r.jobs[job]; j != nil {
 		for _, q := range j.queues {
 			q.released = true
