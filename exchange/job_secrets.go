@@ -22,7 +22,7 @@ import (
 type JobSecrets struct {
 	mu      sync.Mutex
 	secrets map[string]string
-	// forgotten are jobs whose data was removed, and when: a fetch for one
+	// forgotten are the jobs whose data was removed: a fetch for one
 	// fails at once instead of waiting for its secret.
 	forgotten *Remembered
 	// changed is closed (and replaced) by every Bind.
