@@ -922,3 +922,41 @@ func jaBuild(mem memory.Allocator, schema *arrow.Schema, rows, batch int, add fu
 	}
 	return &jaSource{schema: schema, parts: [][]arrow.RecordBatch{bs}}
 }
+
+// TestCoPartitionedJoinSides: a hash join's sides are joined partition by
+// partition, without a shuffle or a broadcast, when both are hashed into
+// the join's partition count on join keys paired at the same positions,
+// of the same types (a subset of the keys will do); hashed on keys of
+// other positions or types, into another count, or not hashed, they are
+// not.
+func TestCoPartitionedJoinSides(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaPartitioned(t, mem, jaLeftSchema, [][]any{{1, "a", 1}, {2, "b", 2}}, 1, 2)
+	defer src.release()
+	k1, k2, v := jaCol(0, "lk1", plan.Int64), jaCol(1, "lk2", plan.Utf8), jaCol(2, "lv", plan.Int64)
+	hashed := func(count int, keys ...expr.Expr) Operator {
+		return NewRepartition(src, Partitioning{Kind: PartHash, Count: count, Keys: keys})
+	}
+	both := []expr.Expr{k1, v}
+	for _, c := range []struct {
+		name          string
+		build, probe  Operator
+		bkeys, pkeys  []expr.Expr
+		count         int
+		coPartitioned bool
+	}{
+		{"same key, a subset", hashed(3, k1), hashed(3, k1), both, both, 3, true},
+		{"all keys", hashed(3, k1, v), hashed(3, k1, v), both, both, 3, true},
+		{"other positions", hashed(3, k1), hashed(3, v), both, both, 3, false},
+		{"other order", hashed(3, k1, v), hashed(3, v, k1), both, both, 3, false},
+		{"other type", hashed(3, k1), hashed(3, k2), []expr.Expr{k1}, []expr.Expr{k2}, 3, false},
+		{"other count", hashed(3, k1), hashed(3, k1), both, both, 4, false},
+		{"one side not hashed", hashed(3, k1), src, both, both, 3, false},
+		{"not a key", hashed(3, k2), hashed(3, k2), both, both, 3, false},
+	} {
+		if got := coPartitioned(c.build, c.probe, c.bkeys, c.pkeys, c.count); got != c.coPartitioned {
+			t.Errorf("%s: coPartitioned = %v, want %v", c.name, got, c.coPartitioned)
+		}
+	}
+}

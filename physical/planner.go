@@ -727,7 +727,13 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		// *HashJoin in the Operator interface would not compare equal to
 		// nil and would crash whatever reads it.
 		var hj *HashJoin
-		if jt.EmitsUnmatchedBuild() || (p.cfg.BroadcastThreshold > 0 && !n.NullAware &&
+		if !n.NullAware && coPartitioned(bl, pr, buildKeys, probeKeys, p.cfg.TargetPartitions) {
+			// Both sides already hold each key's rows in one partition:
+			// each partition joins its own, with no shuffle and no
+			// broadcast (TPC-DS q47 joins three readers of monthly
+			// totals hashed by brand and store on brand, store and month).
+			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
+		} else if jt.EmitsUnmatchedBuild() || (p.cfg.BroadcastThreshold > 0 && !n.NullAware &&
 			p.est.bytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
 			// Each partition must see all rows of its keys on both sides.
 			t := p.cfg.TargetPartitions
@@ -1065,6 +1071,39 @@ func hashedWithin(in Partitioning, keys []expr.Expr) bool {
 			c, ok := e.(*expr.Column)
 			return ok && c.Index == kc.Index
 		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// coPartitioned reports whether a hash join's two sides already put rows
+// with equal keys in the same partition: both are hash partitioned into
+// count partitions on columns of the same types that are join keys at the
+// same positions, in the same order (a subset of the keys will do: rows
+// equal on all keys are equal on those).
+func coPartitioned(bl, pr Operator, buildKeys, probeKeys []expr.Expr, count int) bool {
+	bo, po := bl.OutputPartitioning(), pr.OutputPartitioning()
+	if bo.Kind != PartHash || po.Kind != PartHash || bo.Count != count || po.Count != count ||
+		len(bo.Keys) == 0 || len(bo.Keys) != len(po.Keys) {
+		return false
+	}
+	for i := range bo.Keys {
+		b, ok1 := bo.Keys[i].(*expr.Column)
+		q, ok2 := po.Keys[i].(*expr.Column)
+		if !ok1 || !ok2 || !arrow.TypeEqual(b.Type, q.Type) {
+			return false
+		}
+		paired := false
+		for j := range buildKeys {
+			bk, ok1 := buildKeys[j].(*expr.Column)
+			pk, ok2 := probeKeys[j].(*expr.Column)
+			if ok1 && ok2 && bk.Index == b.Index && pk.Index == q.Index {
+				paired = true
+				break
+			}
+		}
+		if !paired {
 			return false
 		}
 	}
