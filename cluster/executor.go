@@ -252,7 +252,8 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 		running: map[taskKey]*runningTask{}, removed: exchange.NewRemembered(removedJobTTL),
 	}
 	env.RemoveLater = e.removeLater
-	rpc.RegisterExecutorServiceServer(e.grpcSrv, &executorService{e: e})
+	svc := &executorService{e: e}
+	rpc.RegisterExecutorServiceServer(e.grpcSrv, svc)
 	flight.RegisterFlightServiceServer(e.flightSrv, e.flightSvc)
 	if cfg.local != nil {
 		e.sched = &localSchedulerClient{SchedulerServiceClient: e.sched, local: cfg.local, alive: func() bool { return !e.leftLocal.Load() }}
@@ -260,7 +261,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	e.serve(e.grpcSrv, grpcLis)
 	e.serve(e.flightSrv, flightLis)
 	if cfg.local != nil {
-		cfg.local.addExecutor(grpcAddr, &executorService{e: e})
+		cfg.local.addExecutor(grpcAddr, svc)
 	}
 	if cfg.Peers != nil {
 		cfg.Peers.Add(env)
