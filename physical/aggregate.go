@@ -335,7 +335,7 @@ func (h *HashAggregate) OutputPartitioning() Partitioning {
 		}
 		return hashThrough(in, keys, h.groupNames)
 	}
-	return hashThrough(in, h.groupBy, h.groupNames)
+	return hashThroughEqual(in, h.groupBy, h.groupNames, equalColumns(h.input))
 }
 
 func (h *HashAggregate) String() string {

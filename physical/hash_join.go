@@ -114,9 +114,82 @@ func (h *HashJoin) Schema() *arrow.Schema { return h.out.schema }
 func (h *HashJoin) Children() []Operator { return []Operator{h.left, h.right} }
 
 // OutputPartitioning implements Operator: one output partition per right
-// partition.
+// partition. Output partition p holds only rows of right partition p, so a
+// hash partitioning of the right side carries over to its columns whenever
+// every output row has a right row (not Left or Full). In Partitioned mode
+// partition p also holds only left partition p's rows, so a left or
+// left-semi/anti join carries the left side's hash partitioning.
 func (h *HashJoin) OutputPartitioning() Partitioning {
-	return Partitioning{Kind: PartUnknown, Count: h.right.OutputPartitioning().Count}
+	return joinOutputPartitioning(h.joinType, h.mode == JoinPartitioned,
+		h.left.OutputPartitioning(), h.right.OutputPartitioning(), len(h.left.Schema().Fields()))
+}
+
+// joinOutputPartitioning is the partitioning of a join's output given its
+// sides': the probe (right) side's hash keys, shifted past the left columns
+// when the output has them, for joins where every output row carries a
+// probe row; the build (left) side's keys when pairedLeft (each output
+// partition joins one build partition) and every output row carries a
+// build row. Otherwise the output is partitioned in an unknown way.
+func joinOutputPartitioning(jt JoinType, pairedLeft bool, left, right Partitioning, leftWidth int) Partitioning {
+	unknown := Partitioning{Kind: PartUnknown, Count: right.Count}
+	switch jt {
+	case JoinInner, JoinRight, JoinRightSemi, JoinRightAnti:
+		if right.Kind != PartHash {
+			break
+		}
+		shift := leftWidth
+		if jt == JoinRightSemi || jt == JoinRightAnti {
+			shift = 0
+		}
+		return shiftedHash(right, shift)
+	}
+	switch jt {
+	case JoinInner, JoinLeft, JoinLeftSemi, JoinLeftAnti:
+		if pairedLeft && left.Kind == PartHash && left.Count == right.Count {
+			return shiftedHash(left, 0)
+		}
+	}
+	return unknown
+}
+
+// equalColumns lists pairs of op's output columns that hold equal values
+// in every output row: the key columns an inner hash join matched on
+// (equal and not NULL), seen through filters. A hash partitioning on one
+// of a pair holds on the other.
+func equalColumns(op Operator) [][2]int {
+	switch o := op.(type) {
+	case *HashJoin:
+		if o.joinType != JoinInner {
+			return nil
+		}
+		nl := len(o.left.Schema().Fields())
+		var out [][2]int
+		for i := range o.leftKeys {
+			l, ok1 := o.leftKeys[i].(*expr.Column)
+			r, ok2 := o.rightKeys[i].(*expr.Column)
+			if ok1 && ok2 && arrow.TypeEqual(l.Type, r.Type) {
+				out = append(out, [2]int{l.Index, nl + r.Index})
+			}
+		}
+		return out
+	case *Filter:
+		return equalColumns(o.input)
+	}
+	return nil
+}
+
+// shiftedHash is hash partitioning p with its key columns moved shift
+// places right, or unknown when a key is not a plain column.
+func shiftedHash(p Partitioning, shift int) Partitioning {
+	keys := make([]expr.Expr, len(p.Keys))
+	for i, k := range p.Keys {
+		c, ok := k.(*expr.Column)
+		if !ok {
+			return Partitioning{Kind: PartUnknown, Count: p.Count}
+		}
+		keys[i] = &expr.Column{Index: c.Index + shift, Name: c.Name, Type: c.Type}
+	}
+	return Partitioning{Kind: PartHash, Count: p.Count, Keys: keys}
 }
 
 func (h *HashJoin) String() string {

@@ -47,7 +47,7 @@ func (p *Projection) OutputPartitioning() Partitioning {
 	if in.Kind != PartHash {
 		return in
 	}
-	return hashThrough(in, p.exprs, p.names)
+	return hashThroughEqual(in, p.exprs, p.names, equalColumns(p.input))
 }
 
 // hashThrough maps hash partitioning in, over an operator's input, to its
@@ -55,17 +55,39 @@ func (p *Projection) OutputPartitioning() Partitioning {
 // an input column some exprs[j] passes through unchanged, else the output
 // is partitioned in an unknown way (with the same count).
 func hashThrough(in Partitioning, exprs []expr.Expr, names []string) Partitioning {
+	return hashThroughEqual(in, exprs, names, nil)
+}
+
+// hashThroughEqual is hashThrough where a hash key the output does not
+// pass through may be replaced by an input column that equals it in
+// every row (pairs in equal, see equalColumns): rows hash the same
+// either way.
+func hashThroughEqual(in Partitioning, exprs []expr.Expr, names []string, equal [][2]int) Partitioning {
 	keys := make([]expr.Expr, len(in.Keys))
 	for i, k := range in.Keys {
 		kc, ok := k.(*expr.Column)
 		if !ok {
 			return Partitioning{Kind: PartUnknown, Count: in.Count}
 		}
+		candidates := []int{kc.Index}
+		for _, e := range equal {
+			switch kc.Index {
+			case e[0]:
+				candidates = append(candidates, e[1])
+			case e[1]:
+				candidates = append(candidates, e[0])
+			}
+		}
 		found := false
-		for j, e := range exprs {
-			if c, ok := e.(*expr.Column); ok && c.Index == kc.Index {
-				keys[i] = &expr.Column{Index: j, Name: names[j], Type: c.Type}
-				found = true
+		for _, want := range candidates {
+			for j, e := range exprs {
+				if c, ok := e.(*expr.Column); ok && c.Index == want && arrow.TypeEqual(c.Type, kc.Type) {
+					keys[i] = &expr.Column{Index: j, Name: names[j], Type: c.Type}
+					found = true
+					break
+				}
+			}
+			if found {
 				break
 			}
 		}

@@ -124,7 +124,7 @@ func (g *blockingGraph) findSwitches() {
 				!j.JoinType().EmitsUnmatchedBuild() && !j.NullAware() {
 				l, lok := j.Children()[0].(*physical.UnresolvedExchange)
 				r, rok := j.Children()[1].(*physical.UnresolvedExchange)
-				if lok && rok && l.StageID != r.StageID {
+				if lok && rok && l.StageID != r.StageID && g.outputUnrelied(c, j) {
 					p := g.stages[r.StageID-1]
 					if !p.Shared && !p.Broadcast && p.Output.Kind == physical.PartHash &&
 						slices.Equal(p.consumers, []int{c.ID}) && reads[p.ID] == 1 {
@@ -138,6 +138,48 @@ func (g *blockingGraph) findSwitches() {
 		}
 		walk(c.Body)
 	}
+}
+
+// outputUnrelied reports whether nothing in or after stage c relies on
+// how join j's output is partitioned. A partitioned join's output keeps
+// its sides' hash partitioning, and the planner may have used that (an
+// aggregate or another join over it run where the rows are, a consumer
+// stage pairing c's partition i with another input's); the broadcast
+// join that replaces it outputs the probe stage's body's partitions,
+// which are not. So every operator between j and c's root must work on
+// any partitioning of its input, and c's output must be hashed anew by
+// its writer, or read by no other stage, or not declared hashed.
+func (g *blockingGraph) outputUnrelied(c *bStage, j *physical.HashJoin) bool {
+	var above func(op physical.Operator) (found, ok bool)
+	above = func(op physical.Operator) (bool, bool) {
+		if op == physical.Operator(j) {
+			return true, true
+		}
+		for _, ch := range op.Children() {
+			found, ok := above(ch)
+			if !found {
+				continue
+			}
+			if !ok {
+				return true, false
+			}
+			switch o := op.(type) {
+			case *physical.Projection, *physical.Filter, *physical.Sort, *physical.Limit, *physical.CoalescePartitions:
+				return true, true
+			case *physical.HashAggregate:
+				return true, o.Mode() == physical.AggPartial
+			case *physical.HashJoin:
+				return true, o.Mode() == physical.JoinCollectLeft
+			}
+			return true, false
+		}
+		return false, true
+	}
+	found, ok := above(c.Body)
+	if !found || !ok {
+		return false
+	}
+	return c.Output.Kind == physical.PartHash || c == g.final() || c.Body.OutputPartitioning().Kind != physical.PartHash
 }
 
 // deferred reports whether s is the probe stage of a join that may still
@@ -260,6 +302,13 @@ func (g *blockingGraph) coalesce(s *bStage) {
 		floor = min(n, g.cfg.Parallelism)
 	}
 	if target <= 0 || n <= 1 || floor >= n {
+		return
+	}
+	if s.Output.Kind != physical.PartHash && s.Body.OutputPartitioning().Kind == physical.PartHash && s != g.final() {
+		// Its readers were planned to take its partition i as hash
+		// partition i of its keys (a partitioned join pairs it with
+		// another input's partition i): merged, its output would no
+		// longer be split that way.
 		return
 	}
 	var hashInputs []int

@@ -1,0 +1,94 @@
+package physical
+
+import (
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/physical/expr"
+	"sluice/plan"
+)
+
+// TestJoinOutputKeepsHashPartitioning runs every join type in both modes
+// over sides hashed on their key into 3 partitions and checks the claim
+// OutputPartitioning makes against the rows: every row of output
+// partition p must hash to p on the claimed keys. It also checks which
+// joins claim a hash partitioning at all (those whose every output row
+// carries a row of the hashed side), and that a projection keeping only
+// one side's key of an inner join still claims it through the other.
+func TestJoinOutputKeepsHashPartitioning(t *testing.T) {
+	const parts = 3
+	for _, c := range []struct {
+		jt   JoinType
+		mode JoinMode
+		// hashed: the output claims a hash partitioning; on: its key
+		// column in the output.
+		hashed bool
+		on     int
+	}{
+		{JoinInner, JoinPartitioned, true, 2},
+		{JoinInner, JoinCollectLeft, true, 2},
+		{JoinRight, JoinPartitioned, true, 2},
+		{JoinRight, JoinCollectLeft, true, 2},
+		{JoinRightSemi, JoinPartitioned, true, 0},
+		{JoinRightSemi, JoinCollectLeft, true, 0},
+		{JoinRightAnti, JoinPartitioned, true, 0},
+		{JoinRightAnti, JoinCollectLeft, true, 0},
+		{JoinLeft, JoinPartitioned, true, 0},
+		{JoinLeftSemi, JoinPartitioned, true, 0},
+		{JoinLeftAnti, JoinPartitioned, true, 0},
+		{JoinFull, JoinPartitioned, false, 0},
+	} {
+		t.Run(c.jt.String()+"/"+c.mode.String(), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			key := col(0, "k", plan.Int64)
+			left, _ := kvSource(t, mem, 2, 120, 23, 7)
+			right, _ := kvSource(t, mem, 2, 200, 31, 9)
+			defer left.release()
+			defer right.release()
+			hashed := func(src Operator) Operator {
+				return NewRepartition(src, Partitioning{Kind: PartHash, Count: parts, Keys: []expr.Expr{key}})
+			}
+			j, err := NewHashJoin(hashed(left), hashed(right), c.jt, []expr.Expr{key}, []expr.Expr{key}, nil, false, c.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var op Operator = j
+			if c.jt == JoinInner && c.mode == JoinPartitioned {
+				// Keep the left key only: the hash on the right key
+				// holds on it, as the join matched them.
+				op = NewProjection(j, []expr.Expr{col(1, "v", plan.Utf8), col(0, "k", plan.Int64)}, []string{"v", "k"})
+				c.on = 1
+			}
+			out := op.OutputPartitioning()
+			if got := out.Kind == PartHash; got != c.hashed {
+				t.Fatalf("claims %s, want hashed = %v", out, c.hashed)
+			}
+			rows, err := collectConcurrently(t, op, newTestTC(mem, 16))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for p := range rows {
+				n += len(rows[p])
+			}
+			if n == 0 {
+				t.Fatal("no rows: the check would check nothing")
+			}
+			if !c.hashed {
+				return
+			}
+			if len(out.Keys) != 1 || out.Keys[0].(*expr.Column).Index != c.on || out.Count != parts {
+				t.Fatalf("claims %s, want the key at column %d in %d partitions", out, c.on, parts)
+			}
+			for p := range rows {
+				for _, row := range rows[p] {
+					if want := hashPartition(t, mem, row[c.on], parts); want != p {
+						t.Fatalf("row %v in partition %d, but its key hashes to %d", row, p, want)
+					}
+				}
+			}
+		})
+	}
+}
