@@ -140,6 +140,40 @@ func (g *blockingGraph) findSwitches() {
 	}
 }
 
+// pairedByConsumer reports whether a consumer of s reads s's output
+// partition by partition together with another stage's output: each of
+// its partitions i reads partition i of both. (Read alone, or whole, a
+// pass-through stage's partitions may be merged: every key still has all
+// of its rows in one partition, and the consumer runs as many partitions
+// as it then has.)
+func (g *blockingGraph) pairedByConsumer(s *bStage) bool {
+	for _, id := range s.consumers {
+		read := map[int]bool{}
+		var walk func(op physical.Operator, whole bool)
+		walk = func(op physical.Operator, whole bool) {
+			if u, ok := op.(*physical.UnresolvedExchange); ok {
+				if !whole {
+					read[u.StageID] = true
+				}
+				return
+			}
+			children := op.Children()
+			if w, ok := wholeInput(op); ok {
+				walk(w, true)
+				children = children[1:]
+			}
+			for _, c := range children {
+				walk(c, whole)
+			}
+		}
+		walk(g.stages[id-1].Body, false)
+		if read[s.ID] && len(read) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // outputUnrelied reports whether nothing in or after stage c relies on
 // how join j's output is partitioned. A partitioned join's output keeps
 // its sides' hash partitioning, and the planner may have used that (an
@@ -304,11 +338,11 @@ func (g *blockingGraph) coalesce(s *bStage) {
 	if target <= 0 || n <= 1 || floor >= n {
 		return
 	}
-	if s.Output.Kind != physical.PartHash && s.Body.OutputPartitioning().Kind == physical.PartHash && s != g.final() {
-		// Its readers were planned to take its partition i as hash
-		// partition i of its keys (a partitioned join pairs it with
-		// another input's partition i): merged, its output would no
-		// longer be split that way.
+	if s.Output.Kind != physical.PartHash && s.Body.OutputPartitioning().Kind == physical.PartHash && g.pairedByConsumer(s) {
+		// A reader was planned to take its partition i as hash
+		// partition i of its keys, with another input's partition i
+		// (a partitioned join): merged, its output would no longer be
+		// split that way, nor as many.
 		return
 	}
 	var hashInputs []int
