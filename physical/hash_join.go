@@ -116,22 +116,24 @@ func (h *HashJoin) Children() []Operator { return []Operator{h.left, h.right} }
 // OutputPartitioning implements Operator: one output partition per right
 // partition. Output partition p holds only rows of right partition p, so a
 // hash partitioning of the right side carries over to its columns whenever
-// every output row has a right row (not Left or Full). In Partitioned mode
-// partition p also holds only left partition p's rows, so a left or
-// left-semi/anti join carries the left side's hash partitioning.
+// every output row has a right row (not Left or Full).
+//
+// In Partitioned mode partition p also holds only left partition p's rows,
+// so a left or left-semi/anti join's output is hashed as its left side is;
+// it is not claimed. A join over it would then run in the same task, while
+// this join still holds its build table to emit from it, and under a tight
+// memory limit the pair failed where a shuffle between them let each spill
+// (TPC-H q21, TestSpillTPCH).
 func (h *HashJoin) OutputPartitioning() Partitioning {
-	return joinOutputPartitioning(h.joinType, h.mode == JoinPartitioned,
-		h.left.OutputPartitioning(), h.right.OutputPartitioning(), len(h.left.Schema().Fields()))
+	return joinOutputPartitioning(h.joinType, h.right.OutputPartitioning(), len(h.left.Schema().Fields()))
 }
 
 // joinOutputPartitioning is the partitioning of a join's output given its
-// sides': the probe (right) side's hash keys, shifted past the left columns
-// when the output has them, for joins where every output row carries a
-// probe row; the build (left) side's keys when pairedLeft (each output
-// partition joins one build partition) and every output row carries a
-// build row. Otherwise the output is partitioned in an unknown way.
-func joinOutputPartitioning(jt JoinType, pairedLeft bool, left, right Partitioning, leftWidth int) Partitioning {
-	unknown := Partitioning{Kind: PartUnknown, Count: right.Count}
+// probe (right) side's: the probe side's hash keys, shifted past the left
+// columns when the output has them, for joins where every output row
+// carries a probe row. Otherwise the output is partitioned in an unknown
+// way.
+func joinOutputPartitioning(jt JoinType, right Partitioning, leftWidth int) Partitioning {
 	switch jt {
 	case JoinInner, JoinRight, JoinRightSemi, JoinRightAnti:
 		if right.Kind != PartHash {
@@ -143,13 +145,7 @@ func joinOutputPartitioning(jt JoinType, pairedLeft bool, left, right Partitioni
 		}
 		return shiftedHash(right, shift)
 	}
-	switch jt {
-	case JoinInner, JoinLeft, JoinLeftSemi, JoinLeftAnti:
-		if pairedLeft && left.Kind == PartHash && left.Count == right.Count {
-			return shiftedHash(left, 0)
-		}
-	}
-	return unknown
+	return Partitioning{Kind: PartUnknown, Count: right.Count}
 }
 
 // equalColumns lists pairs of op's output columns that hold equal values
