@@ -176,7 +176,7 @@ func (g *blockingGraph) pairedByConsumer(s *bStage) bool {
 
 // outputUnrelied reports whether nothing in or after stage c relies on
 // how join j's output is partitioned. A partitioned join's output keeps
-// its sides' hash partitioning, and the planner may have used that (an
+// its probe side's hash partitioning, and the planner may have used that (an
 // aggregate or another join over it run where the rows are, a consumer
 // stage pairing c's partition i with another input's); the broadcast
 // join that replaces it outputs the probe stage's body's partitions,
