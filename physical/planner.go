@@ -102,6 +102,9 @@ type planner struct {
 	// shuffles by them alone, so the window needs no exchange of its own
 	// (windowHashHint).
 	hashBy map[*plan.Aggregate][]int
+	// groupLimit: for a window whose ranking a filter above bounds, the
+	// bound (windowFilterLimit); window plans a WindowGroupLimit for it.
+	groupLimit map[*plan.Window]windowLimit
 }
 
 // plan plans n and records which operator stands for n's output (the
@@ -130,6 +133,14 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 	case *plan.Scan:
 		return p.scan(n)
 	case *plan.Filter:
+		if w, ok := n.Input.(*plan.Window); ok {
+			if l, ok := windowFilterLimit(n.Pred, w); ok {
+				if p.groupLimit == nil {
+					p.groupLimit = map[*plan.Window]windowLimit{}
+				}
+				p.groupLimit[w] = l
+			}
+		}
 		in, err := p.plan(n.Input)
 		if err != nil {
 			return nil, err
@@ -854,6 +865,13 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		if err != nil {
 			return nil, err
 		}
+		if l, ok := p.groupLimit[n]; ok && len(groups) == 1 {
+			// Placed before the exchange and the sort below, so they move
+			// and sort only the rows that may pass the filter.
+			if op, err = NewWindowGroupLimit(op, pkeys, okeys, n.Calls[l.call].Func, l.n); err != nil {
+				return nil, err
+			}
+		}
 		together := op.OutputPartitioning().Count <= 1 || (len(dist) > 0 && subsetOf(dist, g.parts)) ||
 			(len(pkeys) > 0 && hashedWithin(op.OutputPartitioning(), pkeys))
 		if !together {
@@ -906,6 +924,75 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 		exprs[len(in)+ci] = &expr.Column{Index: len(in) + pos, Name: c.Name, Type: c.Type}
 	}
 	return NewProjection(op, exprs, names(out)), nil
+}
+
+// windowLimit bounds a window's ranking: rows whose call Calls[call] is
+// above n are dropped by a filter over the window.
+type windowLimit struct {
+	call int
+	n    int64
+}
+
+// windowFilterLimit finds, in a filter's predicate over window w, a
+// conjunct bounding a ranking function from above (rk <= 10, rk < 11,
+// rk = 1, 10 >= rk), when every call of w is row_number, rank or
+// dense_rank over one window: then rows beyond the bound may be dropped
+// before the window, and the rest rank as over all rows (WindowGroupLimit).
+// Other functions (aggregates over frames, lag, ntile, percent_rank) and
+// other windows would see fewer rows. The smallest bound wins.
+func windowFilterLimit(pred plan.Expr, w *plan.Window) (windowLimit, bool) {
+	if len(w.Calls) == 0 || len(windowGroups(w)) != 1 {
+		return windowLimit{}, false
+	}
+	for _, c := range w.Calls {
+		switch c.Func {
+		case plan.WinRowNumber, plan.WinRank, plan.WinDenseRank:
+		default:
+			return windowLimit{}, false
+		}
+	}
+	best, found := windowLimit{}, false
+	for _, conj := range plan.SplitConjunction(pred) {
+		b, ok := conj.(*plan.Binary)
+		if !ok {
+			continue
+		}
+		col, lit, op := b.L, b.R, b.Op
+		if _, isLit := col.(*plan.Literal); isLit {
+			col, lit, op = b.R, b.L, op.Flip()
+		}
+		ref, ok1 := col.(*plan.ColRef)
+		l, ok2 := lit.(*plan.Literal)
+		if !ok1 || !ok2 {
+			continue
+		}
+		call := -1
+		for i, c := range w.Cols {
+			if c.ID == ref.ID {
+				call = i
+			}
+		}
+		var v int64
+		switch x := l.Val.(type) {
+		case int64:
+			v = x
+		case int32:
+			v = int64(x)
+		default:
+			continue
+		}
+		switch op {
+		case plan.OpLtEq, plan.OpEq:
+		case plan.OpLt:
+			v--
+		default:
+			continue
+		}
+		if call >= 0 && (!found || v < best.n) {
+			best, found = windowLimit{call: call, n: v}, true
+		}
+	}
+	return best, found
 }
 
 // windowGroup is the calls of one window (the same partition and order

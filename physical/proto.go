@@ -160,6 +160,8 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		}}}, nil
 	case *Window:
 		return c.encodeWindow(op)
+	case *WindowGroupLimit:
+		return c.encodeWindowGroupLimit(op)
 	case *HashJoin:
 		left, right, err := c.encode2(op.left, op.right)
 		if err != nil {
@@ -485,6 +487,8 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 		return NewExpand(in, keys, e.GetKeyNames(), sets, e.GetGidName())
 	case *rpc.PhysicalPlan_Window:
 		return c.decodeWindow(m.Window)
+	case *rpc.PhysicalPlan_WindowGroupLimit:
+		return c.decodeWindowGroupLimit(m.WindowGroupLimit)
 	case *rpc.PhysicalPlan_HashJoin:
 		j := m.HashJoin
 		left, right, err := c.decode2(j.GetLeft(), j.GetRight())
@@ -1058,6 +1062,36 @@ func (c *planCodec) encodeWindow(op *Window) (*rpc.PhysicalPlan, error) {
 	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Window{Window: &rpc.WindowNode{
 		Input: in, PartitionBy: parts, OrderBy: order, Funcs: funcs,
 	}}}, nil
+}
+
+func (c *planCodec) encodeWindowGroupLimit(op *WindowGroupLimit) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := exprsToProto(op.partitionBy)
+	if err != nil {
+		return nil, fmt.Errorf("window group limit: %w", err)
+	}
+	order, err := sortKeysToProto(op.orderBy)
+	if err != nil {
+		return nil, fmt.Errorf("window group limit: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WindowGroupLimit{WindowGroupLimit: &rpc.WindowGroupLimitNode{
+		Input: in, PartitionBy: parts, OrderBy: order, Func: int32(op.fn), Limit: op.limit,
+	}}}, nil
+}
+
+func (c *planCodec) decodeWindowGroupLimit(w *rpc.WindowGroupLimitNode) (Operator, error) {
+	in, order, err := c.decodeSorted(w.GetInput(), w.GetOrderBy())
+	if err != nil {
+		return nil, fmt.Errorf("window group limit: %w", err)
+	}
+	parts, err := exprsFromProto(w.GetPartitionBy(), in.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("window group limit: partition by: %w", err)
+	}
+	return NewWindowGroupLimit(in, parts, order, plan.WindowFunc(w.GetFunc()), w.GetLimit())
 }
 
 func (c *planCodec) decodeWindow(w *rpc.WindowNode) (Operator, error) {

@@ -332,6 +332,7 @@ func operatorCases(t *testing.T) []struct {
 			pLit(plan.Interval, arrow.MonthDayNanoInterval{Months: 1, Days: 2}))), true},
 		{"window", must(NewWindow(NewSort(NewRepartition(scan(3), Partitioning{Kind: PartHash, Count: 2, Keys: []expr.Expr{tQty}}), []SortKey{{Expr: tQty}, {Expr: tID}}, -1),
 			[]expr.Expr{tQty}, []SortKey{{Expr: tID}}, windowCases(sumType, avgType))), false},
+		{"window group limit", must(NewWindowGroupLimit(scan(3), []expr.Expr{tQty}, []SortKey{{Expr: tID, Desc: true}}, plan.WinDenseRank, 2)), false},
 		{"coalesce partitions", NewCoalescePartitions(scan(3)), false},
 		{"dynamic filter build", must(NewDynamicFilterBuild(scan(3), []int{4, 7}, []int{0, 1})), false},
 		{"repartition round-robin", NewRepartition(scan(2), Partitioning{Kind: PartRoundRobin, Count: 3}), false},
@@ -392,7 +393,7 @@ func TestPlanProtoEveryOperator(t *testing.T) {
 	// shipped; TestPlanProtoErrors covers it).
 	for _, want := range []string{"ParquetScan", "CSVScan", "Filter", "Projection", "HashAggregate", "HashJoin",
 		"NestedLoopJoin", "Sort", "SortPreservingMerge", "Limit", "Union", "Values", "CoalescePartitions",
-		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand", "Window", "SetOp", "DynamicFilterBuild",
+		"Repartition", "UnresolvedExchange", "GenerateSeries", "Expand", "Window", "WindowGroupLimit", "SetOp", "DynamicFilterBuild",
 		"RecursiveCTE", "WorkTableScan"} {
 		if !seen["*physical."+want] {
 			t.Errorf("no round-trip case for %s", want)

@@ -289,7 +289,13 @@ func (c *rowComparator) reset() {
 
 // compare orders rows a and b: negative when a sorts first.
 func (c *rowComparator) compare(a, b kernels.RowRef) int {
-	for i, kc := range c.cols {
+	return c.compareKeys(a, b, 0, len(c.cols))
+}
+
+// compareKeys orders rows a and b by keys from..to-1 alone.
+func (c *rowComparator) compareKeys(a, b kernels.RowRef, from, to int) int {
+	for i := from; i < to; i++ {
+		kc := c.cols[i]
 		an, bn := kc.isNull(a), kc.isNull(b)
 		k := c.keys[i]
 		switch {

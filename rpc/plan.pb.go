@@ -149,7 +149,7 @@ func (x MuxFrame_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MuxFrame_Kind.Descriptor instead.
 func (MuxFrame_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{67, 0}
+	return file_plan_proto_rawDescGZIP(), []int{68, 0}
 }
 
 type ArrowType struct {
@@ -1686,6 +1686,7 @@ type PhysicalPlan struct {
 	//	*PhysicalPlan_RecursiveCte
 	//	*PhysicalPlan_WorkTableScan
 	//	*PhysicalPlan_Unnest
+	//	*PhysicalPlan_WindowGroupLimit
 	Node          isPhysicalPlan_Node `protobuf_oneof:"node"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1989,6 +1990,15 @@ func (x *PhysicalPlan) GetUnnest() *UnnestNode {
 	return nil
 }
 
+func (x *PhysicalPlan) GetWindowGroupLimit() *WindowGroupLimitNode {
+	if x != nil {
+		if x, ok := x.Node.(*PhysicalPlan_WindowGroupLimit); ok {
+			return x.WindowGroupLimit
+		}
+	}
+	return nil
+}
+
 type isPhysicalPlan_Node interface {
 	isPhysicalPlan_Node()
 }
@@ -2109,6 +2119,10 @@ type PhysicalPlan_Unnest struct {
 	Unnest *UnnestNode `protobuf:"bytes,132,opt,name=unnest,proto3,oneof"`
 }
 
+type PhysicalPlan_WindowGroupLimit struct {
+	WindowGroupLimit *WindowGroupLimitNode `protobuf:"bytes,133,opt,name=window_group_limit,json=windowGroupLimit,proto3,oneof"`
+}
+
 func (*PhysicalPlan_ParquetScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_CsvScan) isPhysicalPlan_Node() {}
@@ -2166,6 +2180,8 @@ func (*PhysicalPlan_RecursiveCte) isPhysicalPlan_Node() {}
 func (*PhysicalPlan_WorkTableScan) isPhysicalPlan_Node() {}
 
 func (*PhysicalPlan_Unnest) isPhysicalPlan_Node() {}
+
+func (*PhysicalPlan_WindowGroupLimit) isPhysicalPlan_Node() {}
 
 // Scans name the table's location; executors open it themselves.
 type ParquetScanNode struct {
@@ -4615,6 +4631,85 @@ func (x *WindowNode) GetFuncs() []*WindowFuncExpr {
 	return nil
 }
 
+// The rows of input that may pass a filter bounding a ranking function
+// (func: plan.WindowFunc row_number, rank or dense_rank) of one window at
+// limit; see physical.WindowGroupLimit.
+type WindowGroupLimitNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	PartitionBy   []*PhysicalExpr        `protobuf:"bytes,2,rep,name=partition_by,json=partitionBy,proto3" json:"partition_by,omitempty"`
+	OrderBy       []*SortKey             `protobuf:"bytes,3,rep,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	Func          int32                  `protobuf:"varint,4,opt,name=func,proto3" json:"func,omitempty"`
+	Limit         int64                  `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowGroupLimitNode) Reset() {
+	*x = WindowGroupLimitNode{}
+	mi := &file_plan_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowGroupLimitNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowGroupLimitNode) ProtoMessage() {}
+
+func (x *WindowGroupLimitNode) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowGroupLimitNode.ProtoReflect.Descriptor instead.
+func (*WindowGroupLimitNode) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *WindowGroupLimitNode) GetInput() *PhysicalPlan {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *WindowGroupLimitNode) GetPartitionBy() []*PhysicalExpr {
+	if x != nil {
+		return x.PartitionBy
+	}
+	return nil
+}
+
+func (x *WindowGroupLimitNode) GetOrderBy() []*SortKey {
+	if x != nil {
+		return x.OrderBy
+	}
+	return nil
+}
+
+func (x *WindowGroupLimitNode) GetFunc() int32 {
+	if x != nil {
+		return x.Func
+	}
+	return 0
+}
+
+func (x *WindowGroupLimitNode) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 // INTERSECT (kind 0) or EXCEPT (kind 1), with ALL when all is set, of two
 // inputs hash-partitioned alike; schema gives the output names and types.
 type SetOpNode struct {
@@ -4630,7 +4725,7 @@ type SetOpNode struct {
 
 func (x *SetOpNode) Reset() {
 	*x = SetOpNode{}
-	mi := &file_plan_proto_msgTypes[56]
+	mi := &file_plan_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4642,7 +4737,7 @@ func (x *SetOpNode) String() string {
 func (*SetOpNode) ProtoMessage() {}
 
 func (x *SetOpNode) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[56]
+	mi := &file_plan_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4655,7 +4750,7 @@ func (x *SetOpNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetOpNode.ProtoReflect.Descriptor instead.
 func (*SetOpNode) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{56}
+	return file_plan_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SetOpNode) GetLeft() *PhysicalPlan {
@@ -4710,7 +4805,7 @@ type WriteSpec struct {
 
 func (x *WriteSpec) Reset() {
 	*x = WriteSpec{}
-	mi := &file_plan_proto_msgTypes[57]
+	mi := &file_plan_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4722,7 +4817,7 @@ func (x *WriteSpec) String() string {
 func (*WriteSpec) ProtoMessage() {}
 
 func (x *WriteSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[57]
+	mi := &file_plan_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4735,7 +4830,7 @@ func (x *WriteSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSpec.ProtoReflect.Descriptor instead.
 func (*WriteSpec) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{57}
+	return file_plan_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WriteSpec) GetDir() string {
@@ -4806,7 +4901,7 @@ type FileSinkNode struct {
 
 func (x *FileSinkNode) Reset() {
 	*x = FileSinkNode{}
-	mi := &file_plan_proto_msgTypes[58]
+	mi := &file_plan_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4818,7 +4913,7 @@ func (x *FileSinkNode) String() string {
 func (*FileSinkNode) ProtoMessage() {}
 
 func (x *FileSinkNode) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[58]
+	mi := &file_plan_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4831,7 +4926,7 @@ func (x *FileSinkNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSinkNode.ProtoReflect.Descriptor instead.
 func (*FileSinkNode) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{58}
+	return file_plan_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *FileSinkNode) GetInput() *PhysicalPlan {
@@ -4860,7 +4955,7 @@ type WriteCommitNode struct {
 
 func (x *WriteCommitNode) Reset() {
 	*x = WriteCommitNode{}
-	mi := &file_plan_proto_msgTypes[59]
+	mi := &file_plan_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4872,7 +4967,7 @@ func (x *WriteCommitNode) String() string {
 func (*WriteCommitNode) ProtoMessage() {}
 
 func (x *WriteCommitNode) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[59]
+	mi := &file_plan_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4885,7 +4980,7 @@ func (x *WriteCommitNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteCommitNode.ProtoReflect.Descriptor instead.
 func (*WriteCommitNode) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{59}
+	return file_plan_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WriteCommitNode) GetInput() *PhysicalPlan {
@@ -4915,7 +5010,7 @@ type TableFile struct {
 
 func (x *TableFile) Reset() {
 	*x = TableFile{}
-	mi := &file_plan_proto_msgTypes[60]
+	mi := &file_plan_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4927,7 +5022,7 @@ func (x *TableFile) String() string {
 func (*TableFile) ProtoMessage() {}
 
 func (x *TableFile) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[60]
+	mi := &file_plan_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4940,7 +5035,7 @@ func (x *TableFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableFile.ProtoReflect.Descriptor instead.
 func (*TableFile) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{60}
+	return file_plan_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TableFile) GetPath() string {
@@ -4985,7 +5080,7 @@ type DynamicFilterBuildNode struct {
 
 func (x *DynamicFilterBuildNode) Reset() {
 	*x = DynamicFilterBuildNode{}
-	mi := &file_plan_proto_msgTypes[61]
+	mi := &file_plan_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4997,7 +5092,7 @@ func (x *DynamicFilterBuildNode) String() string {
 func (*DynamicFilterBuildNode) ProtoMessage() {}
 
 func (x *DynamicFilterBuildNode) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[61]
+	mi := &file_plan_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5010,7 +5105,7 @@ func (x *DynamicFilterBuildNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DynamicFilterBuildNode.ProtoReflect.Descriptor instead.
 func (*DynamicFilterBuildNode) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{61}
+	return file_plan_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DynamicFilterBuildNode) GetInput() *PhysicalPlan {
@@ -5061,7 +5156,7 @@ type DynamicFilterKeys struct {
 
 func (x *DynamicFilterKeys) Reset() {
 	*x = DynamicFilterKeys{}
-	mi := &file_plan_proto_msgTypes[62]
+	mi := &file_plan_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5073,7 +5168,7 @@ func (x *DynamicFilterKeys) String() string {
 func (*DynamicFilterKeys) ProtoMessage() {}
 
 func (x *DynamicFilterKeys) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[62]
+	mi := &file_plan_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5086,7 +5181,7 @@ func (x *DynamicFilterKeys) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DynamicFilterKeys.ProtoReflect.Descriptor instead.
 func (*DynamicFilterKeys) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{62}
+	return file_plan_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DynamicFilterKeys) GetId() int32 {
@@ -5168,7 +5263,7 @@ type DynamicFilterUse struct {
 
 func (x *DynamicFilterUse) Reset() {
 	*x = DynamicFilterUse{}
-	mi := &file_plan_proto_msgTypes[63]
+	mi := &file_plan_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5180,7 +5275,7 @@ func (x *DynamicFilterUse) String() string {
 func (*DynamicFilterUse) ProtoMessage() {}
 
 func (x *DynamicFilterUse) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[63]
+	mi := &file_plan_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5193,7 +5288,7 @@ func (x *DynamicFilterUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DynamicFilterUse.ProtoReflect.Descriptor instead.
 func (*DynamicFilterUse) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{63}
+	return file_plan_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DynamicFilterUse) GetId() int32 {
@@ -5246,7 +5341,7 @@ type MuxRequest struct {
 
 func (x *MuxRequest) Reset() {
 	*x = MuxRequest{}
-	mi := &file_plan_proto_msgTypes[64]
+	mi := &file_plan_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5258,7 +5353,7 @@ func (x *MuxRequest) String() string {
 func (*MuxRequest) ProtoMessage() {}
 
 func (x *MuxRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[64]
+	mi := &file_plan_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5271,7 +5366,7 @@ func (x *MuxRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MuxRequest.ProtoReflect.Descriptor instead.
 func (*MuxRequest) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{64}
+	return file_plan_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MuxRequest) GetJobId() string {
@@ -5338,7 +5433,7 @@ type MuxOpen struct {
 
 func (x *MuxOpen) Reset() {
 	*x = MuxOpen{}
-	mi := &file_plan_proto_msgTypes[65]
+	mi := &file_plan_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5350,7 +5445,7 @@ func (x *MuxOpen) String() string {
 func (*MuxOpen) ProtoMessage() {}
 
 func (x *MuxOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[65]
+	mi := &file_plan_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5363,7 +5458,7 @@ func (x *MuxOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MuxOpen.ProtoReflect.Descriptor instead.
 func (*MuxOpen) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{65}
+	return file_plan_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MuxOpen) GetChannel() uint32 {
@@ -5405,7 +5500,7 @@ type MuxCredit struct {
 
 func (x *MuxCredit) Reset() {
 	*x = MuxCredit{}
-	mi := &file_plan_proto_msgTypes[66]
+	mi := &file_plan_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5417,7 +5512,7 @@ func (x *MuxCredit) String() string {
 func (*MuxCredit) ProtoMessage() {}
 
 func (x *MuxCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[66]
+	mi := &file_plan_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5430,7 +5525,7 @@ func (x *MuxCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MuxCredit.ProtoReflect.Descriptor instead.
 func (*MuxCredit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{66}
+	return file_plan_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *MuxCredit) GetChannel() uint32 {
@@ -5461,7 +5556,7 @@ type MuxFrame struct {
 
 func (x *MuxFrame) Reset() {
 	*x = MuxFrame{}
-	mi := &file_plan_proto_msgTypes[67]
+	mi := &file_plan_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5473,7 +5568,7 @@ func (x *MuxFrame) String() string {
 func (*MuxFrame) ProtoMessage() {}
 
 func (x *MuxFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[67]
+	mi := &file_plan_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5486,7 +5581,7 @@ func (x *MuxFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MuxFrame.ProtoReflect.Descriptor instead.
 func (*MuxFrame) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{67}
+	return file_plan_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *MuxFrame) GetChannel() uint32 {
@@ -5534,7 +5629,7 @@ type RecursiveCTENode struct {
 
 func (x *RecursiveCTENode) Reset() {
 	*x = RecursiveCTENode{}
-	mi := &file_plan_proto_msgTypes[68]
+	mi := &file_plan_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5546,7 +5641,7 @@ func (x *RecursiveCTENode) String() string {
 func (*RecursiveCTENode) ProtoMessage() {}
 
 func (x *RecursiveCTENode) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[68]
+	mi := &file_plan_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5559,7 +5654,7 @@ func (x *RecursiveCTENode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecursiveCTENode.ProtoReflect.Descriptor instead.
 func (*RecursiveCTENode) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{68}
+	return file_plan_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RecursiveCTENode) GetName() string {
@@ -5616,7 +5711,7 @@ type WorkTableScanNode struct {
 
 func (x *WorkTableScanNode) Reset() {
 	*x = WorkTableScanNode{}
-	mi := &file_plan_proto_msgTypes[69]
+	mi := &file_plan_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5628,7 +5723,7 @@ func (x *WorkTableScanNode) String() string {
 func (*WorkTableScanNode) ProtoMessage() {}
 
 func (x *WorkTableScanNode) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[69]
+	mi := &file_plan_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5641,7 +5736,7 @@ func (x *WorkTableScanNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkTableScanNode.ProtoReflect.Descriptor instead.
 func (*WorkTableScanNode) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{69}
+	return file_plan_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *WorkTableScanNode) GetName() string {
@@ -5678,7 +5773,7 @@ type DistinctFromExpr struct {
 
 func (x *DistinctFromExpr) Reset() {
 	*x = DistinctFromExpr{}
-	mi := &file_plan_proto_msgTypes[70]
+	mi := &file_plan_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5690,7 +5785,7 @@ func (x *DistinctFromExpr) String() string {
 func (*DistinctFromExpr) ProtoMessage() {}
 
 func (x *DistinctFromExpr) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[70]
+	mi := &file_plan_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5703,7 +5798,7 @@ func (x *DistinctFromExpr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DistinctFromExpr.ProtoReflect.Descriptor instead.
 func (*DistinctFromExpr) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{70}
+	return file_plan_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *DistinctFromExpr) GetLeft() *PhysicalExpr {
@@ -5742,7 +5837,7 @@ type UnnestNode struct {
 
 func (x *UnnestNode) Reset() {
 	*x = UnnestNode{}
-	mi := &file_plan_proto_msgTypes[71]
+	mi := &file_plan_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5754,7 +5849,7 @@ func (x *UnnestNode) String() string {
 func (*UnnestNode) ProtoMessage() {}
 
 func (x *UnnestNode) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[71]
+	mi := &file_plan_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5767,7 +5862,7 @@ func (x *UnnestNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnnestNode.ProtoReflect.Descriptor instead.
 func (*UnnestNode) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{71}
+	return file_plan_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UnnestNode) GetInput() *PhysicalPlan {
@@ -5924,7 +6019,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fColumnPredicate\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\x05R\x06column\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x05R\x02op\x12%\n" +
-	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xfe\r\n" +
+	"\x05value\x18\x03 \x01(\v2\x0f.sluice.LiteralR\x05value\"\xcd\x0e\n" +
 	"\fPhysicalPlan\x12<\n" +
 	"\fparquet_scan\x18\x01 \x01(\v2\x17.sluice.ParquetScanNodeH\x00R\vparquetScan\x120\n" +
 	"\bcsv_scan\x18\x02 \x01(\v2\x13.sluice.CsvScanNodeH\x00R\acsvScan\x12,\n" +
@@ -5957,7 +6052,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x14dynamic_filter_build\x18Z \x01(\v2\x1e.sluice.DynamicFilterBuildNodeH\x00R\x12dynamicFilterBuild\x12@\n" +
 	"\rrecursive_cte\x18\x82\x01 \x01(\v2\x18.sluice.RecursiveCTENodeH\x00R\frecursiveCte\x12D\n" +
 	"\x0fwork_table_scan\x18\x83\x01 \x01(\v2\x19.sluice.WorkTableScanNodeH\x00R\rworkTableScan\x12-\n" +
-	"\x06unnest\x18\x84\x01 \x01(\v2\x12.sluice.UnnestNodeH\x00R\x06unnestB\x06\n" +
+	"\x06unnest\x18\x84\x01 \x01(\v2\x12.sluice.UnnestNodeH\x00R\x06unnest\x12M\n" +
+	"\x12window_group_limit\x18\x85\x01 \x01(\v2\x1c.sluice.WindowGroupLimitNodeH\x00R\x10windowGroupLimitB\x06\n" +
 	"\x04node\"\xf7\x01\n" +
 	"\x0fParquetScanNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -6161,7 +6257,13 @@ const file_plan_proto_rawDesc = "" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x127\n" +
 	"\fpartition_by\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\vpartitionBy\x12*\n" +
 	"\border_by\x18\x03 \x03(\v2\x0f.sluice.SortKeyR\aorderBy\x12,\n" +
-	"\x05funcs\x18\x04 \x03(\v2\x16.sluice.WindowFuncExprR\x05funcs\"\xaf\x01\n" +
+	"\x05funcs\x18\x04 \x03(\v2\x16.sluice.WindowFuncExprR\x05funcs\"\xd1\x01\n" +
+	"\x14WindowGroupLimitNode\x12*\n" +
+	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x127\n" +
+	"\fpartition_by\x18\x02 \x03(\v2\x14.sluice.PhysicalExprR\vpartitionBy\x12*\n" +
+	"\border_by\x18\x03 \x03(\v2\x0f.sluice.SortKeyR\aorderBy\x12\x12\n" +
+	"\x04func\x18\x04 \x01(\x05R\x04func\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x03R\x05limit\"\xaf\x01\n" +
 	"\tSetOpNode\x12(\n" +
 	"\x04left\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x04left\x12*\n" +
 	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x05right\x12\x12\n" +
@@ -6272,7 +6374,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_plan_proto_goTypes = []any{
 	(ArrowType_Id)(0),               // 0: sluice.ArrowType.Id
 	(MuxFrame_Kind)(0),              // 1: sluice.MuxFrame.Kind
@@ -6332,22 +6434,23 @@ var file_plan_proto_goTypes = []any{
 	(*WindowFrame)(nil),             // 55: sluice.WindowFrame
 	(*WindowFuncExpr)(nil),          // 56: sluice.WindowFuncExpr
 	(*WindowNode)(nil),              // 57: sluice.WindowNode
-	(*SetOpNode)(nil),               // 58: sluice.SetOpNode
-	(*WriteSpec)(nil),               // 59: sluice.WriteSpec
-	(*FileSinkNode)(nil),            // 60: sluice.FileSinkNode
-	(*WriteCommitNode)(nil),         // 61: sluice.WriteCommitNode
-	(*TableFile)(nil),               // 62: sluice.TableFile
-	(*DynamicFilterBuildNode)(nil),  // 63: sluice.DynamicFilterBuildNode
-	(*DynamicFilterKeys)(nil),       // 64: sluice.DynamicFilterKeys
-	(*DynamicFilterUse)(nil),        // 65: sluice.DynamicFilterUse
-	(*MuxRequest)(nil),              // 66: sluice.MuxRequest
-	(*MuxOpen)(nil),                 // 67: sluice.MuxOpen
-	(*MuxCredit)(nil),               // 68: sluice.MuxCredit
-	(*MuxFrame)(nil),                // 69: sluice.MuxFrame
-	(*RecursiveCTENode)(nil),        // 70: sluice.RecursiveCTENode
-	(*WorkTableScanNode)(nil),       // 71: sluice.WorkTableScanNode
-	(*DistinctFromExpr)(nil),        // 72: sluice.DistinctFromExpr
-	(*UnnestNode)(nil),              // 73: sluice.UnnestNode
+	(*WindowGroupLimitNode)(nil),    // 58: sluice.WindowGroupLimitNode
+	(*SetOpNode)(nil),               // 59: sluice.SetOpNode
+	(*WriteSpec)(nil),               // 60: sluice.WriteSpec
+	(*FileSinkNode)(nil),            // 61: sluice.FileSinkNode
+	(*WriteCommitNode)(nil),         // 62: sluice.WriteCommitNode
+	(*TableFile)(nil),               // 63: sluice.TableFile
+	(*DynamicFilterBuildNode)(nil),  // 64: sluice.DynamicFilterBuildNode
+	(*DynamicFilterKeys)(nil),       // 65: sluice.DynamicFilterKeys
+	(*DynamicFilterUse)(nil),        // 66: sluice.DynamicFilterUse
+	(*MuxRequest)(nil),              // 67: sluice.MuxRequest
+	(*MuxOpen)(nil),                 // 68: sluice.MuxOpen
+	(*MuxCredit)(nil),               // 69: sluice.MuxCredit
+	(*MuxFrame)(nil),                // 70: sluice.MuxFrame
+	(*RecursiveCTENode)(nil),        // 71: sluice.RecursiveCTENode
+	(*WorkTableScanNode)(nil),       // 72: sluice.WorkTableScanNode
+	(*DistinctFromExpr)(nil),        // 73: sluice.DistinctFromExpr
+	(*UnnestNode)(nil),              // 74: sluice.UnnestNode
 }
 var file_plan_proto_depIdxs = []int32{
 	0,   // 0: sluice.ArrowType.id:type_name -> sluice.ArrowType.Id
@@ -6369,7 +6472,7 @@ var file_plan_proto_depIdxs = []int32{
 	16,  // 16: sluice.PhysicalExpr.in_list:type_name -> sluice.InListExpr
 	17,  // 17: sluice.PhysicalExpr.like:type_name -> sluice.LikeExpr
 	18,  // 18: sluice.PhysicalExpr.func:type_name -> sluice.FuncExpr
-	72,  // 19: sluice.PhysicalExpr.distinct_from:type_name -> sluice.DistinctFromExpr
+	73,  // 19: sluice.PhysicalExpr.distinct_from:type_name -> sluice.DistinctFromExpr
 	2,   // 20: sluice.ColumnExpr.type:type_name -> sluice.ArrowType
 	7,   // 21: sluice.BinaryExpr.left:type_name -> sluice.PhysicalExpr
 	7,   // 22: sluice.BinaryExpr.right:type_name -> sluice.PhysicalExpr
@@ -6417,104 +6520,108 @@ var file_plan_proto_depIdxs = []int32{
 	53,  // 64: sluice.PhysicalPlan.expand:type_name -> sluice.ExpandNode
 	51,  // 65: sluice.PhysicalPlan.generate_series:type_name -> sluice.GenerateSeriesNode
 	57,  // 66: sluice.PhysicalPlan.window:type_name -> sluice.WindowNode
-	58,  // 67: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
-	60,  // 68: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
-	61,  // 69: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
-	63,  // 70: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
-	70,  // 71: sluice.PhysicalPlan.recursive_cte:type_name -> sluice.RecursiveCTENode
-	71,  // 72: sluice.PhysicalPlan.work_table_scan:type_name -> sluice.WorkTableScanNode
-	73,  // 73: sluice.PhysicalPlan.unnest:type_name -> sluice.UnnestNode
-	21,  // 74: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
-	62,  // 75: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
-	4,   // 76: sluice.CsvScanNode.schema:type_name -> sluice.Schema
-	62,  // 77: sluice.CsvScanNode.files:type_name -> sluice.TableFile
-	22,  // 78: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 79: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
-	22,  // 80: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 81: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
-	7,   // 82: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
-	2,   // 83: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
-	7,   // 84: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
-	19,  // 85: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
-	22,  // 86: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 87: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
-	27,  // 88: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
-	22,  // 89: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 90: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 91: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
-	7,   // 92: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
-	7,   // 93: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 94: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 95: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
-	7,   // 96: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
-	22,  // 97: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 98: sluice.SortNode.keys:type_name -> sluice.SortKey
-	22,  // 99: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
-	19,  // 100: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
-	22,  // 101: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 102: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
-	7,   // 103: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
-	4,   // 104: sluice.ValuesNode.schema:type_name -> sluice.Schema
-	35,  // 105: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
-	22,  // 106: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
-	22,  // 107: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 108: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 109: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 110: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
-	40,  // 111: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
-	4,   // 112: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
-	41,  // 113: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
-	4,   // 114: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
-	20,  // 115: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
-	22,  // 116: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
-	20,  // 117: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
-	45,  // 118: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
-	4,   // 119: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
-	46,  // 120: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
-	49,  // 121: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
-	50,  // 122: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
-	4,   // 123: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
-	7,   // 124: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
-	7,   // 125: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
-	7,   // 126: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
-	22,  // 127: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 128: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
-	52,  // 129: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
-	6,   // 130: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
-	54,  // 131: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
-	54,  // 132: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
-	7,   // 133: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
-	55,  // 134: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
-	2,   // 135: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
-	22,  // 136: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 137: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
-	19,  // 138: sluice.WindowNode.order_by:type_name -> sluice.SortKey
-	56,  // 139: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
-	22,  // 140: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
-	22,  // 141: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
-	4,   // 142: sluice.SetOpNode.schema:type_name -> sluice.Schema
-	22,  // 143: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 144: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
-	22,  // 145: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
-	59,  // 146: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
-	22,  // 147: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
-	64,  // 148: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
-	67,  // 149: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
-	68,  // 150: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
-	1,   // 151: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
-	22,  // 152: sluice.RecursiveCTENode.base:type_name -> sluice.PhysicalPlan
-	22,  // 153: sluice.RecursiveCTENode.recursive:type_name -> sluice.PhysicalPlan
-	4,   // 154: sluice.RecursiveCTENode.schema:type_name -> sluice.Schema
-	4,   // 155: sluice.WorkTableScanNode.schema:type_name -> sluice.Schema
-	7,   // 156: sluice.DistinctFromExpr.left:type_name -> sluice.PhysicalExpr
-	7,   // 157: sluice.DistinctFromExpr.right:type_name -> sluice.PhysicalExpr
-	22,  // 158: sluice.UnnestNode.input:type_name -> sluice.PhysicalPlan
-	7,   // 159: sluice.UnnestNode.args:type_name -> sluice.PhysicalExpr
-	160, // [160:160] is the sub-list for method output_type
-	160, // [160:160] is the sub-list for method input_type
-	160, // [160:160] is the sub-list for extension type_name
-	160, // [160:160] is the sub-list for extension extendee
-	0,   // [0:160] is the sub-list for field type_name
+	59,  // 67: sluice.PhysicalPlan.set_op:type_name -> sluice.SetOpNode
+	61,  // 68: sluice.PhysicalPlan.file_sink:type_name -> sluice.FileSinkNode
+	62,  // 69: sluice.PhysicalPlan.write_commit:type_name -> sluice.WriteCommitNode
+	64,  // 70: sluice.PhysicalPlan.dynamic_filter_build:type_name -> sluice.DynamicFilterBuildNode
+	71,  // 71: sluice.PhysicalPlan.recursive_cte:type_name -> sluice.RecursiveCTENode
+	72,  // 72: sluice.PhysicalPlan.work_table_scan:type_name -> sluice.WorkTableScanNode
+	74,  // 73: sluice.PhysicalPlan.unnest:type_name -> sluice.UnnestNode
+	58,  // 74: sluice.PhysicalPlan.window_group_limit:type_name -> sluice.WindowGroupLimitNode
+	21,  // 75: sluice.ParquetScanNode.pruning:type_name -> sluice.ColumnPredicate
+	63,  // 76: sluice.ParquetScanNode.files:type_name -> sluice.TableFile
+	4,   // 77: sluice.CsvScanNode.schema:type_name -> sluice.Schema
+	63,  // 78: sluice.CsvScanNode.files:type_name -> sluice.TableFile
+	22,  // 79: sluice.FilterNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 80: sluice.FilterNode.predicate:type_name -> sluice.PhysicalExpr
+	22,  // 81: sluice.ProjectionNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 82: sluice.ProjectionNode.exprs:type_name -> sluice.PhysicalExpr
+	7,   // 83: sluice.AggregateExpr.arg:type_name -> sluice.PhysicalExpr
+	2,   // 84: sluice.AggregateExpr.type:type_name -> sluice.ArrowType
+	7,   // 85: sluice.AggregateExpr.arg2:type_name -> sluice.PhysicalExpr
+	19,  // 86: sluice.AggregateExpr.order_by:type_name -> sluice.SortKey
+	22,  // 87: sluice.HashAggregateNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 88: sluice.HashAggregateNode.group_by:type_name -> sluice.PhysicalExpr
+	27,  // 89: sluice.HashAggregateNode.aggs:type_name -> sluice.AggregateExpr
+	22,  // 90: sluice.HashJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 91: sluice.HashJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 92: sluice.HashJoinNode.left_keys:type_name -> sluice.PhysicalExpr
+	7,   // 93: sluice.HashJoinNode.right_keys:type_name -> sluice.PhysicalExpr
+	7,   // 94: sluice.HashJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 95: sluice.NestedLoopJoinNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 96: sluice.NestedLoopJoinNode.right:type_name -> sluice.PhysicalPlan
+	7,   // 97: sluice.NestedLoopJoinNode.filter:type_name -> sluice.PhysicalExpr
+	22,  // 98: sluice.SortNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 99: sluice.SortNode.keys:type_name -> sluice.SortKey
+	22,  // 100: sluice.SortPreservingMergeNode.input:type_name -> sluice.PhysicalPlan
+	19,  // 101: sluice.SortPreservingMergeNode.keys:type_name -> sluice.SortKey
+	22,  // 102: sluice.LimitNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 103: sluice.UnionNode.inputs:type_name -> sluice.PhysicalPlan
+	7,   // 104: sluice.ValuesRow.values:type_name -> sluice.PhysicalExpr
+	4,   // 105: sluice.ValuesNode.schema:type_name -> sluice.Schema
+	35,  // 106: sluice.ValuesNode.rows:type_name -> sluice.ValuesRow
+	22,  // 107: sluice.CoalescePartitionsNode.input:type_name -> sluice.PhysicalPlan
+	22,  // 108: sluice.RepartitionNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 109: sluice.RepartitionNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 110: sluice.ShuffleWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 111: sluice.ShuffleWriterNode.partitioning:type_name -> sluice.Partitioning
+	40,  // 112: sluice.PartitionLocations.locations:type_name -> sluice.PartitionLocation
+	4,   // 113: sluice.ShuffleReaderNode.schema:type_name -> sluice.Schema
+	41,  // 114: sluice.ShuffleReaderNode.partitions:type_name -> sluice.PartitionLocations
+	4,   // 115: sluice.UnresolvedExchangeNode.schema:type_name -> sluice.Schema
+	20,  // 116: sluice.UnresolvedExchangeNode.partitioning:type_name -> sluice.Partitioning
+	22,  // 117: sluice.PipelinedWriterNode.input:type_name -> sluice.PhysicalPlan
+	20,  // 118: sluice.PipelinedWriterNode.partitioning:type_name -> sluice.Partitioning
+	45,  // 119: sluice.PipelinedProducers.producers:type_name -> sluice.PipelinedProducer
+	4,   // 120: sluice.PipelinedReaderNode.schema:type_name -> sluice.Schema
+	46,  // 121: sluice.PipelinedReaderNode.partitions:type_name -> sluice.PipelinedProducers
+	49,  // 122: sluice.Ticket.fetch_partition:type_name -> sluice.FetchPartition
+	50,  // 123: sluice.Ticket.fetch_pipelined_partition:type_name -> sluice.FetchPipelinedPartition
+	4,   // 124: sluice.GenerateSeriesNode.schema:type_name -> sluice.Schema
+	7,   // 125: sluice.GenerateSeriesNode.start:type_name -> sluice.PhysicalExpr
+	7,   // 126: sluice.GenerateSeriesNode.stop:type_name -> sluice.PhysicalExpr
+	7,   // 127: sluice.GenerateSeriesNode.step:type_name -> sluice.PhysicalExpr
+	22,  // 128: sluice.ExpandNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 129: sluice.ExpandNode.keys:type_name -> sluice.PhysicalExpr
+	52,  // 130: sluice.ExpandNode.sets:type_name -> sluice.GroupingSet
+	6,   // 131: sluice.WindowFrameBound.offset:type_name -> sluice.Literal
+	54,  // 132: sluice.WindowFrame.start:type_name -> sluice.WindowFrameBound
+	54,  // 133: sluice.WindowFrame.end:type_name -> sluice.WindowFrameBound
+	7,   // 134: sluice.WindowFuncExpr.args:type_name -> sluice.PhysicalExpr
+	55,  // 135: sluice.WindowFuncExpr.frame:type_name -> sluice.WindowFrame
+	2,   // 136: sluice.WindowFuncExpr.type:type_name -> sluice.ArrowType
+	22,  // 137: sluice.WindowNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 138: sluice.WindowNode.partition_by:type_name -> sluice.PhysicalExpr
+	19,  // 139: sluice.WindowNode.order_by:type_name -> sluice.SortKey
+	56,  // 140: sluice.WindowNode.funcs:type_name -> sluice.WindowFuncExpr
+	22,  // 141: sluice.WindowGroupLimitNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 142: sluice.WindowGroupLimitNode.partition_by:type_name -> sluice.PhysicalExpr
+	19,  // 143: sluice.WindowGroupLimitNode.order_by:type_name -> sluice.SortKey
+	22,  // 144: sluice.SetOpNode.left:type_name -> sluice.PhysicalPlan
+	22,  // 145: sluice.SetOpNode.right:type_name -> sluice.PhysicalPlan
+	4,   // 146: sluice.SetOpNode.schema:type_name -> sluice.Schema
+	22,  // 147: sluice.FileSinkNode.input:type_name -> sluice.PhysicalPlan
+	60,  // 148: sluice.FileSinkNode.spec:type_name -> sluice.WriteSpec
+	22,  // 149: sluice.WriteCommitNode.input:type_name -> sluice.PhysicalPlan
+	60,  // 150: sluice.WriteCommitNode.spec:type_name -> sluice.WriteSpec
+	22,  // 151: sluice.DynamicFilterBuildNode.input:type_name -> sluice.PhysicalPlan
+	65,  // 152: sluice.DynamicFilterUse.keys:type_name -> sluice.DynamicFilterKeys
+	68,  // 153: sluice.MuxRequest.open:type_name -> sluice.MuxOpen
+	69,  // 154: sluice.MuxRequest.credit:type_name -> sluice.MuxCredit
+	1,   // 155: sluice.MuxFrame.kind:type_name -> sluice.MuxFrame.Kind
+	22,  // 156: sluice.RecursiveCTENode.base:type_name -> sluice.PhysicalPlan
+	22,  // 157: sluice.RecursiveCTENode.recursive:type_name -> sluice.PhysicalPlan
+	4,   // 158: sluice.RecursiveCTENode.schema:type_name -> sluice.Schema
+	4,   // 159: sluice.WorkTableScanNode.schema:type_name -> sluice.Schema
+	7,   // 160: sluice.DistinctFromExpr.left:type_name -> sluice.PhysicalExpr
+	7,   // 161: sluice.DistinctFromExpr.right:type_name -> sluice.PhysicalExpr
+	22,  // 162: sluice.UnnestNode.input:type_name -> sluice.PhysicalPlan
+	7,   // 163: sluice.UnnestNode.args:type_name -> sluice.PhysicalExpr
+	164, // [164:164] is the sub-list for method output_type
+	164, // [164:164] is the sub-list for method input_type
+	164, // [164:164] is the sub-list for extension type_name
+	164, // [164:164] is the sub-list for extension extendee
+	0,   // [0:164] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -6577,6 +6684,7 @@ func file_plan_proto_init() {
 		(*PhysicalPlan_RecursiveCte)(nil),
 		(*PhysicalPlan_WorkTableScan)(nil),
 		(*PhysicalPlan_Unnest)(nil),
+		(*PhysicalPlan_WindowGroupLimit)(nil),
 	}
 	file_plan_proto_msgTypes[46].OneofWrappers = []any{
 		(*Ticket_FetchPartition)(nil),
@@ -6588,7 +6696,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   72,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

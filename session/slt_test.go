@@ -43,6 +43,7 @@ func TestSQLLogic(t *testing.T) {
 			// The tests' tables are small: most runs share their scans.
 			randomShareMinRows(t, 64)
 			randomWindowHint(t)
+			randomGroupLimitCompactRows(t)
 			randomPartialSkip(t, 64)
 			for _, parts := range []string{"1", "3"} {
 				s := session.New(catalog.New())
@@ -136,6 +137,7 @@ func TestSQLLogicCluster(t *testing.T) {
 				_, s := startClusterWith(t, cfg)
 				randomShareMinRows(t, 64)
 				randomWindowHint(t)
+				randomGroupLimitCompactRows(t)
 				randomPartialSkip(t, 64)
 				settings, label := map[string]string{"execution.mode": c.mode}, c.mode
 				if c.mode == "blocking" {

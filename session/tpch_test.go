@@ -201,6 +201,18 @@ func randomWindowHint(t testing.TB) {
 	t.Logf("physical.WindowHintMinDistinct = %d", physical.WindowHintMinDistinct)
 }
 
+// randomGroupLimitCompactRows draws how many candidate rows a window group
+// limit holds before it first sorts them down (physical.
+// GroupLimitCompactRows) for the rest of t: a tuned threshold, which the
+// answers must not depend on. The executors of an embedded cluster read it
+// too.
+func randomGroupLimitCompactRows(t testing.TB) {
+	old := physical.GroupLimitCompactRows
+	t.Cleanup(func() { physical.GroupLimitCompactRows = old })
+	physical.GroupLimitCompactRows = 1 + rand.IntN(2000)
+	t.Logf("physical.GroupLimitCompactRows = %d", physical.GroupLimitCompactRows)
+}
+
 // randomShareMinRows draws the fewest rows a task's partitions of a scan
 // must hold for them to share its row groups (physical.ShareMinRows) below
 // upTo for the rest of t: a tuned threshold, which the answers must not

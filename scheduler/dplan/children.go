@@ -43,6 +43,8 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 		return physical.NewLimit(children[0], o.Offset(), o.Count()), nil
 	case *physical.Window:
 		return physical.NewWindow(children[0], o.PartitionBy(), o.OrderBy(), o.Funcs())
+	case *physical.WindowGroupLimit:
+		return physical.NewWindowGroupLimit(children[0], o.PartitionBy(), o.OrderBy(), o.Func(), o.Limit())
 	case *physical.Unnest:
 		return physical.NewUnnest(children[0], o.Pass(), o.Args(), o.Names())
 	case *physical.Union:

@@ -97,7 +97,7 @@ func childPartitions(op physical.Operator, p int) ([][]int, error) {
 	}
 	switch o := op.(type) {
 	case *physical.Filter, *physical.Projection, *physical.HashAggregate, *physical.Expand,
-		*physical.Sort, *physical.Limit, *physical.Window, *physical.SharedOutput, *physical.Unnest,
+		*physical.Sort, *physical.Limit, *physical.Window, *physical.WindowGroupLimit, *physical.SharedOutput, *physical.Unnest,
 		*physical.FileSink, *physical.WriteCommit, *physical.DynamicFilterBuild:
 		// (A write commit has one partition over one.)
 		return [][]int{{p}}, nil
