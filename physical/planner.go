@@ -2,6 +2,7 @@ package physical
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -138,7 +139,10 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 				if p.groupLimit == nil {
 					p.groupLimit = map[*plan.Window]windowLimit{}
 				}
+				// For this filter's input only: the same window node
+				// read elsewhere without the filter keeps every row.
 				p.groupLimit[w] = l
+				defer delete(p.groupLimit, w)
 			}
 		}
 		in, err := p.plan(n.Input)
@@ -984,6 +988,9 @@ func windowFilterLimit(pred plan.Expr, w *plan.Window) (windowLimit, bool) {
 		switch op {
 		case plan.OpLtEq, plan.OpEq:
 		case plan.OpLt:
+			if v == math.MinInt64 {
+				continue
+			}
 			v--
 		default:
 			continue

@@ -275,3 +275,49 @@ func TestWindowGroupLimitDrops(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowGroupLimitPlanned: the planner puts a group limit below a
+// window only for the filter over it; the same window node read elsewhere
+// without the filter (a CTE read twice) keeps every row.
+func TestWindowGroupLimitPlanned(t *testing.T) {
+	in := testScan(t)
+	k := in.Schema()[0]
+	rkID := plan.ColumnID(1000 + testIDs.Add(1))
+	w := &plan.Window{
+		Input: in,
+		Calls: []*plan.WindowCall{{Func: plan.WinRank, PartitionBy: []plan.Expr{k.Ref()},
+			OrderBy: []plan.SortKey{{Expr: k.Ref()}}, Frame: plan.DefaultFrame, Typ: plan.Int64}},
+		Cols: plan.Schema{{ID: rkID, Name: "rk", Type: plan.Int64, Nullable: true}},
+	}
+	rk := w.Schema()[1]
+	lit := &plan.Literal{Typ: plan.Int64, Val: int64(1)}
+	filtered := &plan.Filter{Input: w, Pred: &plan.Binary{Op: plan.OpLtEq, L: rk.Ref(), R: lit, Typ: arrow.FixedWidthTypes.Boolean}}
+	limits := func(op Operator) int {
+		n := 0
+		for _, o := range PreOrder(op) {
+			if _, ok := o.(*WindowGroupLimit); ok {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name string
+		n    plan.Node
+		want int
+	}{
+		{"filtered", filtered, 1},
+		{"bare", w, 0},
+		{"filtered then bare", &plan.Union{Inputs: []plan.Node{filtered, w}, Cols: w.Schema()}, 1},
+		{"bare then filtered", &plan.Union{Inputs: []plan.Node{w, filtered}, Cols: w.Schema()}, 1},
+		{"bound from below", &plan.Filter{Input: w, Pred: &plan.Binary{Op: plan.OpGtEq, L: rk.Ref(), R: lit, Typ: arrow.FixedWidthTypes.Boolean}}, 0},
+	} {
+		op, err := Plan(tc.n, PlannerConfig{TargetPartitions: 2})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := limits(op); got != tc.want {
+			t.Errorf("%s: %d group limits planned, want %d", tc.name, got, tc.want)
+		}
+	}
+}
