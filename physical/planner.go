@@ -887,11 +887,7 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 			}
 			sorted = nil
 		}
-		skeys := make([]SortKey, 0, len(pkeys)+len(okeys))
-		for _, e := range pkeys {
-			skeys = append(skeys, SortKey{Expr: e})
-		}
-		skeys = append(skeys, okeys...)
+		skeys := windowSortKeys(pkeys, okeys)
 		if len(skeys) > 0 && !sortPrefix(skeys, sorted) {
 			op = NewSort(op, skeys, -1)
 			sorted = skeys
@@ -957,34 +953,11 @@ func windowFilterLimit(pred plan.Expr, w *plan.Window) (windowLimit, bool) {
 	}
 	best, found := windowLimit{}, false
 	for _, conj := range plan.SplitConjunction(pred) {
-		b, ok := conj.(*plan.Binary)
+		id, op, v, ok := plan.ColumnVersusInt(conj)
 		if !ok {
 			continue
 		}
-		col, lit, op := b.L, b.R, b.Op
-		if _, isLit := col.(*plan.Literal); isLit {
-			col, lit, op = b.R, b.L, op.Flip()
-		}
-		ref, ok1 := col.(*plan.ColRef)
-		l, ok2 := lit.(*plan.Literal)
-		if !ok1 || !ok2 {
-			continue
-		}
-		call := -1
-		for i, c := range w.Cols {
-			if c.ID == ref.ID {
-				call = i
-			}
-		}
-		var v int64
-		switch x := l.Val.(type) {
-		case int64:
-			v = x
-		case int32:
-			v = int64(x)
-		default:
-			continue
-		}
+		call := slices.IndexFunc(w.Cols, func(c plan.Column) bool { return c.ID == id })
 		switch op {
 		case plan.OpLtEq, plan.OpEq:
 		case plan.OpLt:

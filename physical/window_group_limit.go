@@ -54,20 +54,10 @@ func NewWindowGroupLimit(input Operator, partitionBy []expr.Expr, orderBy []Sort
 	default:
 		return nil, fmt.Errorf("window group limit: %s is not a ranking function", fn)
 	}
-	if _, err := newRowComparator(groupLimitKeys(partitionBy, orderBy)); err != nil {
+	if _, err := newRowComparator(windowSortKeys(partitionBy, orderBy)); err != nil {
 		return nil, fmt.Errorf("window group limit: %w", err)
 	}
 	return &WindowGroupLimit{input: input, partitionBy: partitionBy, orderBy: orderBy, fn: fn, limit: limit}, nil
-}
-
-// groupLimitKeys are the keys the candidates are sorted by: the partition
-// keys, then the order keys.
-func groupLimitKeys(partitionBy []expr.Expr, orderBy []SortKey) []SortKey {
-	keys := make([]SortKey, 0, len(partitionBy)+len(orderBy))
-	for _, e := range partitionBy {
-		keys = append(keys, SortKey{Expr: e})
-	}
-	return append(keys, orderBy...)
 }
 
 // PartitionBy are the window's partition keys.
@@ -112,7 +102,7 @@ const groupLimitCompactSlots = 32
 
 // Execute implements Operator.
 func (w *WindowGroupLimit) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
-	cmp, err := newRowComparator(groupLimitKeys(w.partitionBy, w.orderBy))
+	cmp, err := newRowComparator(windowSortKeys(w.partitionBy, w.orderBy))
 	if err != nil {
 		return nil, fmt.Errorf("window group limit: %w", err)
 	}
@@ -260,12 +250,9 @@ func (s *groupLimitStream) add(b arrow.RecordBatch) error {
 			s.cands = append(s.cands, kernels.RowRef{Batch: slot, Row: int32(r)})
 		}
 	} else {
-		if cap(s.hashes) < n {
-			s.hashes = make([]uint64, n)
-		}
-		h := s.hashes[:n]
-		if err := HashRows(keys[:s.np], h); err != nil {
-			return fmt.Errorf("window group limit: %w", err)
+		h, err := s.partitionHashes(keys, n)
+		if err != nil {
+			return err
 		}
 		nk := len(s.cmp.cols)
 		for r := 0; r < n; r++ {
@@ -291,6 +278,19 @@ func (s *groupLimitStream) add(b arrow.RecordBatch) error {
 		s.giveUp()
 	}
 	return nil
+}
+
+// partitionHashes hashes the partition keys of n rows (keys: their
+// evaluated sort keys) into a buffer reused until the next call.
+func (s *groupLimitStream) partitionHashes(keys []arrow.Array, n int) ([]uint64, error) {
+	if cap(s.hashes) < n {
+		s.hashes = make([]uint64, n)
+	}
+	h := s.hashes[:n]
+	if err := HashRows(keys[:s.np], h); err != nil {
+		return nil, fmt.Errorf("window group limit: %w", err)
+	}
+	return h, nil
 }
 
 // drop releases slot i.
@@ -395,9 +395,9 @@ func (s *groupLimitStream) compact() error {
 	}
 	s.compacted = n
 	if len(boundAt) > 0 {
-		h := make([]uint64, n)
-		if err := HashRows(keys[:s.np], h); err != nil {
-			return fmt.Errorf("window group limit: %w", err)
+		h, err := s.partitionHashes(keys, n)
+		if err != nil {
+			return err
 		}
 		s.bounds = make(map[uint64]kernels.RowRef, len(boundAt))
 		for _, i := range boundAt {

@@ -409,7 +409,7 @@ func filterSelectivity(s *Scan, filters []Expr) (float64, map[ColumnID]float64) 
 				sel *= math.Min(1, rest)
 				continue
 			}
-			id, op, v, ok := columnVersusInt(c)
+			id, op, v, ok := ColumnVersusInt(c)
 			if ok {
 				if sp := rangeOf(id); sp != nil {
 					ndv := float64(sp.hi - sp.lo + 1)
@@ -483,9 +483,9 @@ func disjunctionSelectivity(s *Scan, or *Binary) (float64, map[ColumnID]float64)
 	return math.Min(1, sel), kept
 }
 
-// columnVersusInt matches a comparison of a column with an integer or date
+// ColumnVersusInt matches a comparison of a column with an integer or date
 // constant, either way round, and returns it as column op value.
-func columnVersusInt(c Expr) (ColumnID, BinaryOp, int64, bool) {
+func ColumnVersusInt(c Expr) (ColumnID, BinaryOp, int64, bool) {
 	b, ok := c.(*Binary)
 	if !ok || !b.Op.IsComparison() || b.Op == OpNotEq {
 		return 0, 0, 0, false
