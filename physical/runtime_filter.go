@@ -1,6 +1,7 @@
 package physical
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -26,15 +27,24 @@ import (
 //
 // A published filter also skips whole row groups: before it reads a row
 // group, the scan compares the filter's keys with the group's min/max
-// statistics of the key column (rulesOut). Until every filter of the scan
-// is published, row groups are read one at a time so that later ones can
-// still be skipped.
+// statistics of the key column (rulesOut).
 //
 // The join and the scan meet through their TaskContext: the join registers
 // a filter for the scan before executing its probe side, the scan takes the
 // filters registered for it when it starts, and the join fills its filter
-// in when the build side is complete (batches the scan read before that are
-// not filtered).
+// in when the build side is complete. The scan reads nothing until every
+// join filter it took is filled in: a row group read before would be read
+// whole, without the groups the filter skips or the rows it drops, and a
+// join whose build side turned out empty never asks its probe side for a
+// row, so a probe scan that read ahead read for nothing (TPC-DS q24 read
+// all of customer behind a join that found no rows; an empty build side
+// publishes a filter that rules out every row group). The join fills its
+// filter in right after its build and before it asks for the first probe
+// row: the scan gives up only reading ahead while the build side is read.
+// A cross-stage dynamic filter (dynamic_filter.go) is not waited for: it
+// comes from another stage, perhaps only after the scan is done
+// (pipelined mode); once it comes it filters every row group and batch
+// read after.
 
 // runtimeFilter is one join's filter of one scan column; keys is nil until
 // the join has built its table (and stays nil when the table's keys give
@@ -44,6 +54,10 @@ type runtimeFilter struct {
 	key       int // which of the join's keys it is (a join may have several)
 	keys      atomic.Pointer[keyBitmap]
 	published atomic.Bool
+	// ready is closed when a join's filter is published (nil for a
+	// cross-stage dynamic filter, which no scan waits for).
+	ready chan struct{}
+	once  sync.Once
 	// A cross-stage dynamic filter (dynamic_filter.go) has its keys in
 	// dyn instead, and counts what it drops in m (nil: not analyzed).
 	dynamic bool
@@ -71,17 +85,25 @@ func (f *runtimeFilter) selector() keySelector {
 
 // publish makes the filter of build table t available, once per task.
 func (f *runtimeFilter) publish(t *joinBuildTable) {
-	if f.published.Swap(true) {
-		return
-	}
-	if b := buildKeyBitmap(t, f.key); b != nil {
-		f.keys.Store(b)
+	f.once.Do(func() {
+		if b := buildKeyBitmap(t, f.key); b != nil {
+			f.keys.Store(b)
+		}
+		f.settle()
+	})
+}
+
+// settle marks the filter published and wakes the scans waiting for it.
+func (f *runtimeFilter) settle() {
+	f.published.Store(true)
+	if f.ready != nil {
+		close(f.ready)
 	}
 }
 
 // publishNone settles the filter without keys: the join's build side
 // spilled, so no set of its keys is held, and the scan keeps every row.
-func (f *runtimeFilter) publishNone() { f.published.Store(true) }
+func (f *runtimeFilter) publishNone() { f.once.Do(f.settle) }
 
 // keyBitmap is the set of a build side's non-NULL integer keys: bit k-lo.
 type keyBitmap struct {
@@ -117,7 +139,7 @@ func (r *runtimeFilters) forJoin(h *HashJoin, scan *ParquetScan, col, key int) *
 	if r.byJoin == nil {
 		r.byJoin, r.byScan = map[joinKeyRef]*runtimeFilter{}, map[*ParquetScan][]*runtimeFilter{}
 	}
-	f := &runtimeFilter{col: col, key: key}
+	f := &runtimeFilter{col: col, key: key, ready: make(chan struct{})}
 	r.byJoin[joinKeyRef{h, key}] = f
 	r.byScan[scan] = append(r.byScan[scan], f)
 	return f
@@ -169,11 +191,26 @@ func (h *HashJoin) runtimeFilterTargets() []filterTarget {
 	}
 	var out []filterTarget
 	for k, rk := range h.rightKeys {
-		if scan, col, ok := h.traceProbeKey(rk); ok {
+		// A scan the build side reads too would wait for the filter its
+		// own rows are to make.
+		if scan, col, ok := h.traceProbeKey(rk); ok && !reaches(h.left, scan) {
 			out = append(out, filterTarget{scan, col, k})
 		}
 	}
 	return out
+}
+
+// reaches reports whether target is op or below it.
+func reaches(op, target Operator) bool {
+	if op == target {
+		return true
+	}
+	for _, c := range op.Children() {
+		if reaches(c, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // traceProbeKey follows probe key rk down to the scan column it reads
@@ -356,6 +393,11 @@ func buildKeyBitmap(t *joinBuildTable, key int) *keyBitmap {
 		return nil
 	}
 	lo, n, ok := joinKeySpan(vals, k)
+	if !ok && k.Len() == k.NullN() {
+		// No build row has a key: no probe row can match, and the scan
+		// reads none of its row groups (anyIn is false everywhere).
+		return &keyBitmap{}
+	}
 	span := uint64(n)
 	if !ok || span > maxFilterSpan {
 		return nil
@@ -489,7 +531,7 @@ func (st *runtimeFilterState) apply(rec arrow.RecordBatch, readPos []int, sel []
 
 // anyIn reports whether b holds a key in [mn, mx].
 func (b *keyBitmap) anyIn(mn, mx int64) bool {
-	if mx < b.lo || mn > b.lo+int64(b.span)-1 {
+	if b.span == 0 || mx < b.lo || mn > b.lo+int64(b.span)-1 {
 		return false
 	}
 	from := uint64(max(mn, b.lo) - b.lo)
@@ -509,23 +551,23 @@ func (b *keyBitmap) anyIn(mn, mx int64) bool {
 	return false
 }
 
-// settled reports whether every join filter of the task has been
-// published: the set of keys each keeps will not change any more. A
-// cross-stage dynamic filter not published yet does not count: it comes
-// from another stage, perhaps only after the scan is done (pipelined
-// mode), and reading row groups one at a time while waiting for it cost
-// more than the row groups it could skip; once it comes it still filters
-// every batch read after.
-func (st *runtimeFilterState) settled() bool {
+// await blocks until every join filter of the scan is published (see the
+// top of this file), or ctx ends.
+func (st *runtimeFilterState) await(ctx context.Context) error {
 	if st == nil {
-		return true
+		return nil
 	}
 	for _, f := range st.filters {
-		if !f.dynamic && !f.published.Load() {
-			return false
+		if f.ready == nil {
+			continue
+		}
+		select {
+		case <-f.ready:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	return true
+	return nil
 }
 
 // rulesOut reports whether a published filter proves that row group u of

@@ -1,11 +1,14 @@
 package physical
 
 import (
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -311,29 +314,7 @@ func TestKeyBitmapAnyIn(t *testing.T) {
 // its keys, and a join whose build side has a few keys answers as the same
 // join over a probe side it cannot filter.
 func TestRuntimeFilterSkipsRowGroups(t *testing.T) {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64},
-	}, nil)
-	const n, group = 50000, 5000
-	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
-	for i := range n {
-		if i >= n-group {
-			b.Field(0).AppendNull() // the last group: only NULLs
-		} else {
-			b.Field(0).(*array.Int64Builder).Append(int64(i / 100))
-		}
-		b.Field(1).(*array.Int64Builder).Append(int64(i))
-	}
-	rec := b.NewRecordBatch()
-	b.Release()
-	path := filepath.Join(t.TempDir(), "sorted.parquet")
-	writeParquetWith(t, path, rec, parquet.WithMaxRowGroupLength(group))
-	tbl, err := catalog.OpenParquet(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan := NewParquetScan("sorted", tbl, []int{1, 0}, nil, 1)
+	scan := sortedKeyScan(t)
 
 	// Keys 3 and 142: groups 0 (keys 0-49) and 2 (100-149) may hold them.
 	f := &runtimeFilter{col: 1}
@@ -348,9 +329,6 @@ func TestRuntimeFilterSkipsRowGroups(t *testing.T) {
 			t.Fatalf("row group %d ruled out before the filter was published", u.rowGroup)
 		}
 	}
-	if st.settled() {
-		t.Fatal("settled before the filter was published")
-	}
 	f.keys.Store(bm)
 	f.published.Store(true)
 	var kept []int
@@ -359,8 +337,8 @@ func TestRuntimeFilterSkipsRowGroups(t *testing.T) {
 			kept = append(kept, u.rowGroup)
 		}
 	}
-	if !st.settled() || !slices.Equal(kept, []int{0, 2}) {
-		t.Fatalf("kept row groups %v (settled %v), want [0 2]", kept, st.settled())
+	if !slices.Equal(kept, []int{0, 2}) {
+		t.Fatalf("kept row groups %v, want [0 2]", kept)
 	}
 
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -383,6 +361,135 @@ func TestRuntimeFilterSkipsRowGroups(t *testing.T) {
 		if len(want) != 200 || !slices.Equal(got, want) {
 			t.Fatalf("%s: %d rows, want %d (200)", jt, len(got), len(want))
 		}
+	}
+}
+
+// sortedKeyScan scans (v, k) of a file of 50,000 rows in row groups of
+// 5,000 whose key k is sorted, 100 rows per key (0 to 449), so each row
+// group holds its own range of keys, and whose last group holds only
+// NULL keys.
+func sortedKeyScan(t *testing.T) *ParquetScan {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	const n, group = 50000, 5000
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range n {
+		if i >= n-group {
+			b.Field(0).AppendNull() // the last group: only NULLs
+		} else {
+			b.Field(0).(*array.Int64Builder).Append(int64(i / 100))
+		}
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "sorted.parquet")
+	writeParquetWith(t, path, rec, parquet.WithMaxRowGroupLength(group))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewParquetScan("sorted", tbl, []int{1, 0}, nil, 1)
+}
+
+// TestProbeScanWaitsForItsJoinFilters: a scan on a join's probe side reads
+// nothing until the join's filter is published. Published with two keys,
+// the scan emits exactly their 200 rows (a scan that read its first row
+// group before would have emitted all of that group's rows); published by
+// an empty build side, it rules out every row group and emits none. A
+// join whose build side reads the probe side's scan too leaves that scan
+// unfiltered: it would wait for a filter its own rows make.
+func TestProbeScanWaitsForItsJoinFilters(t *testing.T) {
+	scan := sortedKeyScan(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	lk, rk := jaCol(0, "lk1", plan.Int64), jaCol(1, "k", plan.Int64)
+
+	bm := &keyBitmap{lo: 3, span: 140, bits: make([]uint64, 3)}
+	for _, k := range []int64{3, 142} {
+		d := uint64(k - bm.lo)
+		bm.bits[d>>6] |= 1 << (d & 63)
+	}
+	empty := jaPartitioned(t, mem, jaLeftSchema, nil, 1, 2)
+	defer empty.release()
+	emptyTable, err := buildJoinTable(t.Context(), empty, []int{0}, []expr.Expr{lk}, jaTC(mem, 700, 0), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emptyTable.release()
+
+	for _, tc := range []struct {
+		name    string
+		publish func(f *runtimeFilter)
+		want    map[int64]int
+	}{
+		{"two keys", func(f *runtimeFilter) { f.once.Do(func() { f.keys.Store(bm); f.settle() }) }, map[int64]int{3: 100, 142: 100}},
+		{"empty build side", func(f *runtimeFilter) { f.publish(emptyTable) }, map[int64]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			join, err := NewHashJoin(empty, scan, JoinInner, []expr.Expr{lk}, []expr.Expr{rk}, nil, false, JoinCollectLeft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := jaTC(mem, 700, 0)
+			f := task.runtimeFilters().forJoin(join, scan, 1, 0)
+			var mu sync.Mutex
+			got := map[int64]int{}
+			emitted := 0
+			done := make(chan error, 1)
+			produce := scan.producer(0, task, nil)
+			go func() {
+				done <- produce(t.Context(), func(b arrow.RecordBatch, _ bool) error {
+					defer b.Release()
+					mu.Lock()
+					defer mu.Unlock()
+					k := b.Column(1).(*array.Int64)
+					for i := range k.Len() {
+						got[k.Value(i)]++
+					}
+					emitted += int(b.NumRows())
+					return nil
+				})
+			}()
+			time.Sleep(30 * time.Millisecond) // time enough to read a row group
+			mu.Lock()
+			early := emitted
+			mu.Unlock()
+			if early != 0 {
+				t.Fatalf("the scan emitted %d rows before its join filter was published", early)
+			}
+			tc.publish(f)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("rows per key %v, want %v", got, tc.want)
+			}
+			st := newRuntimeFilterState([]*runtimeFilter{f})
+			for _, u := range scan.parts[0] {
+				if ruled := st.rulesOut(scan, u); tc.name == "empty build side" && !ruled {
+					t.Fatalf("row group %d not ruled out by an empty build side", u.rowGroup)
+				}
+			}
+		})
+	}
+
+	self, err := NewHashJoin(scan, scan, JoinInner, []expr.Expr{jaCol(1, "k", plan.Int64)}, []expr.Expr{rk}, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if targets := self.runtimeFilterTargets(); len(targets) != 0 {
+		t.Fatalf("a join reading its probe scan on its build side filters it: %v", targets)
+	}
+	other, err := NewHashJoin(empty, scan, JoinInner, []expr.Expr{lk}, []expr.Expr{rk}, nil, false, JoinCollectLeft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if targets := other.runtimeFilterTargets(); len(targets) != 1 || targets[0].scan != scan {
+		t.Fatalf("targets %v, want the probe scan's key", targets)
 	}
 }
 

@@ -223,19 +223,18 @@ func (s *ParquetScan) producer(partition int, tc *TaskContext, filters []expr.Ex
 		m = tc.Analyzer.metricsOf(s)
 	}
 	return func(ctx context.Context, emit func(arrow.RecordBatch, bool) error) error {
+		if err := rfs.await(ctx); err != nil {
+			return err
+		}
 		for start := 0; start < len(units); {
 			if rfs.skips(s, units[start]) {
 				start++
 				continue
 			}
-			// Row groups are read together, one file at a time, once the
-			// runtime filters are settled; before, one at a time, so that
-			// a filter published meanwhile can still skip the next ones.
+			// Row groups are read together, one file at a time.
 			end := start + 1
-			if rfs.settled() {
-				for end < len(units) && units[end].file == units[start].file && !rfs.rulesOut(s, units[end]) {
-					end++
-				}
+			for end < len(units) && units[end].file == units[start].file && !rfs.rulesOut(s, units[end]) {
+				end++
 			}
 			var err error
 			if len(s.projection) == 0 {
