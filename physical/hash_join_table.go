@@ -699,7 +699,12 @@ func (s *joinShared) get(ctx context.Context, e *joinSharedBuild, build func(con
 	e.started = true
 	s.mu.Unlock()
 	if first {
-		e.table, e.err = build(ctx)
+		// A panicking build must still wake the partitions waiting.
+		e.err = RunSafe(func() error {
+			t, err := build(ctx)
+			e.table = t
+			return err
+		})
 		close(e.done)
 	}
 	select {
