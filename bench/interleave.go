@@ -60,7 +60,9 @@ func (s *Suite) runInterleaved(ctx context.Context) ([]Run, []Memory, []Skip, er
 					s.ResetQueuePeak()
 				}
 				before, cpuErr := SampleCPU()
+				cpu0 := ProcessCPU()
 				m, err := run(ctx, sess, q.Text)
+				cpu := ProcessCPU() - cpu0
 				if err != nil {
 					return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, run %d): %w", Label(q.Set, q.N), s.Modes[i], r, err)
 				}
@@ -80,7 +82,7 @@ func (s *Suite) runInterleaved(ctx context.Context) ([]Run, []Memory, []Skip, er
 				if s.QueuePeak != nil {
 					t.queued = max(t.queued, s.QueuePeak())
 				}
-				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: s.Modes[i], Run: r, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
+				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: s.Modes[i], Run: r, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows, CPUMs: ms(cpu)})
 				totals[i] = append(totals[i], ms(m.Total))
 			}
 		}

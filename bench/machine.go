@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -142,4 +143,14 @@ func parseSelfStatTicks(stat string) (int64, error) {
 		return 0, fmt.Errorf("CPU sample: bad times in /proc/self/stat %q", stat)
 	}
 	return u + k, nil
+}
+
+// ProcessCPU is the CPU time (user and system) this process has used so
+// far, or 0 where the system does not say.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

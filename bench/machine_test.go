@@ -75,3 +75,21 @@ func TestWriteExtrasOtherCPUs(t *testing.T) {
 		t.Errorf("an idle suite is named busy:\n%s", out)
 	}
 }
+
+// TestProcessCPU: busy work shows in the process's CPU time.
+func TestProcessCPU(t *testing.T) {
+	start := ProcessCPU()
+	deadline := time.Now().Add(10 * time.Second)
+	x := uint64(1)
+	for ProcessCPU()-start < 20*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s of busy work, CPU time %v -> %v", start, ProcessCPU())
+		}
+		for i := 0; i < 1_000_000; i++ {
+			x = x*6364136223846793005 + 1
+		}
+	}
+	if x == 0 {
+		t.Log(x) // keep the loop
+	}
+}

@@ -42,6 +42,12 @@ type Run struct {
 	TTFRMs  float64 `json:"ttfr_ms"`
 	TotalMs float64 `json:"total_ms"`
 	Rows    int64   `json:"rows"`
+	// CPUMs is the CPU time (user and system) this whole process used
+	// during the run: the query's work in every goroutine, the cluster's
+	// included, and whatever else the process did meanwhile. On a machine
+	// whose cores are all busy it tells a mode's extra work from its
+	// waiting. 0: not measured (a peer's report).
+	CPUMs float64 `json:"cpu_ms,omitempty"`
 }
 
 // Skip is a query left out of one mode because its warm-up run failed,

@@ -240,11 +240,13 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 			}
 			var totals []float64
 			for i := 1; i <= s.Runs; i++ {
+				cpu0 := ProcessCPU()
 				m, err := run(ctx, sess, q.Text)
+				cpu := ProcessCPU() - cpu0
 				if err != nil {
 					return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, run %d): %w", Label(q.Set, q.N), mode, i, err)
 				}
-				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows})
+				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows, CPUMs: ms(cpu)})
 				totals = append(totals, ms(m.Total))
 			}
 			if s.Progress != nil {
