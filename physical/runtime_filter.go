@@ -2,6 +2,7 @@ package physical
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -50,14 +51,15 @@ import (
 // the join has built its table (and stays nil when the table's keys give
 // no bitmap).
 type runtimeFilter struct {
-	col       int // the scan's output column
-	key       int // which of the join's keys it is (a join may have several)
-	keys      atomic.Pointer[keyBitmap]
-	published atomic.Bool
-	// ready is closed when a join's filter is published (nil for a
-	// cross-stage dynamic filter, which no scan waits for).
+	col  int // the scan's output column
+	key  int // which of the join's keys it is (a join may have several)
+	keys atomic.Pointer[keyBitmap]
+	// ready is closed, once, when a join's filter is published (nil for
+	// a cross-stage dynamic filter, which no scan waits for).
 	ready chan struct{}
 	once  sync.Once
+	// published: a cross-stage dynamic filter has come (or will not).
+	published atomic.Bool
 	// A cross-stage dynamic filter (dynamic_filter.go) has its keys in
 	// dyn instead, and counts what it drops in m (nil: not analyzed).
 	dynamic bool
@@ -93,13 +95,8 @@ func (f *runtimeFilter) publish(t *joinBuildTable) {
 	})
 }
 
-// settle marks the filter published and wakes the scans waiting for it.
-func (f *runtimeFilter) settle() {
-	f.published.Store(true)
-	if f.ready != nil {
-		close(f.ready)
-	}
-}
+// settle wakes the scans waiting for the filter.
+func (f *runtimeFilter) settle() { close(f.ready) }
 
 // publishNone settles the filter without keys: the join's build side
 // spilled, so no set of its keys is held, and the scan keeps every row.
@@ -193,24 +190,11 @@ func (h *HashJoin) runtimeFilterTargets() []filterTarget {
 	for k, rk := range h.rightKeys {
 		// A scan the build side reads too would wait for the filter its
 		// own rows are to make.
-		if scan, col, ok := h.traceProbeKey(rk); ok && !reaches(h.left, scan) {
+		if scan, col, ok := h.traceProbeKey(rk); ok && !slices.Contains(PreOrder(h.left), Operator(scan)) {
 			out = append(out, filterTarget{scan, col, k})
 		}
 	}
 	return out
-}
-
-// reaches reports whether target is op or below it.
-func reaches(op, target Operator) bool {
-	if op == target {
-		return true
-	}
-	for _, c := range op.Children() {
-		if reaches(c, target) {
-			return true
-		}
-	}
-	return false
 }
 
 // traceProbeKey follows probe key rk down to the scan column it reads

@@ -330,7 +330,6 @@ func TestRuntimeFilterSkipsRowGroups(t *testing.T) {
 		}
 	}
 	f.keys.Store(bm)
-	f.published.Store(true)
 	var kept []int
 	for _, u := range scan.parts[0] {
 		if !st.rulesOut(scan, u) {
