@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -194,7 +193,7 @@ func StartExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	// Shuffle files an earlier process left (it was killed, or stopped
 	// before its jobs were cleaned up) are no one's now.

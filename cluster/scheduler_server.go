@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -81,7 +80,7 @@ func StartScheduler(cfg SchedulerConfig) (*SchedulerServer, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	lis, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {

@@ -277,7 +277,7 @@ func (s *Scheduler) UpdateTaskStatus(ctx context.Context, req *rpc.UpdateTaskSta
 		s.syncJobLocked(j)
 	}
 	s.mu.Unlock()
-	s.poke()
+	s.placeNow()
 	return &rpc.UpdateTaskStatusResponse{}, nil
 }
 

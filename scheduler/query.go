@@ -36,7 +36,7 @@ func (s *Scheduler) ExecuteQuery(req *rpc.ExecuteQueryRequest, stream rpc.Schedu
 	if j == nil {
 		return stream.Send(st)
 	}
-	s.poke()
+	s.placeNow()
 	var last *rpc.JobStatus
 	sentRunning := false
 	for {

@@ -185,6 +185,18 @@ func DialGRPC(addr string, sec *rpc.Security) (rpc.ExecutorServiceClient, func()
 	return rpc.NewExecutorServiceClient(conn), conn.Close, nil
 }
 
+// placeNow places what a change made runnable in the caller's goroutine
+// (push policy), rather than waking the placement loop: on a busy machine
+// that wake-up is a scheduling delay paid at every stage boundary of a
+// blocking job. Callers hold no lock.
+func (s *Scheduler) placeNow() {
+	if s.cfg.Policy == PolicyPush && s.ctx.Err() == nil {
+		s.pushTasks()
+		return
+	}
+	s.poke()
+}
+
 // poke wakes the placement loop; a wake-up already pending is enough.
 func (s *Scheduler) poke() {
 	select {
