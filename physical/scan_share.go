@@ -19,15 +19,19 @@ import (
 // 122,880 rows is one row group) leaves partitions without rows, and
 // whatever the task stacks on the scan in those partitions idles: TPC-DS
 // q11 probed a join with the customer table and grouped the result by
-// eight strings on one core while the other waited. A scan cannot give
-// an idle partition part of another's row group by itself: it does not
-// know whether the partitions run in one task (on one executor, at the
+// eight strings on one core while the other waited. Partitions that do
+// get row groups rarely get equal work (row groups differ in size and in
+// how many rows the filters keep), and in a stage of a blocking job the
+// partition that finishes first leaves its core idle until the last one
+// ends (TPC-DS q67's first stage, a scan of store_sales, did at every
+// run). A scan cannot move work between its partitions by itself:
+// it does not know whether they run in one task (on one executor, at the
 // same time) or in several. The task runner knows, and says so with
-// ShareScans before it executes anything; in those scans, when a
-// partition the task runs has no row group and another has rows enough,
-// the partitions' readers feed one channel and every partition of the
-// task takes its batches from it, so the operators above run on all of
-// them. Row order within a partition was never promised.
+// ShareScans before it executes anything; in those scans, when the
+// partitions the task runs hold rows enough, their readers feed one
+// channel and every partition of the task takes its batches from it as
+// it is free, so the operators above run on all of them and end
+// together. Row order within a partition was never promised.
 
 // ShareMinRows is the fewest rows the row groups of a task's partitions
 // must hold for their scan to share them between the partitions: below
@@ -104,8 +108,8 @@ type scanShare struct {
 
 // sharedStream executes partition of the scan from the task's share of it,
 // starting the share on the task's first partition; nil when the scan is
-// not shared in tc, or there is nothing to share: no partition the task
-// runs lacks rows, or the rows are fewer than ShareMinRows.
+// not shared in tc, or not worth it: the task runs one of its partitions,
+// or their rows are fewer than ShareMinRows.
 func (s *ParquetScan) sharedStream(ctx context.Context, partition int, tc *TaskContext, filters []expr.Expr) *sharedScanStream {
 	parts, ok := tc.sharedScans[s]
 	if !ok || len(s.projection) == 0 || !s.worthSharing(parts) || !slices.Contains(parts, partition) {
@@ -124,21 +128,22 @@ func (s *ParquetScan) sharedStream(ctx context.Context, partition int, tc *TaskC
 	return &sharedScanStream{scan: s, tc: tc, share: sh}
 }
 
-// worthSharing reports whether one of parts has no row group while the
-// row groups of all of them hold at least ShareMinRows rows.
+// worthSharing reports whether the task's partitions parts (two or more)
+// hold at least ShareMinRows rows in their row groups.
 func (s *ParquetScan) worthSharing(parts []int) bool {
-	idle := false
+	if len(parts) < 2 {
+		return false
+	}
 	var rows int64
 	for _, p := range parts {
 		if p < 0 || p >= len(s.parts) {
 			return false
 		}
-		idle = idle || len(s.parts[p]) == 0
 		for _, u := range s.parts[p] {
 			rows += u.rows
 		}
 	}
-	return idle && rows >= ShareMinRows
+	return rows >= ShareMinRows
 }
 
 // startShare starts a reader for each of parts that has row groups, all

@@ -261,3 +261,47 @@ func countRows(t *testing.T, s Stream) int {
 		b.Release()
 	}
 }
+
+// Partitions that each hold row groups share them too: a task's partition
+// that runs ahead takes the batches of the others' row groups, so no core
+// waits at the end of a stage for the partition dealt the larger row
+// groups. Read alone, either partition gets every row once; below the
+// threshold each keeps its own.
+func TestSharedScanBalancesPartitionsWithRowGroups(t *testing.T) {
+	defer func(v int64) { ShareMinRows = v }(ShareMinRows)
+	path := filepath.Join(t.TempDir(), "two.parquet")
+	writeParquet(t, path, testParquetSchema, testParquetBatch(0, 150), testParquetBatch(150, 300))
+	tbl, err := catalog.OpenParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := NewParquetScan("two", tbl, []int{0}, nil, 2)
+	if len(scan.parts[0]) == 0 || len(scan.parts[1]) == 0 {
+		t.Fatalf("want a row group in each partition, got %v", scan.parts)
+	}
+	for _, c := range []struct {
+		min          int64
+		first, other int
+	}{{300, 300, 0}, {301, 150, 150}} {
+		ShareMinRows = c.min
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		tc := testTaskContext(mem, 16)
+		tc.ShareScans(scan, []int{0, 1})
+		first := rand.IntN(2)
+		s, err := scan.Execute(context.Background(), first, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := countRows(t, s)
+		other := 0
+		for _, b := range drainPartition(t, scan, 1-first, tc) {
+			other += int(b.NumRows())
+			b.Release()
+		}
+		s.Close()
+		if got != c.first || other != c.other {
+			t.Fatalf("ShareMinRows %d: partition %d read alone got %d rows, the other %d; want %d and %d", c.min, first, got, other, c.first, c.other)
+		}
+		mem.AssertSize(t, 0)
+	}
+}
