@@ -45,12 +45,14 @@ func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error)
 	if cfg.TargetPartitions <= 0 {
 		cfg.TargetPartitions = DefaultTargetPartitions()
 	}
+	n = splitWindows(n)
 	p := &planner{cfg: cfg, est: &Estimates{nodes: map[Operator]plan.Node{}, rows: plan.NewEstimates()}}
 	if cfg.ShareSubplans {
 		p.shared = map[string]*SharedOutput{}
 		p.keys = plan.NewSubtreeKeys()
 		p.occurs = map[string]int{}
 		p.keys.CountAggregates(n, p.occurs)
+		p.keys.CountWindows(n, p.occurs)
 	}
 	p.hashBy = windowHints(n, cfg.TargetPartitions, p.keys)
 	op, err := p.plan(n)
@@ -165,27 +167,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		}
 		return NewProjection(in, exprs, names(n.Cols)), nil
 	case *plan.Aggregate:
-		if p.occurs == nil {
-			return p.aggregate(n)
-		}
-		key := p.keys.Key(n)
-		if p.occurs[key] < 2 {
-			return p.aggregate(n)
-		}
-		// Occurrences planned for another partition count (union
-		// branches) are planned apart.
-		key += fmt.Sprintf("|partitions=%d", p.cfg.TargetPartitions)
-		if s, ok := p.shared[key]; ok {
-			s.Refs++
-			return s, nil
-		}
-		op, err := p.aggregate(n)
-		if err != nil {
-			return nil, err
-		}
-		s := NewSharedOutput(op, 1)
-		p.shared[key] = s
-		return s, nil
+		return p.share(n, func() (Operator, error) { return p.aggregate(n) })
 	case *plan.Expand:
 		in, err := p.plan(n.Input)
 		if err != nil {
@@ -202,7 +184,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 	case *plan.Sort:
 		return p.sort(n, -1)
 	case *plan.Window:
-		return p.window(n)
+		return p.share(n, func() (Operator, error) { return p.window(n) })
 	case *plan.Unnest:
 		in, err := p.plan(n.Input)
 		if err != nil {
@@ -496,6 +478,76 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 var WindowHintMinDistinct = 32
 
 const windowHintUnknownDistinct = 10
+
+// share plans n with build, once for all of n's occurrences in the plan
+// when ShareSubplans counted more than one (aggregates and windows): a
+// SharedOutput every occurrence reads.
+func (p *planner) share(n plan.Node, build func() (Operator, error)) (Operator, error) {
+	if p.occurs == nil {
+		return build()
+	}
+	key := p.keys.Key(n)
+	if p.occurs[key] < 2 {
+		return build()
+	}
+	// Occurrences planned for another partition count (union
+	// branches) are planned apart.
+	key += fmt.Sprintf("|partitions=%d", p.cfg.TargetPartitions)
+	if s, ok := p.shared[key]; ok {
+		s.Refs++
+		return s, nil
+	}
+	op, err := build()
+	if err != nil {
+		return nil, err
+	}
+	s := NewSharedOutput(op, 1)
+	p.shared[key] = s
+	return s, nil
+}
+
+// splitWindows stacks the calls of a window node that use several windows
+// (partition and order keys) as one node per window, in the order window
+// plans them, under a projection that restores the node's column order
+// when the stack changes it. A CTE referenced several times is often
+// pruned differently in each reference: TPC-DS q47 and q57 rank the
+// monthly sales of each brand and store in all three references and
+// average them in one, so the references' window nodes differed and each
+// sorted the same rows again. Split, the ranking node is the same subtree
+// in all three, which ShareSubplans (and the distributed planner's shared
+// stages) compute once; the average above reads it still sorted.
+func splitWindows(root plan.Node) plan.Node {
+	return plan.TransformUp(root, func(n plan.Node) plan.Node {
+		w, ok := n.(*plan.Window)
+		if !ok {
+			return n
+		}
+		groups := windowGroups(w)
+		if len(groups) < 2 {
+			return n
+		}
+		var out plan.Node = w.Input
+		var order []int // call indexes in the order their columns are appended
+		for _, g := range groups {
+			next := &plan.Window{Input: out}
+			for _, ci := range g.calls {
+				next.Calls = append(next.Calls, w.Calls[ci])
+				next.Cols = append(next.Cols, w.Cols[ci])
+			}
+			out = next
+			order = append(order, g.calls...)
+		}
+		if slices.IsSorted(order) {
+			return out
+		}
+		cols := w.Schema()
+		exprs := make([]plan.Expr, len(cols))
+		for i, c := range cols {
+			exprs[i] = &plan.ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+		}
+		return &plan.Project{Input: out, Exprs: exprs, Cols: cols}
+	})
+}
 
 // windowHints finds, for each window over an aggregate, the group keys the
 // aggregate should shuffle its rows by (windowHashHint). Equal aggregates
@@ -856,9 +908,9 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	var placed []int     // call indexes in the order their columns are appended
-	var dist []string    // the keys the rows were last hash-distributed by
-	var sorted []SortKey // the order the previous window's output keeps
+	var placed []int           // call indexes in the order their columns are appended
+	var dist []string          // the keys the rows were last hash-distributed by
+	sorted := sortedOutput(op) // the order the rows keep in each partition
 	for _, g := range groups {
 		first := n.Calls[g.calls[0]]
 		pkeys, err := compileAll(first.PartitionBy, in)
@@ -1021,6 +1073,34 @@ func subsetOf(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// sortedOutput returns the order op's rows keep within each of its
+// partitions, as far as the planner can tell: a sort's keys, passed on by
+// the operators that keep their input's rows in order (filters, windows,
+// shared outputs, and projections that keep the key columns in place);
+// nil when it is not known. A window over another window's output (see
+// splitWindows) needs no sort of its own when this order serves it.
+func sortedOutput(op Operator) []SortKey {
+	switch x := op.(type) {
+	case *Sort:
+		return x.Keys()
+	case *Filter, *Window, *SharedOutput:
+		return sortedOutput(op.Children()[0])
+	case *Projection:
+		keys := sortedOutput(x.input)
+		for i, k := range keys {
+			c, ok := k.Expr.(*expr.Column)
+			if !ok || c.Index >= len(x.exprs) {
+				return keys[:i]
+			}
+			if pc, ok := x.exprs[c.Index].(*expr.Column); !ok || pc.Index != c.Index || pc.Name != c.Name {
+				return keys[:i]
+			}
+		}
+		return keys
+	}
+	return nil
 }
 
 // sortPrefix reports whether rows sorted by have are also sorted by want.

@@ -211,8 +211,9 @@ var childStub = &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_UnresolvedExchange{Unr
 func (p *planner) mergeable(body physical.Operator, broadcast bool) bool {
 	for {
 		switch b := body.(type) {
-		case *physical.Projection, *physical.Filter:
-			// Their output is at most the aggregate's below.
+		case *physical.Projection, *physical.Filter, *physical.Sort, *physical.Window:
+			// Their output is at most the rows below (a window adds
+			// columns, not rows).
 			body = body.Children()[0]
 			continue
 		case *physical.HashAggregate:
@@ -266,6 +267,13 @@ func (p *planner) visit(op physical.Operator) (physical.Operator, []int, error) 
 	case *physical.HashAggregate:
 		if p.repeated[p.digest(op)] > 1 {
 			return p.sharedAggregate(o)
+		}
+	case *physical.Window:
+		if p.repeated[p.digest(op)] > 1 {
+			// A window computed more than once (a CTE's ranking read by
+			// several references: TPC-DS q47 and q57) is a stage of its
+			// own, as a repeated aggregate is: one sort for all readers.
+			return p.cutPlanned(o, false, p.visitChildren)
 		}
 	case *physical.Repartition:
 		key := p.subtreeKey(o.Children()[0], o.OutputPartitioning(), false)
@@ -352,15 +360,27 @@ func (p *planner) visitChildren(op physical.Operator) (physical.Operator, []int,
 // An aggregate read through a repartition (by other keys: TPC-DS q47 and
 // q57 hash the monthly totals by brand and store for their windows) is
 // not counted: the repartition's stage, which ends in the aggregate, is
-// what the stage comparison shares then.
+// what the stage comparison shares then. Windows are counted the same way
+// (not below a repartition): a window read by several references of a
+// CTE is planned as a stage of its own too.
 func (p *planner) repeatedAggregates(root physical.Operator) map[string]int {
 	counts := map[string]int{}
 	var walk func(op physical.Operator, underRepartition bool)
 	walk = func(op physical.Operator, underRepartition bool) {
+		counted := false
 		if h, ok := op.(*physical.HashAggregate); ok && !h.HasGrandTotals() && !underRepartition {
-			if _, ok := h.Children()[0].(*physical.Repartition); ok {
-				if d := p.digest(op); d != "" {
-					counts[d]++
+			_, counted = h.Children()[0].(*physical.Repartition)
+		}
+		if _, ok := op.(*physical.Window); ok && !underRepartition {
+			counted = true
+		}
+		if d := ""; counted {
+			if d = p.digest(op); d != "" {
+				counts[d]++
+				if counts[d] > 1 {
+					// Planned once, with all it holds: what it holds
+					// occurs once more only for what else reads it.
+					return
 				}
 			}
 		}
