@@ -374,8 +374,8 @@ func (p *planner) repeatedAggregates(root physical.Operator) map[string]int {
 		if _, ok := op.(*physical.Window); ok && !underRepartition {
 			counted = true
 		}
-		if d := ""; counted {
-			if d = p.digest(op); d != "" {
+		if counted {
+			if d := p.digest(op); d != "" {
 				counts[d]++
 				if counts[d] > 1 {
 					// Planned once, with all it holds: what it holds
