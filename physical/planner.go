@@ -52,7 +52,7 @@ func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error)
 		p.keys = plan.NewSubtreeKeys()
 		p.occurs = map[string]int{}
 		p.keys.CountAggregates(n, p.occurs)
-		p.keys.CountWindows(n, p.occurs)
+		countWindowsOverAggregates(p.keys, n, p.occurs)
 	}
 	p.hashBy = windowHints(n, cfg.TargetPartitions, p.keys)
 	op, err := p.plan(n)
@@ -504,6 +504,35 @@ func (p *planner) share(n plan.Node, build func() (Operator, error)) (Operator, 
 	s := NewSharedOutput(op, 1)
 	p.shared[key] = s
 	return s, nil
+}
+
+// countWindowsOverAggregates adds to occurs how many times each window
+// subtree of n over an aggregate (through filters, projections and other
+// windows) occurs, by key. Sharing keeps a window's whole output for its
+// readers; over an aggregate, as the distributed planner requires of the
+// stages it shares, that output is no bigger than the aggregate's.
+func countWindowsOverAggregates(keys *plan.SubtreeKeys, n plan.Node, occurs map[string]int) {
+	if w, ok := n.(*plan.Window); ok && overAggregate(w.Input) {
+		occurs[keys.Key(n)]++
+	}
+	for _, c := range n.Children() {
+		countWindowsOverAggregates(keys, c, occurs)
+	}
+}
+
+// overAggregate reports whether n is an aggregate, perhaps under filters,
+// projections and windows.
+func overAggregate(n plan.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *plan.Aggregate:
+			return true
+		case *plan.Filter, *plan.Project, *plan.Window:
+			n = x.Children()[0]
+		default:
+			return false
+		}
+	}
 }
 
 // splitWindows stacks the calls of a window node that use several windows

@@ -84,3 +84,41 @@ func TestPlannerSharesTheCommonWindowOfDifferentlyPrunedReferences(t *testing.T)
 			strings.Join(rows[0][:min(5, len(rows[0]))], "\n"), strings.Join(rows[1][:min(5, len(rows[1]))], "\n"))
 	}
 }
+
+// A window over a scan is not shared: sharing keeps its whole output for
+// its readers, which is bounded only when the window reads an aggregate
+// (the distributed planner shares stages on the same terms).
+func TestPlannerDoesNotShareAWindowOverAScan(t *testing.T) {
+	cat := writeTPCH(t)
+	const q = `with v as (select o_custkey, o_orderkey, rank() over (partition by o_custkey order by o_orderkey) rk from orders)
+	select a.o_orderkey, b.o_orderkey from v a join v b on a.o_custkey = b.o_custkey and a.rk = b.rk + 1`
+	stmts, err := sql.Parse(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := (&sql.Binder{Catalog: cat}).Bind(stmts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := bound.(*sql.Query)
+	opt, err := plan.Optimize(query.Plan, query.IDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := Plan(opt, PlannerConfig{TargetPartitions: 3, ShareSubplans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := 0
+	for _, o := range PreOrder(op) {
+		if _, ok := o.(*Window); ok {
+			windows++
+		}
+		if s, ok := o.(*SharedOutput); ok {
+			t.Fatalf("want nothing shared, got %v\n%s", s, Format(op))
+		}
+	}
+	if windows != 2 {
+		t.Fatalf("want the window planned in both references, got %d windows\n%s", windows, Format(op))
+	}
+}

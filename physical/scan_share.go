@@ -108,8 +108,8 @@ type scanShare struct {
 
 // sharedStream executes partition of the scan from the task's share of it,
 // starting the share on the task's first partition; nil when the scan is
-// not shared in tc, or not worth it: the task runs one of its partitions,
-// or their rows are fewer than ShareMinRows.
+// not shared in tc, or not worth it: the task runs only one of the scan's
+// partitions, or their rows are fewer than ShareMinRows.
 func (s *ParquetScan) sharedStream(ctx context.Context, partition int, tc *TaskContext, filters []expr.Expr) *sharedScanStream {
 	parts, ok := tc.sharedScans[s]
 	if !ok || len(s.projection) == 0 || !s.worthSharing(parts) || !slices.Contains(parts, partition) {

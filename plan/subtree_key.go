@@ -122,17 +122,6 @@ func (k *SubtreeKeys) describe(n Node) (string, bool) {
 	return b.String(), true
 }
 
-// CountWindows adds to occurs how many times each window subtree of n
-// occurs, by key.
-func (k *SubtreeKeys) CountWindows(n Node, occurs map[string]int) {
-	if _, ok := n.(*Window); ok {
-		occurs[k.Key(n)]++
-	}
-	for _, c := range n.Children() {
-		k.CountWindows(c, occurs)
-	}
-}
-
 // CountAggregates adds to occurs how many times each aggregate subtree of
 // n occurs, by key.
 func (k *SubtreeKeys) CountAggregates(n Node, occurs map[string]int) {
