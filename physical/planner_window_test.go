@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/catalog"
 	"sluice/plan"
 	"sluice/sql"
 )
@@ -27,25 +28,9 @@ func TestPlannerSharesTheCommonWindowOfDifferentlyPrunedReferences(t *testing.T)
 		from orders group by o_custkey, o_orderdate)
 	select a.o_custkey, a.o_orderdate, a.s, b.t from v a join v b
 	on a.o_custkey = b.o_custkey and a.rk = b.rk + 1`
-	stmts, err := sql.Parse(q)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rows [2][]string
 	for i, share := range []bool{true, false} {
-		bound, err := (&sql.Binder{Catalog: cat}).Bind(stmts[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		query := bound.(*sql.Query)
-		opt, err := plan.Optimize(query.Plan, query.IDs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		op, err := Plan(opt, PlannerConfig{TargetPartitions: 3, ShareSubplans: share})
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := planQuery(t, cat, q, share)
 		var sorts, windows int
 		var sharedWindow *SharedOutput
 		for _, o := range PreOrder(op) {
@@ -92,6 +77,25 @@ func TestPlannerDoesNotShareAWindowOverAScan(t *testing.T) {
 	cat := writeTPCH(t)
 	const q = `with v as (select o_custkey, o_orderkey, rank() over (partition by o_custkey order by o_orderkey) rk from orders)
 	select a.o_orderkey, b.o_orderkey from v a join v b on a.o_custkey = b.o_custkey and a.rk = b.rk + 1`
+	op := planQuery(t, cat, q, true)
+	windows := 0
+	for _, o := range PreOrder(op) {
+		if _, ok := o.(*Window); ok {
+			windows++
+		}
+		if s, ok := o.(*SharedOutput); ok {
+			t.Fatalf("want nothing shared, got %v\n%s", s, Format(op))
+		}
+	}
+	if windows != 2 {
+		t.Fatalf("want the window planned in both references, got %d windows\n%s", windows, Format(op))
+	}
+}
+
+// planQuery plans one query over cat on 3 partitions, sharing repeated
+// subplans when share is set.
+func planQuery(t *testing.T, cat *catalog.Catalog, q string, share bool) Operator {
+	t.Helper()
 	stmts, err := sql.Parse(q)
 	if err != nil {
 		t.Fatal(err)
@@ -105,20 +109,9 @@ func TestPlannerDoesNotShareAWindowOverAScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := Plan(opt, PlannerConfig{TargetPartitions: 3, ShareSubplans: true})
+	op, err := Plan(opt, PlannerConfig{TargetPartitions: 3, ShareSubplans: share})
 	if err != nil {
 		t.Fatal(err)
 	}
-	windows := 0
-	for _, o := range PreOrder(op) {
-		if _, ok := o.(*Window); ok {
-			windows++
-		}
-		if s, ok := o.(*SharedOutput); ok {
-			t.Fatalf("want nothing shared, got %v\n%s", s, Format(op))
-		}
-	}
-	if windows != 2 {
-		t.Fatalf("want the window planned in both references, got %d windows\n%s", windows, Format(op))
-	}
+	return op
 }
