@@ -536,8 +536,8 @@ func overAggregate(n plan.Node) bool {
 }
 
 // splitWindows stacks the calls of a window node that use several windows
-// (partition and order keys) as one node per window, in the order window
-// plans them, under a projection that restores the node's column order
+// (partition and order keys) as one node per window, in windowGroups'
+// order, under a projection that restores the node's column order
 // when the stack changes it. A CTE referenced several times is often
 // pruned differently in each reference: TPC-DS q47 and q57 rank the
 // monthly sales of each brand and store in all three references and
@@ -917,94 +917,62 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 	return op, nil
 }
 
-// window plans a Window: one Window operator per distinct window (partition
-// and order keys), stacked, each over a Sort by its keys. Each window's rows
-// are first brought together: hash-repartitioned by the partition keys, or
+// window plans a Window whose calls share one window (partition and order
+// keys; splitWindows stacks a node's windows one per node before
+// planning) as a Window operator over a Sort by its keys. Its rows are
+// first brought together: hash-repartitioned by the partition keys, or
 // coalesced into one partition when there are none (OVER (ORDER BY ...)).
-// The distributed planner cuts a stage at that exchange, as it does for an
-// aggregate's final phase.
-//
-// Windows are planned fewest partition keys first, and among equal keys
-// most order keys first: rows hash-distributed by some keys are already
-// together for any window partitioned by a superset of them, and rows
-// sorted for one window are sorted for another whose keys are a prefix of
-// its keys, so such windows need no exchange, or no sort, of their own
-// (TPC-DS q47 ranks by four keys and averages by those and a fifth).
+// The distributed planner cuts a stage at that exchange, as it does for
+// an aggregate's final phase. Rows already distributed by some of the
+// partition keys, or already sorted by the window's keys (a window over
+// another: TPC-DS q47 ranks by four keys and averages by those and a
+// fifth), need no exchange, or no sort, of their own.
 func (p *planner) window(n *plan.Window) (Operator, error) {
-	in := n.Input.Schema()
-	groups := windowGroups(n)
 	op, err := p.plan(n.Input)
+	if err != nil || len(n.Calls) == 0 {
+		return op, err
+	}
+	if len(windowGroups(n)) > 1 {
+		return nil, fmt.Errorf("internal: a window node of several windows reached the planner (splitWindows stacks them)")
+	}
+	in := n.Input.Schema()
+	first := n.Calls[0]
+	pkeys, err := compileAll(first.PartitionBy, in)
 	if err != nil {
 		return nil, err
 	}
-	var placed []int           // call indexes in the order their columns are appended
-	var dist []string          // the keys the rows were last hash-distributed by
+	okeys, err := p.sortKeys(first.OrderBy, in)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := p.groupLimit[n]; ok {
+		// Placed before the exchange and the sort below, so they move
+		// and sort only the rows that may pass the filter.
+		if op, err = NewWindowGroupLimit(op, pkeys, okeys, n.Calls[l.call].Func, l.n); err != nil {
+			return nil, err
+		}
+	}
 	sorted := sortedOutput(op) // the order the rows keep in each partition
-	for _, g := range groups {
-		first := n.Calls[g.calls[0]]
-		pkeys, err := compileAll(first.PartitionBy, in)
+	if op.OutputPartitioning().Count > 1 && (len(pkeys) == 0 || !hashedWithin(op.OutputPartitioning(), pkeys)) {
+		if len(pkeys) == 0 {
+			op = NewCoalescePartitions(op)
+		} else {
+			op = NewRepartition(op, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: pkeys})
+		}
+		sorted = nil
+	}
+	if skeys := windowSortKeys(pkeys, okeys); len(skeys) > 0 && !sortPrefix(skeys, sorted) {
+		op = NewSort(op, skeys, -1)
+	}
+	funcs := make([]WindowExpr, len(n.Calls))
+	for i, c := range n.Calls {
+		args, err := compileAll(c.Args, in)
 		if err != nil {
 			return nil, err
 		}
-		okeys, err := p.sortKeys(first.OrderBy, in)
-		if err != nil {
-			return nil, err
-		}
-		if l, ok := p.groupLimit[n]; ok && len(groups) == 1 {
-			// Placed before the exchange and the sort below, so they move
-			// and sort only the rows that may pass the filter.
-			if op, err = NewWindowGroupLimit(op, pkeys, okeys, n.Calls[l.call].Func, l.n); err != nil {
-				return nil, err
-			}
-		}
-		together := op.OutputPartitioning().Count <= 1 || (len(dist) > 0 && subsetOf(dist, g.parts)) ||
-			(len(pkeys) > 0 && hashedWithin(op.OutputPartitioning(), pkeys))
-		if !together {
-			if len(pkeys) == 0 {
-				op = NewCoalescePartitions(op)
-			} else {
-				op = NewRepartition(op, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: pkeys})
-				dist = g.parts
-			}
-			sorted = nil
-		}
-		skeys := windowSortKeys(pkeys, okeys)
-		if len(skeys) > 0 && !sortPrefix(skeys, sorted) {
-			op = NewSort(op, skeys, -1)
-			sorted = skeys
-		}
-		funcs := make([]WindowExpr, len(g.calls))
-		for j, ci := range g.calls {
-			c := n.Calls[ci]
-			args, err := compileAll(c.Args, in)
-			if err != nil {
-				return nil, err
-			}
-			funcs[j] = WindowExpr{Func: c.Func, Agg: c.Agg, Args: args, Frame: c.Frame, Name: n.Cols[ci].Name, Type: c.Typ}
-		}
-		if op, err = NewWindow(op, pkeys, okeys, funcs); err != nil {
-			return nil, err
-		}
-		placed = append(placed, g.calls...)
+		funcs[i] = WindowExpr{Func: c.Func, Agg: c.Agg, Args: args, Frame: c.Frame, Name: n.Cols[i].Name, Type: c.Typ}
 	}
-	inOrder := true
-	for i, ci := range placed {
-		inOrder = inOrder && i == ci
-	}
-	if inOrder {
-		return op, nil
-	}
-	// Restore the logical column order: input columns, then the calls.
-	out := n.Schema()
-	exprs := make([]expr.Expr, len(out))
-	for i := range in {
-		exprs[i] = &expr.Column{Index: i, Name: out[i].Name, Type: out[i].Type}
-	}
-	for pos, ci := range placed {
-		c := out[len(in)+ci]
-		exprs[len(in)+ci] = &expr.Column{Index: len(in) + pos, Name: c.Name, Type: c.Type}
-	}
-	return NewProjection(op, exprs, names(out)), nil
+	return NewWindow(op, pkeys, okeys, funcs)
 }
 
 // windowLimit bounds a window's ranking: rows whose call Calls[call] is
@@ -1063,9 +1031,13 @@ type windowGroup struct {
 	parts []string
 }
 
-// windowGroups groups n's calls by window, in the order window plans
-// them: fewest partition keys first, then by the keys, then most order
-// keys first.
+// windowGroups groups n's calls by window, in the order splitWindows
+// stacks them: fewest partition keys first, then by the keys, then most
+// order keys first. Rows hash-distributed by some keys are already
+// together for any window partitioned by a superset of them, and rows
+// sorted for one window are sorted for another whose keys are a prefix of
+// its keys, so the windows stacked above need no exchange, or no sort, of
+// their own.
 func windowGroups(n *plan.Window) []*windowGroup {
 	var groups []*windowGroup
 	byKey := map[string]*windowGroup{}
@@ -1092,16 +1064,6 @@ func windowGroups(n *plan.Window) []*windowGroup {
 		return len(n.Calls[b.calls[0]].OrderBy) - len(n.Calls[a.calls[0]].OrderBy)
 	})
 	return groups
-}
-
-// subsetOf reports whether every key of a is in b.
-func subsetOf(a, b []string) bool {
-	for _, k := range a {
-		if !slices.Contains(b, k) {
-			return false
-		}
-	}
-	return true
 }
 
 // sortedOutput returns the order op's rows keep within each of its
