@@ -492,7 +492,7 @@ type hashAggStream struct {
 	closed    bool
 	// rows is the input rows consumed. streaming: a partial aggregate
 	// whose groups were nearly as many as its rows stopped building one
-	// table for its whole input (see PartialSkipRows); it aggregates each
+	// table for its whole input (see PartialSkip); it aggregates each
 	// further input batch on its own and outputs it at once. inputDone:
 	// the input is exhausted and closed.
 	rows      int64
@@ -532,33 +532,46 @@ type hashAggStream struct {
 // the memory the whole would.
 const spillBuckets = 16
 
-// PartialSkipRows and PartialSkipRatio decide when a partial aggregate
-// stops aggregating its whole input into one table: once it has read
-// PartialSkipRows rows and holds more than PartialSkipRatio groups per row,
-// grouping locally saves the final aggregate little, and the growing table
-// costs a cache miss per row (TPC-DS q23's 650,000 item-day groups of
-// 722,000 rows). The Early pair decides it sooner for groups that hardly
+// PartialSkip decides when a partial aggregate stops aggregating its
+// whole input into one table: once it has read a point's Rows rows and
+// holds more than its Ratio groups per row, grouping locally saves the
+// final aggregate little, and the growing table costs a cache miss per row
+// (TPC-DS q23's 650,000 item-day groups of 722,000 rows). It then outputs
+// the groups it holds and passes each further row on as a group of its own
+// (passBatch). The earlier points decide it sooner for groups that hardly
 // repeat at all (q11's customers joined to their yearly totals, q51's
 // item-days, q78's item-customer-years: 95-100 % distinct from the first
-// ten thousand rows). It then outputs the groups it holds and passes each
-// further row on as a group of its own (passBatch). The final aggregate's
-// result is the same either way; tests vary all four.
-var (
-	PartialSkipRows  int64 = 100_000
-	PartialSkipRatio       = 0.8
+// ten thousand rows); the first decides after one input batch, but only
+// for groups all but distinct (more than 99 %: drawn at random from a key
+// of N values, the first 4,096 rows are that distinct only when N is over
+// about 200,000, where the 95 % after 10,000 rows needs 100,000). Every
+// partition of a stage that scans a small table shared between its
+// partitions builds such a table before deciding, so the rows grouped in
+// vain cost a cluster's stage more than one process, whose scan feeds one
+// partition. The final aggregate's result is the same either way; tests
+// draw the points at random.
+var PartialSkip = []PartialSkipPoint{
+	{Rows: 4_096, Ratio: 0.99},
+	{Rows: 10_000, Ratio: 0.95},
+	{Rows: 100_000, Ratio: 0.8},
+}
 
-	PartialSkipEarlyRows  int64 = 10_000
-	PartialSkipEarlyRatio       = 0.95
-)
+// PartialSkipPoint is one point of PartialSkip.
+type PartialSkipPoint struct {
+	Rows  int64
+	Ratio float64
+}
 
 // skipPartial reports whether a partial aggregate holds nearly as many
-// groups as it has read rows (PartialSkipRows).
+// groups as it has read rows (PartialSkip).
 func (s *hashAggStream) skipPartial() bool {
 	groups := float64(s.table.numGroups())
-	if s.rows >= PartialSkipEarlyRows && groups > PartialSkipEarlyRatio*float64(s.rows) {
-		return true
+	for _, p := range PartialSkip {
+		if s.rows >= p.Rows && groups > p.Ratio*float64(s.rows) {
+			return true
+		}
 	}
-	return s.rows >= PartialSkipRows && groups > PartialSkipRatio*float64(s.rows)
+	return false
 }
 
 // Next implements Stream.

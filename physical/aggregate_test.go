@@ -474,30 +474,32 @@ func TestHashAggregateTwoStageRandom(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := jaCollect(t, single, jaTC(mem, 64, 0))
-	// The partial aggregates pass rows on from the first row (either
-	// pair at 0, 0), never (the defaults here: 1,200 rows per partition),
-	// or after a random number of rows: the result never changes.
-	defer func(rows int64, ratio float64, early int64, earlyRatio float64) {
-		PartialSkipRows, PartialSkipRatio, PartialSkipEarlyRows, PartialSkipEarlyRatio = rows, ratio, early, earlyRatio
-	}(PartialSkipRows, PartialSkipRatio, PartialSkipEarlyRows, PartialSkipEarlyRatio)
+	// The partial aggregates pass rows on from the first row (a point at
+	// 0, 0), never (a point no partition reaches; the defaults too here:
+	// 1,200 rows per partition), or after random points, none to three:
+	// the result never changes.
+	defer func(points []PartialSkipPoint) { PartialSkip = points }(PartialSkip)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	never := int64(1 << 62)
-	for i, skip := range []struct {
-		rows, early   int64
-		ratio, eRatio float64
-	}{
-		{PartialSkipRows, PartialSkipEarlyRows, PartialSkipRatio, PartialSkipEarlyRatio},
-		{0, never, 0, 0},
-		{never, 0, 0, 0},
-		{r.Int64N(1500), r.Int64N(1500), r.Float64(), r.Float64()},
-		{r.Int64N(1500), r.Int64N(1500), r.Float64(), r.Float64()},
+	random := func() []PartialSkipPoint {
+		points := make([]PartialSkipPoint, r.IntN(4))
+		for i := range points {
+			points[i] = PartialSkipPoint{Rows: r.Int64N(1500), Ratio: r.Float64()}
+		}
+		return points
+	}
+	for i, skip := range [][]PartialSkipPoint{
+		PartialSkip,
+		{{Rows: 0, Ratio: 0}},
+		{{Rows: never, Ratio: 0}},
+		random(),
+		random(),
+		random(),
 	} {
-		PartialSkipRows, PartialSkipRatio = skip.rows, skip.ratio
-		PartialSkipEarlyRows, PartialSkipEarlyRatio = skip.early, skip.eRatio
+		PartialSkip = skip
 		got := jaCollect(t, final, jaTC(mem, 50, 0))
 		if len(want) < 100 || !slices.Equal(got, want) {
-			t.Fatalf("run %d (skip after %d rows at %.2f groups per row, or %d at %.2f): two-stage differs from single-stage (%d vs %d rows)",
-				i, skip.rows, skip.ratio, skip.early, skip.eRatio, len(got), len(want))
+			t.Fatalf("run %d (skip points %v): two-stage differs from single-stage (%d vs %d rows)", i, skip, len(got), len(want))
 		}
 	}
 }
@@ -892,13 +894,13 @@ func BenchmarkPartialAggregateDistinctKeys(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func(rows int64) { PartialSkipEarlyRows = rows }(PartialSkipEarlyRows)
+	defer func(points []PartialSkipPoint) { PartialSkip = points }(PartialSkip)
 	for _, c := range []struct {
-		name  string
-		early int64
-	}{{"grouped", 1 << 62}, {"passed", PartialSkipEarlyRows}} {
+		name   string
+		points []PartialSkipPoint
+	}{{"grouped", nil}, {"passed", PartialSkip}} {
 		b.Run(c.name, func(b *testing.B) {
-			PartialSkipEarlyRows = c.early
+			PartialSkip = c.points
 			for i := 0; i < b.N; i++ {
 				if n := jaDrain(b, op, NewTaskContext()); n != rows {
 					b.Fatalf("%d rows out", n)

@@ -174,20 +174,18 @@ func BenchmarkTPCH(b *testing.B) {
 	}
 }
 
-// randomPartialSkip draws the rows and groups per row after which a
-// partial aggregate stops grouping and passes rows on (both pairs of
-// physical.PartialSkipRows): the answers must not depend on them.
+// randomPartialSkip draws the points (physical.PartialSkip: rows read,
+// groups per row) after which a partial aggregate stops grouping and
+// passes rows on: the answers must not depend on them.
 func randomPartialSkip(t testing.TB, upTo int64) {
-	rows, ratio := physical.PartialSkipRows, physical.PartialSkipRatio
-	early, earlyRatio := physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio
-	t.Cleanup(func() {
-		physical.PartialSkipRows, physical.PartialSkipRatio = rows, ratio
-		physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio = early, earlyRatio
-	})
-	physical.PartialSkipRows, physical.PartialSkipRatio = rand.Int64N(upTo), rand.Float64()
-	physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio = rand.Int64N(upTo), rand.Float64()
-	t.Logf("physical.PartialSkipRows = %d, PartialSkipRatio = %.3f, PartialSkipEarlyRows = %d, PartialSkipEarlyRatio = %.3f",
-		physical.PartialSkipRows, physical.PartialSkipRatio, physical.PartialSkipEarlyRows, physical.PartialSkipEarlyRatio)
+	points := physical.PartialSkip
+	t.Cleanup(func() { physical.PartialSkip = points })
+	drawn := make([]physical.PartialSkipPoint, rand.IntN(4))
+	for i := range drawn {
+		drawn[i] = physical.PartialSkipPoint{Rows: rand.Int64N(upTo), Ratio: rand.Float64()}
+	}
+	physical.PartialSkip = drawn
+	t.Logf("physical.PartialSkip = %v", drawn)
 }
 
 // randomWindowHint draws the distinct values per partition a window's keys
