@@ -93,3 +93,80 @@ func TestJoinOutputKeepsHashPartitioning(t *testing.T) {
 		})
 	}
 }
+
+// TestFullJoinMergedKeyKeepsHashPartitioning: a partitioned full join's
+// output claims no hash partitioning, but a projection that merges its
+// two key columns into one (coalesce, or the CASE that spells it) claims
+// the hash on the merged column, and every output row, matched or not
+// (the sides share some keys, hold others alone, and hold NULL keys),
+// lies in the partition its merged key hashes to. A projection keeping
+// one side's key alone claims nothing.
+func TestFullJoinMergedKeyKeepsHashPartitioning(t *testing.T) {
+	const parts = 3
+	lk, rk := col(0, "k", plan.Int64), col(2, "k", plan.Int64)
+	notNull := func(c *expr.Column) expr.Expr { return &expr.IsNull{X: c, Negated: true} }
+	for _, c := range []struct {
+		name   string
+		merged expr.Expr // nil: the left key alone
+	}{
+		{"coalesce", &expr.Coalesce{Args: []expr.Expr{lk, rk}, Type: plan.Int64}},
+		{"coalesce right first", &expr.Coalesce{Args: []expr.Expr{rk, lk}, Type: plan.Int64}},
+		{"case", &expr.Case{Whens: []expr.When{{Cond: notNull(lk), Then: lk}}, Else: rk, Type: plan.Int64}},
+		{"case right first", &expr.Case{Whens: []expr.When{{Cond: notNull(rk), Then: rk}}, Else: lk, Type: plan.Int64}},
+		{"left key alone", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			key := col(0, "k", plan.Int64)
+			left, _ := kvSource(t, mem, 2, 120, 23, 7)
+			right, _ := kvSource(t, mem, 2, 200, 31, 9)
+			defer left.release()
+			defer right.release()
+			hashed := func(src Operator) Operator {
+				return NewRepartition(src, Partitioning{Kind: PartHash, Count: parts, Keys: []expr.Expr{key}})
+			}
+			j, err := NewHashJoin(hashed(left), hashed(right), JoinFull, []expr.Expr{key}, []expr.Expr{key}, nil, false, JoinPartitioned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := j.OutputPartitioning(); out.Kind == PartHash {
+				t.Fatalf("the full join itself claims %s", out)
+			}
+			merged := c.merged
+			if merged == nil {
+				merged = lk
+			}
+			op := NewProjection(j, []expr.Expr{col(1, "lv", plan.Utf8), merged}, []string{"lv", "k"})
+			out := op.OutputPartitioning()
+			if c.merged == nil {
+				if out.Kind == PartHash {
+					t.Fatalf("the left key alone claims %s", out)
+				}
+				return
+			}
+			if out.Kind != PartHash || len(out.Keys) != 1 || out.Keys[0].(*expr.Column).Index != 1 || out.Count != parts {
+				t.Fatalf("claims %s, want the merged key at column 1 in %d partitions", out, parts)
+			}
+			rows, err := collectConcurrently(t, op, newTestTC(mem, 16))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, nulls := 0, 0
+			for p := range rows {
+				for _, row := range rows[p] {
+					n++
+					if row[1] == nil {
+						nulls++
+					}
+					if want := hashPartition(t, mem, row[1], parts); want != p {
+						t.Fatalf("row %v in partition %d, but its merged key hashes to %d", row, p, want)
+					}
+				}
+			}
+			if n == 0 || nulls == 0 {
+				t.Fatalf("%d rows, %d with a NULL key: the check would miss a case", n, nulls)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package physical
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -45,9 +46,91 @@ func (p *Projection) Children() []Operator { return []Operator{p.input} }
 func (p *Projection) OutputPartitioning() Partitioning {
 	in := p.input.OutputPartitioning()
 	if in.Kind != PartHash {
+		if out, ok := coalescedFullJoinKeys(p.input, p.exprs, p.names); ok {
+			return out
+		}
 		return in
 	}
 	return hashThroughEqual(in, p.exprs, p.names, equalColumns(p.input))
+}
+
+// coalescedFullJoinKeys is the hash partitioning of a projection over a
+// partitioned full join whose output merges each pair of key columns the
+// two sides are hashed on into one (coalesce(l, r), or CASE WHEN l IS NOT
+// NULL THEN l ELSE r END, either way round): TPC-DS q51 and q97 join two
+// aggregates so and window or group the merged keys. Partition p of the
+// join holds the rows of both sides whose keys hash to p; a matched row
+// has equal keys on both sides, an unmatched one NULLs on the other side,
+// so the merged key is the key the row was hashed on (NULL for a NULL
+// key, which matches nothing). The join's own output claims no hash (a
+// key column of either side alone holds NULLs the row was not hashed
+// on). ok is false when the projection keeps no such merge of every key.
+func coalescedFullJoinKeys(input Operator, exprs []expr.Expr, names []string) (Partitioning, bool) {
+	h, ok := input.(*HashJoin)
+	if !ok || h.joinType != JoinFull || h.mode != JoinPartitioned {
+		return Partitioning{}, false
+	}
+	lp, rp := h.left.OutputPartitioning(), h.right.OutputPartitioning()
+	if lp.Kind != PartHash || rp.Kind != PartHash || len(lp.Keys) != len(rp.Keys) || len(lp.Keys) == 0 || lp.Count != rp.Count {
+		return Partitioning{}, false
+	}
+	nl := len(h.left.Schema().Fields())
+	keys := make([]expr.Expr, len(lp.Keys))
+	for i := range lp.Keys {
+		l, ok1 := lp.Keys[i].(*expr.Column)
+		r, ok2 := rp.Keys[i].(*expr.Column)
+		if !ok1 || !ok2 || !arrow.TypeEqual(l.Type, r.Type) || !h.joinsOn(l.Index, r.Index) {
+			return Partitioning{}, false
+		}
+		j := slices.IndexFunc(exprs, func(e expr.Expr) bool { return mergesColumns(e, l.Index, nl+r.Index, l.Type) })
+		if j < 0 {
+			return Partitioning{}, false
+		}
+		keys[i] = &expr.Column{Index: j, Name: names[j], Type: l.Type}
+	}
+	return Partitioning{Kind: PartHash, Count: lp.Count, Keys: keys}, true
+}
+
+// joinsOn reports whether the join matches left column l with right
+// column r (as one of its key pairs): rows hashed on them alike meet.
+func (h *HashJoin) joinsOn(l, r int) bool {
+	for k := range h.leftKeys {
+		lc, ok1 := h.leftKeys[k].(*expr.Column)
+		rc, ok2 := h.rightKeys[k].(*expr.Column)
+		if ok1 && ok2 && lc.Index == l && rc.Index == r {
+			return true
+		}
+	}
+	return false
+}
+
+// mergesColumns reports whether e is coalesce(a, b) or CASE WHEN a IS
+// NOT NULL THEN a ELSE b END (or either with a and b swapped), over
+// columns of type t.
+func mergesColumns(e expr.Expr, a, b int, t arrow.DataType) bool {
+	is := func(e expr.Expr, i int) bool {
+		c, ok := e.(*expr.Column)
+		return ok && c.Index == i && arrow.TypeEqual(c.Type, t)
+	}
+	pair := func(x, y expr.Expr) bool { return (is(x, a) && is(y, b)) || (is(x, b) && is(y, a)) }
+	switch e := e.(type) {
+	case *expr.Coalesce:
+		return len(e.Args) == 2 && pair(e.Args[0], e.Args[1]) && arrow.TypeEqual(e.Type, t)
+	case *expr.Case:
+		if len(e.Whens) != 1 || e.Else == nil || !arrow.TypeEqual(e.Type, t) {
+			return false
+		}
+		cond, ok := e.Whens[0].Cond.(*expr.IsNull)
+		return ok && cond.Negated && pair(e.Whens[0].Then, e.Else) && sameColumn(cond.X, e.Whens[0].Then)
+	}
+	return false
+}
+
+// sameColumn reports whether x and y are the same input column.
+func sameColumn(x, y expr.Expr) bool {
+	a, ok1 := x.(*expr.Column)
+	b, ok2 := y.(*expr.Column)
+	return ok1 && ok2 && a.Index == b.Index
 }
 
 // hashThrough maps hash partitioning in, over an operator's input, to its
