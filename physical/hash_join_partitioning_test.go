@@ -43,18 +43,8 @@ func TestJoinOutputKeepsHashPartitioning(t *testing.T) {
 		t.Run(c.jt.String()+"/"+c.mode.String(), func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			key := col(0, "k", plan.Int64)
-			left, _ := kvSource(t, mem, 2, 120, 23, 7)
-			right, _ := kvSource(t, mem, 2, 200, 31, 9)
-			defer left.release()
-			defer right.release()
-			hashed := func(src Operator) Operator {
-				return NewRepartition(src, Partitioning{Kind: PartHash, Count: parts, Keys: []expr.Expr{key}})
-			}
-			j, err := NewHashJoin(hashed(left), hashed(right), c.jt, []expr.Expr{key}, []expr.Expr{key}, nil, false, c.mode)
-			if err != nil {
-				t.Fatal(err)
-			}
+			j, release := hashedKVJoin(t, mem, c.jt, c.mode, parts)
+			defer release()
 			var op Operator = j
 			if c.jt == JoinInner && c.mode == JoinPartitioned {
 				// Keep the left key only: the hash on the right key
@@ -118,18 +108,8 @@ func TestFullJoinMergedKeyKeepsHashPartitioning(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			key := col(0, "k", plan.Int64)
-			left, _ := kvSource(t, mem, 2, 120, 23, 7)
-			right, _ := kvSource(t, mem, 2, 200, 31, 9)
-			defer left.release()
-			defer right.release()
-			hashed := func(src Operator) Operator {
-				return NewRepartition(src, Partitioning{Kind: PartHash, Count: parts, Keys: []expr.Expr{key}})
-			}
-			j, err := NewHashJoin(hashed(left), hashed(right), JoinFull, []expr.Expr{key}, []expr.Expr{key}, nil, false, JoinPartitioned)
-			if err != nil {
-				t.Fatal(err)
-			}
+			j, release := hashedKVJoin(t, mem, JoinFull, JoinPartitioned, parts)
+			defer release()
 			if out := j.OutputPartitioning(); out.Kind == PartHash {
 				t.Fatalf("the full join itself claims %s", out)
 			}
@@ -169,4 +149,24 @@ func TestFullJoinMergedKeyKeepsHashPartitioning(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hashedKVJoin joins two kvSources on their key (0-22 on the left, 0-30
+// on the right, NULL every 17th row), each side hashed on it into parts
+// partitions; release frees the sources.
+func hashedKVJoin(t *testing.T, mem memory.Allocator, jt JoinType, mode JoinMode, parts int) (*HashJoin, func()) {
+	t.Helper()
+	key := col(0, "k", plan.Int64)
+	left, _ := kvSource(t, mem, 2, 120, 23, 7)
+	right, _ := kvSource(t, mem, 2, 200, 31, 9)
+	release := func() { left.release(); right.release() }
+	hashed := func(src Operator) Operator {
+		return NewRepartition(src, Partitioning{Kind: PartHash, Count: parts, Keys: []expr.Expr{key}})
+	}
+	j, err := NewHashJoin(hashed(left), hashed(right), jt, []expr.Expr{key}, []expr.Expr{key}, nil, false, mode)
+	if err != nil {
+		release()
+		t.Fatal(err)
+	}
+	return j, release
 }
