@@ -57,8 +57,8 @@ func (p *Projection) OutputPartitioning() Partitioning {
 // coalescedFullJoinKeys is the hash partitioning of a projection over a
 // partitioned full join whose output merges each pair of key columns the
 // two sides are hashed on into one (coalesce(l, r), or CASE WHEN l IS NOT
-// NULL THEN l ELSE r END, either way round): TPC-DS q51 and q97 join two
-// aggregates so and window or group the merged keys. Partition p of the
+// NULL THEN l ELSE r END, either way round): TPC-DS q51 full-joins two
+// windows' outputs on item and day and windows the merged item. Partition p of the
 // join holds the rows of both sides whose keys hash to p; a matched row
 // has equal keys on both sides, an unmatched one NULLs on the other side,
 // so the merged key is the key the row was hashed on (NULL for a NULL
