@@ -158,20 +158,27 @@ func equalColumns(op Operator) [][2]int {
 		if o.joinType != JoinInner {
 			return nil
 		}
-		nl := len(o.left.Schema().Fields())
-		var out [][2]int
-		for i := range o.leftKeys {
-			l, ok1 := o.leftKeys[i].(*expr.Column)
-			r, ok2 := o.rightKeys[i].(*expr.Column)
-			if ok1 && ok2 && arrow.TypeEqual(l.Type, r.Type) {
-				out = append(out, [2]int{l.Index, nl + r.Index})
-			}
-		}
-		return out
+		return o.keyColumnPairs()
 	case *Filter:
 		return equalColumns(o.input)
 	}
 	return nil
+}
+
+// keyColumnPairs lists the join's key pairs that are plain columns of one
+// type, as output columns: the left key's index and the right key's,
+// moved past the left columns.
+func (h *HashJoin) keyColumnPairs() [][2]int {
+	nl := len(h.left.Schema().Fields())
+	var out [][2]int
+	for i := range h.leftKeys {
+		l, ok1 := h.leftKeys[i].(*expr.Column)
+		r, ok2 := h.rightKeys[i].(*expr.Column)
+		if ok1 && ok2 && arrow.TypeEqual(l.Type, r.Type) {
+			out = append(out, [2]int{l.Index, nl + r.Index})
+		}
+	}
+	return out
 }
 
 // shiftedHash is hash partitioning p with its key columns moved shift

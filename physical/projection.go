@@ -75,11 +75,12 @@ func coalescedFullJoinKeys(input Operator, exprs []expr.Expr, names []string) (P
 		return Partitioning{}, false
 	}
 	nl := len(h.left.Schema().Fields())
+	pairs := h.keyColumnPairs() // rows hashed alike on a pair meet
 	keys := make([]expr.Expr, len(lp.Keys))
 	for i := range lp.Keys {
 		l, ok1 := lp.Keys[i].(*expr.Column)
 		r, ok2 := rp.Keys[i].(*expr.Column)
-		if !ok1 || !ok2 || !arrow.TypeEqual(l.Type, r.Type) || !h.joinsOn(l.Index, r.Index) {
+		if !ok1 || !ok2 || !arrow.TypeEqual(l.Type, r.Type) || !slices.Contains(pairs, [2]int{l.Index, nl + r.Index}) {
 			return Partitioning{}, false
 		}
 		j := slices.IndexFunc(exprs, func(e expr.Expr) bool { return mergesColumns(e, l.Index, nl+r.Index, l.Type) })
@@ -89,19 +90,6 @@ func coalescedFullJoinKeys(input Operator, exprs []expr.Expr, names []string) (P
 		keys[i] = &expr.Column{Index: j, Name: names[j], Type: l.Type}
 	}
 	return Partitioning{Kind: PartHash, Count: lp.Count, Keys: keys}, true
-}
-
-// joinsOn reports whether the join matches left column l with right
-// column r (as one of its key pairs): rows hashed on them alike meet.
-func (h *HashJoin) joinsOn(l, r int) bool {
-	for k := range h.leftKeys {
-		lc, ok1 := h.leftKeys[k].(*expr.Column)
-		rc, ok2 := h.rightKeys[k].(*expr.Column)
-		if ok1 && ok2 && lc.Index == l && rc.Index == r {
-			return true
-		}
-	}
-	return false
 }
 
 // mergesColumns reports whether e is coalesce(a, b) or CASE WHEN a IS
