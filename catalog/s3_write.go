@@ -101,7 +101,18 @@ func (u *S3Upload) Pending() int64 { return int64(cap(u.buf)) }
 
 func (u *S3Upload) sendPart() error {
 	if u.uploadID == "" {
-		id, err := u.c.core.NewMultipartUpload(u.ctx, u.bucket, u.key, minio.PutObjectOptions{})
+		if err := u.ctx.Err(); err != nil {
+			return fmt.Errorf("write %s: %w", u.url, err)
+		}
+		// Once sent, the request that creates the upload is not
+		// cancelled with the write: the store may create the upload
+		// after the client stopped waiting, and an upload whose ID was
+		// never learned is aborted by no one (the write's clean-up lists
+		// open uploads before the store has created it). It has a time
+		// limit of its own instead.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), time.Minute)
+		defer cancel()
+		id, err := u.c.core.NewMultipartUpload(ctx, u.bucket, u.key, minio.PutObjectOptions{})
 		if err != nil {
 			return u.c.explain(u.url, err)
 		}

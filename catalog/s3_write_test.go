@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"sluice/catalog/s3fake"
 )
@@ -134,5 +136,58 @@ func TestS3Upload(t *testing.T) {
 	}
 	if ok, err := S3FolderEmpty(ctx, "s3://bkt/out"); !ok || err != nil {
 		t.Fatalf("after removal: empty %v (%v)", ok, err)
+	}
+}
+
+// TestS3UploadCancelledWhileCreating: a write cancelled while the request
+// creating its upload is in flight, which the store then serves, leaves
+// no upload open once it is aborted. (The store creates the upload after
+// the client's cancel; a client that stopped waiting would never learn
+// the upload's ID, and no one would abort it.)
+func TestS3UploadCancelledWhileCreating(t *testing.T) {
+	srv := s3fake.Start(t)
+	srv.CreateBucket(t, "bkt")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan struct{})
+	srv.Wrap(func(r *http.Request, serve func()) {
+		if r.Method == http.MethodPost && r.URL.Query().Has("uploads") {
+			cancel()
+			// The client sees the cancel before the store answers.
+			time.Sleep(20 * time.Millisecond)
+			serve()
+			close(served)
+			return
+		}
+		serve()
+	})
+	up, err := NewS3Upload(ctx, "s3://bkt/out/x.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write(make([]byte, S3PartSize)); err == nil {
+		t.Fatal("a write whose context was cancelled succeeded")
+	}
+	if err := up.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	if ups := openUploads(t, "s3://bkt/out"); len(ups) != 0 {
+		t.Fatalf("open uploads after a cancelled write's abort: %q", ups)
+	}
+
+	// A write cancelled before it sends anything creates no upload.
+	up, err = NewS3Upload(ctx, "s3://bkt/out/y.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write(make([]byte, S3PartSize)); err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("write after cancel: %v, want a cancelled error", err)
+	}
+	if err := up.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if ups := openUploads(t, "s3://bkt/out"); len(ups) != 0 {
+		t.Fatalf("open uploads after a write cancelled before it began: %q", ups)
 	}
 }

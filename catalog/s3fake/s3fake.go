@@ -37,6 +37,7 @@ type Server struct {
 	getBytes atomic.Int64 // body bytes those GETs returned
 	mu       sync.Mutex
 	log      []string // "METHOD path range" of every request
+	wrap     func(r *http.Request, serve func())
 }
 
 // Start starts a store, stops it when t ends, and sets AWS_ENDPOINT_URL
@@ -51,22 +52,17 @@ func Start(t testing.TB) *Server {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.log = append(s.log, r.Method+" "+r.URL.Path+" "+r.Header.Get("Range"))
+		wrap := s.wrap
 		s.mu.Unlock()
-		auth := r.Header.Get("Authorization")
-		if auth == "" {
-			denied(w, "AccessDenied", "Access Denied")
+		if wrap != nil {
+			served := false
+			wrap(r, func() { served = true; s.serve(w, r, inner) })
+			if !served {
+				http.Error(w, "dropped by the test", http.StatusServiceUnavailable)
+			}
 			return
 		}
-		if !strings.Contains(auth, "Credential="+KeyID+"/") {
-			denied(w, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
-			return
-		}
-		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "" && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
-			s.gets.Add(1)
-			inner.ServeHTTP(&countingWriter{ResponseWriter: w, n: &s.getBytes}, r)
-			return
-		}
-		inner.ServeHTTP(w, r)
+		s.serve(w, r, inner)
 	}))
 	t.Cleanup(ts.Close)
 	s.URL = ts.URL
@@ -77,6 +73,35 @@ func Start(t testing.TB) *Server {
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_REGION", "us-east-1")
 	return s
+}
+
+// Wrap has fn run around every request from now on: fn calls serve to
+// have the store handle it (a request fn does not serve is answered 503),
+// so a test can act before or after the store does, as a slow store or a
+// client that gives up mid-request would.
+func (s *Server) Wrap(fn func(r *http.Request, serve func())) {
+	s.mu.Lock()
+	s.wrap = fn
+	s.mu.Unlock()
+}
+
+// serve checks a request's credentials and hands it to the store.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, inner http.Handler) {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		denied(w, "AccessDenied", "Access Denied")
+		return
+	}
+	if !strings.Contains(auth, "Credential="+KeyID+"/") {
+		denied(w, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "" && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
+		s.gets.Add(1)
+		inner.ServeHTTP(&countingWriter{ResponseWriter: w, n: &s.getBytes}, r)
+		return
+	}
+	inner.ServeHTTP(w, r)
 }
 
 func denied(w http.ResponseWriter, code, msg string) {
