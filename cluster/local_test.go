@@ -147,3 +147,48 @@ func TestDirectCallBehavesAsGRPC(t *testing.T) {
 		t.Errorf("ended context: got %v (handler called: %v), want Canceled without a call", err, called)
 	}
 }
+
+// TestLaunchCopySharesOnlyThePlan: the copy of a LaunchTasks request a
+// direct call hands the executor equals the request, shares each task's
+// stage plan with it and nothing else: changing any other part of the
+// copy leaves the request as it was.
+func TestLaunchCopySharesOnlyThePlan(t *testing.T) {
+	plan := &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_ParquetScan{ParquetScan: &rpc.ParquetScanNode{Name: "t", Location: "/d/t.parquet", Projection: []int32{0, 2}}}}
+	task := func(n int32) *rpc.TaskDefinition {
+		return &rpc.TaskDefinition{
+			Id:               &rpc.TaskId{JobId: "j", StageId: 3, TaskId: n},
+			Partitions:       []int32{n, n + 1},
+			Plan:             plan,
+			Settings:         map[string]string{"execution.batch_size": "8192"},
+			Vcores:           2,
+			Analyze:          true,
+			JobSecret:        "s",
+			ClientOutput:     true,
+			OutputKey:        []byte{1, 2, 3},
+			ReadCapabilities: []*rpc.PartitionCapability{{StageId: 1, TaskId: 2, Partition: 3, Capability: []byte{4, 5}}},
+			DynamicFilters:   []*rpc.DynamicFilterUse{{Id: 1, Scan: 2, Column: 3}},
+		}
+	}
+	in := &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task(0), task(2)}}
+	want := proto.Clone(in).(*rpc.LaunchTasksRequest)
+	out := launchCopy(in)
+	if !proto.Equal(out, in) {
+		t.Fatalf("copy differs from the request:\n%v\n%v", out, in)
+	}
+	for i, c := range out.Tasks {
+		if c == in.Tasks[i] || c.Plan != in.Tasks[i].Plan {
+			t.Fatalf("task %d: the copy must be a new definition sharing the plan", i)
+		}
+		c.Id.TaskId = 99
+		c.Partitions[0] = 99
+		c.Settings["execution.batch_size"] = "1"
+		c.OutputKey[0] = 99
+		c.ReadCapabilities[0].Capability[0] = 99
+		c.DynamicFilters[0].Column = 99
+		c.Vcores = 99
+	}
+	out.Tasks = append(out.Tasks, task(4))
+	if !proto.Equal(in, want) {
+		t.Fatalf("changing the copy changed the request:\n%v\nwant\n%v", in, want)
+	}
+}
