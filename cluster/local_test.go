@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sluice/rpc"
 )
@@ -149,27 +150,20 @@ func TestDirectCallBehavesAsGRPC(t *testing.T) {
 }
 
 // TestLaunchCopySharesOnlyThePlan: the copy of a LaunchTasks request a
-// direct call hands the executor equals the request, shares each task's
-// stage plan with it and nothing else: changing any other part of the
-// copy leaves the request as it was.
+// direct call hands the executor equals the request (every field of both
+// messages set, so a field added to them and not to launchCopy fails
+// here), shares each task's stage plan with it and nothing else: changing
+// any other part of the copy leaves the request as it was.
 func TestLaunchCopySharesOnlyThePlan(t *testing.T) {
-	plan := &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_ParquetScan{ParquetScan: &rpc.ParquetScanNode{Name: "t", Location: "/d/t.parquet", Projection: []int32{0, 2}}}}
-	task := func(n int32) *rpc.TaskDefinition {
-		return &rpc.TaskDefinition{
-			Id:               &rpc.TaskId{JobId: "j", StageId: 3, TaskId: n},
-			Partitions:       []int32{n, n + 1},
-			Plan:             plan,
-			Settings:         map[string]string{"execution.batch_size": "8192"},
-			Vcores:           2,
-			Analyze:          true,
-			JobSecret:        "s",
-			ClientOutput:     true,
-			OutputKey:        []byte{1, 2, 3},
-			ReadCapabilities: []*rpc.PartitionCapability{{StageId: 1, TaskId: 2, Partition: 3, Capability: []byte{4, 5}}},
-			DynamicFilters:   []*rpc.DynamicFilterUse{{Id: 1, Scan: 2, Column: 3}},
-		}
+	task := func() *rpc.TaskDefinition {
+		d := &rpc.TaskDefinition{}
+		fillAll(d.ProtoReflect(), 3)
+		return d
 	}
-	in := &rpc.LaunchTasksRequest{Tasks: []*rpc.TaskDefinition{task(0), task(2)}}
+	in := &rpc.LaunchTasksRequest{}
+	fillAll(in.ProtoReflect(), 1)
+	in.Tasks = []*rpc.TaskDefinition{task(), task()}
+	in.Tasks[1].Plan = in.Tasks[0].Plan // tasks of one stage share its plan
 	want := proto.Clone(in).(*rpc.LaunchTasksRequest)
 	out := launchCopy(in)
 	if !proto.Equal(out, in) {
@@ -179,16 +173,91 @@ func TestLaunchCopySharesOnlyThePlan(t *testing.T) {
 		if c == in.Tasks[i] || c.Plan != in.Tasks[i].Plan {
 			t.Fatalf("task %d: the copy must be a new definition sharing the plan", i)
 		}
-		c.Id.TaskId = 99
-		c.Partitions[0] = 99
-		c.Settings["execution.batch_size"] = "1"
-		c.OutputKey[0] = 99
-		c.ReadCapabilities[0].Capability[0] = 99
-		c.DynamicFilters[0].Column = 99
-		c.Vcores = 99
+		c.Id.TaskId++
+		c.Partitions[0]++
+		for k := range c.Settings {
+			c.Settings[k] += "!"
+		}
+		c.OutputKey[0]++
+		c.ReadCapabilities[0].Capability[0]++
+		c.DynamicFilters[0].Column++
+		c.Vcores++
 	}
-	out.Tasks = append(out.Tasks, task(4))
+	out.Tasks = append(out.Tasks, task())
 	if !proto.Equal(in, want) {
 		t.Fatalf("changing the copy changed the request:\n%v\nwant\n%v", in, want)
 	}
+}
+
+// fillAll sets every field of m to a value other than its zero: one
+// element in lists and maps, messages filled to the given depth.
+func fillAll(m protoreflect.Message, depth int) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		switch {
+		case fd.IsList():
+			l := m.Mutable(fd).List()
+			if fd.Kind() == protoreflect.MessageKind {
+				e := l.NewElement()
+				if depth > 0 {
+					fillAll(e.Message(), depth-1)
+				}
+				l.Append(e)
+			} else {
+				l.Append(scalarValue(fd))
+			}
+		case fd.IsMap():
+			mp := m.Mutable(fd).Map()
+			k := scalarValue(fd.MapKey()).MapKey()
+			if fd.MapValue().Kind() == protoreflect.MessageKind {
+				v := mp.NewValue()
+				if depth > 0 {
+					fillAll(v.Message(), depth-1)
+				}
+				mp.Set(k, v)
+			} else {
+				mp.Set(k, scalarValue(fd.MapValue()))
+			}
+		case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
+			if fd.ContainingOneof() != nil && m.WhichOneof(fd.ContainingOneof()) != nil {
+				continue // one member of a oneof is enough
+			}
+			v := m.Mutable(fd).Message()
+			if depth > 0 {
+				fillAll(v, depth-1)
+			}
+		default:
+			if fd.ContainingOneof() != nil && m.WhichOneof(fd.ContainingOneof()) != nil {
+				continue
+			}
+			m.Set(fd, scalarValue(fd))
+		}
+	}
+}
+
+func scalarValue(fd protoreflect.FieldDescriptor) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.EnumKind:
+		return protoreflect.ValueOfEnum(1)
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(7)
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(7)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(7)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(7)
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(1.5)
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(1.5)
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString("x")
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte{1, 2})
+	}
+	panic("unhandled kind " + fd.Kind().String())
 }
