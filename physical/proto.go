@@ -67,6 +67,14 @@ type planCodec struct {
 	nested bool
 }
 
+// encode converts op and, recursively, its inputs. Each operator's
+// conversion is a function of its own (encodeFilter, ...): with them all
+// in this switch the recursive function had a frame of 2 KB, so that a
+// plan's depth grew the stack of the goroutine encoding it several times
+// over, copying it each time (in blocking mode a stage's plan is encoded
+// by the scheduler and decoded by each task: stack growth was a tenth of
+// the CPU of a query of 18 small stages). decodeNode is split the same
+// way.
 func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 	if c.stub != nil {
 		if c.nested {
@@ -78,268 +86,60 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 	case nil:
 		return nil, fmt.Errorf("missing operator")
 	case *ParquetScan:
-		pruning := make([]*rpc.ColumnPredicate, len(op.pruning))
-		for i, p := range op.pruning {
-			v, err := expr.LiteralToProto(p.Value)
-			if err != nil {
-				return nil, fmt.Errorf("parquet scan %s: pruning predicate %s: %w", op.name, p, err)
-			}
-			pruning[i] = &rpc.ColumnPredicate{Column: int32(p.Column), Op: int32(p.Op), Value: v}
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_ParquetScan{ParquetScan: &rpc.ParquetScanNode{
-			Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
-			Pruning: pruning, Partitions: int32(len(op.parts)), Files: tableFilesToProto(op.table.Path(), op.table.FileInfos()),
-		}}}, nil
+		return c.encodeParquetScan(op)
 	case *CSVScan:
-		schema, err := expr.SchemaToProto(op.table.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("csv scan %s: %w", op.name, err)
-		}
-		opts := op.table.Options()
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CsvScan{CsvScan: &rpc.CsvScanNode{
-			Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
-			Partitions: int32(len(op.parts)), Header: opts.Header, Delimiter: int32(opts.Delimiter), Schema: schema,
-			Files: tableFilesToProto(op.table.Path(), op.table.FileInfos()),
-		}}}, nil
+		return c.encodeCSVScan(op)
 	case *MemScan:
 		return nil, fmt.Errorf("table %s is an in-memory table, which exists only in the process that created it and cannot be shipped to executors; "+
 			"load it from Parquet or CSV (CREATE EXTERNAL TABLE) to query it on the cluster", op.name)
 	case *Filter:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		pred, err := expr.ToProto(op.pred)
-		if err != nil {
-			return nil, fmt.Errorf("filter: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Filter{Filter: &rpc.FilterNode{Input: in, Predicate: pred}}}, nil
+		return c.encodeFilter(op)
 	case *Projection:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		exprs, err := exprsToProto(op.exprs)
-		if err != nil {
-			return nil, fmt.Errorf("projection: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Projection{Projection: &rpc.ProjectionNode{
-			Input: in, Exprs: exprs, Names: op.names,
-		}}}, nil
+		return c.encodeProjection(op)
 	case *Unnest:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		args, err := exprsToProto(op.args)
-		if err != nil {
-			return nil, fmt.Errorf("unnest: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Unnest{Unnest: &rpc.UnnestNode{Input: in, Pass: int32s(op.pass), Args: args, Names: op.names}}}, nil
+		return c.encodeUnnest(op)
 	case *HashAggregate:
 		return c.encodeAggregate(op)
 	case *Expand:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		keys, err := exprsToProto(op.keys)
-		if err != nil {
-			return nil, fmt.Errorf("expand: %w", err)
-		}
-		sets := make([]*rpc.GroupingSet, len(op.sets))
-		for i, set := range op.sets {
-			gs := &rpc.GroupingSet{Keys: make([]int32, len(set))}
-			for j, k := range set {
-				gs.Keys[j] = int32(k)
-			}
-			sets[i] = gs
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Expand{Expand: &rpc.ExpandNode{
-			Input: in, Keys: keys, KeyNames: op.keyNames, Sets: sets, GidName: op.GidName(),
-		}}}, nil
+		return c.encodeExpand(op)
 	case *Window:
 		return c.encodeWindow(op)
 	case *WindowGroupLimit:
 		return c.encodeWindowGroupLimit(op)
 	case *HashJoin:
-		left, right, err := c.encode2(op.left, op.right)
-		if err != nil {
-			return nil, err
-		}
-		lk, err := exprsToProto(op.leftKeys)
-		if err != nil {
-			return nil, fmt.Errorf("hash join: %w", err)
-		}
-		rk, err := exprsToProto(op.rightKeys)
-		if err != nil {
-			return nil, fmt.Errorf("hash join: %w", err)
-		}
-		filter, err := optionalExprToProto(op.filter)
-		if err != nil {
-			return nil, fmt.Errorf("hash join: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashJoin{HashJoin: &rpc.HashJoinNode{
-			Left: left, Right: right, JoinType: int32(op.joinType), LeftKeys: lk, RightKeys: rk,
-			Filter: filter, NullAware: op.nullAware, Mode: int32(op.mode),
-		}}}, nil
+		return c.encodeHashJoin(op)
 	case *NestedLoopJoin:
-		left, right, err := c.encode2(op.left, op.right)
-		if err != nil {
-			return nil, err
-		}
-		filter, err := optionalExprToProto(op.filter)
-		if err != nil {
-			return nil, fmt.Errorf("nested loop join: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_NestedLoopJoin{NestedLoopJoin: &rpc.NestedLoopJoinNode{
-			Left: left, Right: right, JoinType: int32(op.joinType), Filter: filter,
-		}}}, nil
+		return c.encodeNestedLoopJoin(op)
 	case *Sort:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		keys, err := sortKeysToProto(op.keys)
-		if err != nil {
-			return nil, fmt.Errorf("sort: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Sort{Sort: &rpc.SortNode{Input: in, Keys: keys, Fetch: op.fetch}}}, nil
+		return c.encodeSort(op)
 	case *SortPreservingMerge:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		keys, err := sortKeysToProto(op.keys)
-		if err != nil {
-			return nil, fmt.Errorf("sort-preserving merge: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_SortPreservingMerge{SortPreservingMerge: &rpc.SortPreservingMergeNode{
-			Input: in, Keys: keys, Fetch: op.fetch,
-		}}}, nil
+		return c.encodeSortPreservingMerge(op)
 	case *Limit:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Limit{Limit: &rpc.LimitNode{Input: in, Offset: op.offset, Count: op.count}}}, nil
+		return c.encodeLimit(op)
 	case *Union:
-		ins := make([]*rpc.PhysicalPlan, len(op.inputs))
-		for i, in := range op.inputs {
-			p, err := c.encode(in)
-			if err != nil {
-				return nil, err
-			}
-			ins[i] = p
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Union{Union: &rpc.UnionNode{Inputs: ins, Folded: int32(op.folded)}}}, nil
+		return c.encodeUnion(op)
 	case *RecursiveCTE:
-		base, err := c.encode(op.base)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := c.encode(op.recursive)
-		if err != nil {
-			return nil, err
-		}
-		schema, err := expr.SchemaToProto(op.schema)
-		if err != nil {
-			return nil, fmt.Errorf("recursive CTE: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_RecursiveCte{RecursiveCte: &rpc.RecursiveCTENode{
-			Name: op.name, Base: base, Recursive: rec, Distinct: op.distinct, WorkId: op.workID, Schema: schema}}}, nil
+		return c.encodeRecursiveCTE(op)
 	case *WorkTableScan:
-		schema, err := expr.SchemaToProto(op.schema)
-		if err != nil {
-			return nil, fmt.Errorf("working table: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WorkTableScan{WorkTableScan: &rpc.WorkTableScanNode{
-			Name: op.name, WorkId: op.workID, Schema: schema}}}, nil
+		return c.encodeWorkTableScan(op)
 	case *Values:
-		schema, err := expr.SchemaToProto(op.schema)
-		if err != nil {
-			return nil, fmt.Errorf("values: %w", err)
-		}
-		rows := make([]*rpc.ValuesRow, len(op.rows))
-		for i, r := range op.rows {
-			vs, err := exprsToProto(r)
-			if err != nil {
-				return nil, fmt.Errorf("values: row %d: %w", i, err)
-			}
-			rows[i] = &rpc.ValuesRow{Values: vs}
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Values{Values: &rpc.ValuesNode{Schema: schema, Rows: rows}}}, nil
+		return c.encodeValues(op)
 	case *GenerateSeries:
-		schema, err := expr.SchemaToProto(op.schema)
-		if err != nil {
-			return nil, fmt.Errorf("generate_series: %w", err)
-		}
-		args, err := exprsToProto([]expr.Expr{op.start, op.stop, op.step})
-		if err != nil {
-			return nil, fmt.Errorf("generate_series: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_GenerateSeries{GenerateSeries: &rpc.GenerateSeriesNode{
-			Schema: schema, Start: args[0], Stop: args[1], Step: args[2]}}}, nil
+		return c.encodeGenerateSeries(op)
 	case *FileSink:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_FileSink{FileSink: &rpc.FileSinkNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
+		return c.encodeFileSink(op)
 	case *WriteCommit:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WriteCommit{WriteCommit: &rpc.WriteCommitNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
+		return c.encodeWriteCommit(op)
 	case *SetOp:
-		l, r, err := c.encode2(op.left, op.right)
-		if err != nil {
-			return nil, err
-		}
-		schema, err := expr.SchemaToProto(op.schema)
-		if err != nil {
-			return nil, fmt.Errorf("set operation: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_SetOp{SetOp: &rpc.SetOpNode{
-			Left: l, Right: r, Kind: int32(op.kind), All: op.all, Schema: schema,
-		}}}, nil
+		return c.encodeSetOp(op)
 	case *CoalescePartitions:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CoalescePartitions{CoalescePartitions: &rpc.CoalescePartitionsNode{Input: in}}}, nil
+		return c.encodeCoalescePartitions(op)
 	case *DynamicFilterBuild:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_DynamicFilterBuild{DynamicFilterBuild: &rpc.DynamicFilterBuildNode{
-			Input: in, Ids: int32s(op.ids), Columns: int32s(op.cols),
-		}}}, nil
+		return c.encodeDynamicFilterBuild(op)
 	case *Repartition:
-		in, err := c.encode(op.input)
-		if err != nil {
-			return nil, err
-		}
-		part, err := PartitioningToProto(op.part)
-		if err != nil {
-			return nil, fmt.Errorf("repartition: %w", err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Repartition{Repartition: &rpc.RepartitionNode{Input: in, Partitioning: part}}}, nil
+		return c.encodeRepartition(op)
 	case *UnresolvedExchange:
-		schema, err := expr.SchemaToProto(op.schema)
-		if err != nil {
-			return nil, fmt.Errorf("unresolved exchange from stage %d: %w", op.StageID, err)
-		}
-		part, err := PartitioningToProto(op.part)
-		if err != nil {
-			return nil, fmt.Errorf("unresolved exchange from stage %d: %w", op.StageID, err)
-		}
-		return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_UnresolvedExchange{UnresolvedExchange: &rpc.UnresolvedExchangeNode{
-			StageId: int32(op.StageID), Schema: schema, Partitions: int32(op.part.Count), Partitioning: part,
-		}}}, nil
+		return c.encodeUnresolvedExchange(op)
 	}
 	if c.ext == nil {
 		return nil, fmt.Errorf("operator %T (%s) cannot be serialized: it is not one of package physical's operators and no extension codec was given", op, op)
@@ -352,6 +152,306 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		return nil, fmt.Errorf("operator %T (%s) cannot be serialized: neither package physical nor the extension codec knows it", op, op)
 	}
 	return out, nil
+}
+
+func (c *planCodec) encodeParquetScan(op *ParquetScan) (*rpc.PhysicalPlan, error) {
+	pruning := make([]*rpc.ColumnPredicate, len(op.pruning))
+	for i, p := range op.pruning {
+		v, err := expr.LiteralToProto(p.Value)
+		if err != nil {
+			return nil, fmt.Errorf("parquet scan %s: pruning predicate %s: %w", op.name, p, err)
+		}
+		pruning[i] = &rpc.ColumnPredicate{Column: int32(p.Column), Op: int32(p.Op), Value: v}
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_ParquetScan{ParquetScan: &rpc.ParquetScanNode{
+		Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
+		Pruning: pruning, Partitions: int32(len(op.parts)), Files: tableFilesToProto(op.table.Path(), op.table.FileInfos()),
+	}}}, nil
+}
+
+func (c *planCodec) encodeCSVScan(op *CSVScan) (*rpc.PhysicalPlan, error) {
+	schema, err := expr.SchemaToProto(op.table.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("csv scan %s: %w", op.name, err)
+	}
+	opts := op.table.Options()
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CsvScan{CsvScan: &rpc.CsvScanNode{
+		Name: op.name, Location: op.table.Path(), Version: op.table.Version(), Projection: int32s(op.projection),
+		Partitions: int32(len(op.parts)), Header: opts.Header, Delimiter: int32(opts.Delimiter), Schema: schema,
+		Files: tableFilesToProto(op.table.Path(), op.table.FileInfos()),
+	}}}, nil
+}
+
+func (c *planCodec) encodeFilter(op *Filter) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	pred, err := expr.ToProto(op.pred)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Filter{Filter: &rpc.FilterNode{Input: in, Predicate: pred}}}, nil
+}
+
+func (c *planCodec) encodeProjection(op *Projection) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	exprs, err := exprsToProto(op.exprs)
+	if err != nil {
+		return nil, fmt.Errorf("projection: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Projection{Projection: &rpc.ProjectionNode{
+		Input: in, Exprs: exprs, Names: op.names,
+	}}}, nil
+}
+
+func (c *planCodec) encodeUnnest(op *Unnest) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	args, err := exprsToProto(op.args)
+	if err != nil {
+		return nil, fmt.Errorf("unnest: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Unnest{Unnest: &rpc.UnnestNode{Input: in, Pass: int32s(op.pass), Args: args, Names: op.names}}}, nil
+}
+
+func (c *planCodec) encodeExpand(op *Expand) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := exprsToProto(op.keys)
+	if err != nil {
+		return nil, fmt.Errorf("expand: %w", err)
+	}
+	sets := make([]*rpc.GroupingSet, len(op.sets))
+	for i, set := range op.sets {
+		gs := &rpc.GroupingSet{Keys: make([]int32, len(set))}
+		for j, k := range set {
+			gs.Keys[j] = int32(k)
+		}
+		sets[i] = gs
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Expand{Expand: &rpc.ExpandNode{
+		Input: in, Keys: keys, KeyNames: op.keyNames, Sets: sets, GidName: op.GidName(),
+	}}}, nil
+}
+
+func (c *planCodec) encodeHashJoin(op *HashJoin) (*rpc.PhysicalPlan, error) {
+	left, right, err := c.encode2(op.left, op.right)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := exprsToProto(op.leftKeys)
+	if err != nil {
+		return nil, fmt.Errorf("hash join: %w", err)
+	}
+	rk, err := exprsToProto(op.rightKeys)
+	if err != nil {
+		return nil, fmt.Errorf("hash join: %w", err)
+	}
+	filter, err := optionalExprToProto(op.filter)
+	if err != nil {
+		return nil, fmt.Errorf("hash join: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_HashJoin{HashJoin: &rpc.HashJoinNode{
+		Left: left, Right: right, JoinType: int32(op.joinType), LeftKeys: lk, RightKeys: rk,
+		Filter: filter, NullAware: op.nullAware, Mode: int32(op.mode),
+	}}}, nil
+}
+
+func (c *planCodec) encodeNestedLoopJoin(op *NestedLoopJoin) (*rpc.PhysicalPlan, error) {
+	left, right, err := c.encode2(op.left, op.right)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := optionalExprToProto(op.filter)
+	if err != nil {
+		return nil, fmt.Errorf("nested loop join: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_NestedLoopJoin{NestedLoopJoin: &rpc.NestedLoopJoinNode{
+		Left: left, Right: right, JoinType: int32(op.joinType), Filter: filter,
+	}}}, nil
+}
+
+func (c *planCodec) encodeSort(op *Sort) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := sortKeysToProto(op.keys)
+	if err != nil {
+		return nil, fmt.Errorf("sort: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Sort{Sort: &rpc.SortNode{Input: in, Keys: keys, Fetch: op.fetch}}}, nil
+}
+
+func (c *planCodec) encodeSortPreservingMerge(op *SortPreservingMerge) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := sortKeysToProto(op.keys)
+	if err != nil {
+		return nil, fmt.Errorf("sort-preserving merge: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_SortPreservingMerge{SortPreservingMerge: &rpc.SortPreservingMergeNode{
+		Input: in, Keys: keys, Fetch: op.fetch,
+	}}}, nil
+}
+
+func (c *planCodec) encodeLimit(op *Limit) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Limit{Limit: &rpc.LimitNode{Input: in, Offset: op.offset, Count: op.count}}}, nil
+}
+
+func (c *planCodec) encodeUnion(op *Union) (*rpc.PhysicalPlan, error) {
+	ins := make([]*rpc.PhysicalPlan, len(op.inputs))
+	for i, in := range op.inputs {
+		p, err := c.encode(in)
+		if err != nil {
+			return nil, err
+		}
+		ins[i] = p
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Union{Union: &rpc.UnionNode{Inputs: ins, Folded: int32(op.folded)}}}, nil
+}
+
+func (c *planCodec) encodeRecursiveCTE(op *RecursiveCTE) (*rpc.PhysicalPlan, error) {
+	base, err := c.encode(op.base)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := c.encode(op.recursive)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := expr.SchemaToProto(op.schema)
+	if err != nil {
+		return nil, fmt.Errorf("recursive CTE: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_RecursiveCte{RecursiveCte: &rpc.RecursiveCTENode{
+		Name: op.name, Base: base, Recursive: rec, Distinct: op.distinct, WorkId: op.workID, Schema: schema}}}, nil
+}
+
+func (c *planCodec) encodeWorkTableScan(op *WorkTableScan) (*rpc.PhysicalPlan, error) {
+	schema, err := expr.SchemaToProto(op.schema)
+	if err != nil {
+		return nil, fmt.Errorf("working table: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WorkTableScan{WorkTableScan: &rpc.WorkTableScanNode{
+		Name: op.name, WorkId: op.workID, Schema: schema}}}, nil
+}
+
+func (c *planCodec) encodeValues(op *Values) (*rpc.PhysicalPlan, error) {
+	schema, err := expr.SchemaToProto(op.schema)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	rows := make([]*rpc.ValuesRow, len(op.rows))
+	for i, r := range op.rows {
+		vs, err := exprsToProto(r)
+		if err != nil {
+			return nil, fmt.Errorf("values: row %d: %w", i, err)
+		}
+		rows[i] = &rpc.ValuesRow{Values: vs}
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Values{Values: &rpc.ValuesNode{Schema: schema, Rows: rows}}}, nil
+}
+
+func (c *planCodec) encodeGenerateSeries(op *GenerateSeries) (*rpc.PhysicalPlan, error) {
+	schema, err := expr.SchemaToProto(op.schema)
+	if err != nil {
+		return nil, fmt.Errorf("generate_series: %w", err)
+	}
+	args, err := exprsToProto([]expr.Expr{op.start, op.stop, op.step})
+	if err != nil {
+		return nil, fmt.Errorf("generate_series: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_GenerateSeries{GenerateSeries: &rpc.GenerateSeriesNode{
+		Schema: schema, Start: args[0], Stop: args[1], Step: args[2]}}}, nil
+}
+
+func (c *planCodec) encodeFileSink(op *FileSink) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_FileSink{FileSink: &rpc.FileSinkNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
+}
+
+func (c *planCodec) encodeWriteCommit(op *WriteCommit) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WriteCommit{WriteCommit: &rpc.WriteCommitNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
+}
+
+func (c *planCodec) encodeSetOp(op *SetOp) (*rpc.PhysicalPlan, error) {
+	l, r, err := c.encode2(op.left, op.right)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := expr.SchemaToProto(op.schema)
+	if err != nil {
+		return nil, fmt.Errorf("set operation: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_SetOp{SetOp: &rpc.SetOpNode{
+		Left: l, Right: r, Kind: int32(op.kind), All: op.all, Schema: schema,
+	}}}, nil
+}
+
+func (c *planCodec) encodeCoalescePartitions(op *CoalescePartitions) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_CoalescePartitions{CoalescePartitions: &rpc.CoalescePartitionsNode{Input: in}}}, nil
+}
+
+func (c *planCodec) encodeDynamicFilterBuild(op *DynamicFilterBuild) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_DynamicFilterBuild{DynamicFilterBuild: &rpc.DynamicFilterBuildNode{
+		Input: in, Ids: int32s(op.ids), Columns: int32s(op.cols),
+	}}}, nil
+}
+
+func (c *planCodec) encodeRepartition(op *Repartition) (*rpc.PhysicalPlan, error) {
+	in, err := c.encode(op.input)
+	if err != nil {
+		return nil, err
+	}
+	part, err := PartitioningToProto(op.part)
+	if err != nil {
+		return nil, fmt.Errorf("repartition: %w", err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_Repartition{Repartition: &rpc.RepartitionNode{Input: in, Partitioning: part}}}, nil
+}
+
+func (c *planCodec) encodeUnresolvedExchange(op *UnresolvedExchange) (*rpc.PhysicalPlan, error) {
+	schema, err := expr.SchemaToProto(op.schema)
+	if err != nil {
+		return nil, fmt.Errorf("unresolved exchange from stage %d: %w", op.StageID, err)
+	}
+	part, err := PartitioningToProto(op.part)
+	if err != nil {
+		return nil, fmt.Errorf("unresolved exchange from stage %d: %w", op.StageID, err)
+	}
+	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_UnresolvedExchange{UnresolvedExchange: &rpc.UnresolvedExchangeNode{
+		StageId: int32(op.StageID), Schema: schema, Partitions: int32(op.part.Count), Partitioning: part,
+	}}}, nil
 }
 
 func (c *planCodec) encode2(a, b Operator) (*rpc.PhysicalPlan, *rpc.PhysicalPlan, error) {
@@ -421,6 +521,8 @@ func (c *planCodec) decode(n *rpc.PhysicalPlan) (Operator, error) {
 	return op, nil
 }
 
+// decodeNode converts one node, each kind in a function of its own (see
+// encode for why).
 func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 	switch m := n.Node.(type) {
 	case *rpc.PhysicalPlan_ParquetScan:
@@ -428,258 +530,53 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 	case *rpc.PhysicalPlan_CsvScan:
 		return c.decodeCSVScan(m.CsvScan)
 	case *rpc.PhysicalPlan_Filter:
-		in, err := c.decode(m.Filter.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		pred, err := exprFromProto(m.Filter.GetPredicate(), in.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("predicate: %w", err)
-		}
-		return NewFilter(in, pred), nil
+		return c.decodeFilterNode(n, m)
 	case *rpc.PhysicalPlan_Projection:
-		in, err := c.decode(m.Projection.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		exprs, err := exprsFromProto(m.Projection.GetExprs(), in.Schema())
-		if err != nil {
-			return nil, err
-		}
-		names := m.Projection.GetNames()
-		if len(names) != len(exprs) {
-			return nil, fmt.Errorf("%d names for %d expressions", len(names), len(exprs))
-		}
-		return NewProjection(in, exprs, names), nil
+		return c.decodeProjectionNode(n, m)
 	case *rpc.PhysicalPlan_Unnest:
-		in, err := c.decode(m.Unnest.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		args, err := exprsFromProto(m.Unnest.GetArgs(), in.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("unnest: %w", err)
-		}
-		pass, err := projectionFromProto(m.Unnest.GetPass(), in.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("unnest: %w", err)
-		}
-		return NewUnnest(in, pass, args, m.Unnest.GetNames())
+		return c.decodeUnnestNode(n, m)
 	case *rpc.PhysicalPlan_HashAggregate:
 		return c.decodeAggregate(m.HashAggregate)
 	case *rpc.PhysicalPlan_Expand:
-		e := m.Expand
-		in, err := c.decode(e.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		keys, err := exprsFromProto(e.GetKeys(), in.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("expand keys: %w", err)
-		}
-		sets := make([][]int, len(e.GetSets()))
-		for i, gs := range e.GetSets() {
-			sets[i] = make([]int, len(gs.GetKeys()))
-			for j, k := range gs.GetKeys() {
-				sets[i][j] = int(k)
-			}
-		}
-		return NewExpand(in, keys, e.GetKeyNames(), sets, e.GetGidName())
+		return c.decodeExpandNode(n, m)
 	case *rpc.PhysicalPlan_Window:
 		return c.decodeWindow(m.Window)
 	case *rpc.PhysicalPlan_WindowGroupLimit:
 		return c.decodeWindowGroupLimit(m.WindowGroupLimit)
 	case *rpc.PhysicalPlan_HashJoin:
-		j := m.HashJoin
-		left, right, err := c.decode2(j.GetLeft(), j.GetRight())
-		if err != nil {
-			return nil, err
-		}
-		lk, err := exprsFromProto(j.GetLeftKeys(), left.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("left keys: %w", err)
-		}
-		rk, err := exprsFromProto(j.GetRightKeys(), right.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("right keys: %w", err)
-		}
-		filter, err := optionalExprFromProto(j.GetFilter(), pairSchema(left, right))
-		if err != nil {
-			return nil, fmt.Errorf("filter: %w", err)
-		}
-		return NewHashJoin(left, right, JoinType(j.GetJoinType()), lk, rk, filter, j.GetNullAware(), JoinMode(j.GetMode()))
+		return c.decodeHashJoinNode(n, m)
 	case *rpc.PhysicalPlan_NestedLoopJoin:
-		j := m.NestedLoopJoin
-		left, right, err := c.decode2(j.GetLeft(), j.GetRight())
-		if err != nil {
-			return nil, err
-		}
-		filter, err := optionalExprFromProto(j.GetFilter(), pairSchema(left, right))
-		if err != nil {
-			return nil, fmt.Errorf("filter: %w", err)
-		}
-		return NewNestedLoopJoin(left, right, JoinType(j.GetJoinType()), filter)
+		return c.decodeNestedLoopJoinNode(n, m)
 	case *rpc.PhysicalPlan_Sort:
-		in, keys, err := c.decodeSorted(m.Sort.GetInput(), m.Sort.GetKeys())
-		if err != nil {
-			return nil, err
-		}
-		return NewSort(in, keys, m.Sort.GetFetch()), nil
+		return c.decodeSortNode(n, m)
 	case *rpc.PhysicalPlan_SortPreservingMerge:
-		in, keys, err := c.decodeSorted(m.SortPreservingMerge.GetInput(), m.SortPreservingMerge.GetKeys())
-		if err != nil {
-			return nil, err
-		}
-		return NewSortPreservingMerge(in, keys, m.SortPreservingMerge.GetFetch()), nil
+		return c.decodeSortPreservingMergeNode(n, m)
 	case *rpc.PhysicalPlan_Limit:
-		in, err := c.decode(m.Limit.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		return NewLimit(in, m.Limit.GetOffset(), m.Limit.GetCount()), nil
+		return c.decodeLimitNode(n, m)
 	case *rpc.PhysicalPlan_Union:
-		ps := m.Union.GetInputs()
-		if len(ps) == 0 {
-			return nil, fmt.Errorf("union without inputs")
-		}
-		ins := make([]Operator, len(ps))
-		for i, p := range ps {
-			in, err := c.decode(p)
-			if err != nil {
-				return nil, fmt.Errorf("input %d: %w", i, err)
-			}
-			ins[i] = in
-		}
-		return NewFoldedUnion(ins, int(m.Union.GetFolded())), nil
+		return c.decodeUnionNode(n, m)
 	case *rpc.PhysicalPlan_FileSink:
-		in, err := c.decode(m.FileSink.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		return NewFileSink(in, writeSpecFromProto(m.FileSink.GetSpec()))
+		return c.decodeFileSinkNode(n, m)
 	case *rpc.PhysicalPlan_WriteCommit:
-		in, err := c.decode(m.WriteCommit.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		return NewWriteCommit(in, writeSpecFromProto(m.WriteCommit.GetSpec()))
+		return c.decodeWriteCommitNode(n, m)
 	case *rpc.PhysicalPlan_SetOp:
-		left, right, err := c.decode2(m.SetOp.GetLeft(), m.SetOp.GetRight())
-		if err != nil {
-			return nil, err
-		}
-		kind := plan.SetOpKind(m.SetOp.GetKind())
-		if kind != plan.SetIntersect && kind != plan.SetExcept {
-			return nil, fmt.Errorf("unknown set operation kind %d", kind)
-		}
-		schema, err := expr.SchemaFromProto(m.SetOp.GetSchema())
-		if err != nil {
-			return nil, err
-		}
-		return NewSetOp(left, right, kind, m.SetOp.GetAll(), schema)
+		return c.decodeSetOpNode(n, m)
 	case *rpc.PhysicalPlan_Values:
-		schema, err := expr.SchemaFromProto(m.Values.GetSchema())
-		if err != nil {
-			return nil, err
-		}
-		// Values evaluates its rows on a batch without columns.
-		noColumns := arrow.NewSchema(nil, nil)
-		rows := make([][]expr.Expr, len(m.Values.GetRows()))
-		for i, r := range m.Values.GetRows() {
-			row, err := exprsFromProto(r.GetValues(), noColumns)
-			if err != nil {
-				return nil, fmt.Errorf("row %d: %w", i, err)
-			}
-			if len(row) != schema.NumFields() {
-				return nil, fmt.Errorf("row %d has %d values for %d columns", i, len(row), schema.NumFields())
-			}
-			rows[i] = row
-		}
-		return NewValues(schema, rows), nil
+		return c.decodeValuesNode(n, m)
 	case *rpc.PhysicalPlan_RecursiveCte:
-		r := m.RecursiveCte
-		schema, err := expr.SchemaFromProto(r.GetSchema())
-		if err != nil {
-			return nil, err
-		}
-		base, err := c.decode(r.GetBase())
-		if err != nil {
-			return nil, fmt.Errorf("recursive CTE %s: base: %w", r.GetName(), err)
-		}
-		rec, err := c.decode(r.GetRecursive())
-		if err != nil {
-			return nil, fmt.Errorf("recursive CTE %s: recursive term: %w", r.GetName(), err)
-		}
-		for i, term := range []Operator{base, rec} {
-			if !arrowTypesEqual(term.Schema(), schema) {
-				return nil, fmt.Errorf("recursive CTE %s: term %d has columns %s, the CTE %s", r.GetName(), i+1, term.Schema(), schema)
-			}
-		}
-		return NewRecursiveCTE(r.GetName(), base, rec, r.GetDistinct(), r.GetWorkId(), schema), nil
+		return c.decodeRecursiveCteNode(n, m)
 	case *rpc.PhysicalPlan_WorkTableScan:
-		w := m.WorkTableScan
-		schema, err := expr.SchemaFromProto(w.GetSchema())
-		if err != nil {
-			return nil, err
-		}
-		return NewWorkTableScan(w.GetName(), w.GetWorkId(), schema), nil
+		return c.decodeWorkTableScanNode(n, m)
 	case *rpc.PhysicalPlan_GenerateSeries:
-		schema, err := expr.SchemaFromProto(m.GenerateSeries.GetSchema())
-		if err != nil {
-			return nil, err
-		}
-		g := m.GenerateSeries
-		args, err := exprsFromProto([]*rpc.PhysicalExpr{g.GetStart(), g.GetStop(), g.GetStep()}, arrow.NewSchema(nil, nil))
-		if err != nil {
-			return nil, err
-		}
-		return NewGenerateSeries(schema, args[0], args[1], args[2])
+		return c.decodeGenerateSeriesNode(n, m)
 	case *rpc.PhysicalPlan_CoalescePartitions:
-		in, err := c.decode(m.CoalescePartitions.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		return NewCoalescePartitions(in), nil
+		return c.decodeCoalescePartitionsNode(n, m)
 	case *rpc.PhysicalPlan_DynamicFilterBuild:
-		in, err := c.decode(m.DynamicFilterBuild.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		ids, cols := make([]int, len(m.DynamicFilterBuild.Ids)), make([]int, len(m.DynamicFilterBuild.Columns))
-		for i, id := range m.DynamicFilterBuild.Ids {
-			ids[i] = int(id)
-		}
-		for i, col := range m.DynamicFilterBuild.Columns {
-			cols[i] = int(col)
-		}
-		return NewDynamicFilterBuild(in, ids, cols)
+		return c.decodeDynamicFilterBuildNode(n, m)
 	case *rpc.PhysicalPlan_Repartition:
-		in, err := c.decode(m.Repartition.GetInput())
-		if err != nil {
-			return nil, err
-		}
-		part, err := PartitioningFromProto(m.Repartition.GetPartitioning(), in.Schema())
-		if err != nil {
-			return nil, err
-		}
-		if part.Kind != PartHash && part.Kind != PartRoundRobin {
-			return nil, fmt.Errorf("repartition must hash or deal round-robin, not %s", part)
-		}
-		return NewRepartition(in, part), nil
+		return c.decodeRepartitionNode(n, m)
 	case *rpc.PhysicalPlan_UnresolvedExchange:
-		u := m.UnresolvedExchange
-		schema, err := expr.SchemaFromProto(u.GetSchema())
-		if err != nil {
-			return nil, err
-		}
-		part, err := PartitioningFromProto(u.GetPartitioning(), schema)
-		if err != nil {
-			return nil, err
-		}
-		if int(u.GetPartitions()) != part.Count {
-			return nil, fmt.Errorf("stage %d: %d partitions, but partitioning %s", u.GetStageId(), u.GetPartitions(), part)
-		}
-		return NewUnresolvedExchange(int(u.GetStageId()), schema, part), nil
+		return c.decodeUnresolvedExchangeNode(n, m)
 	}
 	if c.ext == nil {
 		return nil, fmt.Errorf("no decoder for this node: package physical does not know it and no extension codec was given")
@@ -692,6 +589,295 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 		return nil, fmt.Errorf("no decoder for this node: neither package physical nor the extension codec knows it")
 	}
 	return op, nil
+}
+
+func (c *planCodec) decodeFilterNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Filter) (Operator, error) {
+	in, err := c.decode(m.Filter.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	pred, err := exprFromProto(m.Filter.GetPredicate(), in.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("predicate: %w", err)
+	}
+	return NewFilter(in, pred), nil
+}
+
+func (c *planCodec) decodeProjectionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Projection) (Operator, error) {
+	in, err := c.decode(m.Projection.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	exprs, err := exprsFromProto(m.Projection.GetExprs(), in.Schema())
+	if err != nil {
+		return nil, err
+	}
+	names := m.Projection.GetNames()
+	if len(names) != len(exprs) {
+		return nil, fmt.Errorf("%d names for %d expressions", len(names), len(exprs))
+	}
+	return NewProjection(in, exprs, names), nil
+}
+
+func (c *planCodec) decodeUnnestNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Unnest) (Operator, error) {
+	in, err := c.decode(m.Unnest.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	args, err := exprsFromProto(m.Unnest.GetArgs(), in.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("unnest: %w", err)
+	}
+	pass, err := projectionFromProto(m.Unnest.GetPass(), in.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("unnest: %w", err)
+	}
+	return NewUnnest(in, pass, args, m.Unnest.GetNames())
+}
+
+func (c *planCodec) decodeExpandNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Expand) (Operator, error) {
+	e := m.Expand
+	in, err := c.decode(e.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := exprsFromProto(e.GetKeys(), in.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("expand keys: %w", err)
+	}
+	sets := make([][]int, len(e.GetSets()))
+	for i, gs := range e.GetSets() {
+		sets[i] = make([]int, len(gs.GetKeys()))
+		for j, k := range gs.GetKeys() {
+			sets[i][j] = int(k)
+		}
+	}
+	return NewExpand(in, keys, e.GetKeyNames(), sets, e.GetGidName())
+}
+
+func (c *planCodec) decodeHashJoinNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_HashJoin) (Operator, error) {
+	j := m.HashJoin
+	left, right, err := c.decode2(j.GetLeft(), j.GetRight())
+	if err != nil {
+		return nil, err
+	}
+	lk, err := exprsFromProto(j.GetLeftKeys(), left.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("left keys: %w", err)
+	}
+	rk, err := exprsFromProto(j.GetRightKeys(), right.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("right keys: %w", err)
+	}
+	filter, err := optionalExprFromProto(j.GetFilter(), pairSchema(left, right))
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	return NewHashJoin(left, right, JoinType(j.GetJoinType()), lk, rk, filter, j.GetNullAware(), JoinMode(j.GetMode()))
+}
+
+func (c *planCodec) decodeNestedLoopJoinNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_NestedLoopJoin) (Operator, error) {
+	j := m.NestedLoopJoin
+	left, right, err := c.decode2(j.GetLeft(), j.GetRight())
+	if err != nil {
+		return nil, err
+	}
+	filter, err := optionalExprFromProto(j.GetFilter(), pairSchema(left, right))
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	return NewNestedLoopJoin(left, right, JoinType(j.GetJoinType()), filter)
+}
+
+func (c *planCodec) decodeSortNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Sort) (Operator, error) {
+	in, keys, err := c.decodeSorted(m.Sort.GetInput(), m.Sort.GetKeys())
+	if err != nil {
+		return nil, err
+	}
+	return NewSort(in, keys, m.Sort.GetFetch()), nil
+}
+
+func (c *planCodec) decodeSortPreservingMergeNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_SortPreservingMerge) (Operator, error) {
+	in, keys, err := c.decodeSorted(m.SortPreservingMerge.GetInput(), m.SortPreservingMerge.GetKeys())
+	if err != nil {
+		return nil, err
+	}
+	return NewSortPreservingMerge(in, keys, m.SortPreservingMerge.GetFetch()), nil
+}
+
+func (c *planCodec) decodeLimitNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Limit) (Operator, error) {
+	in, err := c.decode(m.Limit.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	return NewLimit(in, m.Limit.GetOffset(), m.Limit.GetCount()), nil
+}
+
+func (c *planCodec) decodeUnionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Union) (Operator, error) {
+	ps := m.Union.GetInputs()
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("union without inputs")
+	}
+	ins := make([]Operator, len(ps))
+	for i, p := range ps {
+		in, err := c.decode(p)
+		if err != nil {
+			return nil, fmt.Errorf("input %d: %w", i, err)
+		}
+		ins[i] = in
+	}
+	return NewFoldedUnion(ins, int(m.Union.GetFolded())), nil
+}
+
+func (c *planCodec) decodeFileSinkNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_FileSink) (Operator, error) {
+	in, err := c.decode(m.FileSink.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	return NewFileSink(in, writeSpecFromProto(m.FileSink.GetSpec()))
+}
+
+func (c *planCodec) decodeWriteCommitNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_WriteCommit) (Operator, error) {
+	in, err := c.decode(m.WriteCommit.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	return NewWriteCommit(in, writeSpecFromProto(m.WriteCommit.GetSpec()))
+}
+
+func (c *planCodec) decodeSetOpNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_SetOp) (Operator, error) {
+	left, right, err := c.decode2(m.SetOp.GetLeft(), m.SetOp.GetRight())
+	if err != nil {
+		return nil, err
+	}
+	kind := plan.SetOpKind(m.SetOp.GetKind())
+	if kind != plan.SetIntersect && kind != plan.SetExcept {
+		return nil, fmt.Errorf("unknown set operation kind %d", kind)
+	}
+	schema, err := expr.SchemaFromProto(m.SetOp.GetSchema())
+	if err != nil {
+		return nil, err
+	}
+	return NewSetOp(left, right, kind, m.SetOp.GetAll(), schema)
+}
+
+func (c *planCodec) decodeValuesNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Values) (Operator, error) {
+	schema, err := expr.SchemaFromProto(m.Values.GetSchema())
+	if err != nil {
+		return nil, err
+	}
+	// Values evaluates its rows on a batch without columns.
+	noColumns := arrow.NewSchema(nil, nil)
+	rows := make([][]expr.Expr, len(m.Values.GetRows()))
+	for i, r := range m.Values.GetRows() {
+		row, err := exprsFromProto(r.GetValues(), noColumns)
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		if len(row) != schema.NumFields() {
+			return nil, fmt.Errorf("row %d has %d values for %d columns", i, len(row), schema.NumFields())
+		}
+		rows[i] = row
+	}
+	return NewValues(schema, rows), nil
+}
+
+func (c *planCodec) decodeRecursiveCteNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_RecursiveCte) (Operator, error) {
+	r := m.RecursiveCte
+	schema, err := expr.SchemaFromProto(r.GetSchema())
+	if err != nil {
+		return nil, err
+	}
+	base, err := c.decode(r.GetBase())
+	if err != nil {
+		return nil, fmt.Errorf("recursive CTE %s: base: %w", r.GetName(), err)
+	}
+	rec, err := c.decode(r.GetRecursive())
+	if err != nil {
+		return nil, fmt.Errorf("recursive CTE %s: recursive term: %w", r.GetName(), err)
+	}
+	for i, term := range []Operator{base, rec} {
+		if !arrowTypesEqual(term.Schema(), schema) {
+			return nil, fmt.Errorf("recursive CTE %s: term %d has columns %s, the CTE %s", r.GetName(), i+1, term.Schema(), schema)
+		}
+	}
+	return NewRecursiveCTE(r.GetName(), base, rec, r.GetDistinct(), r.GetWorkId(), schema), nil
+}
+
+func (c *planCodec) decodeWorkTableScanNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_WorkTableScan) (Operator, error) {
+	w := m.WorkTableScan
+	schema, err := expr.SchemaFromProto(w.GetSchema())
+	if err != nil {
+		return nil, err
+	}
+	return NewWorkTableScan(w.GetName(), w.GetWorkId(), schema), nil
+}
+
+func (c *planCodec) decodeGenerateSeriesNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_GenerateSeries) (Operator, error) {
+	schema, err := expr.SchemaFromProto(m.GenerateSeries.GetSchema())
+	if err != nil {
+		return nil, err
+	}
+	g := m.GenerateSeries
+	args, err := exprsFromProto([]*rpc.PhysicalExpr{g.GetStart(), g.GetStop(), g.GetStep()}, arrow.NewSchema(nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	return NewGenerateSeries(schema, args[0], args[1], args[2])
+}
+
+func (c *planCodec) decodeCoalescePartitionsNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_CoalescePartitions) (Operator, error) {
+	in, err := c.decode(m.CoalescePartitions.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	return NewCoalescePartitions(in), nil
+}
+
+func (c *planCodec) decodeDynamicFilterBuildNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_DynamicFilterBuild) (Operator, error) {
+	in, err := c.decode(m.DynamicFilterBuild.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	ids, cols := make([]int, len(m.DynamicFilterBuild.Ids)), make([]int, len(m.DynamicFilterBuild.Columns))
+	for i, id := range m.DynamicFilterBuild.Ids {
+		ids[i] = int(id)
+	}
+	for i, col := range m.DynamicFilterBuild.Columns {
+		cols[i] = int(col)
+	}
+	return NewDynamicFilterBuild(in, ids, cols)
+}
+
+func (c *planCodec) decodeRepartitionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Repartition) (Operator, error) {
+	in, err := c.decode(m.Repartition.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	part, err := PartitioningFromProto(m.Repartition.GetPartitioning(), in.Schema())
+	if err != nil {
+		return nil, err
+	}
+	if part.Kind != PartHash && part.Kind != PartRoundRobin {
+		return nil, fmt.Errorf("repartition must hash or deal round-robin, not %s", part)
+	}
+	return NewRepartition(in, part), nil
+}
+
+func (c *planCodec) decodeUnresolvedExchangeNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_UnresolvedExchange) (Operator, error) {
+	u := m.UnresolvedExchange
+	schema, err := expr.SchemaFromProto(u.GetSchema())
+	if err != nil {
+		return nil, err
+	}
+	part, err := PartitioningFromProto(u.GetPartitioning(), schema)
+	if err != nil {
+		return nil, err
+	}
+	if int(u.GetPartitions()) != part.Count {
+		return nil, fmt.Errorf("stage %d: %d partitions, but partitioning %s", u.GetStageId(), u.GetPartitions(), part)
+	}
+	return NewUnresolvedExchange(int(u.GetStageId()), schema, part), nil
 }
 
 func (c *planCodec) decode2(a, b *rpc.PhysicalPlan) (Operator, Operator, error) {
