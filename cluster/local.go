@@ -149,10 +149,10 @@ func (c *localExecutorClient) LaunchTasks(ctx context.Context, in *rpc.LaunchTas
 // task's stage plan, which the copy shares. A stage plan is not changed
 // once encoded (the scheduler replaces a stage's plan when it resolves
 // the stage again; the executor only decodes it), and copying its tree
-// for every task was a tenth of the CPU of a query of many small stages
-// in blocking mode. The fields are copied one by one (proto.Clone's
-// reflection was most of the rest): TestLaunchCopySharesOnlyThePlan
-// fails when a field is added to either message and not here.
+// for every task was a large part of the cost of a small stage. The
+// other fields are copied one by one (proto.Clone's reflection was most
+// of what remained): TestLaunchCopySharesOnlyThePlan fails when a field
+// is added to either message and not here.
 func launchCopy(in *rpc.LaunchTasksRequest) *rpc.LaunchTasksRequest {
 	out := &rpc.LaunchTasksRequest{Tasks: make([]*rpc.TaskDefinition, len(in.Tasks))}
 	for i, t := range in.Tasks {

@@ -69,12 +69,11 @@ type planCodec struct {
 
 // encode converts op and, recursively, its inputs. Each operator's
 // conversion is a function of its own (encodeFilter, ...): with them all
-// in this switch the recursive function had a frame of 2 KB, so that a
-// plan's depth grew the stack of the goroutine encoding it several times
-// over, copying it each time (in blocking mode a stage's plan is encoded
-// by the scheduler and decoded by each task: stack growth was a tenth of
-// the CPU of a query of 18 small stages). decodeNode is split the same
-// way.
+// in this switch the recursive function's frame held every case's locals,
+// so that a plan's depth grew the stack of the goroutine encoding it
+// several times over, copying it each time; in blocking mode a stage's
+// plan is encoded by the scheduler and decoded by each task, each in a
+// fresh goroutine. decodeNode is split the same way.
 func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 	if c.stub != nil {
 		if c.nested {
