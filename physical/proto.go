@@ -529,53 +529,53 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 	case *rpc.PhysicalPlan_CsvScan:
 		return c.decodeCSVScan(m.CsvScan)
 	case *rpc.PhysicalPlan_Filter:
-		return c.decodeFilterNode(n, m)
+		return c.decodeFilterNode(m)
 	case *rpc.PhysicalPlan_Projection:
-		return c.decodeProjectionNode(n, m)
+		return c.decodeProjectionNode(m)
 	case *rpc.PhysicalPlan_Unnest:
-		return c.decodeUnnestNode(n, m)
+		return c.decodeUnnestNode(m)
 	case *rpc.PhysicalPlan_HashAggregate:
 		return c.decodeAggregate(m.HashAggregate)
 	case *rpc.PhysicalPlan_Expand:
-		return c.decodeExpandNode(n, m)
+		return c.decodeExpandNode(m)
 	case *rpc.PhysicalPlan_Window:
 		return c.decodeWindow(m.Window)
 	case *rpc.PhysicalPlan_WindowGroupLimit:
 		return c.decodeWindowGroupLimit(m.WindowGroupLimit)
 	case *rpc.PhysicalPlan_HashJoin:
-		return c.decodeHashJoinNode(n, m)
+		return c.decodeHashJoinNode(m)
 	case *rpc.PhysicalPlan_NestedLoopJoin:
-		return c.decodeNestedLoopJoinNode(n, m)
+		return c.decodeNestedLoopJoinNode(m)
 	case *rpc.PhysicalPlan_Sort:
-		return c.decodeSortNode(n, m)
+		return c.decodeSortNode(m)
 	case *rpc.PhysicalPlan_SortPreservingMerge:
-		return c.decodeSortPreservingMergeNode(n, m)
+		return c.decodeSortPreservingMergeNode(m)
 	case *rpc.PhysicalPlan_Limit:
-		return c.decodeLimitNode(n, m)
+		return c.decodeLimitNode(m)
 	case *rpc.PhysicalPlan_Union:
-		return c.decodeUnionNode(n, m)
+		return c.decodeUnionNode(m)
 	case *rpc.PhysicalPlan_FileSink:
-		return c.decodeFileSinkNode(n, m)
+		return c.decodeFileSinkNode(m)
 	case *rpc.PhysicalPlan_WriteCommit:
-		return c.decodeWriteCommitNode(n, m)
+		return c.decodeWriteCommitNode(m)
 	case *rpc.PhysicalPlan_SetOp:
-		return c.decodeSetOpNode(n, m)
+		return c.decodeSetOpNode(m)
 	case *rpc.PhysicalPlan_Values:
-		return c.decodeValuesNode(n, m)
+		return c.decodeValuesNode(m)
 	case *rpc.PhysicalPlan_RecursiveCte:
-		return c.decodeRecursiveCteNode(n, m)
+		return c.decodeRecursiveCteNode(m)
 	case *rpc.PhysicalPlan_WorkTableScan:
-		return c.decodeWorkTableScanNode(n, m)
+		return c.decodeWorkTableScanNode(m)
 	case *rpc.PhysicalPlan_GenerateSeries:
-		return c.decodeGenerateSeriesNode(n, m)
+		return c.decodeGenerateSeriesNode(m)
 	case *rpc.PhysicalPlan_CoalescePartitions:
-		return c.decodeCoalescePartitionsNode(n, m)
+		return c.decodeCoalescePartitionsNode(m)
 	case *rpc.PhysicalPlan_DynamicFilterBuild:
-		return c.decodeDynamicFilterBuildNode(n, m)
+		return c.decodeDynamicFilterBuildNode(m)
 	case *rpc.PhysicalPlan_Repartition:
-		return c.decodeRepartitionNode(n, m)
+		return c.decodeRepartitionNode(m)
 	case *rpc.PhysicalPlan_UnresolvedExchange:
-		return c.decodeUnresolvedExchangeNode(n, m)
+		return c.decodeUnresolvedExchangeNode(m)
 	}
 	if c.ext == nil {
 		return nil, fmt.Errorf("no decoder for this node: package physical does not know it and no extension codec was given")
@@ -590,7 +590,7 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 	return op, nil
 }
 
-func (c *planCodec) decodeFilterNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Filter) (Operator, error) {
+func (c *planCodec) decodeFilterNode(m *rpc.PhysicalPlan_Filter) (Operator, error) {
 	in, err := c.decode(m.Filter.GetInput())
 	if err != nil {
 		return nil, err
@@ -602,7 +602,7 @@ func (c *planCodec) decodeFilterNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Fi
 	return NewFilter(in, pred), nil
 }
 
-func (c *planCodec) decodeProjectionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Projection) (Operator, error) {
+func (c *planCodec) decodeProjectionNode(m *rpc.PhysicalPlan_Projection) (Operator, error) {
 	in, err := c.decode(m.Projection.GetInput())
 	if err != nil {
 		return nil, err
@@ -618,7 +618,7 @@ func (c *planCodec) decodeProjectionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPla
 	return NewProjection(in, exprs, names), nil
 }
 
-func (c *planCodec) decodeUnnestNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Unnest) (Operator, error) {
+func (c *planCodec) decodeUnnestNode(m *rpc.PhysicalPlan_Unnest) (Operator, error) {
 	in, err := c.decode(m.Unnest.GetInput())
 	if err != nil {
 		return nil, err
@@ -634,7 +634,7 @@ func (c *planCodec) decodeUnnestNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Un
 	return NewUnnest(in, pass, args, m.Unnest.GetNames())
 }
 
-func (c *planCodec) decodeExpandNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Expand) (Operator, error) {
+func (c *planCodec) decodeExpandNode(m *rpc.PhysicalPlan_Expand) (Operator, error) {
 	e := m.Expand
 	in, err := c.decode(e.GetInput())
 	if err != nil {
@@ -654,7 +654,7 @@ func (c *planCodec) decodeExpandNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Ex
 	return NewExpand(in, keys, e.GetKeyNames(), sets, e.GetGidName())
 }
 
-func (c *planCodec) decodeHashJoinNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_HashJoin) (Operator, error) {
+func (c *planCodec) decodeHashJoinNode(m *rpc.PhysicalPlan_HashJoin) (Operator, error) {
 	j := m.HashJoin
 	left, right, err := c.decode2(j.GetLeft(), j.GetRight())
 	if err != nil {
@@ -675,7 +675,7 @@ func (c *planCodec) decodeHashJoinNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_
 	return NewHashJoin(left, right, JoinType(j.GetJoinType()), lk, rk, filter, j.GetNullAware(), JoinMode(j.GetMode()))
 }
 
-func (c *planCodec) decodeNestedLoopJoinNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_NestedLoopJoin) (Operator, error) {
+func (c *planCodec) decodeNestedLoopJoinNode(m *rpc.PhysicalPlan_NestedLoopJoin) (Operator, error) {
 	j := m.NestedLoopJoin
 	left, right, err := c.decode2(j.GetLeft(), j.GetRight())
 	if err != nil {
@@ -688,7 +688,7 @@ func (c *planCodec) decodeNestedLoopJoinNode(n *rpc.PhysicalPlan, m *rpc.Physica
 	return NewNestedLoopJoin(left, right, JoinType(j.GetJoinType()), filter)
 }
 
-func (c *planCodec) decodeSortNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Sort) (Operator, error) {
+func (c *planCodec) decodeSortNode(m *rpc.PhysicalPlan_Sort) (Operator, error) {
 	in, keys, err := c.decodeSorted(m.Sort.GetInput(), m.Sort.GetKeys())
 	if err != nil {
 		return nil, err
@@ -696,7 +696,7 @@ func (c *planCodec) decodeSortNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Sort
 	return NewSort(in, keys, m.Sort.GetFetch()), nil
 }
 
-func (c *planCodec) decodeSortPreservingMergeNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_SortPreservingMerge) (Operator, error) {
+func (c *planCodec) decodeSortPreservingMergeNode(m *rpc.PhysicalPlan_SortPreservingMerge) (Operator, error) {
 	in, keys, err := c.decodeSorted(m.SortPreservingMerge.GetInput(), m.SortPreservingMerge.GetKeys())
 	if err != nil {
 		return nil, err
@@ -704,7 +704,7 @@ func (c *planCodec) decodeSortPreservingMergeNode(n *rpc.PhysicalPlan, m *rpc.Ph
 	return NewSortPreservingMerge(in, keys, m.SortPreservingMerge.GetFetch()), nil
 }
 
-func (c *planCodec) decodeLimitNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Limit) (Operator, error) {
+func (c *planCodec) decodeLimitNode(m *rpc.PhysicalPlan_Limit) (Operator, error) {
 	in, err := c.decode(m.Limit.GetInput())
 	if err != nil {
 		return nil, err
@@ -712,7 +712,7 @@ func (c *planCodec) decodeLimitNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Lim
 	return NewLimit(in, m.Limit.GetOffset(), m.Limit.GetCount()), nil
 }
 
-func (c *planCodec) decodeUnionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Union) (Operator, error) {
+func (c *planCodec) decodeUnionNode(m *rpc.PhysicalPlan_Union) (Operator, error) {
 	ps := m.Union.GetInputs()
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("union without inputs")
@@ -728,7 +728,7 @@ func (c *planCodec) decodeUnionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Uni
 	return NewFoldedUnion(ins, int(m.Union.GetFolded())), nil
 }
 
-func (c *planCodec) decodeFileSinkNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_FileSink) (Operator, error) {
+func (c *planCodec) decodeFileSinkNode(m *rpc.PhysicalPlan_FileSink) (Operator, error) {
 	in, err := c.decode(m.FileSink.GetInput())
 	if err != nil {
 		return nil, err
@@ -736,7 +736,7 @@ func (c *planCodec) decodeFileSinkNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_
 	return NewFileSink(in, writeSpecFromProto(m.FileSink.GetSpec()))
 }
 
-func (c *planCodec) decodeWriteCommitNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_WriteCommit) (Operator, error) {
+func (c *planCodec) decodeWriteCommitNode(m *rpc.PhysicalPlan_WriteCommit) (Operator, error) {
 	in, err := c.decode(m.WriteCommit.GetInput())
 	if err != nil {
 		return nil, err
@@ -744,7 +744,7 @@ func (c *planCodec) decodeWriteCommitNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPl
 	return NewWriteCommit(in, writeSpecFromProto(m.WriteCommit.GetSpec()))
 }
 
-func (c *planCodec) decodeSetOpNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_SetOp) (Operator, error) {
+func (c *planCodec) decodeSetOpNode(m *rpc.PhysicalPlan_SetOp) (Operator, error) {
 	left, right, err := c.decode2(m.SetOp.GetLeft(), m.SetOp.GetRight())
 	if err != nil {
 		return nil, err
@@ -760,7 +760,7 @@ func (c *planCodec) decodeSetOpNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Set
 	return NewSetOp(left, right, kind, m.SetOp.GetAll(), schema)
 }
 
-func (c *planCodec) decodeValuesNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Values) (Operator, error) {
+func (c *planCodec) decodeValuesNode(m *rpc.PhysicalPlan_Values) (Operator, error) {
 	schema, err := expr.SchemaFromProto(m.Values.GetSchema())
 	if err != nil {
 		return nil, err
@@ -781,7 +781,7 @@ func (c *planCodec) decodeValuesNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Va
 	return NewValues(schema, rows), nil
 }
 
-func (c *planCodec) decodeRecursiveCteNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_RecursiveCte) (Operator, error) {
+func (c *planCodec) decodeRecursiveCteNode(m *rpc.PhysicalPlan_RecursiveCte) (Operator, error) {
 	r := m.RecursiveCte
 	schema, err := expr.SchemaFromProto(r.GetSchema())
 	if err != nil {
@@ -803,7 +803,7 @@ func (c *planCodec) decodeRecursiveCteNode(n *rpc.PhysicalPlan, m *rpc.PhysicalP
 	return NewRecursiveCTE(r.GetName(), base, rec, r.GetDistinct(), r.GetWorkId(), schema), nil
 }
 
-func (c *planCodec) decodeWorkTableScanNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_WorkTableScan) (Operator, error) {
+func (c *planCodec) decodeWorkTableScanNode(m *rpc.PhysicalPlan_WorkTableScan) (Operator, error) {
 	w := m.WorkTableScan
 	schema, err := expr.SchemaFromProto(w.GetSchema())
 	if err != nil {
@@ -812,7 +812,7 @@ func (c *planCodec) decodeWorkTableScanNode(n *rpc.PhysicalPlan, m *rpc.Physical
 	return NewWorkTableScan(w.GetName(), w.GetWorkId(), schema), nil
 }
 
-func (c *planCodec) decodeGenerateSeriesNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_GenerateSeries) (Operator, error) {
+func (c *planCodec) decodeGenerateSeriesNode(m *rpc.PhysicalPlan_GenerateSeries) (Operator, error) {
 	schema, err := expr.SchemaFromProto(m.GenerateSeries.GetSchema())
 	if err != nil {
 		return nil, err
@@ -825,7 +825,7 @@ func (c *planCodec) decodeGenerateSeriesNode(n *rpc.PhysicalPlan, m *rpc.Physica
 	return NewGenerateSeries(schema, args[0], args[1], args[2])
 }
 
-func (c *planCodec) decodeCoalescePartitionsNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_CoalescePartitions) (Operator, error) {
+func (c *planCodec) decodeCoalescePartitionsNode(m *rpc.PhysicalPlan_CoalescePartitions) (Operator, error) {
 	in, err := c.decode(m.CoalescePartitions.GetInput())
 	if err != nil {
 		return nil, err
@@ -833,7 +833,7 @@ func (c *planCodec) decodeCoalescePartitionsNode(n *rpc.PhysicalPlan, m *rpc.Phy
 	return NewCoalescePartitions(in), nil
 }
 
-func (c *planCodec) decodeDynamicFilterBuildNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_DynamicFilterBuild) (Operator, error) {
+func (c *planCodec) decodeDynamicFilterBuildNode(m *rpc.PhysicalPlan_DynamicFilterBuild) (Operator, error) {
 	in, err := c.decode(m.DynamicFilterBuild.GetInput())
 	if err != nil {
 		return nil, err
@@ -848,7 +848,7 @@ func (c *planCodec) decodeDynamicFilterBuildNode(n *rpc.PhysicalPlan, m *rpc.Phy
 	return NewDynamicFilterBuild(in, ids, cols)
 }
 
-func (c *planCodec) decodeRepartitionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_Repartition) (Operator, error) {
+func (c *planCodec) decodeRepartitionNode(m *rpc.PhysicalPlan_Repartition) (Operator, error) {
 	in, err := c.decode(m.Repartition.GetInput())
 	if err != nil {
 		return nil, err
@@ -863,7 +863,7 @@ func (c *planCodec) decodeRepartitionNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPl
 	return NewRepartition(in, part), nil
 }
 
-func (c *planCodec) decodeUnresolvedExchangeNode(n *rpc.PhysicalPlan, m *rpc.PhysicalPlan_UnresolvedExchange) (Operator, error) {
+func (c *planCodec) decodeUnresolvedExchangeNode(m *rpc.PhysicalPlan_UnresolvedExchange) (Operator, error) {
 	u := m.UnresolvedExchange
 	schema, err := expr.SchemaFromProto(u.GetSchema())
 	if err != nil {
