@@ -177,7 +177,7 @@ func startBenchCluster(ctx context.Context, out string, executors, vcores int) (
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
+	sess, err := session.ConnectInProcess(emb)
 	if err != nil {
 		emb.Close()
 		return nil, nil, err

@@ -138,7 +138,7 @@ Flags:
 	}
 	defer emb.Close()
 	if *tpchSF > 0 || len(files) > 0 {
-		sess, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
+		sess, err := session.ConnectInProcess(emb)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 			return 1

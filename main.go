@@ -358,9 +358,14 @@ func connect(ctx context.Context, addr string, n, vcores int, inProcess bool, se
 		if err != nil {
 			return nil, nil, err
 		}
-		addr, sec = emb.SchedulerAddr(), emb.Security()
 	}
-	sess, err := session.ConnectWith(addr, sec)
+	var sess *session.Session
+	var err error
+	if emb != nil {
+		sess, err = session.ConnectInProcess(emb)
+	} else {
+		sess, err = session.ConnectWith(addr, sec)
+	}
 	if err != nil {
 		if emb != nil {
 			emb.Close()

@@ -82,9 +82,12 @@ type EmbeddedConfig struct {
 // executor's blocking readers take the other executors' outputs directly
 // (exchange.Peers; FlightBetweenExecutors turns that off) and the
 // scheduler and executors make their control calls to each other as Go
-// calls (localCalls; ControlOverGRPC turns that off). Clients, in this
-// process or not, still reach the scheduler over gRPC and results over
-// Flight.
+// calls (localCalls; ControlOverGRPC turns that off). A session of this
+// process connected with session.ConnectInProcess calls the scheduler as
+// Go calls too and reads the final stage from the executors directly
+// (local_session.go; ControlOverGRPC and FlightBetweenExecutors turn
+// those off); other clients reach the scheduler over gRPC and results
+// over Flight.
 type Embedded struct {
 	cfg     EmbeddedConfig
 	sched   *SchedulerServer

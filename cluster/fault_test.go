@@ -221,21 +221,9 @@ func TestTaskPanicFailsJobWithStack(t *testing.T) {
 func TestCancelMidQueryStopsTasksAndRemovesFiles(t *testing.T) {
 	for _, policy := range []string{PolicyPush, PolicyPull} {
 		t.Run(policy, func(t *testing.T) {
-			entered := make(chan struct{})
-			release := make(chan struct{})
-			var once sync.Once
-			// Stage 2 tasks hang (ignoring cancellation, like a slow
-			// operator) until the test has seen them cancelled.
-			hook := func(def *rpc.TaskDefinition) error {
-				if def.Id.StageId == 2 {
-					once.Do(func() { close(entered) })
-					<-release
-				}
-				return nil
-			}
+			// Stage 2 tasks hang until the test has seen them cancelled.
+			hook, entered, unblock := hungStage2()
 			emb, _ := startCluster(t, EmbeddedConfig{Executors: 2, Policy: policy, TaskFailureHook: hook})
-			var releaseOnce sync.Once
-			unblock := func() { releaseOnce.Do(func() { close(release) }) }
 			t.Cleanup(unblock) // before the cluster's Close, which waits for the hung tasks
 			c := newTestClient(t, emb.SchedulerAddr(), emb.Security())
 			ctx := testContext(t, 60*time.Second)

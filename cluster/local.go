@@ -40,6 +40,9 @@ type localCalls struct {
 	sched rpc.SchedulerServiceServer
 	execs map[string]rpc.ExecutorServiceServer // by control (gRPC) address
 	calls atomic.Int64
+	// sessionCalls counts the calls of sessions (local_session.go), which
+	// calls counts too.
+	sessionCalls atomic.Int64
 }
 
 func newLocalCalls() *localCalls {

@@ -22,18 +22,23 @@ import (
 // rest of a cluster, and the producers are re-run.
 type Peers struct {
 	mu    sync.RWMutex
-	envs  map[string]*Env // by Flight address, unique among live listeners
+	envs  map[string]*peer // by Flight address, unique among live listeners
 	reads atomic.Int64
 }
 
+type peer struct {
+	env  *Env
+	left chan struct{} // closed when the executor stops being a peer
+}
+
 // NewPeers returns an empty set of peers.
-func NewPeers() *Peers { return &Peers{envs: map[string]*Env{}} }
+func NewPeers() *Peers { return &Peers{envs: map[string]*peer{}} }
 
 // Add makes env's outputs readable by the other peers.
 func (p *Peers) Add(env *Env) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.envs[env.FlightAddress] = env
+	p.envs[env.FlightAddress] = &peer{env: env, left: make(chan struct{})}
 }
 
 // Remove stops env's outputs from being read directly; later reads go over
@@ -41,25 +46,33 @@ func (p *Peers) Add(env *Env) {
 func (p *Peers) Remove(env *Env) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.envs[env.FlightAddress] == env {
+	if pe := p.envs[env.FlightAddress]; pe != nil && pe.env == env {
+		close(pe.left)
 		delete(p.envs, env.FlightAddress)
 	}
 }
 
-// Reads is how many locations readers took from a peer directly.
+// Reads is how many locations and queues readers took from a peer
+// directly.
 func (p *Peers) Reads() int64 { return p.reads.Load() }
 
 // lookup returns the peer serving addr as executor id, or nil.
 func (p *Peers) lookup(addr, id string) *Env {
+	env, _ := p.lookupPeer(addr, id)
+	return env
+}
+
+// lookupPeer is lookup with a channel closed when the peer leaves.
+func (p *Peers) lookupPeer(addr, id string) (*Env, <-chan struct{}) {
 	if p == nil {
-		return nil
+		return nil, nil
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if env := p.envs[addr]; env != nil && env.ExecutorID == id {
-		return env
+	if pe := p.envs[addr]; pe != nil && pe.env.ExecutorID == id {
+		return pe.env, pe.left
 	}
-	return nil
+	return nil, nil
 }
 
 // Has reports whether env is one of the peers.

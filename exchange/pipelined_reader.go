@@ -94,38 +94,32 @@ func (r *PipelinedReader) Execute(ctx context.Context, partition int, tc *physic
 
 // drain copies one producer's queue into m.
 func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.TaskContext, partition int, p *rpc.PipelinedProducer, m *mergeStream) error {
-	if env.Registry != nil && env.ExecutorID != "" && p.ExecutorId == env.ExecutorID {
-		// A local read: the producer's queue is taken from the registry
-		// and its batches handed over as they are, with no Flight stream
-		// and no IPC encoding. The same capability as a remote ticket's
-		// is checked (an executor checking no secrets, in tests of the
-		// exchange alone, checks none), so a plan cannot read a queue it
-		// was not wired to just because its producer runs here.
-		k := QueueKey{JobID: r.JobID, StageID: r.StageID, TaskID: int(p.TaskId), Partition: partition}
-		var q *QueueReader
-		var err error
-		if env.Secrets == nil {
-			q, err = env.Registry.Take(ctx, k, env.producerWait())
-		} else {
-			q, err = env.Registry.TakeCapable(ctx, k, env.producerWait(), capabilityOf(tc, r.StageID, int(p.TaskId), partition))
-		}
-		if err != nil {
+	if src, left := r.localProducer(env, p); src != nil {
+		if left != nil {
+			// A peer's queue: should the peer stop (killed, or
+			// closing), the read ends as a Flight read of its stopped
+			// service would, unavailable, so the client reports the
+			// executor instead of waiting on a queue no one finishes.
+			pctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-left:
+					cancel()
+				case <-pctx.Done():
+				}
+			}()
+			err := r.drainLocal(pctx, src, tc, partition, p, m)
+			select {
+			case <-left:
+				if ctx.Err() == nil {
+					return status.Errorf(codes.Unavailable, "executor %s stopped", p.ExecutorId)
+				}
+			default:
+			}
 			return err
 		}
-		defer q.Close()
-		tc.Analyzer.CountQueueRead(r, true)
-		for {
-			b, err := q.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := m.send(ctx, b); err != nil {
-				return err
-			}
-		}
+		return r.drainLocal(ctx, src, tc, partition, p, m)
 	}
 	if env.Clients == nil {
 		return errors.New("no Flight client pool configured")
@@ -147,6 +141,62 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 	}
 	tc.Analyzer.CountQueueRead(r, false)
 	return doGet(ctx, env.Clients, p.FlightAddress, ticket, tc.Alloc, m.send)
+}
+
+// drainLocal copies the queue of producer p, which src runs in this
+// process, into m.
+func (r *PipelinedReader) drainLocal(ctx context.Context, src *Env, tc *physical.TaskContext, partition int, p *rpc.PipelinedProducer, m *mergeStream) error {
+	// A local read: the producer's queue is taken from the registry
+	// and its batches handed over as they are, with no Flight stream
+	// and no IPC encoding. The same capability as a remote ticket's
+	// is checked (an executor checking no secrets, in tests of the
+	// exchange alone, checks none), so a plan cannot read a queue it
+	// was not wired to just because its producer runs here.
+	k := QueueKey{JobID: r.JobID, StageID: r.StageID, TaskID: int(p.TaskId), Partition: partition}
+	var q *QueueReader
+	var err error
+	if src.Secrets == nil {
+		q, err = src.Registry.Take(ctx, k, src.producerWait())
+	} else {
+		q, err = src.Registry.TakeCapable(ctx, k, src.producerWait(), capabilityOf(tc, r.StageID, int(p.TaskId), partition))
+	}
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	tc.Analyzer.CountQueueRead(r, true)
+	for {
+		b, err := q.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := m.send(ctx, b); err != nil {
+			return err
+		}
+	}
+}
+
+// localProducer returns the executor in this process that runs p, whose
+// queues a reader takes from its registry: for an executor's reader, the
+// executor itself (another executor's queues are read over Flight); for a
+// client's (a session in the embedded cluster's process), any of the
+// peers, with a channel closed when that peer leaves. Nil: read over
+// Flight.
+func (r *PipelinedReader) localProducer(env *Env, p *rpc.PipelinedProducer) (*Env, <-chan struct{}) {
+	if env.ExecutorID != "" {
+		if env.Registry != nil && p.ExecutorId == env.ExecutorID {
+			return env, nil
+		}
+		return nil, nil
+	}
+	if src, left := env.Peers.lookupPeer(p.FlightAddress, p.ExecutorId); src != nil && src.Registry != nil {
+		env.Peers.reads.Add(1)
+		return src, left
+	}
+	return nil, nil
 }
 
 // drainMux copies one producer's queue into m over the task's

@@ -45,7 +45,32 @@ func Connect(addr string) (*Session, error) {
 // own, sent with every call: the scheduler binds the session's jobs to
 // it, so no other session can follow, cancel or release them.
 func ConnectWith(addr string, sec *rpc.Security) (*Session, error) {
-	opts := append(sec.DialOptions(), rpc.SessionCredentials(rpc.RandomHex(16)), rpc.KeepaliveDialOption(), rpc.ReconnectDialOption(),
+	return connect(addr, sec, nil)
+}
+
+// InProcess is a cluster running in this process (cluster.Embedded): a
+// session reaches its scheduler with Go calls and reads the final stage's
+// blocking outputs from its executors directly, instead of over loopback
+// gRPC and Flight.
+type InProcess interface {
+	SchedulerAddr() string
+	Security() *rpc.Security
+	// SchedulerClient returns the client a session whose key is
+	// sessionKey calls the scheduler with, given its gRPC client.
+	SchedulerClient(client rpc.SchedulerServiceClient, sessionKey string) rpc.SchedulerServiceClient
+	// Peers are the executors whose outputs the session reads directly
+	// (nil: over Flight).
+	Peers() *exchange.Peers
+}
+
+// ConnectInProcess returns a session using the cluster c of this process.
+func ConnectInProcess(c InProcess) (*Session, error) {
+	return connect(c.SchedulerAddr(), c.Security(), c)
+}
+
+func connect(addr string, sec *rpc.Security, in InProcess) (*Session, error) {
+	key := rpc.RandomHex(16)
+	opts := append(sec.DialOptions(), rpc.SessionCredentials(key), rpc.KeepaliveDialOption(), rpc.ReconnectDialOption(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
@@ -53,6 +78,10 @@ func ConnectWith(addr string, sec *rpc.Security) (*Session, error) {
 	}
 	r := &remote{addr: addr, conn: conn, client: rpc.NewSchedulerServiceClient(conn),
 		env: &exchange.Env{Clients: exchange.NewClientPool(sec), MaxFetchBytes: 64 << 20}}
+	if in != nil {
+		r.client = in.SchedulerClient(r.client, key)
+		r.env.Peers = in.Peers()
+	}
 	return &Session{Settings: engine.NewSettings(), backend: r}, nil
 }
 

@@ -106,7 +106,14 @@ func startClusterWith(t testing.TB, cfg cluster.EmbeddedConfig) (*cluster.Embedd
 		t.Fatal(err)
 	}
 	t.Cleanup(emb.Close)
-	s, err := session.ConnectWith(emb.SchedulerAddr(), emb.Security())
+	// A session of the cluster's process, as the shell's is; one of a
+	// cluster whose control calls go over gRPC (the wire configurations)
+	// connects over gRPC too, as a session of another process would.
+	connect := func() (*session.Session, error) { return session.ConnectInProcess(emb) }
+	if cfg.ControlOverGRPC {
+		connect = func() (*session.Session, error) { return session.ConnectWith(emb.SchedulerAddr(), emb.Security()) }
+	}
+	s, err := connect()
 	if err != nil {
 		t.Fatal(err)
 	}
