@@ -55,7 +55,7 @@ func runBenchTPCH(args []string) int {
 	latency := fs.Int("latency", 200, "round trips per latency microbenchmark (0 skips it)")
 	out := fs.String("out", "bench-results", "directory for results.json, table.md and chart.svg")
 	data := fs.String("data", "", "read the TPC-H tables from this folder (one sub-folder of Parquet files per table, as another writer left them) instead of the generated files; --sf is then only recorded")
-	interleave := fs.Bool("interleave", true, "time each query's modes in turn (its warm-ups, then run 1 in every mode, run 2 in every mode, ...), so that modes are compared in the same minute of the machine's drift; false runs one mode's whole suite after another's")
+	interleave := fs.Bool("interleave", true, "time each query's modes in turn (its warm-ups, then run 1 in every mode, run 2 in every mode, ..., each round starting one mode further on), so that modes are compared in the same minute of the machine's drift; false runs one mode's whole suite after another's")
 	answers := fs.String("answers", "", "check each TPC-H query's warm-up run in every mode against the answers in this folder (qN.out in the TPC-H kit's format, e.g. testdata/tpch/answers-sf1, or what sluice-bench-duckdb --answers wrote) and report the verdicts")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, benchUsage)
@@ -384,7 +384,7 @@ func runBenchTPCDS(args []string) int {
 	runs := fs.Int("runs", 3, "timed runs per query and mode, after one warm-up run")
 	executors := fs.Int("executors", 2, "executors in the embedded cluster")
 	out := fs.String("out", "bench-results/tpcds", "directory for results.json, table.md and chart.svg")
-	interleave := fs.Bool("interleave", true, "time each query's modes in turn (its warm-ups, then run 1 in every mode, run 2 in every mode, ...), so that modes are compared in the same minute of the machine's drift; false runs one mode's whole suite after another's")
+	interleave := fs.Bool("interleave", true, "time each query's modes in turn (its warm-ups, then run 1 in every mode, run 2 in every mode, ..., each round starting one mode further on), so that modes are compared in the same minute of the machine's drift; false runs one mode's whole suite after another's")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, benchUsage)
 		return 2

@@ -182,8 +182,9 @@ func TestSuiteWholeScriptsAndSkips(t *testing.T) {
 }
 
 // TestSuiteInterleaved times each query's modes in turn: every mode's
-// run 1 before any mode's run 2, a query that fails everywhere skipped in
-// each mode, and the memory figures gathered per mode.
+// run 1 before any mode's run 2, each round starting one mode further on,
+// a query that fails everywhere skipped in each mode, and the memory
+// figures gathered per mode.
 func TestSuiteInterleaved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -214,8 +215,8 @@ func TestSuiteInterleaved(t *testing.T) {
 	for _, r := range runs {
 		order = append(order, fmt.Sprintf("q%d/%s/%d", r.Query, r.Mode, r.Run))
 	}
-	want := "[q1/blocking/1 q1/in-process/1 q1/pipelined/1 q1/blocking/2 q1/in-process/2 q1/pipelined/2 " +
-		"q3/blocking/1 q3/in-process/1 q3/pipelined/1 q3/blocking/2 q3/in-process/2 q3/pipelined/2]"
+	want := "[q1/blocking/1 q1/in-process/1 q1/pipelined/1 q1/in-process/2 q1/pipelined/2 q1/blocking/2 " +
+		"q3/blocking/1 q3/in-process/1 q3/pipelined/1 q3/in-process/2 q3/pipelined/2 q3/blocking/2]"
 	if got := fmt.Sprint(order); got != want {
 		t.Errorf("runs in order %s, want %s", got, want)
 	}
