@@ -18,12 +18,14 @@ import (
 // A session in the embedded cluster's own process (the shell's, the
 // bench's, `sluice serve`'s) reaches the scheduler with Go calls, as the
 // executors do (localCalls), instead of loopback gRPC; and it reads the
-// final stage's blocking outputs from the executors directly (Peers), as
-// they read each other's. Over loopback, every statement cost a gRPC
-// stream whose statuses (one per task update in blocking mode) were each
-// marshalled, framed, written, read and unmarshalled, a Flight call for
-// the result and a unary call to release the job: on a query of 18 small
-// stages, a third of what blocking mode spent beyond one process.
+// final stage from the executors directly: blocking outputs through Peers,
+// as they read each other's, and pipelined queues from the producing
+// executor's registry (exchange.PipelinedReader). Over loopback, every
+// statement cost a gRPC stream whose statuses (one per task update in
+// blocking mode) were each marshalled, framed, written, read and
+// unmarshalled, a Flight call per final partition and a unary call to
+// release the job, which on short queries was much of what the cluster
+// modes spent beyond one process.
 //
 // The calls behave as the gRPC calls would, as localCalls' do: requests
 // and responses are copies, the scheduler sees the session's key in the
@@ -139,9 +141,9 @@ func (c *localSessionClient) ExecuteQuery(ctx context.Context, in *rpc.ExecuteQu
 
 // statusPipe carries a status stream called directly: the handler
 // receives a copy of the request and sends copies of its statuses, which
-// queue for the client's Recv without bound (a gRPC stream's wait in its
-// flow-control window the same way; the scheduler sends one per change of
-// the job).
+// queue for the client's Recv without bound (over gRPC they would wait in
+// the stream's flow-control window; the scheduler sends one per change of
+// the job, so the queue stays short).
 type statusPipe struct {
 	req *rpc.ExecuteQueryRequest
 

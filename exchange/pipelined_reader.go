@@ -110,12 +110,12 @@ func (r *PipelinedReader) drain(ctx context.Context, env *Env, tc *physical.Task
 				}
 			}()
 			err := r.drainLocal(pctx, src, tc, partition, p, m)
-			select {
-			case <-left:
-				if ctx.Err() == nil {
-					return status.Errorf(codes.Unavailable, "executor %s stopped", p.ExecutorId)
+			if err != nil && ctx.Err() == nil {
+				select {
+				case <-left:
+					return status.Errorf(codes.Unavailable, "executor %s stopped: %v", p.ExecutorId, err)
+				default:
 				}
-			default:
 			}
 			return err
 		}

@@ -364,3 +364,73 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// A client of this process (a session beside the embedded cluster, with no
+// executor of its own) takes a peer executor's queues from its registry
+// instead of reading them over Flight. When the peer leaves while the
+// client waits on a queue, the read fails as unavailable, naming the
+// executor, as a Flight read of its stopped service would; a read that
+// ended before the peer left stays a success.
+func TestPipelinedClientTakesPeerQueues(t *testing.T) {
+	checkGoroutines(t)
+	a, _ := newExecutorEnv(t, "a")
+	peers := NewPeers()
+	peers.Add(a)
+	client := &Env{Clients: NewClientPool(nil), Peers: peers}
+	defer client.Clients.Close()
+	producer := [][]*rpc.PipelinedProducer{{{TaskId: 0, ExecutorId: "a", FlightAddress: a.FlightAddress}}}
+	run := func(job string, src *source) (*errgroup.Group, context.CancelFunc, physical.Stream) {
+		w := NewPipelinedWriter(src, job, 1, physical.Partitioning{Kind: physical.PartUnknown}, false, 2)
+		tc, _ := checkedTC(t, &TaskEnv{Env: a, JobID: job, StageID: 1})
+		ctx, cancel := context.WithCancel(context.Background())
+		g := &errgroup.Group{}
+		g.Go(func() error {
+			_, err := w.RunTask(ctx, []int{0}, tc)
+			return err
+		})
+		rtc, _ := checkedTC(t, client)
+		s, err := NewPipelinedReader(job, 1, testSchema, producer).Execute(context.Background(), 0, rtc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, cancel, s
+	}
+
+	g, cancel, s := run("done", rowsSource(1, 100, 50))
+	rows, err := readAll(t, s)
+	if err != nil || len(rows) != 100 {
+		t.Fatalf("read %d rows, %v; want 100", len(rows), err)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if served := a.Registry.Taken(); served != 1 || peers.Reads() != 1 {
+		t.Errorf("%d queues taken from the registry, %d peer reads; want the client's one each", served, peers.Reads())
+	}
+
+	src := rowsSource(1, 100, 50)
+	src.block = true // never ends by itself
+	g, cancel, s = run("stalled", src)
+	defer cancel()
+	for n := 0; n < 100; { // everything before the stall arrives
+		b, err := s.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(b.NumRows())
+		b.Release()
+	}
+	peers.Remove(a)
+	_, err = readAll(t, s)
+	var fe *FetchError
+	if !errors.As(err, &fe) || fe.ExecutorID != "a" || status.Code(err) != codes.Unavailable {
+		t.Errorf("reader after the peer left: %v; want executor a unavailable", err)
+	}
+	cancel()
+	if err := g.Wait(); !errors.Is(err, context.Canceled) {
+		t.Errorf("task: %v", err)
+	}
+	a.Registry.DropJob("done")
+	a.Registry.DropJob("stalled")
+}
