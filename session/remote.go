@@ -25,7 +25,8 @@ import (
 )
 
 // remote runs statements on a scheduler over gRPC and reads results from
-// executors over Arrow Flight.
+// executors over Arrow Flight; in the cluster's own process
+// (ConnectInProcess) it does both directly.
 type remote struct {
 	addr   string
 	conn   *grpc.ClientConn
@@ -49,9 +50,9 @@ func ConnectWith(addr string, sec *rpc.Security) (*Session, error) {
 }
 
 // InProcess is a cluster running in this process (cluster.Embedded): a
-// session reaches its scheduler with Go calls and reads the final stage's
-// blocking outputs from its executors directly, instead of over loopback
-// gRPC and Flight.
+// session reaches its scheduler with Go calls and reads the final stage
+// from its executors directly (blocking outputs and pipelined queues),
+// instead of over loopback gRPC and Flight.
 type InProcess interface {
 	SchedulerAddr() string
 	Security() *rpc.Security
