@@ -133,3 +133,38 @@ func TestIsoWeek(t *testing.T) {
 		}
 	}
 }
+
+// substringBytes looks only at the bytes before the window's end when they
+// are ASCII; it must agree with counting characters over the whole string
+// wherever the multi-byte characters sit (before, inside, at the edge of,
+// or after the window).
+func TestSubstringBytesASCIIPrefix(t *testing.T) {
+	ref := func(s string, start, length int64, hasLen bool) string {
+		rs := []rune(s)
+		end := int64(len(rs)) + 1
+		if hasLen {
+			end = min(end, start+length)
+		}
+		start = max(start, 1)
+		if end <= start || start > int64(len(rs)) {
+			return ""
+		}
+		return string(rs[start-1 : end-1])
+	}
+	strs := []string{"", "abcdef", "abcdefé", "abcéfgh", "éabcdef", "ab€", "abc\U0001F600", "日本語テキスト", "abcdefghijklmnopqrstuvwxyzé"}
+	for _, s := range strs {
+		for start := int64(-2); start <= 9; start++ {
+			for length := int64(0); length <= 9; length++ {
+				for _, hasLen := range []bool{true, false} {
+					got, err := substringBytes(nil, []byte(s), start, length, hasLen)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := ref(s, start, length, hasLen); string(got) != want {
+						t.Errorf("substring(%q, %d, %d, %v) = %q, want %q", s, start, length, hasLen, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -194,8 +194,10 @@ func substringBytes(dst, src []byte, start, length int64, hasLen bool) ([]byte, 
 	if end <= start {
 		return dst, nil
 	}
-	if isASCII(src) {
-		n := int64(len(src))
+	// Characters before end are bytes when those bytes are ASCII (a
+	// multi-byte character cannot begin inside an ASCII prefix), so the
+	// rest of the string, however long, need not be looked at.
+	if n := int64(len(src)); isASCII(src[:min(end-1, n)]) {
 		if start > n {
 			return dst, nil
 		}
