@@ -44,6 +44,7 @@ func DefaultRules() []Rule {
 		{Name: "build-side", Apply: ChooseBuildSide},
 		{Name: "reduce-aggregates", Apply: ReduceAggregates},
 		{Name: "split-distinct-aggregates", Apply: SplitDistinctAggregates},
+		{Name: "compute-keys-below-joins", Apply: ComputeKeysBelowJoins},
 		{Name: "prune", Apply: PruneColumns},
 	}
 }

@@ -83,7 +83,7 @@ func TestDefaultRulesOrder(t *testing.T) {
 		names = append(names, r.Name)
 	}
 	got := strings.Join(names, ",")
-	want := "decorrelate,fold,factor-or,pushdown,fold-again,semi-joins-down,pre-aggregate-grouping-sets,eager-aggregate,merge-global-aggregates,reorder-joins,build-side,reduce-aggregates,split-distinct-aggregates,prune"
+	want := "decorrelate,fold,factor-or,pushdown,fold-again,semi-joins-down,pre-aggregate-grouping-sets,eager-aggregate,merge-global-aggregates,reorder-joins,build-side,reduce-aggregates,split-distinct-aggregates,compute-keys-below-joins,prune"
 	if got != want {
 		t.Fatalf("DefaultRules = %s, want %s", got, want)
 	}
