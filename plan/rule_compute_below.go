@@ -140,7 +140,7 @@ func computableBelow(e Expr) bool {
 				}
 			}
 			if len(x.Args) == 3 {
-				if n, ok := literalInt(x.Args[2]); !ok || n < 0 {
+				if n, ok := intLiteral(x.Args[2].(*Literal)); !ok || n < 0 {
 					return false
 				}
 			}
@@ -155,19 +155,4 @@ func computableBelow(e Expr) bool {
 		return true
 	}
 	return false
-}
-
-// literalInt is the value of an integer literal.
-func literalInt(e Expr) (int64, bool) {
-	l, ok := e.(*Literal)
-	if !ok {
-		return 0, false
-	}
-	switch v := l.Val.(type) {
-	case int32:
-		return int64(v), true
-	case int64:
-		return v, true
-	}
-	return 0, false
 }
