@@ -109,10 +109,12 @@ type keyBitmap struct {
 	span uint64
 }
 
-// joinKeyRef names one key of one join.
+// joinKeyRef names one key of one join and a scan it filters (a key read
+// from a UNION ALL filters a scan in each branch).
 type joinKeyRef struct {
-	h   *HashJoin
-	key int
+	h    *HashJoin
+	key  int
+	scan *ParquetScan
 }
 
 // runtimeFilters holds a task's runtime filters by the scan they apply to.
@@ -130,14 +132,14 @@ type runtimeFilters struct {
 func (r *runtimeFilters) forJoin(h *HashJoin, scan *ParquetScan, col, key int) *runtimeFilter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if f, ok := r.byJoin[joinKeyRef{h, key}]; ok {
+	if f, ok := r.byJoin[joinKeyRef{h, key, scan}]; ok {
 		return f
 	}
 	if r.byJoin == nil {
 		r.byJoin, r.byScan = map[joinKeyRef]*runtimeFilter{}, map[*ParquetScan][]*runtimeFilter{}
 	}
 	f := &runtimeFilter{col: col, key: key, ready: make(chan struct{})}
-	r.byJoin[joinKeyRef{h, key}] = f
+	r.byJoin[joinKeyRef{h, key, scan}] = f
 	r.byScan[scan] = append(r.byScan[scan], f)
 	return f
 }
@@ -187,24 +189,34 @@ func (h *HashJoin) runtimeFilterTargets() []filterTarget {
 		return nil
 	}
 	var out []filterTarget
+	build, probe := PreOrder(h.left), PreOrder(h.right)
 	for k, rk := range h.rightKeys {
-		// A scan the build side reads too would wait for the filter its
-		// own rows are to make.
-		if scan, col, ok := h.traceProbeKey(rk); ok && !slices.Contains(PreOrder(h.left), Operator(scan)) {
-			out = append(out, filterTarget{scan, col, k})
+		c, ok := rk.(*expr.Column)
+		if !ok {
+			continue
+		}
+		for _, t := range traceProbeColumns(h.right, c.Index, nil, true) {
+			// A scan the build side reads too would wait for the filter
+			// its own rows are to make; one that another branch of a
+			// union reads too would lose rows that branch may need.
+			reads := 0
+			for _, op := range probe {
+				if op == Operator(t.scan) {
+					reads++
+				}
+			}
+			if reads == 1 && !slices.Contains(build, Operator(t.scan)) {
+				out = append(out, filterTarget{t.scan, t.col, k})
+			}
 		}
 	}
 	return out
 }
 
-// traceProbeKey follows probe key rk down to the scan column it reads
-// unchanged, if any.
-func (h *HashJoin) traceProbeKey(rk expr.Expr) (*ParquetScan, int, bool) {
-	c, ok := rk.(*expr.Column)
-	if !ok {
-		return nil, 0, false
-	}
-	return TraceProbeColumn(h.right, c.Index, nil)
+// probeColumn is a scan column a probe key reads unchanged.
+type probeColumn struct {
+	scan *ParquetScan
+	col  int
 }
 
 // TraceProbeColumn follows output column col of op, the probe side of a
@@ -215,12 +227,34 @@ func (h *HashJoin) traceProbeKey(rk expr.Expr) (*ParquetScan, int, bool) {
 // cannot match changes nothing else. A stage placeholder is crossed when
 // exchange gives the body of the stage it reads (nil: never crossed).
 func TraceProbeColumn(op Operator, col int, exchange func(*UnresolvedExchange) (Operator, bool)) (*ParquetScan, int, bool) {
+	if t := traceProbeColumns(op, col, exchange, false); len(t) == 1 {
+		return t[0].scan, t[0].col, true
+	}
+	return nil, 0, false
+}
+
+// traceProbeColumns is TraceProbeColumn that, with unions, also goes into
+// every input of a UNION ALL, whose column col is each input's: a row of
+// any branch that the join above cannot match is dropped there as well
+// as here, so each branch that reads the column unchanged from a scan
+// gives a target (TPC-DS q5's sales and returns of each channel, joined
+// with a fortnight of date_dim after their union).
+func traceProbeColumns(op Operator, col int, exchange func(*UnresolvedExchange) (Operator, bool), unions bool) []probeColumn {
 	for {
 		switch x := op.(type) {
+		case *Union:
+			if !unions {
+				return nil
+			}
+			var out []probeColumn
+			for _, in := range x.inputs {
+				out = append(out, traceProbeColumns(in, col, exchange, true)...)
+			}
+			return out
 		case *Projection:
 			src, ok := x.exprs[col].(*expr.Column)
 			if !ok {
-				return nil, 0, false
+				return nil
 			}
 			col, op = src.Index, x.input
 			continue
@@ -235,11 +269,11 @@ func TraceProbeColumn(op Operator, col int, exchange func(*UnresolvedExchange) (
 			continue
 		case *UnresolvedExchange:
 			if exchange == nil {
-				return nil, 0, false
+				return nil
 			}
 			body, ok := exchange(x)
 			if !ok {
-				return nil, 0, false
+				return nil
 			}
 			op = body // the stage's output columns are its body's
 			continue
@@ -255,7 +289,7 @@ func TraceProbeColumn(op Operator, col int, exchange func(*UnresolvedExchange) (
 				// which this join drops too).
 				nl := len(x.left.Schema().Fields())
 				if col < nl {
-					return nil, 0, false // a build column of the lower join
+					return nil // a build column of the lower join
 				}
 				col, op = col-nl, x.right
 				continue
@@ -266,14 +300,14 @@ func TraceProbeColumn(op Operator, col int, exchange func(*UnresolvedExchange) (
 		case *ParquetScan:
 			switch x.schema.Field(col).Type.ID() {
 			case arrow.INT64, arrow.INT32:
-				return x, col, true
+				return []probeColumn{{x, col}}
 			case arrow.STRING, arrow.LARGE_STRING:
 				if exchange != nil {
-					return x, col, true // only dynamic filters take strings
+					return []probeColumn{{x, col}} // only dynamic filters take strings
 				}
 			}
 		}
-		return nil, 0, false
+		return nil
 	}
 }
 
