@@ -189,13 +189,16 @@ func (h *HashJoin) runtimeFilterTargets() []filterTarget {
 		return nil
 	}
 	var out []filterTarget
-	build, probe := PreOrder(h.left), PreOrder(h.right)
+	var build, probe []Operator // walked once, when a key reaches a scan
 	for k, rk := range h.rightKeys {
 		c, ok := rk.(*expr.Column)
 		if !ok {
 			continue
 		}
 		for _, t := range traceProbeColumns(h.right, c.Index, nil, true) {
+			if build == nil {
+				build, probe = PreOrder(h.left), PreOrder(h.right)
+			}
 			// A scan the build side reads too would wait for the filter
 			// its own rows are to make; one that another branch of a
 			// union reads too would lose rows that branch may need.

@@ -26,7 +26,7 @@ func ComputeKeysBelowJoins(n Node, ctx *OptContext) (Node, error) {
 		if !ok {
 			return n
 		}
-		var out *Aggregate
+		input, keys := agg.Input, []Expr(nil)
 		for i, g := range agg.GroupBy {
 			switch g.(type) {
 			case *ColRef, *Literal:
@@ -36,21 +36,22 @@ func ComputeKeysBelowJoins(n Node, ctx *OptContext) (Node, error) {
 			if len(cols) == 0 || !computableBelow(g) {
 				continue
 			}
-			if out == nil {
-				o := *agg
-				o.GroupBy = append([]Expr(nil), agg.GroupBy...)
-				out = &o
-			}
 			col := Column{ID: ctx.IDs.Next(), Name: g.String(), Type: g.Type(), Nullable: true}
-			if in, ok := computeBelow(out.Input, g, cols, col, est); ok {
-				out.Input = in
-				out.GroupBy[i] = col.Ref()
+			in, ok := computeBelow(input, g, cols, col, est)
+			if !ok {
+				continue
 			}
+			if keys == nil {
+				keys = append([]Expr(nil), agg.GroupBy...)
+			}
+			input, keys[i] = in, col.Ref()
 		}
-		if out == nil {
+		if keys == nil {
 			return n
 		}
-		return out
+		o := *agg
+		o.Input, o.GroupBy = input, keys
+		return &o
 	}), nil
 }
 
