@@ -63,9 +63,9 @@ func (s *Suite) runInterleaved(ctx context.Context) ([]Run, []Memory, []Skip, er
 					s.ResetQueuePeak()
 				}
 				before, cpuErr := SampleCPU()
-				cpu0 := ProcessCPU()
+				use0 := ProcessUsage()
 				m, err := run(ctx, sess, q.Text)
-				cpu := ProcessCPU() - cpu0
+				use := ProcessUsage().Sub(use0)
 				if err != nil {
 					return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, run %d): %w", Label(q.Set, q.N), s.Modes[i], r, err)
 				}
@@ -85,7 +85,7 @@ func (s *Suite) runInterleaved(ctx context.Context) ([]Run, []Memory, []Skip, er
 				if s.QueuePeak != nil {
 					t.queued = max(t.queued, s.QueuePeak())
 				}
-				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: s.Modes[i], Run: r, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows, CPUMs: ms(cpu)})
+				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: s.Modes[i], Run: r, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows, CPUMs: ms(use.CPU), PageFaults: use.PageFaults, GCCycles: use.GCCycles})
 				totals[i] = append(totals[i], ms(m.Total))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,12 +146,36 @@ func parseSelfStatTicks(stat string) (int64, error) {
 	return u + k, nil
 }
 
-// ProcessCPU is the CPU time (user and system) this process has used so
-// far, or 0 where the system does not say.
-func ProcessCPU() time.Duration {
+// Usage is what this process has used so far: CPU time, page faults, and
+// the garbage collector's cycles. A run's share is the difference of two
+// samples (Sub).
+type Usage struct {
+	CPU time.Duration
+	// PageFaults counts the faults that mapped a page (minor and major):
+	// memory the process touched for the first time or again after
+	// returning it to the system.
+	PageFaults int64
+	GCCycles   uint64
+}
+
+// ProcessUsage samples this process's Usage; a figure the system does not
+// give stays 0.
+func ProcessUsage() Usage {
+	var u Usage
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		u.PageFaults = int64(ru.Minflt) + int64(ru.Majflt)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(gc)
+	if gc[0].Value.Kind() == metrics.KindUint64 {
+		u.GCCycles = gc[0].Value.Uint64()
+	}
+	return u
+}
+
+// Sub is what was used between an earlier sample and u.
+func (u Usage) Sub(earlier Usage) Usage {
+	return Usage{CPU: u.CPU - earlier.CPU, PageFaults: u.PageFaults - earlier.PageFaults, GCCycles: u.GCCycles - earlier.GCCycles}
 }

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -76,14 +78,16 @@ func TestWriteExtrasOtherCPUs(t *testing.T) {
 	}
 }
 
-// TestProcessCPU: busy work shows in the process's CPU time.
-func TestProcessCPU(t *testing.T) {
-	start := ProcessCPU()
+// TestProcessUsage: busy work shows in the process's CPU time, touching
+// memory the process never had in its page faults, a collection in the
+// collector's cycles.
+func TestProcessUsage(t *testing.T) {
+	start := ProcessUsage()
 	deadline := time.Now().Add(10 * time.Second)
 	x := uint64(1)
-	for ProcessCPU()-start < 20*time.Millisecond {
+	for ProcessUsage().Sub(start).CPU < 20*time.Millisecond {
 		if time.Now().After(deadline) {
-			t.Fatalf("10 s of busy work, CPU time %v -> %v", start, ProcessCPU())
+			t.Fatalf("10 s of busy work, CPU time %v -> %v", start.CPU, ProcessUsage().CPU)
 		}
 		for i := 0; i < 1_000_000; i++ {
 			x = x*6364136223846793005 + 1
@@ -91,5 +95,24 @@ func TestProcessCPU(t *testing.T) {
 	}
 	if x == 0 {
 		t.Log(x) // keep the loop
+	}
+
+	before := ProcessUsage()
+	mem, err := syscall.Mmap(-1, 0, 64<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	for i := 0; i < len(mem); i += 4096 {
+		mem[i] = 1
+	}
+	runtime.GC()
+	used := ProcessUsage().Sub(before)
+	// 16,384 pages: fewer faults only where the kernel maps huge pages.
+	if used.PageFaults < 16 {
+		t.Errorf("touching 64 MiB of fresh memory: %d page faults", used.PageFaults)
+	}
+	if used.GCCycles < 1 {
+		t.Errorf("runtime.GC: %d collector cycles", used.GCCycles)
 	}
 }

@@ -48,6 +48,12 @@ type Run struct {
 	// whose cores are all busy it tells a mode's extra work from its
 	// waiting. 0: not measured (a peer's report).
 	CPUMs float64 `json:"cpu_ms,omitempty"`
+	// PageFaults and GCCycles are the page faults and the garbage
+	// collector's cycles of this whole process during the run. Runs of
+	// one query in one mode that differ in time often differ here: a run
+	// that maps fresh memory pays for each page. 0 in a peer's report.
+	PageFaults int64  `json:"page_faults,omitempty"`
+	GCCycles   uint64 `json:"gc_cycles,omitempty"`
 }
 
 // Skip is a query left out of one mode because its warm-up run failed,

@@ -240,13 +240,13 @@ func (s *Suite) RunSkipping(ctx context.Context) ([]Run, []Memory, []Skip, error
 			}
 			var totals []float64
 			for i := 1; i <= s.Runs; i++ {
-				cpu0 := ProcessCPU()
+				use0 := ProcessUsage()
 				m, err := run(ctx, sess, q.Text)
-				cpu := ProcessCPU() - cpu0
+				use := ProcessUsage().Sub(use0)
 				if err != nil {
 					return nil, nil, nil, fmt.Errorf("benchmark: %s (%s, run %d): %w", Label(q.Set, q.N), mode, i, err)
 				}
-				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows, CPUMs: ms(cpu)})
+				runs = append(runs, Run{Set: q.Set, Query: q.N, Mode: mode, Run: i, TTFRMs: ms(m.TTFR), TotalMs: ms(m.Total), Rows: m.Rows, CPUMs: ms(use.CPU), PageFaults: use.PageFaults, GCCycles: use.GCCycles})
 				totals = append(totals, ms(m.Total))
 			}
 			if s.Progress != nil {
