@@ -17,7 +17,7 @@ COPY . .
 ARG VERSION=dev
 ARG COMMIT=
 RUN CGO_ENABLED=1 go build -buildvcs=false \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X runtime.godebugDefault=madvdontneed=0" \
       -o /out/sluice . \
  && /out/sluice --version
 

@@ -4,7 +4,12 @@ BIN     := bin/sluice
 SF      ?= 1
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# The Go runtime hands freed heap pages back with MADV_FREE instead of its
+# default MADV_DONTNEED, so a query that regrows the heap reuses them
+# without page faults (docs/operations.md, "Memory and profiling");
+# GODEBUG=madvdontneed=1 at run time restores the default.
+RUNTIME_LDFLAGS := -X runtime.godebugDefault=madvdontneed=0
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) $(RUNTIME_LDFLAGS)
 PREFIX  ?= /usr/local
 
 .PHONY: build run test vet bench bench-engine clean install fuzz
@@ -128,7 +133,7 @@ bench: build
 # Per-query TPC-H SF 1 times of the in-process engine (GOGC=200 as the
 # sluice binary sets it).
 bench-engine:
-	GOGC=200 $(GO) test -run '^$$' -bench BenchmarkTPCH -benchtime 3x -timeout 60m ./session/
+	GOGC=200 $(GO) test -ldflags "$(RUNTIME_LDFLAGS)" -run '^$$' -bench BenchmarkTPCH -benchtime 3x -timeout 60m ./session/
 
 clean:
 	rm -rf bin .cache
