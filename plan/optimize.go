@@ -297,11 +297,23 @@ func restoreSchema(n Node, want Schema) Node {
 	if sameSchema(n.Schema(), want) {
 		return n
 	}
-	p := &Project{Input: n, Exprs: make([]Expr, len(want)), Cols: append(Schema(nil), want...)}
-	for i, c := range want {
-		p.Exprs[i] = c.Ref()
+	return passThrough(n, want)
+}
+
+// passThrough returns a Project over in that passes cols (columns of in)
+// through unchanged, in cols' order; rules append computed columns to it
+// with add.
+func passThrough(in Node, cols Schema) *Project {
+	p := &Project{Input: in, Exprs: make([]Expr, len(cols), len(cols)+1), Cols: make(Schema, len(cols), len(cols)+1)}
+	for i, c := range cols {
+		p.Exprs[i], p.Cols[i] = c.Ref(), c
 	}
 	return p
+}
+
+// add appends column c, computed by e, to p's output.
+func (p *Project) add(e Expr, c Column) {
+	p.Exprs, p.Cols = append(p.Exprs, e), append(p.Cols, c)
 }
 
 // filterOver puts the conjuncts in a Filter over n; n itself if there are none.

@@ -105,14 +105,8 @@ func computeBelow(n Node, e Expr, cols ColumnSet, col Column, est *Estimates) (N
 		}
 		left, ok := computeBelow(x.Left, e, cols, col, est)
 		if !ok {
-			in := x.Left.Schema()
-			p := &Project{Input: x.Left}
-			for _, c := range in {
-				p.Exprs = append(p.Exprs, c.Ref())
-				p.Cols = append(p.Cols, c)
-			}
-			p.Exprs = append(p.Exprs, e)
-			p.Cols = append(p.Cols, col)
+			p := passThrough(x.Left, x.Left.Schema())
+			p.add(e, col)
 			left = p
 		}
 		o := *x

@@ -189,16 +189,13 @@ func decorrelateJoinCond(j *Join, ctx *OptContext) (Node, error) {
 // as a column of its own (decorrelateProject rewrites its subqueries), and
 // the aggregate reads that column.
 func decorrelateAggregate(a *Aggregate, ctx *OptContext) (Node, error) {
-	p := &Project{Input: a.Input}
-	for _, c := range a.Input.Schema() {
-		p.Exprs, p.Cols = append(p.Exprs, c.Ref()), append(p.Cols, c)
-	}
+	p := passThrough(a.Input, a.Input.Schema())
 	lift := func(e Expr) Expr {
 		if e == nil || !hasSubquery(e) {
 			return e
 		}
 		c := Column{ID: ctx.IDs.Next(), Name: e.String(), Type: e.Type(), Nullable: true}
-		p.Exprs, p.Cols = append(p.Exprs, e), append(p.Cols, c)
+		p.add(e, c)
 		return c.Ref()
 	}
 	o := *a
@@ -485,11 +482,7 @@ func pullThroughAggregate(x *Aggregate, produced ColumnSet) (Node, []Expr, error
 	if len(keys) == ng {
 		return &o, pulled, nil
 	}
-	out := &Project{Input: &o}
-	for _, c := range append(append(Schema(nil), x.Cols...), keys[ng:]...) {
-		out.Exprs, out.Cols = append(out.Exprs, c.Ref()), append(out.Cols, c)
-	}
-	return out, pulled, nil
+	return passThrough(&o, append(append(Schema(nil), x.Cols...), keys[ng:]...)), pulled, nil
 }
 
 // oneRow reports whether n certainly produces exactly one row.

@@ -73,30 +73,23 @@ func lateralAggregate(j *Join, proj *Project, agg *Aggregate, ctx *OptContext) (
 	// Above the join, a Project restores the aggregate's columns: counts
 	// come out of the join under fresh IDs and are coalesced to 0 under
 	// their own.
-	fix := &Project{}
-	for _, c := range j.Left.Schema() {
-		fix.Exprs, fix.Cols = append(fix.Exprs, c.Ref()), append(fix.Cols, c)
-	}
+	fix := passThrough(nil, j.Left.Schema())
 	for i, a := range agg.Aggs {
 		c := agg.Cols[i]
 		if a.Func == AggCountStar || a.Func == AggCount {
 			raw := c
 			raw.ID = ctx.IDs.Next()
 			newAgg.Cols = append(newAgg.Cols, raw)
-			fix.Exprs = append(fix.Exprs, &Func{Name: "coalesce", Args: []Expr{raw.Ref(), zeroOf(raw.Ref())}, Typ: c.Type})
+			fix.add(&Func{Name: "coalesce", Args: []Expr{raw.Ref(), zeroOf(raw.Ref())}, Typ: c.Type}, c)
 		} else {
 			newAgg.Cols = append(newAgg.Cols, c)
-			fix.Exprs = append(fix.Exprs, c.Ref())
+			fix.add(c.Ref(), c)
 		}
-		fix.Cols = append(fix.Cols, c)
 	}
 	fix.Input = &Join{Kind: JoinLeft, Left: j.Left, Right: newAgg, Cond: Conjunction(cond)}
 	var out Node = fix
 	if proj != nil {
-		p := &Project{Input: fix}
-		for _, c := range j.Left.Schema() {
-			p.Exprs, p.Cols = append(p.Exprs, c.Ref()), append(p.Cols, c)
-		}
+		p := passThrough(fix, j.Left.Schema())
 		p.Exprs, p.Cols = append(p.Exprs, proj.Exprs...), append(p.Cols, proj.Cols...)
 		out = p
 	}

@@ -179,12 +179,7 @@ func oneRowOnce(n Node, copies map[*Aggregate]int) Node {
 	// The join's columns, in its order, over the combined leaves (join
 	// ordering rebuilds the tree and places the conditions).
 	joined := innerJoinOf(out, conds)
-	top := &Project{Input: joined}
-	for _, c := range j.Schema() {
-		top.Exprs = append(top.Exprs, c.Ref())
-		top.Cols = append(top.Cols, c)
-	}
-	return top
+	return passThrough(joined, j.Schema())
 }
 
 // mergeable returns the aggregates of as (one shape) that merge: all of
