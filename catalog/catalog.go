@@ -203,7 +203,8 @@ type ColumnStatistics interface {
 	// DistinctCount estimates the number of distinct values of schema
 	// field col, or returns -1 when unknown.
 	DistinctCount(col int) int64
-	// IntRange returns the smallest and largest value of an integer or
-	// date field col; ok is false when unknown.
+	// IntRange returns the smallest and largest value of an integer, date
+	// or decimal field col (a decimal's unscaled); ok is false when
+	// unknown.
 	IntRange(col int) (lo, hi int64, ok bool)
 }

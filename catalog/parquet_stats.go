@@ -1,10 +1,21 @@
 package catalog
 
+import (
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
 // DistinctCount implements ColumnStatistics. For integer and date columns
 // the footer's min/max bound the distinct values (max-min+1, at most the row
 // count); other types are unknown. The join-order heuristics use it to tell
 // a key join from a many-to-many join such as TPC-H's nation keys.
 func (t *ParquetTable) DistinctCount(col int) int64 {
+	if col < 0 || col >= t.schema.NumFields() || t.schema.Field(col).Type.ID() == arrow.DECIMAL128 {
+		// A decimal's range counts its steps, not the values it holds.
+		return -1
+	}
 	lo, hi, ok := t.IntRange(col)
 	if !ok {
 		return -1
@@ -13,7 +24,8 @@ func (t *ParquetTable) DistinctCount(col int) int64 {
 }
 
 // IntRange implements ColumnStatistics: the smallest and largest value of
-// an integer or date column over every row group's footer statistics.
+// an integer, date or decimal column (unscaled, when it fits 64 bits) over
+// every row group's footer statistics.
 func (t *ParquetTable) IntRange(col int) (lo, hi int64, ok bool) {
 	for _, f := range t.Files {
 		for _, rg := range f.RowGroups {
@@ -43,6 +55,10 @@ func asInt64(v any) (int64, bool) {
 		return int64(x), true
 	case int64:
 		return x, true
+	case decimal128.Num:
+		if h, l := x.HighBits(), x.LowBits(); (h == 0 && l <= math.MaxInt64) || (h == -1 && l > math.MaxInt64) {
+			return int64(l), true
+		}
 	}
 	return 0, false
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
 	"sluice/catalog"
 )
 
@@ -193,6 +195,48 @@ func TestScanSelectivityDisjunction(t *testing.T) {
 		sel, kept := scanSelectivity(s)
 		if math.Abs(sel-tt.sel) > 1e-9 || math.Abs(kept[region.ID]-tt.kept) > 1e-9 {
 			t.Errorf("%s: selectivity %v, d_region kept %v; want %v, %v", tt.name, sel, kept[region.ID], tt.sel, tt.kept)
+		}
+	}
+}
+
+// decimalTable is a fakeTable whose first column (a decimal with 2
+// places) holds 0.00 to 200.00, its footers' unscaled range.
+type decimalTable struct{ *fakeTable }
+
+func (t *decimalTable) DistinctCount(int) int64 { return -1 }
+func (t *decimalTable) IntRange(col int) (int64, int64, bool) {
+	return 0, 20000, col == 0
+}
+
+// TestScanSelectivityDecimalRange: bounds on a decimal column are measured
+// against its range in unscaled units, as integer ones are; equality with
+// a decimal and a bound of another scale keep the fixed guesses.
+func TestScanSelectivityDecimalRange(t *testing.T) {
+	b := newTB()
+	table := &decimalTable{tbl(1000, "p", Decimal(7, 2), "n", Int64)}
+	s := &Scan{TableName: "t", Table: table, Projection: []int{0, 1}}
+	for _, f := range table.schema.Fields() {
+		s.Cols = append(s.Cols, Column{ID: b.ids.Next(), Name: f.Name, Table: "t", Type: f.Type, Nullable: true})
+	}
+	p := col(s, "p")
+	dec := func(unscaled int64, scale int32) Expr {
+		return &Literal{Typ: Decimal(7, scale), Val: decimal128.FromI64(unscaled)}
+	}
+	cmp := func(op BinaryOp, l, r Expr) Expr { return &Binary{Op: op, L: l, R: r, Typ: Bool} }
+	tests := []struct {
+		name   string
+		filter Expr
+		sel    float64
+	}{
+		{"between 50.00 and 200.00", and(cmp(OpGtEq, p, dec(5000, 2)), cmp(OpLtEq, p, dec(20000, 2))), 15001.0 / 20001},
+		{"below 50.00, the constant on the left", cmp(OpGt, dec(5000, 2), p), 5000.0 / 20001},
+		{"equal to 50.00: a guess", cmp(OpEq, p, dec(5000, 2)), selEq},
+		{"another scale: a guess", cmp(OpGtEq, p, dec(50000, 3)), selRange},
+	}
+	for _, tt := range tests {
+		s.Filters = []Expr{tt.filter}
+		if sel, _ := scanSelectivity(s); math.Abs(sel-tt.sel) > 1e-9 {
+			t.Errorf("%s: selectivity %v, want %v", tt.name, sel, tt.sel)
 		}
 	}
 }

@@ -3,6 +3,9 @@ package plan
 import (
 	"math"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
 	"sluice/catalog"
 )
 
@@ -409,7 +412,7 @@ func filterSelectivity(s *Scan, filters []Expr) (float64, map[ColumnID]float64) 
 				sel *= math.Min(1, rest)
 				continue
 			}
-			id, op, v, ok := ColumnVersusInt(c)
+			id, op, v, ok := columnVersusOrdinal(c)
 			if ok {
 				if sp := rangeOf(id); sp != nil {
 					ndv := float64(sp.hi - sp.lo + 1)
@@ -486,23 +489,71 @@ func disjunctionSelectivity(s *Scan, or *Binary) (float64, map[ColumnID]float64)
 // ColumnVersusInt matches a comparison of a column with an integer or date
 // constant, either way round, and returns it as column op value.
 func ColumnVersusInt(c Expr) (ColumnID, BinaryOp, int64, bool) {
-	b, ok := c.(*Binary)
-	if !ok || !b.Op.IsComparison() || b.Op == OpNotEq {
-		return 0, 0, 0, false
-	}
-	col, cok := b.L.(*ColRef)
-	lit, lok := b.R.(*Literal)
-	op := b.Op
-	if !cok || !lok {
-		col, cok = b.R.(*ColRef)
-		lit, lok = b.L.(*Literal)
-		op = op.Flip()
-	}
-	if !cok || !lok {
+	col, op, lit, ok := columnVersusLiteral(c)
+	if !ok {
 		return 0, 0, 0, false
 	}
 	v, ok := intLiteral(lit)
 	return col.ID, op, v, ok
+}
+
+// columnVersusOrdinal is ColumnVersusInt for the estimates, which also take
+// a decimal column bounded (< <= > >=) by a constant of its own scale, as
+// unscaled integers (the table's ranges of decimal columns are unscaled
+// too). Equality with a decimal is not taken: its range counts the steps
+// of the scale, not the values the column holds.
+func columnVersusOrdinal(c Expr) (ColumnID, BinaryOp, int64, bool) {
+	col, op, lit, ok := columnVersusLiteral(c)
+	if !ok {
+		return 0, 0, 0, false
+	}
+	if v, ok := intLiteral(lit); ok {
+		return col.ID, op, v, true
+	}
+	if op == OpEq {
+		return 0, 0, 0, false
+	}
+	v, ok := decimalLiteral(lit, col.Typ)
+	return col.ID, op, v, ok
+}
+
+// columnVersusLiteral matches a comparison (not <>) of a column with a
+// constant, either way round, as column op constant.
+func columnVersusLiteral(c Expr) (*ColRef, BinaryOp, *Literal, bool) {
+	b, ok := c.(*Binary)
+	if !ok || !b.Op.IsComparison() || b.Op == OpNotEq {
+		return nil, 0, nil, false
+	}
+	if col, ok := b.L.(*ColRef); ok {
+		if lit, ok := b.R.(*Literal); ok {
+			return col, b.Op, lit, true
+		}
+	}
+	if col, ok := b.R.(*ColRef); ok {
+		if lit, ok := b.L.(*Literal); ok {
+			return col, b.Op.Flip(), lit, true
+		}
+	}
+	return nil, 0, nil, false
+}
+
+// decimalLiteral returns a decimal constant's unscaled value when the
+// column compared with it (of type colType) is a decimal of the same scale
+// and the value fits 64 bits.
+func decimalLiteral(l *Literal, colType arrow.DataType) (int64, bool) {
+	n, ok := l.Val.(decimal128.Num)
+	if !ok {
+		return 0, false
+	}
+	lt, ok1 := l.Typ.(*arrow.Decimal128Type)
+	ct, ok2 := colType.(*arrow.Decimal128Type)
+	if !ok1 || !ok2 || lt.Scale != ct.Scale {
+		return 0, false
+	}
+	if h, l := n.HighBits(), n.LowBits(); (h == 0 && l <= math.MaxInt64) || (h == -1 && l > math.MaxInt64) {
+		return int64(l), true
+	}
+	return 0, false
 }
 
 // intLiteral returns an integer or date constant's value.
