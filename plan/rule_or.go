@@ -67,6 +67,12 @@ func factorOr(or *Binary) Expr {
 		return implied[0]
 	}
 	out := factorCommon(or, conj)
+	// A bound every branch shares is factored out already.
+	for _, r := range impliedRanges(conj) {
+		if !containsString(SplitConjunction(out), r.String()) {
+			implied = append(implied, r)
+		}
+	}
 	if len(implied) == 0 {
 		return out
 	}
@@ -134,6 +140,131 @@ func impliedInLists(conj [][]Expr) []Expr {
 		}
 	}
 	return out
+}
+
+// impliedRanges derives, from an OR whose every branch bounds a column by
+// constants (col >= lo, col > lo, col <= hi, col < hi; BETWEEN arrives as
+// a pair of these), the bounds the OR implies: col >= the least of the
+// branches' lower bounds when every branch has one, col <= the greatest of
+// their upper bounds when every branch has one. The OR stays; the bounds
+// can be pushed into the column's scan, where Parquet statistics and the
+// row filter use them. TPC-DS q48's
+// (cd_... AND ss_sales_price BETWEEN 100 AND 150) OR (... BETWEEN 50 AND
+// 100) OR (... BETWEEN 150 AND 200) thus reads store_sales with
+// ss_sales_price between 50 and 200 before any join.
+//
+// The conjunction of the bounds and the OR is exactly as true as the OR,
+// in three-valued logic too: where the OR is true a branch holds, so its
+// column lies within the bounds; where it is NULL no branch is false, so
+// the column lies within one branch's bounds or is NULL, and the bounds
+// are true or NULL; where it is false the conjunction is false. So the
+// rewrite is safe under NOT as well as in a filter.
+func impliedRanges(conj [][]Expr) []Expr {
+	type bounds struct {
+		col    *ColRef
+		lo, hi *Literal // tightest in the branch; nil: none
+	}
+	branchBounds := func(cs []Expr) map[ColumnID]*bounds {
+		m := map[ColumnID]*bounds{}
+		for _, c := range cs {
+			col, op, lit, ok := constantBound(c)
+			if !ok {
+				continue
+			}
+			b := m[col.ID]
+			if b == nil {
+				b = &bounds{col: col}
+				m[col.ID] = b
+			}
+			switch op {
+			case OpGt, OpGtEq:
+				if b.lo == nil {
+					b.lo = lit
+				} else if cmp, ok := compareLits(lit, b.lo); ok && cmp > 0 {
+					b.lo = lit
+				}
+			case OpLt, OpLtEq:
+				if b.hi == nil {
+					b.hi = lit
+				} else if cmp, ok := compareLits(lit, b.hi); ok && cmp < 0 {
+					b.hi = lit
+				}
+			}
+		}
+		return m
+	}
+	first := branchBounds(conj[0])
+	if len(first) == 0 {
+		return nil
+	}
+	rest := make([]map[ColumnID]*bounds, len(conj)-1)
+	for i, cs := range conj[1:] {
+		rest[i] = branchBounds(cs)
+	}
+	var out []Expr
+	// In the order the first branch names its columns, so the result does
+	// not depend on map order.
+	seen := ColumnSet{}
+	for _, c := range conj[0] {
+		col, _, _, ok := constantBound(c)
+		if !ok || seen.Has(col.ID) {
+			continue
+		}
+		seen[col.ID] = struct{}{}
+		lo, hi := first[col.ID].lo, first[col.ID].hi
+		for _, m := range rest {
+			b := m[col.ID]
+			if b == nil {
+				lo, hi = nil, nil
+				break
+			}
+			lo = looser(lo, b.lo, -1)
+			hi = looser(hi, b.hi, 1)
+		}
+		if lo != nil {
+			out = append(out, &Binary{Op: OpGtEq, L: col, R: lo, Typ: Bool})
+		}
+		if hi != nil {
+			out = append(out, &Binary{Op: OpLtEq, L: col, R: hi, Typ: Bool})
+		}
+	}
+	return out
+}
+
+// constantBound reads c as col OP literal with OP one of < <= > >= (the
+// literal on either side, not NULL).
+func constantBound(c Expr) (*ColRef, BinaryOp, *Literal, bool) {
+	b, ok := c.(*Binary)
+	if !ok || (b.Op != OpLt && b.Op != OpLtEq && b.Op != OpGt && b.Op != OpGtEq) {
+		return nil, 0, nil, false
+	}
+	if col, ok := b.L.(*ColRef); ok {
+		if lit, ok := b.R.(*Literal); ok && lit.Val != nil {
+			return col, b.Op, lit, true
+		}
+	}
+	if col, ok := b.R.(*ColRef); ok {
+		if lit, ok := b.L.(*Literal); ok && lit.Val != nil {
+			return col, b.Op.Flip(), lit, true
+		}
+	}
+	return nil, 0, nil, false
+}
+
+// looser returns the looser of two bounds: the smaller (dir -1) or the
+// larger (dir 1); nil when either is missing or they do not compare.
+func looser(a, b *Literal, dir int) *Literal {
+	if a == nil || b == nil {
+		return nil
+	}
+	cmp, ok := compareLits(a, b)
+	if !ok {
+		return nil
+	}
+	if cmp*dir >= 0 {
+		return a
+	}
+	return b
 }
 
 // factorCommon pulls the conjuncts every branch shares out of the OR.
