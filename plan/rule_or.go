@@ -234,21 +234,11 @@ func impliedRanges(conj [][]Expr) []Expr {
 // constantBound reads c as col OP literal with OP one of < <= > >= (the
 // literal on either side, not NULL).
 func constantBound(c Expr) (*ColRef, BinaryOp, *Literal, bool) {
-	b, ok := c.(*Binary)
-	if !ok || (b.Op != OpLt && b.Op != OpLtEq && b.Op != OpGt && b.Op != OpGtEq) {
+	col, op, lit, ok := columnVersusLiteral(c)
+	if !ok || op == OpEq || lit.Val == nil {
 		return nil, 0, nil, false
 	}
-	if col, ok := b.L.(*ColRef); ok {
-		if lit, ok := b.R.(*Literal); ok && lit.Val != nil {
-			return col, b.Op, lit, true
-		}
-	}
-	if col, ok := b.R.(*ColRef); ok {
-		if lit, ok := b.L.(*Literal); ok && lit.Val != nil {
-			return col, b.Op.Flip(), lit, true
-		}
-	}
-	return nil, 0, nil, false
+	return col, op, lit, true
 }
 
 // looser returns the looser of two bounds: the smaller (dir -1) or the
