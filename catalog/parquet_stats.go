@@ -1,8 +1,6 @@
 package catalog
 
 import (
-	"math"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 )
@@ -56,8 +54,8 @@ func asInt64(v any) (int64, bool) {
 	case int64:
 		return x, true
 	case decimal128.Num:
-		if h, l := x.HighBits(), x.LowBits(); (h == 0 && l <= math.MaxInt64) || (h == -1 && l > math.MaxInt64) {
-			return int64(l), true
+		if x.HighBits() == int64(x.LowBits())>>63 { // fits 64 bits
+			return int64(x.LowBits()), true
 		}
 	}
 	return 0, false

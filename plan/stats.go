@@ -550,8 +550,8 @@ func decimalLiteral(l *Literal, colType arrow.DataType) (int64, bool) {
 	if !ok1 || !ok2 || lt.Scale != ct.Scale {
 		return 0, false
 	}
-	if h, l := n.HighBits(), n.LowBits(); (h == 0 && l <= math.MaxInt64) || (h == -1 && l > math.MaxInt64) {
-		return int64(l), true
+	if n.HighBits() == int64(n.LowBits())>>63 { // fits 64 bits
+		return int64(n.LowBits()), true
 	}
 	return 0, false
 }
