@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -26,11 +27,18 @@ func writeInts(t *testing.T, path string, n int) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(n))
 	defer rec.Release()
+	writeParquet(t, path, rec, nil)
+}
+
+// writeParquet writes rec as a Parquet file at path, with props (nil: the
+// defaults).
+func writeParquet(t *testing.T, path string, rec arrow.RecordBatch, props *parquet.WriterProperties) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := pqarrow.NewFileWriter(schema, f, nil, pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // TestIntRangeOfDecimals: a decimal column's range is its footers' unscaled
@@ -42,20 +40,7 @@ func TestIntRangeOfDecimals(t *testing.T) {
 			rec := b.NewRecordBatch()
 			defer rec.Release()
 			path := filepath.Join(t.TempDir(), "d.parquet")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := pqarrow.NewFileWriter(schema, f, tc.props, pqarrow.DefaultWriterProps())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeParquet(t, path, rec, tc.props)
 			tbl, err := OpenParquet(path)
 			if err != nil {
 				t.Fatal(err)
