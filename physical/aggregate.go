@@ -609,8 +609,9 @@ func (s *hashAggStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if s.passing {
 			return s.passBatch(ctx)
 		}
-		if err := s.aggregateNextBatch(ctx); err != nil {
-			return nil, err
+		passed, err := s.aggregateNextBatch(ctx)
+		if err != nil || passed != nil {
+			return passed, err
 		}
 	}
 	n := s.table.numGroups()
@@ -935,8 +936,16 @@ func (s *hashAggStream) passBatch(ctx context.Context) (arrow.RecordBatch, error
 		return nil, fmt.Errorf("hash aggregate: %w", err)
 	}
 	defer b.Release()
-	// Fresh accumulators, and an empty table in place of the one whose
-	// groups were output before (its memory goes back to the task).
+	return s.passRows(b)
+}
+
+// passRows outputs every row of b as a group of its own: its keys as
+// evaluated, its states from fresh accumulators (which, with an empty
+// table, replace the ones whose groups were output before; their memory
+// goes back to the task). It reserves nothing: one batch's states are in
+// flight as the batch itself is, so a partial aggregate refused any
+// memory still makes progress.
+func (s *hashAggStream) passRows(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 	table, accs, hist, err := s.op.newGroups(s.tc)
 	if err != nil {
 		return nil, err
@@ -944,6 +953,7 @@ func (s *hashAggStream) passBatch(ctx context.Context) (arrow.RecordBatch, error
 	releaseAccs(s.accs)
 	s.table.free()
 	s.table, s.accs, s.hist, s.emitted = table, accs, hist, 0
+	s.res.Free()
 	n := int(b.NumRows())
 	cols, err := s.groupKeys(b)
 	if err != nil {
@@ -973,10 +983,15 @@ func (s *hashAggStream) passBatch(ctx context.Context) (arrow.RecordBatch, error
 
 // aggregateNextBatch is the streaming partial aggregate's step: the groups
 // of the next input batch alone, in fresh accumulators, ready to emit; at
-// the end of the input it closes it instead.
-func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
+// the end of the input it closes it instead. A batch whose groups are
+// refused is aggregated in halves; when not even an empty table or one
+// row's group fits (the operators beside it in its task hold the whole
+// limit, as another partition's aggregate does while it outputs the
+// table it filled first), the rows are returned as groups of their own
+// (passRows), which the final aggregate merges as it would any states.
+func (s *hashAggStream) aggregateNextBatch(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	b := s.carry
 	s.carry = nil
@@ -986,10 +1001,10 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 		if err == io.EOF {
 			s.input.Close()
 			s.inputDone = true
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return fmt.Errorf("hash aggregate: %w", err)
+			return nil, fmt.Errorf("hash aggregate: %w", err)
 		}
 	}
 	defer b.Release()
@@ -999,7 +1014,7 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 	for {
 		table, accs, hist, err := s.op.newGroups(s.tc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		releaseAccs(s.accs)
 		s.table.free()
@@ -1008,9 +1023,12 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 		if err == nil {
 			break
 		}
+		if !canSpill(s.tc, err) {
+			return nil, err
+		}
 		n := cur.NumRows()
-		if !canSpill(s.tc, err) || n < 2 {
-			return err
+		if n < 2 {
+			return s.passRows(cur)
 		}
 		// Refused the groups of the whole batch (the operators beside it
 		// in its task holding the rest of the limit): the first half
@@ -1018,12 +1036,15 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 		s.table.free()
 		fresh, faccs, fhist, ferr := s.op.newGroups(s.tc)
 		if ferr != nil {
-			return ferr
+			return nil, ferr
 		}
 		releaseAccs(s.accs)
 		s.table, s.accs, s.hist = fresh, faccs, fhist
 		if ferr := s.account(); ferr != nil {
-			return ferr
+			if canSpill(s.tc, ferr) {
+				return s.passRows(cur)
+			}
+			return nil, ferr
 		}
 		if s.carry != nil {
 			s.carry.Release()
@@ -1034,7 +1055,7 @@ func (s *hashAggStream) aggregateNextBatch(ctx context.Context) error {
 		cur = half
 	}
 	s.table.releaseSlots()
-	return nil
+	return nil, nil
 }
 
 // addGrandTotals makes sure the groups of WithGrandTotals this partition
@@ -1080,7 +1101,10 @@ func (s *hashAggStream) consumeBatch(b arrow.RecordBatch) error {
 	if err := s.table.lookup(keys, n, s.gids, nil); err != nil {
 		return fmt.Errorf("hash aggregate: %w", err)
 	}
-	return s.fold(b, s.table.numGroups())
+	if err := s.fold(b, s.table.numGroups()); err != nil {
+		return err
+	}
+	return s.account()
 }
 
 // groupKeys returns the group key columns of batch b: evaluated, or in a
@@ -1107,7 +1131,8 @@ func (s *hashAggStream) groupKeys(b arrow.RecordBatch) ([]arrow.Array, error) {
 
 // fold folds batch b's rows into the accumulators, row i into group
 // s.gids[i], making room for ng groups: raw arguments in a single or
-// partial aggregate, partial states in a final one.
+// partial aggregate, partial states in a final one. The caller accounts
+// for the memory the groups take.
 func (s *hashAggStream) fold(b arrow.RecordBatch, ng int) error {
 	stateCol := len(s.op.groupBy)
 	s.hist.batch++
@@ -1146,7 +1171,7 @@ func (s *hashAggStream) fold(b arrow.RecordBatch, ng int) error {
 			return fmt.Errorf("hash aggregate: %s: %w", a, err)
 		}
 	}
-	return s.account()
+	return nil
 }
 
 // update2 evaluates a's second argument and updates a two-argument

@@ -398,3 +398,50 @@ func TestHashAggregateSpilledBucketsStayHashed(t *testing.T) {
 		t.Errorf("%d spill files, want the %d buckets of one spill", after-before, spillBuckets)
 	}
 }
+
+// TestHashAggregatePartialStarved: a partial aggregate whose task's limit
+// is held by an operator beside it (another partition's aggregate,
+// outputting the table it filled before this one read a batch) cannot
+// hold even one row's group: it passes its rows on as groups of their
+// own, and the final aggregate over what it passed gives the unlimited
+// answer. The sibling's hold is the whole limit, or all of it but up to
+// 2 KiB (a random slack).
+func TestHashAggregatePartialStarved(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := jaSpillAggInput(t, mem)
+	defer src.release()
+	single := jaSpillAgg(t, src)
+	want := jaCollect(t, single, jaTC(mem, 256, 0))
+	partial, err := NewHashAggregate(src, AggPartial, single.groupBy, single.groupNames, single.aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, slack := range []int64{0, rand.Int64N(2048)} {
+		const limit = 1 << 20
+		tc := jaTC(mem, 512, limit)
+		tc.SpillDir = t.TempDir()
+		sibling := tc.Memory.NewReservation("sibling")
+		if err := sibling.Grow(limit - slack); err != nil {
+			t.Fatal(err)
+		}
+		passed, err := jaRun(t, partial, tc)
+		sibling.Free()
+		if err != nil {
+			t.Fatalf("slack %d: %v", slack, err)
+		}
+		if u := tc.Memory.Used(); u != 0 {
+			t.Errorf("slack %d: memory pool still holds %d bytes", slack, u)
+		}
+		states := &jaSource{schema: partial.Schema(), parts: [][]arrow.RecordBatch{passed}}
+		final, err := NewHashAggregate(states, AggFinal, single.groupBy, single.groupNames, single.aggs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := jaCollect(t, final, jaTC(mem, 256, 0))
+		states.release()
+		if !slices.Equal(got, want) {
+			t.Fatalf("slack %d: %d rows differ from the unlimited %d", slack, len(got), len(want))
+		}
+	}
+}
