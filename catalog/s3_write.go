@@ -20,7 +20,7 @@ import (
 // no object exists, so no listing or read sees it. Publishing the file is
 // completing the upload, one small request with no data copied; dropping
 // it is aborting the upload. This is how the write commit protocol (see
-// physical/write_sink.go) gets temporary files on a store that has no
+// physical/datasource/write) gets temporary files on a store that has no
 // rename: the upload's ID plays the temporary name, unique per attempt.
 
 // S3PartSize is how many bytes an upload buffers before it sends them as

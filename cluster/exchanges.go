@@ -5,6 +5,7 @@ import (
 
 	"sluice/exchange"
 	"sluice/physical"
+	"sluice/physical/datasource/write"
 	"sluice/rpc"
 	"sluice/scheduler"
 )
@@ -35,8 +36,12 @@ func (Exchanges) PipelinedReader(jobID string, stageID int, schema *arrow.Schema
 	return exchange.NewPipelinedReader(jobID, stageID, schema, partitions), nil
 }
 
-// EncodePlan encodes a stage plan with the exchange codec: the encoder the
+// PlanCodec converts the operators of a stage plan that package physical
+// does not: the exchanges and the file writes.
+var PlanCodec = physical.Codecs{exchange.Codec{}, write.Codec{}}
+
+// EncodePlan encodes a stage plan with PlanCodec: the encoder the
 // scheduler gives its execution graphs.
 func EncodePlan(op physical.Operator) (*rpc.PhysicalPlan, error) {
-	return physical.EncodePlan(op, exchange.Codec{})
+	return physical.EncodePlan(op, PlanCodec)
 }

@@ -7,6 +7,7 @@ import (
 
 	"sluice/exchange"
 	"sluice/physical"
+	"sluice/physical/datasource/write"
 	"sluice/rpc"
 )
 
@@ -26,7 +27,7 @@ func TestExchangesBuildEncodableOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := physical.DecodePlan(msg, exchange.Codec{}, physical.NewTableCache())
+	back, err := physical.DecodePlan(msg, PlanCodec, physical.NewTableCache())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,5 +54,24 @@ func TestExchangesBuildEncodableOperators(t *testing.T) {
 		if _, err := EncodePlan(op); err != nil {
 			t.Errorf("encoding %v: %v", op, err)
 		}
+	}
+	// A write's stage: its sink and commit travel with the same codec.
+	spec := write.Spec{Dir: t.TempDir(), Format: "csv", Names: []string{"k"}, WriteID: write.NewID()}
+	sink, err := write.NewFileSink(reader, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, err := write.NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err = EncodePlan(commit); err != nil {
+		t.Fatal(err)
+	}
+	if back, err = physical.DecodePlan(msg, PlanCodec, physical.NewTableCache()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := physical.Format(back), physical.Format(commit); got != want {
+		t.Fatalf("decoded write plan:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -254,7 +254,7 @@ func (e *Executor) run(ctx context.Context, def *rpc.TaskDefinition, a *taskAnal
 			return nil, fmt.Errorf("%s: injected failure: %w", k, err)
 		}
 	}
-	op, err := physical.DecodePlan(def.Plan, exchange.Codec{}, e.tables)
+	op, err := physical.DecodePlan(def.Plan, PlanCodec, e.tables)
 	if err != nil {
 		return nil, fmt.Errorf("%s: decoding the stage plan: %w", k, err)
 	}

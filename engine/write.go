@@ -12,6 +12,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical"
+	"sluice/physical/datasource/write"
 	"sluice/plan"
 	"sluice/sql"
 )
@@ -23,7 +24,7 @@ import (
 // runs the query (the scheduler, or the in-process session) calls Finish
 // exactly once, when the job has ended.
 type Write struct {
-	Spec physical.WriteSpec
+	Spec write.Spec
 	stmt *sql.Write
 	// schema is the written columns' schema (declared for CSV tables).
 	schema *arrow.Schema
@@ -36,12 +37,12 @@ type Write struct {
 // failed commit, its committed files and the directories it created too).
 func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 	if success {
-		if err := physical.CommitWrite(&w.Spec, files); err != nil {
-			_ = physical.RemoveWriteLeftovers(&w.Spec, true)
+		if err := write.CommitFiles(&w.Spec, files); err != nil {
+			_ = write.RemoveLeftovers(&w.Spec, true)
 			return fmt.Errorf("%s: committing the written files: %w", w.stmt.Kind, err)
 		}
 	}
-	cleanErr := physical.RemoveWriteLeftovers(&w.Spec, !success)
+	cleanErr := write.RemoveLeftovers(&w.Spec, !success)
 	if !success {
 		return cleanErr
 	}
@@ -97,7 +98,7 @@ func (w *Write) open(like catalog.Table) (catalog.Table, error) {
 }
 
 // PlanWrite plans a writing statement: the query's plan under a FileSink
-// and a WriteCommit (see physical/write_sink.go).
+// and a WriteCommit (package physical/datasource/write).
 func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) {
 	if st.Kind == sql.WriteCreate {
 		if _, ok := e.Catalog.Table(st.Table); ok && !st.OrReplace {
@@ -121,9 +122,9 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
-	spec := physical.WriteSpec{
+	spec := write.Spec{
 		Dir: dir, Format: st.Format, Header: st.Header, Delimiter: st.Delimiter,
-		Names: append([]string(nil), st.Query.Names...), WriteID: physical.NewWriteID(), Overwrite: st.Overwrite,
+		Names: append([]string(nil), st.Query.Names...), WriteID: write.NewID(), Overwrite: st.Overwrite,
 	}
 	partitionBy := st.PartitionBy
 	if st.Kind == sql.WriteInsert {
@@ -139,7 +140,7 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 			}
 		}
 	}
-	if err := physical.CheckWriteTarget(&spec, st.Kind == sql.WriteInsert, st.Kind); err != nil {
+	if err := write.CheckTarget(&spec, st.Kind == sql.WriteInsert, st.Kind); err != nil {
 		return nil, err
 	}
 	if spec.Overwrite {
@@ -147,11 +148,11 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 			return nil, err
 		}
 	}
-	sink, err := physical.NewFileSink(q.Physical, spec)
+	sink, err := write.NewFileSink(q.Physical, spec)
 	if err != nil {
 		return nil, err
 	}
-	commit, err := physical.NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
+	commit, err := write.NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
 	if err != nil {
 		return nil, err
 	}

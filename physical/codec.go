@@ -9,8 +9,9 @@ import (
 
 // Physical plans travel between processes as rpc.PhysicalPlan messages.
 // EncodePlan and DecodePlan (proto.go) convert every operator of this
-// package; operators defined elsewhere (the exchange operators) plug in
-// through an ExtensionCodec. This is why physical imports rpc: the
+// package; operators defined elsewhere (the exchange operators, the file
+// writes of package datasource/write) plug in through an ExtensionCodec
+// each, several joined by Codecs. This is why physical imports rpc: the
 // conversion needs the operators' unexported fields.
 
 // ExtensionCodec converts operators this package does not know.
@@ -21,6 +22,32 @@ type ExtensionCodec interface {
 	// Decode returns the operator for n, or (nil, nil) when n is not one of
 	// its messages. decode converts children.
 	Decode(n *rpc.PhysicalPlan, decode func(*rpc.PhysicalPlan) (Operator, error)) (Operator, error)
+}
+
+// Codecs is an ExtensionCodec made of several: each operator or message
+// goes to the first that knows it.
+type Codecs []ExtensionCodec
+
+// Encode implements ExtensionCodec.
+func (cs Codecs) Encode(op Operator, encode func(Operator) (*rpc.PhysicalPlan, error)) (*rpc.PhysicalPlan, error) {
+	for _, c := range cs {
+		out, err := c.Encode(op, encode)
+		if err != nil || out != nil {
+			return out, err
+		}
+	}
+	return nil, nil
+}
+
+// Decode implements ExtensionCodec.
+func (cs Codecs) Decode(n *rpc.PhysicalPlan, decode func(*rpc.PhysicalPlan) (Operator, error)) (Operator, error) {
+	for _, c := range cs {
+		op, err := c.Decode(n, decode)
+		if err != nil || op != nil {
+			return op, err
+		}
+	}
+	return nil, nil
 }
 
 // TableResolver opens the tables that scans name by location, on the

@@ -129,7 +129,7 @@ type TaskContext struct {
 	// ANALYZE (analyze.go); nil in every other run.
 	Analyzer *Analyzer
 	// Commit receives the files a write's WriteCommit decided on
-	// (write_sink.go): the task's runner reports them, and they are
+	// (package datasource/write): the task's runner reports them, and they are
 	// renamed once the job has succeeded. Nil where no write runs.
 	Commit *CommitList
 	// filters holds the runtime join filters of the task's operators

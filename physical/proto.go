@@ -125,10 +125,6 @@ func (c *planCodec) encode(op Operator) (*rpc.PhysicalPlan, error) {
 		return c.encodeValues(op)
 	case *GenerateSeries:
 		return c.encodeGenerateSeries(op)
-	case *FileSink:
-		return c.encodeFileSink(op)
-	case *WriteCommit:
-		return c.encodeWriteCommit(op)
 	case *SetOp:
 		return c.encodeSetOp(op)
 	case *CoalescePartitions:
@@ -379,22 +375,6 @@ func (c *planCodec) encodeGenerateSeries(op *GenerateSeries) (*rpc.PhysicalPlan,
 		Schema: schema, Start: args[0], Stop: args[1], Step: args[2]}}}, nil
 }
 
-func (c *planCodec) encodeFileSink(op *FileSink) (*rpc.PhysicalPlan, error) {
-	in, err := c.encode(op.input)
-	if err != nil {
-		return nil, err
-	}
-	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_FileSink{FileSink: &rpc.FileSinkNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
-}
-
-func (c *planCodec) encodeWriteCommit(op *WriteCommit) (*rpc.PhysicalPlan, error) {
-	in, err := c.encode(op.input)
-	if err != nil {
-		return nil, err
-	}
-	return &rpc.PhysicalPlan{Node: &rpc.PhysicalPlan_WriteCommit{WriteCommit: &rpc.WriteCommitNode{Input: in, Spec: writeSpecToProto(op.spec)}}}, nil
-}
-
 func (c *planCodec) encodeSetOp(op *SetOp) (*rpc.PhysicalPlan, error) {
 	l, r, err := c.encode2(op.left, op.right)
 	if err != nil {
@@ -554,10 +534,6 @@ func (c *planCodec) decodeNode(n *rpc.PhysicalPlan) (Operator, error) {
 		return c.decodeLimitNode(m)
 	case *rpc.PhysicalPlan_Union:
 		return c.decodeUnionNode(m)
-	case *rpc.PhysicalPlan_FileSink:
-		return c.decodeFileSinkNode(m)
-	case *rpc.PhysicalPlan_WriteCommit:
-		return c.decodeWriteCommitNode(m)
 	case *rpc.PhysicalPlan_SetOp:
 		return c.decodeSetOpNode(m)
 	case *rpc.PhysicalPlan_Values:
@@ -726,22 +702,6 @@ func (c *planCodec) decodeUnionNode(m *rpc.PhysicalPlan_Union) (Operator, error)
 		ins[i] = in
 	}
 	return NewFoldedUnion(ins, int(m.Union.GetFolded())), nil
-}
-
-func (c *planCodec) decodeFileSinkNode(m *rpc.PhysicalPlan_FileSink) (Operator, error) {
-	in, err := c.decode(m.FileSink.GetInput())
-	if err != nil {
-		return nil, err
-	}
-	return NewFileSink(in, writeSpecFromProto(m.FileSink.GetSpec()))
-}
-
-func (c *planCodec) decodeWriteCommitNode(m *rpc.PhysicalPlan_WriteCommit) (Operator, error) {
-	in, err := c.decode(m.WriteCommit.GetInput())
-	if err != nil {
-		return nil, err
-	}
-	return NewWriteCommit(in, writeSpecFromProto(m.WriteCommit.GetSpec()))
 }
 
 func (c *planCodec) decodeSetOpNode(m *rpc.PhysicalPlan_SetOp) (Operator, error) {
@@ -1333,28 +1293,6 @@ func (c *planCodec) decodeWindow(w *rpc.WindowNode) (Operator, error) {
 			Frame: plan.WindowFrame{Rows: f.GetFrame().GetRows(), Start: start, End: end}}
 	}
 	return NewWindow(in, parts, order, funcs)
-}
-
-func writeSpecToProto(s WriteSpec) *rpc.WriteSpec {
-	parts := make([]int32, len(s.PartitionBy))
-	for i, c := range s.PartitionBy {
-		parts[i] = int32(c)
-	}
-	return &rpc.WriteSpec{
-		Dir: s.Dir, Format: s.Format, Header: s.Header, Delimiter: int32(s.Delimiter),
-		Names: s.Names, PartitionBy: parts, WriteId: s.WriteID, Overwrite: s.Overwrite,
-	}
-}
-
-func writeSpecFromProto(m *rpc.WriteSpec) WriteSpec {
-	var parts []int
-	for _, c := range m.GetPartitionBy() {
-		parts = append(parts, int(c))
-	}
-	return WriteSpec{
-		Dir: m.GetDir(), Format: m.GetFormat(), Header: m.GetHeader(), Delimiter: rune(m.GetDelimiter()),
-		Names: m.GetNames(), PartitionBy: parts, WriteID: m.GetWriteId(), Overwrite: m.GetOverwrite(),
-	}
 }
 
 // arrowTypesEqual reports whether a and b have the same column types in

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"sluice/physical"
+	"sluice/physical/datasource/write"
 )
 
 // WithNewChildren returns op rebuilt over children (in Children() order)
@@ -58,10 +59,10 @@ func WithNewChildren(op physical.Operator, children []physical.Operator) (physic
 		return physical.NewDynamicFilterBuild(children[0], ids, cols)
 	case *physical.Repartition:
 		return physical.NewRepartition(children[0], o.OutputPartitioning()), nil
-	case *physical.FileSink:
-		return physical.NewFileSink(children[0], o.Spec())
-	case *physical.WriteCommit:
-		return physical.NewWriteCommit(children[0], o.Spec())
+	case *write.FileSink:
+		return write.NewFileSink(children[0], o.Spec())
+	case *write.WriteCommit:
+		return write.NewWriteCommit(children[0], o.Spec())
 	case *physical.SetOp:
 		return physical.NewSetOp(children[0], children[1], o.Kind(), o.All(), o.Schema())
 	}

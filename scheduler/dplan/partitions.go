@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"sluice/physical"
+	"sluice/physical/datasource/write"
 )
 
 // InputPartitions lists, per stage that body reads through a placeholder
@@ -98,7 +99,7 @@ func childPartitions(op physical.Operator, p int) ([][]int, error) {
 	switch o := op.(type) {
 	case *physical.Filter, *physical.Projection, *physical.HashAggregate, *physical.Expand,
 		*physical.Sort, *physical.Limit, *physical.Window, *physical.WindowGroupLimit, *physical.SharedOutput, *physical.Unnest,
-		*physical.FileSink, *physical.WriteCommit, *physical.DynamicFilterBuild:
+		*write.FileSink, *write.WriteCommit, *physical.DynamicFilterBuild:
 		// (A write commit has one partition over one.)
 		return [][]int{{p}}, nil
 	case *physical.SetOp:

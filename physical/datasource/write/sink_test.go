@@ -1,4 +1,4 @@
-package physical
+package write
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/catalog"
+	"sluice/physical"
 	"sluice/physical/internal/testutil"
 	"sluice/plan"
 )
@@ -36,7 +37,7 @@ var writeTestSchema = arrow.NewSchema([]arrow.Field{
 
 // writeTestSource is two partitions of rows of every writable type,
 // NULLs included; s holds values that must be escaped as directory names.
-func writeTestSource(t *testing.T, mem memory.Allocator) *memSource {
+func writeTestSource(t *testing.T, mem memory.Allocator) *batchSource {
 	b1 := makeBatch(t, mem, writeTestSchema,
 		[]any{1, 2, nil}, []any{10, nil, 30}, []any{1.5, nil, -2.25}, []any{12345, -1, nil},
 		[]any{19000, nil, 0}, []any{int64(1_700_000_000_000_000), nil, 0}, []any{"a", "../x", nil}, []any{true, false, nil},
@@ -46,7 +47,7 @@ func writeTestSource(t *testing.T, mem memory.Allocator) *memSource {
 	b3 := makeBatch(t, mem, writeTestSchema,
 		[]any{5, 6}, []any{50, 60}, []any{5.0, 6.0}, []any{500, 600}, []any{1, 2}, []any{int64(5), int64(6)}, []any{"a/b", "c d"}, []any{false, false},
 		[]any{5, 6}, []any{5, 6})
-	return newMemSource(writeTestSchema, [][]arrow.RecordBatch{{b1, b2}, {b3}})
+	return newBatchSource(writeTestSchema, [][]arrow.RecordBatch{{b1, b2}, {b3}})
 }
 
 // poisonAllocator overwrites memory as it is freed, so a string still
@@ -61,20 +62,20 @@ func (p poisonAllocator) Free(b []byte) {
 	p.Allocator.Free(b)
 }
 
-func writeTestSpec(dir, format string, partitionBy ...int) WriteSpec {
-	return WriteSpec{Dir: dir, Format: format, Header: true, Delimiter: ',', Names: []string{"i", "b", "f", "d", "dt", "ts", "s", "bo", "d9", "d38"},
-		PartitionBy: partitionBy, WriteID: NewWriteID()}
+func writeTestSpec(dir, format string, partitionBy ...int) Spec {
+	return Spec{Dir: dir, Format: format, Header: true, Delimiter: ',', Names: []string{"i", "b", "f", "d", "dt", "ts", "s", "bo", "d9", "d38"},
+		PartitionBy: partitionBy, WriteID: NewID()}
 }
 
 // runWrite runs WriteCommit(Coalesce(FileSink(src))) and, as the job's
 // runner does once it succeeded, commits the files; it returns the count.
-func runWrite(t *testing.T, src Operator, spec WriteSpec, tc *TaskContext) (int64, error) {
+func runWrite(t *testing.T, src physical.Operator, spec Spec, tc *physical.TaskContext) (int64, error) {
 	t.Helper()
 	sink, err := NewFileSink(src, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, err := NewWriteCommit(NewCoalescePartitions(sink), spec)
+	commit, err := NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +83,13 @@ func runWrite(t *testing.T, src Operator, spec WriteSpec, tc *TaskContext) (int6
 	if err != nil {
 		return 0, err
 	}
-	return n, CommitWrite(&spec, tc.Commit.Files())
+	return n, CommitFiles(&spec, tc.Commit.Files())
 }
 
-func execCount(t *testing.T, op Operator, tc *TaskContext) (int64, error) {
+func execCount(t *testing.T, op physical.Operator, tc *physical.TaskContext) (int64, error) {
 	t.Helper()
 	if tc.Commit == nil {
-		tc.Commit = &CommitList{}
+		tc.Commit = &physical.CommitList{}
 	}
 	s, err := op.Execute(context.Background(), 0, tc)
 	if err != nil {
@@ -132,21 +133,21 @@ var allColumns = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 // readBack scans the written directory with sluice's own scans.
 func readBack(t *testing.T, dir, format string) [][]any {
 	t.Helper()
-	var scan Operator
+	var scan physical.Operator
 	if format == "parquet" {
 		pt, err := catalog.OpenParquet(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		scan = NewParquetScan("t", pt, allColumns, nil, 2)
+		scan = physical.NewParquetScan("t", pt, allColumns, nil, 2)
 	} else {
 		ct, err := catalog.OpenCSV(dir, catalog.CSVOptions{Header: true, Delimiter: ','}, writeTestSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		scan = NewCSVScan("t", ct, allColumns, 2)
+		scan = physical.NewCSVScan("t", ct, allColumns, 2)
 	}
-	return collectAll(t, scan, NewTaskContext())
+	return collectAll(t, scan, physical.NewTaskContext())
 }
 
 func TestWriteRoundTrip(t *testing.T) {
@@ -219,7 +220,7 @@ func TestFileSinkFailureRemovesItsFiles(t *testing.T) {
 			t.Errorf("file left by the failed partition, or committed: %s", f)
 		}
 	}
-	if err := RemoveWriteLeftovers(&spec, true); err != nil {
+	if err := RemoveLeftovers(&spec, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -251,7 +252,7 @@ func TestWriteRetriedAttemptsCommitOnce(t *testing.T) {
 	if n := len(filesUnder(t, dir)); n != 4 {
 		t.Fatalf("%d temporary files, want 4 (2 partitions x 2 attempts)", n)
 	}
-	commit, err := NewWriteCommit(NewCoalescePartitions(sink), spec)
+	commit, err := NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,10 +270,10 @@ func TestWriteRetriedAttemptsCommitOnce(t *testing.T) {
 	if len(tc.Commit.Files()) != 2 {
 		t.Fatalf("commit list %v, want one file per partition", tc.Commit.Files())
 	}
-	if err := CommitWrite(&spec, tc.Commit.Files()); err != nil {
+	if err := CommitFiles(&spec, tc.Commit.Files()); err != nil {
 		t.Fatal(err)
 	}
-	if err := RemoveWriteLeftovers(&spec, false); err != nil {
+	if err := RemoveLeftovers(&spec, false); err != nil {
 		t.Fatal(err)
 	}
 	files := filesUnder(t, dir)
@@ -284,11 +285,11 @@ func TestWriteRetriedAttemptsCommitOnce(t *testing.T) {
 	}
 	// A commit repeated (the scheduler restarted half way) finds the
 	// renames done.
-	if err := CommitWrite(&spec, tc.Commit.Files()); err != nil {
+	if err := CommitFiles(&spec, tc.Commit.Files()); err != nil {
 		t.Fatalf("repeated commit: %v", err)
 	}
 	// A failed job's committed files go too.
-	if err := RemoveWriteLeftovers(&spec, true); err != nil {
+	if err := RemoveLeftovers(&spec, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -311,28 +312,28 @@ func TestWriteCommitRefusesForeignPaths(t *testing.T) {
 	}
 }
 
-func TestCheckWriteTarget(t *testing.T) {
+func TestCheckTarget(t *testing.T) {
 	dir := t.TempDir()
 	spec := writeTestSpec(filepath.Join(dir, "new"), "parquet")
-	if err := CheckWriteTarget(&spec, false, "COPY"); err != nil {
+	if err := CheckTarget(&spec, false, "COPY"); err != nil {
 		t.Fatalf("absent directory: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	spec.Dir = dir
-	if err := CheckWriteTarget(&spec, false, "COPY"); err == nil || !strings.Contains(err.Error(), "OVERWRITE true") {
+	if err := CheckTarget(&spec, false, "COPY"); err == nil || !strings.Contains(err.Error(), "OVERWRITE true") {
 		t.Fatalf("non-empty directory: %v", err)
 	}
-	if err := CheckWriteTarget(&spec, true, "INSERT"); err != nil {
+	if err := CheckTarget(&spec, true, "INSERT"); err != nil {
 		t.Fatalf("append: %v", err)
 	}
 	spec.Overwrite = true
-	if err := CheckWriteTarget(&spec, false, "COPY"); err != nil {
+	if err := CheckTarget(&spec, false, "COPY"); err != nil {
 		t.Fatalf("overwrite: %v", err)
 	}
 	spec.Dir = filepath.Join(dir, "f")
-	if err := CheckWriteTarget(&spec, false, "COPY"); err == nil {
+	if err := CheckTarget(&spec, false, "COPY"); err == nil {
 		t.Fatal("a file accepted as the target directory")
 	}
 	// Writes obey the allowed locations as reads do.
@@ -343,11 +344,11 @@ func TestCheckWriteTarget(t *testing.T) {
 	catalog.RestrictLocations(allowed)
 	defer catalog.RestrictLocations(nil)
 	spec = writeTestSpec(filepath.Join(t.TempDir(), "elsewhere"), "parquet")
-	if err := CheckWriteTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
+	if err := CheckTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
 		t.Fatalf("outside the allowed locations: %v", err)
 	}
 	spec.Dir = filepath.Join(dir, "sub", "..", "..", "escape")
-	if err := CheckWriteTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
+	if err := CheckTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
 		t.Fatalf("traversal out of the allowed locations: %v", err)
 	}
 	// A link inside the allowed directory leading out of it.
@@ -356,11 +357,11 @@ func TestCheckWriteTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Dir = filepath.Join(dir, "link", "new", "deeper")
-	if err := CheckWriteTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
+	if err := CheckTarget(&spec, false, "COPY"); !errors.Is(err, catalog.ErrLocationNotAllowed) {
 		t.Fatalf("link out of the allowed locations: %v", err)
 	}
 	spec.Dir = filepath.Join(dir, "inside", "new")
-	if err := CheckWriteTarget(&spec, false, "COPY"); err != nil {
+	if err := CheckTarget(&spec, false, "COPY"); err != nil {
 		t.Fatalf("new directory inside the allowed locations: %v", err)
 	}
 }
@@ -407,18 +408,18 @@ func TestWritePlanProtoRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scan := NewParquetScan("t", pt, []int{0, 6}, nil, 2)
-	spec := WriteSpec{Dir: filepath.Join(dir, "out"), Format: "csv", Header: true, Delimiter: '|',
-		Names: []string{"x", "y"}, PartitionBy: []int{1}, WriteID: NewWriteID(), Overwrite: true}
+	scan := physical.NewParquetScan("t", pt, []int{0, 6}, nil, 2)
+	spec := Spec{Dir: filepath.Join(dir, "out"), Format: "csv", Header: true, Delimiter: '|',
+		Names: []string{"x", "y"}, PartitionBy: []int{1}, WriteID: NewID(), Overwrite: true}
 	sink, err := NewFileSink(scan, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, err := NewWriteCommit(NewCoalescePartitions(sink), spec)
+	commit, err := NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := shipPlan(t, commit, nil)
+	got := shipPlan(t, commit)
 	gc, ok := got.(*WriteCommit)
 	if !ok {
 		t.Fatalf("decoded %T", got)
@@ -435,7 +436,7 @@ func TestWritePlanProtoRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CommitWrite(&spec, tc.Commit.Files()); err != nil {
+	if err := CommitFiles(&spec, tc.Commit.Files()); err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 {
@@ -445,7 +446,7 @@ func TestWritePlanProtoRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows := collectAll(t, NewCSVScan("t", ct, []int{0, 1}, 1), NewTaskContext()); int64(len(rows)) != n {
+	if rows := collectAll(t, physical.NewCSVScan("t", ct, []int{0, 1}, 1), physical.NewTaskContext()); int64(len(rows)) != n {
 		t.Fatalf("read back %d rows, wrote %d", len(rows), n)
 	}
 }

@@ -1,4 +1,4 @@
-package physical
+package write
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"sync"
 
 	"sluice/catalog"
+	"sluice/physical"
 )
 
 // Writes to object storage (an s3:// target). The commit protocol is the
-// local one (see write_sink.go) with a different temporary file: a task
+// local one (see sink.go) with a different temporary file: a task
 // stages each file as a multipart upload of the file's final key, left
 // open (catalog.S3Upload), and reports the upload's reference in place of
 // a temporary name. Open uploads are invisible to listings and reads, and
@@ -20,18 +21,18 @@ import (
 // attempt's nonce. The commit completes the chosen attempts' uploads (one
 // request per file, no data copied); failed, cancelled and superseded
 // attempts' uploads are aborted, by the attempt itself or, when its
-// process died, by RemoveWriteLeftovers, which aborts every open upload of
+// process died, by RemoveLeftovers, which aborts every open upload of
 // the write under the target.
 
 // remote reports whether the target is an object store folder.
-func (s *WriteSpec) remote() bool { return catalog.IsS3(s.Dir) }
+func (s *Spec) remote() bool { return catalog.IsS3(s.Dir) }
 
 // objectPrefix is the target folder's key prefix, as a URL ending in "/".
-func (s *WriteSpec) objectPrefix() string { return strings.TrimSuffix(s.Dir, "/") + "/" }
+func (s *Spec) objectPrefix() string { return strings.TrimSuffix(s.Dir, "/") + "/" }
 
 // checkObjectTarget refuses an s3:// target outside the allowed
 // locations, or one that is not a folder under a bucket.
-func (s *WriteSpec) checkObjectTarget() error {
+func (s *Spec) checkObjectTarget() error {
 	rest := s.Dir[len("s3://"):]
 	bucket, key, _ := strings.Cut(rest, "/")
 	if bucket == "" {
@@ -48,14 +49,14 @@ func (s *WriteSpec) checkObjectTarget() error {
 
 // withinFolder reports whether url names an object under the target
 // folder, with no segment that a store could resolve elsewhere.
-func (s *WriteSpec) withinFolder(url string) bool {
+func (s *Spec) withinFolder(url string) bool {
 	rel, ok := strings.CutPrefix(url, s.objectPrefix())
 	return ok && rel != "" && path.Clean("/"+rel) == "/"+rel
 }
 
 // joinKey appends a partition directory (name=value/...) and a file name
 // to the target folder's URL.
-func (s *WriteSpec) joinKey(dir, name string) string {
+func (s *Spec) joinKey(dir, name string) string {
 	if dir == "" {
 		return s.objectPrefix() + name
 	}
@@ -79,7 +80,7 @@ const commitRequests = 16
 
 // commitObjects publishes the staged files and, with Overwrite, then
 // removes every other object under the folder.
-func commitObjects(spec *WriteSpec, files []CommitFile) error {
+func commitObjects(spec *Spec, files []physical.CommitFile) error {
 	ctx := context.Background()
 	for _, f := range files {
 		if !spec.withinFolder(f.Final) || !strings.HasPrefix(path.Base(f.Final), "part-"+spec.WriteID+"-") || !catalog.IsS3UploadRef(f.Temp) {
@@ -131,7 +132,7 @@ func commitObjects(spec *WriteSpec, files []CommitFile) error {
 
 // removeObjectLeftovers aborts the write's open uploads under the folder
 // and, when the write failed, removes the objects it published.
-func removeObjectLeftovers(spec *WriteSpec, failed bool) error {
+func removeObjectLeftovers(spec *Spec, failed bool) error {
 	ctx := context.Background()
 	ours := func(url string) bool {
 		return spec.withinFolder(url) && strings.HasPrefix(path.Base(url), "part-"+spec.WriteID+"-")
@@ -156,10 +157,10 @@ func removeObjectLeftovers(spec *WriteSpec, failed bool) error {
 	return err
 }
 
-// checkObjectWriteTarget is CheckWriteTarget for a folder of an object
+// checkObjectWriteTarget is CheckTarget for a folder of an object
 // store: no object may have the folder's own name, and the folder must be
 // empty unless the write appends or overwrites.
-func checkObjectWriteTarget(spec *WriteSpec, appendTo bool, statement string) error {
+func checkObjectWriteTarget(spec *Spec, appendTo bool, statement string) error {
 	ctx := context.Background()
 	isObject, err := catalog.S3ObjectExists(ctx, spec.Dir)
 	if err != nil {

@@ -1,4 +1,4 @@
-package physical
+package write
 
 import (
 	"crypto/rand"
@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/csv"
@@ -20,11 +19,12 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"sluice/catalog"
+	"sluice/physical"
 )
 
-// WriteSpec says where and how a write (COPY TO, CREATE TABLE AS, INSERT)
+// Spec says where and how a write (COPY TO, CREATE TABLE AS, INSERT)
 // puts its files. It travels with FileSink and WriteCommit to executors.
-type WriteSpec struct {
+type Spec struct {
 	// Dir is the target directory: an absolute local path, or an s3://
 	// URL naming a folder (without a trailing slash).
 	Dir string
@@ -53,8 +53,8 @@ type WriteSpec struct {
 // that a file of a few million rows still splits across scan partitions.
 const parquetRowGroupRows = 122880
 
-// NewWriteID returns a fresh random write ID.
-func NewWriteID() string {
+// NewID returns a fresh random write ID.
+func NewID() string {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err))
@@ -65,9 +65,9 @@ func NewWriteID() string {
 // tempPrefix starts the name of every temporary file of the write: the
 // dot hides it from directory listings, and its name ends without the
 // format's extension, so a scan of the directory never reads it.
-func (s *WriteSpec) tempPrefix() string { return ".tmp-" + s.WriteID + "-" }
+func (s *Spec) tempPrefix() string { return ".tmp-" + s.WriteID + "-" }
 
-func (s *WriteSpec) ext() string {
+func (s *Spec) ext() string {
 	if s.Format == "csv" {
 		return ".csv"
 	}
@@ -77,19 +77,19 @@ func (s *WriteSpec) ext() string {
 // finalName is the committed name of the k-th file written by the task
 // for partition p: the same for every attempt of that task, so a retried
 // task's file replaces, never duplicates, its predecessor's.
-func (s *WriteSpec) finalName(p, k int) string {
+func (s *Spec) finalName(p, k int) string {
 	return fmt.Sprintf("part-%s-%05d-%d%s", s.WriteID, p, k, s.ext())
 }
 
 // tempName is the name an attempt writes the file under before commit;
 // nonce tells attempts apart.
-func (s *WriteSpec) tempName(p, k int, nonce string) string {
+func (s *Spec) tempName(p, k int, nonce string) string {
 	return fmt.Sprintf("%s%05d-%d-%s", s.tempPrefix(), p, k, nonce)
 }
 
 // checkTarget refuses a target directory this process may not write:
 // writes obey the same allowed locations as reads.
-func (s *WriteSpec) checkTarget() error {
+func (s *Spec) checkTarget() error {
 	if s.remote() {
 		return s.checkObjectTarget()
 	}
@@ -123,7 +123,7 @@ func (s *WriteSpec) checkTarget() error {
 
 // within reports whether path lies under the target directory (a plan's
 // file names are checked before anything is renamed or removed).
-func (s *WriteSpec) within(path string) bool {
+func (s *Spec) within(path string) bool {
 	if s.remote() {
 		return s.withinFolder(path)
 	}
@@ -164,7 +164,7 @@ type fileWriter interface {
 
 // openFileWriter returns a writer of the spec's format whose bytes go to
 // target.
-func openFileWriter(spec *WriteSpec, target fileTarget, schema *arrow.Schema, mem memory.Allocator) (fileWriter, error) {
+func openFileWriter(spec *Spec, target fileTarget, schema *arrow.Schema, mem memory.Allocator) (fileWriter, error) {
 	if spec.Format == "csv" {
 		delim := spec.Delimiter
 		if delim == 0 {
@@ -240,7 +240,7 @@ type fileTarget interface {
 	// pending is how many bytes the target holds in memory.
 	pending() int64
 	// ref, after a successful Close, is what the commit needs to publish
-	// the file (CommitFile.Temp).
+	// the file (physical.CommitFile.Temp).
 	ref() string
 	// drop makes the target throw away what it is written from now on,
 	// before a failed file's writer is closed.
@@ -281,38 +281,12 @@ func (t *localTarget) discard() {
 	_ = os.Remove(t.path)
 }
 
-// CommitFile is one file a write commits: written under Temp, renamed to
-// Final.
-type CommitFile struct{ Temp, Final string }
-
-// CommitList collects the files a write's WriteCommit decided on, for
-// whoever runs the write to commit once the job has succeeded. Safe for
-// concurrent use.
-type CommitList struct {
-	mu    sync.Mutex
-	files []CommitFile
-}
-
-// Set replaces the list (a task reports one listing).
-func (l *CommitList) Set(files []CommitFile) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.files = files
-}
-
-// Files returns the list.
-func (l *CommitList) Files() []CommitFile {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.files
-}
-
-// CommitWrite commits a write that succeeded: it renames each file to its
+// CommitFiles commits a write that succeeded: it renames each file to its
 // final name and, with Overwrite, then removes whatever else the directory
 // held. Renaming is the write's one visible step, done once, by the
 // scheduler (or the in-process session) after the job's result is
 // complete; a commit repeated after a crash finds the renames done.
-func CommitWrite(spec *WriteSpec, files []CommitFile) error {
+func CommitFiles(spec *Spec, files []physical.CommitFile) error {
 	if err := spec.checkTarget(); err != nil {
 		return err
 	}
@@ -334,7 +308,7 @@ func CommitWrite(spec *WriteSpec, files []CommitFile) error {
 // retried commit finds the rename already done: that is success. The
 // names come from executors' reports, so they are checked to be files of
 // this write, in a directory inside the allowed locations.
-func commitFile(spec *WriteSpec, temp, final string) error {
+func commitFile(spec *Spec, temp, final string) error {
 	if !spec.within(temp) || !spec.within(final) || filepath.Dir(temp) != filepath.Dir(final) ||
 		!strings.HasPrefix(filepath.Base(temp), spec.tempPrefix()) || !strings.HasPrefix(filepath.Base(final), "part-"+spec.WriteID+"-") {
 		return fmt.Errorf("commit: %s -> %s is not a file of write %s under %s", temp, final, spec.WriteID, spec.Dir)
@@ -354,12 +328,12 @@ func commitFile(spec *WriteSpec, temp, final string) error {
 	return fmt.Errorf("commit %s: %w", final, err)
 }
 
-// RemoveWriteLeftovers removes every temporary file of the write under
+// RemoveLeftovers removes every temporary file of the write under
 // its directory (attempts that failed, were cancelled or lost to a retry)
 // and, when failed, the write's committed files and the directories it
 // left empty, the target included. Called once the job has ended; errors
 // name the first file that could not be removed.
-func RemoveWriteLeftovers(spec *WriteSpec, failed bool) error {
+func RemoveLeftovers(spec *Spec, failed bool) error {
 	if spec.WriteID == "" {
 		return nil
 	}
@@ -408,7 +382,7 @@ func RemoveWriteLeftovers(spec *WriteSpec, failed bool) error {
 
 // removeOthers removes, under the target directory, every file and
 // directory that holds nothing of this write: what OVERWRITE replaces.
-func removeOthers(spec *WriteSpec) error {
+func removeOthers(spec *Spec) error {
 	var dirs []string
 	err := filepath.WalkDir(spec.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -436,10 +410,10 @@ func removeOthers(spec *WriteSpec) error {
 	return nil
 }
 
-// CheckWriteTarget checks, before a write starts, that its directory may
+// CheckTarget checks, before a write starts, that its directory may
 // be written: inside the allowed locations, not a file, and (unless the
 // write appends or overwrites) empty or absent.
-func CheckWriteTarget(spec *WriteSpec, appendTo bool, statement string) error {
+func CheckTarget(spec *Spec, appendTo bool, statement string) error {
 	if err := spec.checkTarget(); err != nil {
 		return err
 	}

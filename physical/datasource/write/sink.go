@@ -1,4 +1,4 @@
-package physical
+package write
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"sluice/catalog"
+	"sluice/physical"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 )
@@ -29,17 +30,17 @@ import (
 // FileSink writes each input partition to files of its own under
 // temporary names and outputs one row per file: (temp, final, rows).
 // WriteCommit, in the write's single final task, hands the files it is
-// given to the task's CommitList and outputs the row count; whoever runs
-// the job renames them (CommitWrite) once it has succeeded. On a cluster
+// given to the task's physical.CommitList and outputs the row count; whoever runs
+// the job renames them (CommitFiles) once it has succeeded. On a cluster
 // the CoalescePartitions is a stage boundary, so the final task sees the
 // output of exactly one successful attempt of each FileSink task: files of
 // failed, cancelled or superseded attempts are never renamed, and are
-// removed with RemoveWriteLeftovers when the job ends.
+// removed with RemoveLeftovers when the job ends.
 
 // Compile-time interface checks.
 var (
-	_ Operator = (*FileSink)(nil)
-	_ Operator = (*WriteCommit)(nil)
+	_ physical.Operator = (*FileSink)(nil)
+	_ physical.Operator = (*WriteCommit)(nil)
 )
 
 // writtenFilesSchema is FileSink's output: one row per file written.
@@ -55,15 +56,15 @@ var writeCountSchema = arrow.NewSchema([]arrow.Field{{Name: "count", Type: arrow
 // FileSink writes its input's partitions to files: one file per partition
 // (per partition value with PartitionBy), under a temporary name.
 type FileSink struct {
-	input Operator
-	spec  WriteSpec
+	input physical.Operator
+	spec  Spec
 	// fileSchema is the input schema with the written column names, all
 	// nullable.
 	fileSchema *arrow.Schema
 }
 
 // NewFileSink returns a FileSink writing input as spec says.
-func NewFileSink(input Operator, spec WriteSpec) (*FileSink, error) {
+func NewFileSink(input physical.Operator, spec Spec) (*FileSink, error) {
 	fields := input.Schema().Fields()
 	if len(spec.Names) != len(fields) {
 		return nil, fmt.Errorf("file sink: %d column names for %d columns", len(spec.Names), len(fields))
@@ -87,18 +88,18 @@ func NewFileSink(input Operator, spec WriteSpec) (*FileSink, error) {
 }
 
 // Spec is what the sink writes where.
-func (s *FileSink) Spec() WriteSpec { return s.spec }
+func (s *FileSink) Spec() Spec { return s.spec }
 
-// Schema implements Operator.
+// Schema implements physical.Operator.
 func (s *FileSink) Schema() *arrow.Schema { return writtenFilesSchema }
 
-// Children implements Operator.
-func (s *FileSink) Children() []Operator { return []Operator{s.input} }
+// Children implements physical.Operator.
+func (s *FileSink) Children() []physical.Operator { return []physical.Operator{s.input} }
 
-// OutputPartitioning implements Operator: one output partition per input
+// OutputPartitioning implements physical.Operator: one output partition per input
 // partition.
-func (s *FileSink) OutputPartitioning() Partitioning {
-	return Partitioning{Kind: PartUnknown, Count: s.input.OutputPartitioning().Count}
+func (s *FileSink) OutputPartitioning() physical.Partitioning {
+	return physical.Partitioning{Kind: physical.PartUnknown, Count: s.input.OutputPartitioning().Count}
 }
 
 func (s *FileSink) String() string {
@@ -114,17 +115,17 @@ func (s *FileSink) String() string {
 	return b.String()
 }
 
-// Execute implements Operator. The stream writes the whole partition on
+// Execute implements physical.Operator. The stream writes the whole partition on
 // its first Next and then returns the list of files written.
-func (s *FileSink) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+func (s *FileSink) Execute(ctx context.Context, partition int, tc *physical.TaskContext) (physical.Stream, error) {
 	if err := s.spec.checkTarget(); err != nil {
 		return nil, err
 	}
-	in, err := ExecuteOp(ctx, s.input, partition, tc)
+	in, err := physical.ExecuteOp(ctx, s.input, partition, tc)
 	if err != nil {
 		return nil, err
 	}
-	return &fileSinkStream{sink: s, in: in, partition: partition, tc: tc, nonce: NewWriteID()}, nil
+	return &fileSinkStream{sink: s, in: in, partition: partition, tc: tc, nonce: NewID()}, nil
 }
 
 // maxPartitionFiles bounds the files one task keeps open: every partition
@@ -145,9 +146,9 @@ type openFile struct {
 
 type fileSinkStream struct {
 	sink      *FileSink
-	in        Stream
+	in        physical.Stream
 	partition int
-	tc        *TaskContext
+	tc        *physical.TaskContext
 	nonce     string // tells this attempt's temporary files from others'
 	done      bool
 	files     map[string]*openFile // by partition directory ("" without PartitionBy)
@@ -404,17 +405,17 @@ func (s *fileSinkStream) Close() {
 }
 
 // WriteCommit decides a write's files: it puts the files its single input
-// partition lists (FileSink's output, coalesced) in the task's CommitList,
+// partition lists (FileSink's output, coalesced) in the task's physical.CommitList,
 // to be renamed once the job has succeeded, and outputs the number of rows
 // written.
 type WriteCommit struct {
-	input Operator
-	spec  WriteSpec
+	input physical.Operator
+	spec  Spec
 }
 
 // NewWriteCommit returns a WriteCommit of input, a FileSink's output
 // coalesced to one partition.
-func NewWriteCommit(input Operator, spec WriteSpec) (*WriteCommit, error) {
+func NewWriteCommit(input physical.Operator, spec Spec) (*WriteCommit, error) {
 	if !input.Schema().Equal(writtenFilesSchema) {
 		return nil, fmt.Errorf("write commit: input is not a file listing: %s", input.Schema())
 	}
@@ -422,16 +423,16 @@ func NewWriteCommit(input Operator, spec WriteSpec) (*WriteCommit, error) {
 }
 
 // Spec is the write being committed.
-func (c *WriteCommit) Spec() WriteSpec { return c.spec }
+func (c *WriteCommit) Spec() Spec { return c.spec }
 
-// Schema implements Operator.
+// Schema implements physical.Operator.
 func (c *WriteCommit) Schema() *arrow.Schema { return writeCountSchema }
 
-// Children implements Operator.
-func (c *WriteCommit) Children() []Operator { return []Operator{c.input} }
+// Children implements physical.Operator.
+func (c *WriteCommit) Children() []physical.Operator { return []physical.Operator{c.input} }
 
-// OutputPartitioning implements Operator.
-func (c *WriteCommit) OutputPartitioning() Partitioning { return SinglePartition }
+// OutputPartitioning implements physical.Operator.
+func (c *WriteCommit) OutputPartitioning() physical.Partitioning { return physical.SinglePartition }
 
 func (c *WriteCommit) String() string {
 	s := "WriteCommit: dir=" + c.spec.Dir
@@ -441,8 +442,8 @@ func (c *WriteCommit) String() string {
 	return s
 }
 
-// Execute implements Operator.
-func (c *WriteCommit) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
+// Execute implements physical.Operator.
+func (c *WriteCommit) Execute(ctx context.Context, partition int, tc *physical.TaskContext) (physical.Stream, error) {
 	if partition != 0 {
 		return nil, fmt.Errorf("write commit: partition %d out of range", partition)
 	}
@@ -452,7 +453,7 @@ func (c *WriteCommit) Execute(ctx context.Context, partition int, tc *TaskContex
 	if tc.Commit == nil {
 		return nil, fmt.Errorf("internal: write commit: the task has no commit list")
 	}
-	in, err := ExecuteOp(ctx, c.input, 0, tc)
+	in, err := physical.ExecuteOp(ctx, c.input, 0, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -461,8 +462,8 @@ func (c *WriteCommit) Execute(ctx context.Context, partition int, tc *TaskContex
 
 type writeCommitStream struct {
 	c    *WriteCommit
-	in   Stream
-	tc   *TaskContext
+	in   physical.Stream
+	tc   *physical.TaskContext
 	done bool
 }
 
@@ -471,7 +472,7 @@ func (s *writeCommitStream) Next(ctx context.Context) (arrow.RecordBatch, error)
 		return nil, io.EOF
 	}
 	s.done = true
-	var files []CommitFile
+	var files []physical.CommitFile
 	var rows int64
 	for {
 		b, err := s.in.Next(ctx)
@@ -487,7 +488,7 @@ func (s *writeCommitStream) Next(ctx context.Context) (arrow.RecordBatch, error)
 		for i := 0; i < int(b.NumRows()); i++ {
 			// Value aliases the batch's buffer, which is reused once
 			// the batch is released: keep copies.
-			files = append(files, CommitFile{strings.Clone(temps.Value(i)), strings.Clone(finals.Value(i))})
+			files = append(files, physical.CommitFile{Temp: strings.Clone(temps.Value(i)), Final: strings.Clone(finals.Value(i))})
 			rows += counts.Value(i)
 		}
 		b.Release()

@@ -1,4 +1,4 @@
-package physical
+package write
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/catalog/s3fake"
+	"sluice/physical"
 )
 
 // objectsUnder lists the object names under an s3:// folder, relative to
@@ -48,7 +49,7 @@ func TestWriteToObjectStoreCommitsOnce(t *testing.T) {
 	defer src.release()
 	dir := "s3://lake/out"
 	spec := writeTestSpec(dir, "parquet", 7)
-	if err := CheckWriteTarget(&spec, false, "COPY"); err != nil {
+	if err := CheckTarget(&spec, false, "COPY"); err != nil {
 		t.Fatal(err)
 	}
 	sink, err := NewFileSink(src, spec)
@@ -62,7 +63,7 @@ func TestWriteToObjectStoreCommitsOnce(t *testing.T) {
 	if len(objs) != 0 || len(ups) != 8 {
 		t.Fatalf("before the commit: objects %q, uploads %q; want none and 8 (4 files x 2 attempts)", objs, ups)
 	}
-	commit, err := NewWriteCommit(NewCoalescePartitions(sink), spec)
+	commit, err := NewWriteCommit(physical.NewCoalescePartitions(sink), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +72,11 @@ func TestWriteToObjectStoreCommitsOnce(t *testing.T) {
 		t.Fatalf("commit task: %d, %v", n, err)
 	}
 	for range 2 {
-		if err := CommitWrite(&spec, tc.Commit.Files()); err != nil {
+		if err := CommitFiles(&spec, tc.Commit.Files()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := RemoveWriteLeftovers(&spec, false); err != nil {
+	if err := RemoveLeftovers(&spec, false); err != nil {
 		t.Fatal(err)
 	}
 	objs, ups = objectsUnder(t, dir)
@@ -95,11 +96,11 @@ func TestWriteToObjectStoreCommitsOnce(t *testing.T) {
 		t.Errorf("read back %d rows, want 6", n)
 	}
 	// A commit with a file of another write is refused.
-	bad := []CommitFile{{Temp: tc.Commit.Files()[0].Temp, Final: dir + "/../elsewhere.parquet"}}
-	if err := CommitWrite(&spec, bad); err == nil {
+	bad := []physical.CommitFile{{Temp: tc.Commit.Files()[0].Temp, Final: dir + "/../elsewhere.parquet"}}
+	if err := CommitFiles(&spec, bad); err == nil {
 		t.Error("a commit outside the folder was accepted")
 	}
-	if err := RemoveWriteLeftovers(&spec, true); err != nil {
+	if err := RemoveLeftovers(&spec, true); err != nil {
 		t.Fatal(err)
 	}
 	if objs, _ := objectsUnder(t, dir); len(objs) != 0 {
@@ -109,11 +110,11 @@ func TestWriteToObjectStoreCommitsOnce(t *testing.T) {
 	// is refused as a target.
 	srv.Put(t, "lake", "file", []byte("x"))
 	fileSpec := writeTestSpec("s3://lake/file", "csv")
-	if err := CheckWriteTarget(&fileSpec, false, "COPY"); err == nil || !strings.Contains(err.Error(), "is an object") {
+	if err := CheckTarget(&fileSpec, false, "COPY"); err == nil || !strings.Contains(err.Error(), "is an object") {
 		t.Errorf("target that is an object: %v", err)
 	}
 	rootSpec := writeTestSpec("s3://lake", "csv")
-	if err := CheckWriteTarget(&rootSpec, false, "COPY"); err == nil || !strings.Contains(err.Error(), "root of a bucket") {
+	if err := CheckTarget(&rootSpec, false, "COPY"); err == nil || !strings.Contains(err.Error(), "root of a bucket") {
 		t.Errorf("bucket root target: %v", err)
 	}
 }
@@ -142,7 +143,7 @@ func TestWriteToObjectStoreFailure(t *testing.T) {
 	if len(objs) != 0 {
 		t.Errorf("objects visible after a failed write: %q", objs)
 	}
-	if err := RemoveWriteLeftovers(&spec, true); err != nil {
+	if err := RemoveLeftovers(&spec, true); err != nil {
 		t.Fatal(err)
 	}
 	if objs, ups := objectsUnder(t, dir); len(objs) != 0 || len(ups) != 0 {
