@@ -15,6 +15,7 @@ import (
 
 	"sluice/catalog"
 	"sluice/physical"
+	"sluice/physical/planner"
 	"sluice/plan"
 	"sluice/sql"
 )
@@ -67,7 +68,7 @@ type Query struct {
 	Write *Write
 	// Estimates are the physical planner's size guesses, which the
 	// distributed planner records per stage.
-	Estimates *physical.Estimates
+	Estimates *planner.Estimates
 }
 
 // Explain is set on an Outcome's Rows for EXPLAIN; distributed runners
@@ -175,12 +176,12 @@ func (e *Engine) PlanQuery(q *sql.Query, settings *Settings) (*Query, error) {
 	if parts == 0 && e.DefaultPartitions != nil {
 		parts = e.DefaultPartitions()
 	}
-	cfg := physical.PlannerConfig{
-		TargetPartitions:   parts, // 0: physical.Plan uses the CPU count
+	cfg := planner.Config{
+		TargetPartitions:   parts, // 0: planner.Plan uses the CPU count
 		BroadcastThreshold: settings.Int("optimizer.broadcast_join_threshold_bytes"),
 		ShareSubplans:      e.ShareSubplans,
 	}
-	op, est, err := physical.PlanEstimated(opt, cfg)
+	op, est, err := planner.PlanEstimated(opt, cfg)
 	if err != nil {
 		return nil, err
 	}

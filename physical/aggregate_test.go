@@ -684,9 +684,9 @@ func TestHashAggregateSharedArguments(t *testing.T) {
 
 // TestAggregateKeepsHashPartitioning: an aggregate over input hash
 // partitioned on group columns is hash partitioned on those output
-// columns, so a join on them needs no second repartition (hashPartitioned
+// columns, so a join on them needs no second repartition (HashPartitioned
 // then returns it unchanged); partitioned on anything else, or with grand
-// totals, it is not, and hashPartitioned adds a Repartition.
+// totals, it is not, and HashPartitioned adds a Repartition.
 func TestAggregateKeepsHashPartitioning(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -712,7 +712,7 @@ func TestAggregateKeepsHashPartitioning(t *testing.T) {
 	if out.Kind != PartHash || out.Count != 3 || len(out.Keys) != 1 || out.Keys[0].(*expr.Column).Index != 1 {
 		t.Fatalf("grouped by the hash key: %s, want Hash([g1@1], 3)", out)
 	}
-	if op := hashPartitioned(byBoth, []expr.Expr{&expr.Column{Index: 1, Name: "g1", Type: plan.Int64}}, 3); op != Operator(byBoth) {
+	if op := HashPartitioned(byBoth, []expr.Expr{&expr.Column{Index: 1, Name: "g1", Type: plan.Int64}}, 3); op != Operator(byBoth) {
 		t.Errorf("a second repartition was added on the same keys: %s", op)
 	}
 	for name, op := range map[string]Operator{
@@ -729,7 +729,7 @@ func TestAggregateKeepsHashPartitioning(t *testing.T) {
 		case "other count":
 			keys, count = []expr.Expr{&expr.Column{Index: 1, Name: "g1", Type: plan.Int64}}, 4
 		}
-		if _, ok := hashPartitioned(op, keys, count).(*Repartition); !ok {
+		if _, ok := HashPartitioned(op, keys, count).(*Repartition); !ok {
 			t.Errorf("%s: no Repartition added", name)
 		}
 	}
@@ -957,8 +957,8 @@ func TestCoPartitionedJoinSides(t *testing.T) {
 		{"one side not hashed", hashed(3, k1), src, both, both, 3, false},
 		{"not a key", hashed(3, k2), hashed(3, k2), both, both, 3, false},
 	} {
-		if got := coPartitioned(c.build, c.probe, c.bkeys, c.pkeys, c.count); got != c.coPartitioned {
-			t.Errorf("%s: coPartitioned = %v, want %v", c.name, got, c.coPartitioned)
+		if got := CoPartitioned(c.build, c.probe, c.bkeys, c.pkeys, c.count); got != c.coPartitioned {
+			t.Errorf("%s: CoPartitioned = %v, want %v", c.name, got, c.coPartitioned)
 		}
 	}
 }

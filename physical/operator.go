@@ -1,6 +1,9 @@
 // Package physical is sluice's per-task query engine: partitioned, pull-based
-// operators over Arrow record batches, the physical planner that builds them
-// from a logical plan, and the memory accounting they share.
+// operators over Arrow record batches, the task context they run in, and
+// the codec that ships them to executors. Package physical/planner builds
+// them from a logical plan; the subpackages hold what the operators build
+// on (expressions, kernels, memory, spill files, Parquet decoding) and the
+// operators that write files.
 //
 // # Operator contract
 //

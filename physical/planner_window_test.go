@@ -109,7 +109,7 @@ func planQuery(t *testing.T, cat *catalog.Catalog, q string, share bool) Operato
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := Plan(opt, PlannerConfig{TargetPartitions: 3, ShareSubplans: share})
+	op, err := PlanForTests(opt, 3, share)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -756,7 +756,7 @@ func planSQL(t *testing.T, cat *catalog.Catalog, text string) []Operator {
 			if err != nil {
 				t.Fatal(err)
 			}
-			op, err := Plan(opt, PlannerConfig{TargetPartitions: 3})
+			op, err := PlanForTests(opt, 3, false)
 			if err != nil {
 				t.Fatal(err)
 			}

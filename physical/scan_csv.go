@@ -45,7 +45,7 @@ func NewCSVScan(name string, t *catalog.CSVTable, projection []int, partitions i
 		name:       name,
 		table:      t,
 		projection: slices.Clone(projection),
-		schema:     projectSchema(t.Schema(), projection),
+		schema:     ProjectSchema(t.Schema(), projection),
 		parts:      parts,
 	}
 }

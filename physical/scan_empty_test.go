@@ -22,7 +22,7 @@ func TestPlanEmptyParquetTable(t *testing.T) {
 	tbl := catalog.EmptyParquet(t.TempDir(), schema)
 	scan := &plan.Scan{TableName: "t", Table: tbl, Projection: []int{1},
 		Cols: plan.Schema{{Name: "name", Type: plan.Utf8, Nullable: true, ID: 1}}}
-	op, err := Plan(scan, PlannerConfig{TargetPartitions: 3})
+	op, err := PlanForTests(scan, 3, false)
 	if err != nil {
 		t.Fatal(err)
 	}

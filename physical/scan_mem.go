@@ -31,7 +31,7 @@ func NewMemScan(name string, t *catalog.MemTable, projection []int, partitions i
 		name:       name,
 		table:      t,
 		projection: slices.Clone(projection),
-		schema:     projectSchema(t.Schema(), projection),
+		schema:     ProjectSchema(t.Schema(), projection),
 		partitions: max(partitions, 1),
 	}
 }

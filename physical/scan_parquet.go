@@ -67,7 +67,7 @@ func NewParquetScan(name string, t *catalog.ParquetTable, projection []int, prun
 		table:      t,
 		projection: slices.Clone(projection),
 		pruning:    slices.Clone(pruning),
-		schema:     projectSchema(t.Schema(), projection),
+		schema:     ProjectSchema(t.Schema(), projection),
 	}
 	var units []parquetUnit
 	for fi, f := range t.Files {
@@ -88,13 +88,13 @@ func NewParquetScan(name string, t *catalog.ParquetTable, projection []int, prun
 	return s
 }
 
-// checkParquetProjection refuses a scan of a column whose type is not one
+// CheckParquetProjection refuses a scan of a column whose type is not one
 // of sluice's (lists, structs, maps, binary, times, UUIDs): the engine has
 // no operators or wire encoding for them, so rather than answer in
 // process and fail to ship the plan to a cluster, every mode refuses the
 // query the same way, naming the column. The table's other columns stay
 // readable.
-func checkParquetProjection(name string, t *catalog.ParquetTable, projection []int) error {
+func CheckParquetProjection(name string, t *catalog.ParquetTable, projection []int) error {
 	for _, c := range projection {
 		if c < 0 || c >= t.Schema().NumFields() {
 			continue
@@ -131,8 +131,8 @@ func balanceUnits[U any](units []U, n int, weight func(U) int64) [][]U {
 	return parts
 }
 
-// projectSchema is the schema of the fields at projection.
-func projectSchema(s *arrow.Schema, projection []int) *arrow.Schema {
+// ProjectSchema is the schema of the fields at projection.
+func ProjectSchema(s *arrow.Schema, projection []int) *arrow.Schema {
 	fields := make([]arrow.Field, len(projection))
 	for i, c := range projection {
 		fields[i] = s.Field(c)

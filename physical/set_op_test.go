@@ -151,7 +151,7 @@ func TestPlannerJoinErrorIsReturned(t *testing.T) {
 	j := &plan.Join{Kind: plan.JoinAnti, NullAware: true, Left: l, Right: r,
 		Cond: &plan.Binary{Op: plan.OpAnd, L: eq(k, r.Schema()[0].Ref()),
 			R: eq(&plan.Binary{Op: plan.OpAdd, L: k, R: k, Typ: plan.Int64}, r.Schema()[0].Ref()), Typ: arrow.FixedWidthTypes.Boolean}}
-	op, err := Plan(j, PlannerConfig{TargetPartitions: 2})
+	op, err := PlanForTests(j, 2, false)
 	if err == nil {
 		t.Fatalf("planned %s", Format(op))
 	}

@@ -26,7 +26,7 @@ import (
 // executes a partition again, or one that came after a LIMIT stopped the
 // first) computes the input again.
 //
-// Only the in-process planner makes them (PlannerConfig.ShareSubplans);
+// Only the in-process planner makes them (planner.Config.ShareSubplans);
 // the cluster planner shares such a computation as one stage read by
 // several others.
 type SharedOutput struct {

@@ -264,7 +264,7 @@ func TestPlannerSharesRepeatedAggregates(t *testing.T) {
 		{"twice, not shared", twice, false, nil},
 		{"once", once, true, nil},
 	} {
-		op, err := Plan(tc.n, PlannerConfig{TargetPartitions: 2, ShareSubplans: tc.share})
+		op, err := PlanForTests(tc.n, 2, tc.share)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,10 +91,10 @@ func NewWindow(input Operator, partitionBy []expr.Expr, orderBy []SortKey, funcs
 	return &Window{input: input, partitionBy: partitionBy, orderBy: orderBy, funcs: funcs, schema: arrow.NewSchema(fields, nil)}, nil
 }
 
-// windowSortKeys are the keys a window's rows are sorted by: the
+// WindowSortKeys are the keys a window's rows are sorted by: the
 // partition keys, then the order keys. The planner sorts a window's input
 // by them, and a group limit its candidates.
-func windowSortKeys(partitionBy []expr.Expr, orderBy []SortKey) []SortKey {
+func WindowSortKeys(partitionBy []expr.Expr, orderBy []SortKey) []SortKey {
 	keys := make([]SortKey, 0, len(partitionBy)+len(orderBy))
 	for _, e := range partitionBy {
 		keys = append(keys, SortKey{Expr: e})

@@ -54,7 +54,7 @@ func NewWindowGroupLimit(input Operator, partitionBy []expr.Expr, orderBy []Sort
 	default:
 		return nil, fmt.Errorf("window group limit: %s is not a ranking function", fn)
 	}
-	if _, err := newRowComparator(windowSortKeys(partitionBy, orderBy)); err != nil {
+	if _, err := newRowComparator(WindowSortKeys(partitionBy, orderBy)); err != nil {
 		return nil, fmt.Errorf("window group limit: %w", err)
 	}
 	return &WindowGroupLimit{input: input, partitionBy: partitionBy, orderBy: orderBy, fn: fn, limit: limit}, nil
@@ -102,7 +102,7 @@ const groupLimitCompactSlots = 32
 
 // Execute implements Operator.
 func (w *WindowGroupLimit) Execute(ctx context.Context, partition int, tc *TaskContext) (Stream, error) {
-	cmp, err := newRowComparator(windowSortKeys(w.partitionBy, w.orderBy))
+	cmp, err := newRowComparator(WindowSortKeys(w.partitionBy, w.orderBy))
 	if err != nil {
 		return nil, fmt.Errorf("window group limit: %w", err)
 	}

@@ -312,7 +312,7 @@ func TestWindowGroupLimitPlanned(t *testing.T) {
 		{"bare then filtered", &plan.Union{Inputs: []plan.Node{w, filtered}, Cols: w.Schema()}, 1},
 		{"bound from below", &plan.Filter{Input: w, Pred: &plan.Binary{Op: plan.OpGtEq, L: rk.Ref(), R: lit, Typ: arrow.FixedWidthTypes.Boolean}}, 0},
 	} {
-		op, err := Plan(tc.n, PlannerConfig{TargetPartitions: 2})
+		op, err := PlanForTests(tc.n, 2, false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"sluice/catalog"
 	"sluice/cluster"
 	"sluice/physical"
+	"sluice/physical/planner"
 	"sluice/plan"
 	"sluice/session"
 	"sluice/tpch"
@@ -193,10 +194,10 @@ func randomPartialSkip(t testing.TB, upTo int64) {
 // have unknown distinct counts (ten each), so one key or two suffice for
 // some draws and not for others.
 func randomWindowHint(t testing.TB) {
-	old := physical.WindowHintMinDistinct
-	t.Cleanup(func() { physical.WindowHintMinDistinct = old })
-	physical.WindowHintMinDistinct = rand.IntN(40)
-	t.Logf("physical.WindowHintMinDistinct = %d", physical.WindowHintMinDistinct)
+	old := planner.WindowHintMinDistinct
+	t.Cleanup(func() { planner.WindowHintMinDistinct = old })
+	planner.WindowHintMinDistinct = rand.IntN(40)
+	t.Logf("planner.WindowHintMinDistinct = %d", planner.WindowHintMinDistinct)
 }
 
 // randomGroupLimitCompactRows draws how many candidate rows a window group

@@ -32,7 +32,7 @@ type Stage struct {
 	Shared bool
 	// Estimated says the physical planner guessed the size of the stage's
 	// output: about EstRows rows of EstBytes bytes (see
-	// physical.Estimates). Blocking mode shows the guess beside the exact
+	// physplanner.Estimates). Blocking mode shows the guess beside the exact
 	// figures its shuffle files report.
 	Estimated bool
 	EstRows   float64

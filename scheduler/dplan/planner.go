@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"sluice/physical"
+	physplanner "sluice/physical/planner"
 	"sluice/physical/expr"
 	"sluice/rpc"
 )
@@ -62,7 +63,7 @@ func Plan(root physical.Operator) (*Graph, error) {
 
 // PlanEstimated is Plan, recording in each stage the estimate est has of
 // the operator the stage's body was cut from (nil: none).
-func PlanEstimated(root physical.Operator, est *physical.Estimates) (*Graph, error) {
+func PlanEstimated(root physical.Operator, est *physplanner.Estimates) (*Graph, error) {
 	return PlanWith(root, est, Options{})
 }
 
@@ -82,7 +83,7 @@ type Options struct {
 }
 
 // PlanWith is PlanEstimated with opts.
-func PlanWith(root physical.Operator, est *physical.Estimates, opts Options) (*Graph, error) {
+func PlanWith(root physical.Operator, est *physplanner.Estimates, opts Options) (*Graph, error) {
 	if root == nil {
 		return nil, fmt.Errorf("internal: distributed planning of a nil plan")
 	}
@@ -113,7 +114,7 @@ type planner struct {
 	// repeated counts, by digest, the aggregates over a repartition the
 	// plan computes (see repeatedAggregates); more than one is shared.
 	repeated map[string]int
-	est      *physical.Estimates
+	est      *physplanner.Estimates
 	opts     Options
 }
 

@@ -1,4 +1,12 @@
-package physical
+// Package planner is the physical planner: it turns an optimized logical
+// plan into a tree of package physical's operators, choosing how each
+// node is partitioned (repartitions, broadcast or partitioned joins,
+// windows hashed by the aggregate below them), sharing aggregates and
+// windows a plan computes twice, and guessing each operator's output
+// size for the distributed planner. It is the one package that knows
+// every operator and every logical node; the operators know nothing of
+// it.
+package planner
 
 import (
 	"fmt"
@@ -9,12 +17,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"sluice/catalog"
+	"sluice/physical"
 	"sluice/physical/expr"
 	"sluice/plan"
 )
 
-// PlannerConfig holds the settings that shape a physical plan.
-type PlannerConfig struct {
+// Config holds the settings that shape a physical plan.
+type Config struct {
 	// TargetPartitions is how many partitions scans and repartitions produce.
 	TargetPartitions int
 	// BroadcastThreshold is the estimated size in bytes under which a hash
@@ -34,21 +43,21 @@ type PlannerConfig struct {
 // the same order, so expressions compile against the logical input schema.
 // The root may have several partitions; callers that want one stream use
 // NewCoalescePartitions (or read the partitions concurrently).
-func Plan(n plan.Node, cfg PlannerConfig) (Operator, error) {
+func Plan(n plan.Node, cfg Config) (physical.Operator, error) {
 	op, _, err := PlanEstimated(n, cfg)
 	return op, err
 }
 
 // PlanEstimated is Plan, also returning the planner's size estimates of
 // the plan's operators (see Estimates).
-func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error) {
+func PlanEstimated(n plan.Node, cfg Config) (physical.Operator, *Estimates, error) {
 	if cfg.TargetPartitions <= 0 {
-		cfg.TargetPartitions = DefaultTargetPartitions()
+		cfg.TargetPartitions = physical.DefaultTargetPartitions()
 	}
 	n = splitWindows(n)
-	p := &planner{cfg: cfg, est: &Estimates{nodes: map[Operator]plan.Node{}, rows: plan.NewEstimates()}}
+	p := &planner{cfg: cfg, est: &Estimates{nodes: map[physical.Operator]plan.Node{}, rows: plan.NewEstimates()}}
 	if cfg.ShareSubplans {
-		p.shared = map[string]*SharedOutput{}
+		p.shared = map[string]*physical.SharedOutput{}
 		p.keys = plan.NewSubtreeKeys()
 		p.occurs = map[string]int{}
 		p.keys.CountAggregates(n, p.occurs)
@@ -69,7 +78,7 @@ func PlanEstimated(n plan.Node, cfg PlannerConfig) (Operator, *Estimates, error)
 // The distributed planner records them per stage, so that a blocking job
 // can show the estimate beside the exact size its shuffle files had.
 type Estimates struct {
-	nodes map[Operator]plan.Node
+	nodes map[physical.Operator]plan.Node
 	// rows remembers the logical estimates: a node's estimate reads its
 	// inputs', so asking each one afresh would be quadratic in the plan's
 	// joins.
@@ -79,7 +88,7 @@ type Estimates struct {
 // Of returns the estimated rows and bytes of op's output; ok is false for
 // an operator the planner added without a logical node of its own (a
 // repartition, a partial aggregate) or one not of this plan.
-func (e *Estimates) Of(op Operator) (rows, bytes float64, ok bool) {
+func (e *Estimates) Of(op physical.Operator) (rows, bytes float64, ok bool) {
 	if e == nil {
 		return 0, 0, false
 	}
@@ -91,13 +100,13 @@ func (e *Estimates) Of(op Operator) (rows, bytes float64, ok bool) {
 }
 
 type planner struct {
-	cfg PlannerConfig
+	cfg Config
 	// With ShareSubplans: how often each aggregate subtree occurs in the
 	// plan, and the SharedOutput of those occurring more than once, by
 	// their plan.SubtreeKeys key.
 	keys   *plan.SubtreeKeys
 	occurs map[string]int
-	shared map[string]*SharedOutput
+	shared map[string]*physical.SharedOutput
 	// est maps each operator planned for a logical node to the node.
 	est *Estimates
 	// hashBy: for an aggregate whose output a window partitions by some
@@ -112,7 +121,7 @@ type planner struct {
 
 // plan plans n and records which operator stands for n's output (the
 // innermost, when n added nothing of its own).
-func (p *planner) plan(n plan.Node) (Operator, error) {
+func (p *planner) plan(n plan.Node) (physical.Operator, error) {
 	op, err := p.planNode(n)
 	if err == nil {
 		p.note(op, n)
@@ -122,7 +131,7 @@ func (p *planner) plan(n plan.Node) (Operator, error) {
 
 // note records that op stands for n's output, unless it already stands
 // for a node below n.
-func (p *planner) note(op Operator, n plan.Node) {
+func (p *planner) note(op physical.Operator, n plan.Node) {
 	if p.est == nil {
 		return
 	}
@@ -131,7 +140,7 @@ func (p *planner) note(op Operator, n plan.Node) {
 	}
 }
 
-func (p *planner) planNode(n plan.Node) (Operator, error) {
+func (p *planner) planNode(n plan.Node) (physical.Operator, error) {
 	switch n := n.(type) {
 	case *plan.Scan:
 		return p.scan(n)
@@ -155,7 +164,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		return NewFilter(in, pred), nil
+		return physical.NewFilter(in, pred), nil
 	case *plan.Project:
 		in, err := p.plan(n.Input)
 		if err != nil {
@@ -165,9 +174,9 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		return NewProjection(in, exprs, names(n.Cols)), nil
+		return physical.NewProjection(in, exprs, names(n.Cols)), nil
 	case *plan.Aggregate:
-		return p.share(n, func() (Operator, error) { return p.aggregate(n) })
+		return p.share(n, func() (physical.Operator, error) { return p.aggregate(n) })
 	case *plan.Expand:
 		in, err := p.plan(n.Input)
 		if err != nil {
@@ -178,13 +187,13 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 			return nil, err
 		}
 		k := len(n.Keys)
-		return NewExpand(in, keys, names(n.Cols[:k]), n.Sets, n.Cols[k].Name)
+		return physical.NewExpand(in, keys, names(n.Cols[:k]), n.Sets, n.Cols[k].Name)
 	case *plan.Join:
 		return p.join(n)
 	case *plan.Sort:
 		return p.sort(n, -1)
 	case *plan.Window:
-		return p.share(n, func() (Operator, error) { return p.window(n) })
+		return p.share(n, func() (physical.Operator, error) { return p.window(n) })
 	case *plan.Unnest:
 		in, err := p.plan(n.Input)
 		if err != nil {
@@ -200,7 +209,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 				pass = append(pass, i)
 			}
 		}
-		return NewUnnest(in, pass, args, names(n.Cols))
+		return physical.NewUnnest(in, pass, args, names(n.Cols))
 	case *plan.Limit:
 		return p.limit(n)
 	case *plan.Union:
@@ -214,7 +223,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 		// least one partition) are folded into the target.
 		sub := &planner{cfg: p.cfg, keys: p.keys, occurs: p.occurs, shared: p.shared, est: p.est, hashBy: p.hashBy}
 		sub.cfg.TargetPartitions = max(1, p.cfg.TargetPartitions/len(n.Inputs))
-		ins := make([]Operator, len(n.Inputs))
+		ins := make([]physical.Operator, len(n.Inputs))
 		for i, c := range n.Inputs {
 			op, err := sub.plan(c)
 			if err != nil {
@@ -224,7 +233,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 			ins[i] = renameTo(op, c.Schema(), n.Cols)
 			p.note(ins[i], c)
 		}
-		return NewFoldedUnion(ins, p.cfg.TargetPartitions), nil
+		return physical.NewFoldedUnion(ins, p.cfg.TargetPartitions), nil
 	case *plan.SetOp:
 		return p.setOp(n)
 	case *plan.Values:
@@ -236,7 +245,7 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 			}
 			rows[i] = row
 		}
-		return NewValues(ArrowSchema(n.Cols), rows), nil
+		return physical.NewValues(ArrowSchema(n.Cols), rows), nil
 	case *plan.RecursiveCTE:
 		// Both terms run inside the recursive CTE's task, the recursive
 		// one again every iteration: one partition each, and nothing
@@ -253,15 +262,15 @@ func (p *planner) planNode(n plan.Node) (Operator, error) {
 			return nil, err
 		}
 		base, rec = renameTo(base, n.Base.Schema(), n.Cols), renameTo(rec, n.Recursive.Schema(), n.Cols)
-		return NewRecursiveCTE(n.Name, base, rec, n.Distinct, n.WorkID, ArrowSchema(n.Cols)), nil
+		return physical.NewRecursiveCTE(n.Name, base, rec, n.Distinct, n.WorkID, ArrowSchema(n.Cols)), nil
 	case *plan.WorkTable:
-		return NewWorkTableScan(n.Name, n.WorkID, ArrowSchema(n.Cols)), nil
+		return physical.NewWorkTableScan(n.Name, n.WorkID, ArrowSchema(n.Cols)), nil
 	case *plan.GenerateSeries:
 		args, err := compileAll([]plan.Expr{n.Start, n.Stop, n.Step}, nil)
 		if err != nil {
 			return nil, err
 		}
-		return NewGenerateSeries(ArrowSchema(n.Schema()), args[0], args[1], args[2])
+		return physical.NewGenerateSeries(ArrowSchema(n.Schema()), args[0], args[1], args[2])
 	}
 	return nil, fmt.Errorf("internal: no physical plan for %T", n)
 }
@@ -297,7 +306,7 @@ func compileAll(es []plan.Expr, in plan.Schema) ([]expr.Expr, error) {
 
 // renameTo projects op's columns (schema from) under the names of to, when
 // they differ.
-func renameTo(op Operator, from, to plan.Schema) Operator {
+func renameTo(op physical.Operator, from, to plan.Schema) physical.Operator {
 	same := true
 	for i := range from {
 		if from[i].Name != to[i].Name {
@@ -311,28 +320,28 @@ func renameTo(op Operator, from, to plan.Schema) Operator {
 	for i, c := range from {
 		exprs[i] = &expr.Column{Index: i, Name: c.Name, Type: c.Type}
 	}
-	return NewProjection(op, exprs, names(to))
+	return physical.NewProjection(op, exprs, names(to))
 }
 
-func (p *planner) scan(n *plan.Scan) (Operator, error) {
-	var op Operator
+func (p *planner) scan(n *plan.Scan) (physical.Operator, error) {
+	var op physical.Operator
 	switch t := n.Table.(type) {
 	case *catalog.ParquetTable:
-		if err := checkParquetProjection(n.TableName, t, n.Projection); err != nil {
+		if err := physical.CheckParquetProjection(n.TableName, t, n.Projection); err != nil {
 			return nil, err
 		}
 		if len(t.Files) == 0 {
 			// A table with no files yet (an empty managed table) has only
 			// its declared schema, which a scan shipped to an executor
 			// could not rebuild from files: it is no rows of that schema.
-			op = NewValues(projectSchema(t.Schema(), n.Projection), nil)
+			op = physical.NewValues(physical.ProjectSchema(t.Schema(), n.Projection), nil)
 			break
 		}
-		op = NewParquetScan(n.TableName, t, n.Projection, pruningPredicates(n), p.cfg.TargetPartitions)
+		op = physical.NewParquetScan(n.TableName, t, n.Projection, pruningPredicates(n), p.cfg.TargetPartitions)
 	case *catalog.CSVTable:
-		op = NewCSVScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)
+		op = physical.NewCSVScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)
 	case *catalog.MemTable:
-		op = NewMemScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)
+		op = physical.NewMemScan(n.TableName, t, n.Projection, p.cfg.TargetPartitions)
 	default:
 		return nil, fmt.Errorf("internal: cannot scan table %s of type %T", n.TableName, n.Table)
 	}
@@ -343,13 +352,13 @@ func (p *planner) scan(n *plan.Scan) (Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewFilter(op, pred), nil
+	return physical.NewFilter(op, pred), nil
 }
 
 // pruningPredicates extracts `column op literal` conjuncts from a scan's
 // filters, for row-group pruning. The filters themselves are still applied.
-func pruningPredicates(n *plan.Scan) []ColumnPredicate {
-	var out []ColumnPredicate
+func pruningPredicates(n *plan.Scan) []physical.ColumnPredicate {
+	var out []physical.ColumnPredicate
 	for _, f := range n.Filters {
 		b, ok := f.(*plan.Binary)
 		if !ok || !b.Op.IsComparison() || b.Op == plan.OpNotEq {
@@ -370,12 +379,12 @@ func pruningPredicates(n *plan.Scan) []ColumnPredicate {
 		if i < 0 || !arrow.TypeEqual(n.Cols[i].Type, lit.Typ) {
 			continue
 		}
-		out = append(out, ColumnPredicate{Column: n.Projection[i], Op: op, Value: *lit})
+		out = append(out, physical.ColumnPredicate{Column: n.Projection[i], Op: op, Value: *lit})
 	}
 	return out
 }
 
-func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
+func (p *planner) aggregate(n *plan.Aggregate) (physical.Operator, error) {
 	in, err := p.plan(n.Input)
 	if err != nil {
 		return nil, err
@@ -387,10 +396,10 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 	}
 	k := len(n.GroupBy)
 	groupNames := names(n.Cols[:k])
-	aggs := make([]AggregateExpr, len(n.Aggs))
+	aggs := make([]physical.AggregateExpr, len(n.Aggs))
 	distinct := false
 	for i, a := range n.Aggs {
-		aggs[i] = AggregateExpr{Func: a.Func, Distinct: a.Distinct, Name: n.Cols[k+i].Name, Type: a.Typ}
+		aggs[i] = physical.AggregateExpr{Func: a.Func, Distinct: a.Distinct, Name: n.Cols[k+i].Name, Type: a.Typ}
 		if a.Arg != nil {
 			if aggs[i].Arg, err = expr.Compile(a.Arg, inSchema); err != nil {
 				return nil, err
@@ -412,8 +421,8 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 	}
 	// final builds the aggregate that outputs the groups (with the grand
 	// totals of a grouping-sets aggregate).
-	final := func(in Operator, mode AggMode) (Operator, error) {
-		h, err := NewHashAggregate(in, mode, groups, groupNames, aggs)
+	final := func(in physical.Operator, mode physical.AggMode) (physical.Operator, error) {
+		h, err := physical.NewHashAggregate(in, mode, groups, groupNames, aggs)
 		if err != nil {
 			return nil, err
 		}
@@ -421,13 +430,13 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 	}
 	parts := in.OutputPartitioning().Count
 	if parts <= 1 {
-		return final(in, AggSingle)
+		return final(in, physical.AggSingle)
 	}
-	if len(n.GrandTotals) == 0 && hashedWithin(in.OutputPartitioning(), groups) {
+	if len(n.GrandTotals) == 0 && physical.HashedWithin(in.OutputPartitioning(), groups) {
 		// Every group's rows are in one input partition already (the
 		// input is a join or an aggregate on some of these keys): one
 		// aggregate per partition, with no partial step and no shuffle.
-		return final(in, AggSingle)
+		return final(in, physical.AggSingle)
 	}
 	// by lists the group keys the rows are shuffled by: all of them, or
 	// those a window above partitions by.
@@ -441,31 +450,31 @@ func (p *planner) aggregate(n *plan.Aggregate) (Operator, error) {
 	if distinct {
 		// Every row of a group must reach one partition before aggregating.
 		if k == 0 {
-			in = NewCoalescePartitions(in)
+			in = physical.NewCoalescePartitions(in)
 		} else {
 			keys := make([]expr.Expr, len(by))
 			for i, g := range by {
 				keys[i] = groups[g]
 			}
-			in = NewRepartition(in, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
+			in = physical.NewRepartition(in, physical.Partitioning{Kind: physical.PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
 		}
-		return final(in, AggSingle)
+		return final(in, physical.AggSingle)
 	}
-	partial, err := NewHashAggregate(in, AggPartial, groups, groupNames, aggs)
+	partial, err := physical.NewHashAggregate(in, physical.AggPartial, groups, groupNames, aggs)
 	if err != nil {
 		return nil, err
 	}
-	var mid Operator
+	var mid physical.Operator
 	if k == 0 {
-		mid = NewCoalescePartitions(partial)
+		mid = physical.NewCoalescePartitions(partial)
 	} else {
 		keys := make([]expr.Expr, len(by))
 		for i, g := range by {
 			keys[i] = &expr.Column{Index: g, Name: groupNames[g], Type: groups[g].DataType()}
 		}
-		mid = NewRepartition(partial, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
+		mid = physical.NewRepartition(partial, physical.Partitioning{Kind: physical.PartHash, Count: p.cfg.TargetPartitions, Keys: keys})
 	}
-	return final(mid, AggFinal)
+	return final(mid, physical.AggFinal)
 }
 
 // WindowHintMinDistinct is how many distinct values per partition, at
@@ -482,7 +491,7 @@ const windowHintUnknownDistinct = 10
 // share plans n with build, once for all of n's occurrences in the plan
 // when ShareSubplans counted more than one (aggregates and windows): a
 // SharedOutput every occurrence reads.
-func (p *planner) share(n plan.Node, build func() (Operator, error)) (Operator, error) {
+func (p *planner) share(n plan.Node, build func() (physical.Operator, error)) (physical.Operator, error) {
 	if p.occurs == nil {
 		return build()
 	}
@@ -501,7 +510,7 @@ func (p *planner) share(n plan.Node, build func() (Operator, error)) (Operator, 
 	if err != nil {
 		return nil, err
 	}
-	s := NewSharedOutput(op, 1)
+	s := physical.NewSharedOutput(op, 1)
 	p.shared[key] = s
 	return s, nil
 }
@@ -747,7 +756,7 @@ func equiKeys(cond plan.Expr, left, right plan.Schema) (lk, rk []plan.Expr, rest
 	return lk, rk, rest
 }
 
-func (p *planner) join(n *plan.Join) (Operator, error) {
+func (p *planner) join(n *plan.Join) (physical.Operator, error) {
 	left, err := p.plan(n.Left)
 	if err != nil {
 		return nil, err
@@ -761,21 +770,21 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 
 	// The physical join builds its left input. Pick the physical type and
 	// whether the logical sides are swapped (build = logical right).
-	var jt JoinType
+	var jt physical.JoinType
 	swap := false
 	switch n.Kind {
 	case plan.JoinInner:
-		jt = JoinInner
+		jt = physical.JoinInner
 	case plan.JoinLeft:
-		jt, swap = JoinRight, true
+		jt, swap = physical.JoinRight, true
 	case plan.JoinRight:
-		jt = JoinRight
+		jt = physical.JoinRight
 	case plan.JoinFull:
-		jt = JoinFull
+		jt = physical.JoinFull
 	case plan.JoinSemi:
-		jt, swap = JoinRightSemi, true
+		jt, swap = physical.JoinRightSemi, true
 	case plan.JoinAnti:
-		jt, swap = JoinRightAnti, true
+		jt, swap = physical.JoinRightAnti, true
 	}
 	// A semi or anti join builds the subquery side, unless the preserved
 	// side is estimated smaller: then it builds that side, probes the
@@ -785,9 +794,9 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 	if (n.Kind == plan.JoinSemi || n.Kind == plan.JoinAnti) && !n.NullAware && len(lk) > 0 &&
 		plan.EstimateRows(n.Left) < plan.EstimateRows(n.Right) {
 		swap = false
-		jt = JoinLeftSemi
+		jt = physical.JoinLeftSemi
 		if n.Kind == plan.JoinAnti {
-			jt = JoinLeftAnti
+			jt = physical.JoinLeftAnti
 		}
 	}
 	bl, pr, bs, ps, bk, pk := left, right, ls, rs, lk, rk
@@ -801,12 +810,12 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 			return nil, err
 		}
 	}
-	var op Operator
+	var op physical.Operator
 	if len(bk) == 0 {
 		if jt.EmitsUnmatchedBuild() {
-			pr = NewCoalescePartitions(pr)
+			pr = physical.NewCoalescePartitions(pr)
 		}
-		op, err = NewNestedLoopJoin(bl, pr, jt, filter)
+		op, err = physical.NewNestedLoopJoin(bl, pr, jt, filter)
 	} else {
 		var buildKeys, probeKeys []expr.Expr
 		if buildKeys, err = compileAll(bk, bs); err != nil {
@@ -822,22 +831,22 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 		// The join is assigned to op only without an error: a nil
 		// *HashJoin in the Operator interface would not compare equal to
 		// nil and would crash whatever reads it.
-		var hj *HashJoin
-		if !n.NullAware && coPartitioned(bl, pr, buildKeys, probeKeys, p.cfg.TargetPartitions) {
+		var hj *physical.HashJoin
+		if !n.NullAware && physical.CoPartitioned(bl, pr, buildKeys, probeKeys, p.cfg.TargetPartitions) {
 			// Both sides already hold each key's rows in one partition:
 			// each partition joins its own, with no shuffle and no
 			// broadcast (TPC-DS q47 joins three readers of monthly
 			// totals hashed by brand and store on brand, store and month).
-			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
+			hj, err = physical.NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, physical.JoinPartitioned)
 		} else if jt.EmitsUnmatchedBuild() || (p.cfg.BroadcastThreshold > 0 && !n.NullAware &&
 			p.est.bytes(buildSide) > float64(p.cfg.BroadcastThreshold)) {
 			// Each partition must see all rows of its keys on both sides.
 			t := p.cfg.TargetPartitions
-			bl = hashPartitioned(bl, buildKeys, t)
-			pr = hashPartitioned(pr, probeKeys, t)
-			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinPartitioned)
+			bl = physical.HashPartitioned(bl, buildKeys, t)
+			pr = physical.HashPartitioned(pr, probeKeys, t)
+			hj, err = physical.NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, physical.JoinPartitioned)
 		} else {
-			hj, err = NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, JoinCollectLeft)
+			hj, err = physical.NewHashJoin(bl, pr, jt, buildKeys, probeKeys, filter, n.NullAware, physical.JoinCollectLeft)
 		}
 		if err != nil {
 			return nil, err
@@ -847,7 +856,7 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if swap && jt != JoinRightSemi && jt != JoinRightAnti && jt != JoinLeftSemi && jt != JoinLeftAnti {
+	if swap && jt != physical.JoinRightSemi && jt != physical.JoinRightAnti && jt != physical.JoinLeftSemi && jt != physical.JoinLeftAnti {
 		// Restore the logical column order: left columns, then right.
 		out := n.Schema()
 		exprs := make([]expr.Expr, len(out))
@@ -855,7 +864,7 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 			j := combined.IndexOf(c.ID)
 			exprs[i] = &expr.Column{Index: j, Name: c.Name, Type: c.Type}
 		}
-		op = NewProjection(op, exprs, names(out))
+		op = physical.NewProjection(op, exprs, names(out))
 	}
 	return op, nil
 }
@@ -864,8 +873,8 @@ func (p *planner) join(n *plan.Join) (Operator, error) {
 // one partition, so both are hash-partitioned by all their columns (the
 // binder cast them to the same types, so equal rows hash alike), or
 // gathered into one partition when the target is one.
-func (p *planner) setOp(n *plan.SetOp) (Operator, error) {
-	sides := make([]Operator, 2)
+func (p *planner) setOp(n *plan.SetOp) (physical.Operator, error) {
+	sides := make([]physical.Operator, 2)
 	for i, c := range []plan.Node{n.Left, n.Right} {
 		op, err := p.plan(c)
 		if err != nil {
@@ -874,34 +883,34 @@ func (p *planner) setOp(n *plan.SetOp) (Operator, error) {
 		t := p.cfg.TargetPartitions
 		if t <= 1 {
 			if op.OutputPartitioning().Count > 1 {
-				op = NewCoalescePartitions(op)
+				op = physical.NewCoalescePartitions(op)
 			}
 		} else {
 			keys := make([]expr.Expr, len(c.Schema()))
 			for j, col := range c.Schema() {
 				keys[j] = &expr.Column{Index: j, Name: col.Name, Type: col.Type}
 			}
-			op = hashPartitioned(op, keys, t)
+			op = physical.HashPartitioned(op, keys, t)
 		}
 		sides[i] = op
 	}
-	return NewSetOp(sides[0], sides[1], n.Kind, n.All, ArrowSchema(n.Cols))
+	return physical.NewSetOp(sides[0], sides[1], n.Kind, n.All, ArrowSchema(n.Cols))
 }
 
-func (p *planner) sortKeys(keys []plan.SortKey, in plan.Schema) ([]SortKey, error) {
-	out := make([]SortKey, len(keys))
+func (p *planner) sortKeys(keys []plan.SortKey, in plan.Schema) ([]physical.SortKey, error) {
+	out := make([]physical.SortKey, len(keys))
 	for i, k := range keys {
 		e, err := expr.Compile(k.Expr, in)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = SortKey{Expr: e, Desc: k.Desc, NullsFirst: k.NullsFirst}
+		out[i] = physical.SortKey{Expr: e, Desc: k.Desc, NullsFirst: k.NullsFirst}
 	}
 	return out, nil
 }
 
 // sort plans a Sort; fetch >= 0 keeps only the first fetch rows (top-K).
-func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
+func (p *planner) sort(n *plan.Sort, fetch int64) (physical.Operator, error) {
 	in, err := p.plan(n.Input)
 	if err != nil {
 		return nil, err
@@ -910,9 +919,9 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := Operator(NewSort(in, keys, fetch))
+	op := physical.Operator(physical.NewSort(in, keys, fetch))
 	if in.OutputPartitioning().Count > 1 {
-		op = NewSortPreservingMerge(op, keys, fetch)
+		op = physical.NewSortPreservingMerge(op, keys, fetch)
 	}
 	return op, nil
 }
@@ -927,7 +936,7 @@ func (p *planner) sort(n *plan.Sort, fetch int64) (Operator, error) {
 // partition keys, or already sorted by the window's keys (a window over
 // another: TPC-DS q47 ranks by four keys and averages by those and a
 // fifth), need no exchange, or no sort, of their own.
-func (p *planner) window(n *plan.Window) (Operator, error) {
+func (p *planner) window(n *plan.Window) (physical.Operator, error) {
 	op, err := p.plan(n.Input)
 	if err != nil || len(n.Calls) == 0 {
 		return op, err
@@ -948,31 +957,31 @@ func (p *planner) window(n *plan.Window) (Operator, error) {
 	if l, ok := p.groupLimit[n]; ok {
 		// Placed before the exchange and the sort below, so they move
 		// and sort only the rows that may pass the filter.
-		if op, err = NewWindowGroupLimit(op, pkeys, okeys, n.Calls[l.call].Func, l.n); err != nil {
+		if op, err = physical.NewWindowGroupLimit(op, pkeys, okeys, n.Calls[l.call].Func, l.n); err != nil {
 			return nil, err
 		}
 	}
 	sorted := sortedOutput(op) // the order the rows keep in each partition
-	if op.OutputPartitioning().Count > 1 && (len(pkeys) == 0 || !hashedWithin(op.OutputPartitioning(), pkeys)) {
+	if op.OutputPartitioning().Count > 1 && (len(pkeys) == 0 || !physical.HashedWithin(op.OutputPartitioning(), pkeys)) {
 		if len(pkeys) == 0 {
-			op = NewCoalescePartitions(op)
+			op = physical.NewCoalescePartitions(op)
 		} else {
-			op = NewRepartition(op, Partitioning{Kind: PartHash, Count: p.cfg.TargetPartitions, Keys: pkeys})
+			op = physical.NewRepartition(op, physical.Partitioning{Kind: physical.PartHash, Count: p.cfg.TargetPartitions, Keys: pkeys})
 		}
 		sorted = nil
 	}
-	if skeys := windowSortKeys(pkeys, okeys); len(skeys) > 0 && !sortPrefix(skeys, sorted) {
-		op = NewSort(op, skeys, -1)
+	if skeys := physical.WindowSortKeys(pkeys, okeys); len(skeys) > 0 && !sortPrefix(skeys, sorted) {
+		op = physical.NewSort(op, skeys, -1)
 	}
-	funcs := make([]WindowExpr, len(n.Calls))
+	funcs := make([]physical.WindowExpr, len(n.Calls))
 	for i, c := range n.Calls {
 		args, err := compileAll(c.Args, in)
 		if err != nil {
 			return nil, err
 		}
-		funcs[i] = WindowExpr{Func: c.Func, Agg: c.Agg, Args: args, Frame: c.Frame, Name: n.Cols[i].Name, Type: c.Typ}
+		funcs[i] = physical.WindowExpr{Func: c.Func, Agg: c.Agg, Args: args, Frame: c.Frame, Name: n.Cols[i].Name, Type: c.Typ}
 	}
-	return NewWindow(op, pkeys, okeys, funcs)
+	return physical.NewWindow(op, pkeys, okeys, funcs)
 }
 
 // windowLimit bounds a window's ranking: rows whose call Calls[call] is
@@ -1072,20 +1081,20 @@ func windowGroups(n *plan.Window) []*windowGroup {
 // shared outputs, and projections that keep the key columns in place);
 // nil when it is not known. A window over another window's output (see
 // splitWindows) needs no sort of its own when this order serves it.
-func sortedOutput(op Operator) []SortKey {
+func sortedOutput(op physical.Operator) []physical.SortKey {
 	switch x := op.(type) {
-	case *Sort:
+	case *physical.Sort:
 		return x.Keys()
-	case *Filter, *Window, *SharedOutput:
+	case *physical.Filter, *physical.Window, *physical.SharedOutput:
 		return sortedOutput(op.Children()[0])
-	case *Projection:
-		keys := sortedOutput(x.input)
+	case *physical.Projection:
+		keys := sortedOutput(x.Children()[0])
 		for i, k := range keys {
 			c, ok := k.Expr.(*expr.Column)
-			if !ok || c.Index >= len(x.exprs) {
+			if !ok || c.Index >= len(x.Exprs()) {
 				return keys[:i]
 			}
-			if pc, ok := x.exprs[c.Index].(*expr.Column); !ok || pc.Index != c.Index || pc.Name != c.Name {
+			if pc, ok := x.Exprs()[c.Index].(*expr.Column); !ok || pc.Index != c.Index || pc.Name != c.Name {
 				return keys[:i]
 			}
 		}
@@ -1095,7 +1104,7 @@ func sortedOutput(op Operator) []SortKey {
 }
 
 // sortPrefix reports whether rows sorted by have are also sorted by want.
-func sortPrefix(want, have []SortKey) bool {
+func sortPrefix(want, have []physical.SortKey) bool {
 	if len(want) > len(have) {
 		return false
 	}
@@ -1126,12 +1135,12 @@ func windowKey(c *plan.WindowCall) string {
 	return b.String()
 }
 
-func (p *planner) limit(n *plan.Limit) (Operator, error) {
+func (p *planner) limit(n *plan.Limit) (physical.Operator, error) {
 	fetch := int64(-1)
 	if n.Count >= 0 {
 		fetch = n.Offset + n.Count
 	}
-	var in Operator
+	var in physical.Operator
 	var err error
 	if s, ok := n.Input.(*plan.Sort); ok {
 		in, err = p.sort(s, fetch)
@@ -1139,15 +1148,15 @@ func (p *planner) limit(n *plan.Limit) (Operator, error) {
 		in, err = p.plan(n.Input)
 		if err == nil && in.OutputPartitioning().Count > 1 {
 			if fetch >= 0 {
-				in = NewLimit(in, 0, fetch)
+				in = physical.NewLimit(in, 0, fetch)
 			}
-			in = NewCoalescePartitions(in)
+			in = physical.NewCoalescePartitions(in)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return NewLimit(in, n.Offset, n.Count), nil
+	return physical.NewLimit(in, n.Offset, n.Count), nil
 }
 
 // bytes guesses the size of a logical node's output.
@@ -1166,107 +1175,4 @@ func (e *Estimates) bytes(n plan.Node) float64 {
 		}
 	}
 	return e.rows.Rows(n) * float64(width)
-}
-
-// Format renders an operator tree, one operator per line, children
-// indented, with each operator's output partitioning.
-func Format(op Operator) string {
-	var out []byte
-	shown := map[*SharedOutput]bool{}
-	var rec func(op Operator, depth int)
-	rec = func(op Operator, depth int) {
-		for i := 0; i < depth; i++ {
-			out = append(out, "  "...)
-		}
-		out = append(out, op.String()...)
-		out = append(out, "  ["+op.OutputPartitioning().String()+"]"...)
-		if s, ok := op.(*SharedOutput); ok {
-			if shown[s] {
-				out = append(out, " (the one above)\n"...)
-				return
-			}
-			shown[s] = true
-		}
-		out = append(out, '\n')
-		for _, c := range op.Children() {
-			rec(c, depth+1)
-		}
-	}
-	rec(op, 0)
-	return string(out)
-}
-
-// hashedWithin reports whether a hash partitioning puts all rows equal on
-// keys in one partition: it hashes on input columns that are all among
-// keys (rows equal on keys are equal on those columns too).
-func hashedWithin(in Partitioning, keys []expr.Expr) bool {
-	if in.Kind != PartHash || len(in.Keys) == 0 {
-		return false
-	}
-	for _, k := range in.Keys {
-		kc, ok := k.(*expr.Column)
-		if !ok || !slices.ContainsFunc(keys, func(e expr.Expr) bool {
-			c, ok := e.(*expr.Column)
-			return ok && c.Index == kc.Index
-		}) {
-			return false
-		}
-	}
-	return true
-}
-
-// coPartitioned reports whether a hash join's two sides already put rows
-// with equal keys in the same partition: both are hash partitioned into
-// count partitions on columns of the same types that are join keys at the
-// same positions, in the same order (a subset of the keys will do: rows
-// equal on all keys are equal on those).
-func coPartitioned(bl, pr Operator, buildKeys, probeKeys []expr.Expr, count int) bool {
-	bo, po := bl.OutputPartitioning(), pr.OutputPartitioning()
-	if bo.Kind != PartHash || po.Kind != PartHash || bo.Count != count || po.Count != count ||
-		len(bo.Keys) == 0 || len(bo.Keys) != len(po.Keys) {
-		return false
-	}
-	for i := range bo.Keys {
-		b, ok1 := bo.Keys[i].(*expr.Column)
-		q, ok2 := po.Keys[i].(*expr.Column)
-		if !ok1 || !ok2 || !arrow.TypeEqual(b.Type, q.Type) {
-			return false
-		}
-		paired := false
-		for j := range buildKeys {
-			bk, ok1 := buildKeys[j].(*expr.Column)
-			pk, ok2 := probeKeys[j].(*expr.Column)
-			if ok1 && ok2 && bk.Index == b.Index && pk.Index == q.Index {
-				paired = true
-				break
-			}
-		}
-		if !paired {
-			return false
-		}
-	}
-	return true
-}
-
-// hashPartitioned returns op hash partitioned on keys into count
-// partitions: op itself when it already is (an aggregate grouped by the
-// same keys, TPC-DS q97's two sides of a full join), else a Repartition.
-// Equal keys then meet in the same partition on both sides of a join,
-// because every hash partitioning hashes the same way.
-func hashPartitioned(op Operator, keys []expr.Expr, count int) Operator {
-	if out := op.OutputPartitioning(); out.Kind == PartHash && out.Count == count && len(out.Keys) == len(keys) {
-		same := true
-		for i, k := range keys {
-			a, ok1 := k.(*expr.Column)
-			b, ok2 := out.Keys[i].(*expr.Column)
-			if !ok1 || !ok2 || a.Index != b.Index || !arrow.TypeEqual(a.Type, b.Type) {
-				same = false
-				break
-			}
-		}
-		if same {
-			return op
-		}
-	}
-	return NewRepartition(op, Partitioning{Kind: PartHash, Count: count, Keys: keys})
 }
