@@ -456,8 +456,18 @@ func (b *binder) arith(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr, 
 			}
 		}
 	}
-	if plan.IsInteger(l.Type()) && r.Type().ID() == plan.Date32.ID() && op == plan.OpAdd {
-		l, r = r, l // int + date is date + int
+	if op == plan.OpAdd && (r.Type().ID() == plan.Date32.ID() && plan.IsInteger(l.Type()) ||
+		l.Type().ID() == plan.Interval.ID() && (r.Type().ID() == plan.Date32.ID() || r.Type().ID() == plan.Timestamp.ID())) {
+		l, r = r, l // int + date is date + int, interval + date is date + interval
+	}
+	// PostgreSQL makes date ± interval a timestamp. It stays a date here
+	// when the interval is a constant of whole months and days (a
+	// midnight moved by them is a midnight, and a date compares with date
+	// columns, and their files' statistics, as a date); any other
+	// interval moves the date's midnight as a timestamp, so that its time
+	// of day is kept.
+	if (op == plan.OpAdd || op == plan.OpSub) && l.Type().ID() == plan.Date32.ID() && r.Type().ID() == plan.Interval.ID() && mayHoldTime(r) {
+		l = coerce(l, plan.Timestamp)
 	}
 	typ, err := plan.ArithmeticType(op, l.Type(), r.Type())
 	if err != nil {
@@ -470,6 +480,17 @@ func (b *binder) arith(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr, 
 		return v, nil
 	}
 	return &plan.Binary{Op: op, L: l, R: r, Typ: typ}, nil
+}
+
+// mayHoldTime reports whether interval expression e may hold a time of
+// day: anything but a constant of whole months and days (or NULL).
+func mayHoldTime(e plan.Expr) bool {
+	lit, ok := e.(*plan.Literal)
+	if !ok {
+		return true
+	}
+	iv, ok := lit.Val.(arrow.MonthDayNanoInterval)
+	return ok && iv.Nanoseconds != 0
 }
 
 // commonTypeAt is commonType with an error position.

@@ -98,6 +98,9 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 		return nil, err
 	}
 	if isInterval {
+		if a := tc.Arg.GetAConst(); a != nil && a.GetIsnull() {
+			return &plan.Literal{Typ: plan.Interval}, nil
+		}
 		s := tc.Arg.GetAConst().GetSval()
 		if s == nil {
 			return nil, b.errAt("bind", nodeLoc(tc.Arg), "INTERVAL needs a quoted constant")
