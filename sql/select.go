@@ -180,11 +180,26 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	}
 
 	distinct := false
+	// DISTINCT ON (e, ...) keeps the first row of each group of rows equal
+	// on its expressions, in ORDER BY's order: row_number() over the
+	// groups, ordered by ORDER BY, equal to 1. Its expressions resolve as
+	// ORDER BY keys do (output names, positions, expressions).
+	var ons []sortSpec
 	if len(sel.DistinctClause) > 0 {
 		if len(sel.DistinctClause) > 1 || sel.DistinctClause[0].Node != nil {
-			return relation{}, &Error{Kind: "bind", Msg: "DISTINCT ON is not supported"}
+			keys := make([]*pg.Node, len(sel.DistinctClause))
+			for i, n := range sel.DistinctClause {
+				keys[i] = &pg.Node{Node: &pg.Node_SortBy{SortBy: &pg.SortBy{Node: n, Location: -1}}}
+			}
+			if ons, err = b.sortSpecs(keys, items, ectx{sc: orderScope, agg: agg, win: win, clause: "DISTINCT ON"}); err != nil {
+				return relation{}, err
+			}
+			for i := range ons {
+				ons[i].expr = unalias(ons[i].expr)
+			}
+		} else {
+			distinct = true
 		}
-		distinct = true
 	}
 
 	// The select list, plus ORDER BY expressions not in it.
@@ -193,29 +208,37 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	for i, it := range items {
 		exprs[i], names[i] = it.expr, it.name
 	}
-	for i := range sorts {
-		if sorts[i].item >= 0 {
-			continue
-		}
-		for j, e := range exprs {
-			if exprKey(e) == exprKey(sorts[i].expr) {
-				sorts[i].item = j
-				break
+	for _, specs := range [][]sortSpec{sorts, ons} {
+		for i := range specs {
+			if specs[i].item >= 0 {
+				continue
+			}
+			for j, e := range exprs {
+				if exprKey(e) == exprKey(specs[i].expr) {
+					specs[i].item = j
+					break
+				}
+			}
+			if specs[i].item < 0 {
+				if distinct {
+					return relation{}, &Error{Kind: "bind", Msg: "for SELECT DISTINCT, ORDER BY expressions must appear in select list"}
+				}
+				specs[i].item = len(exprs)
+				exprs = append(exprs, specs[i].expr)
+				names = append(names, "?column?")
 			}
 		}
-		if sorts[i].item < 0 {
-			if distinct {
-				return relation{}, &Error{Kind: "bind", Msg: "for SELECT DISTINCT, ORDER BY expressions must appear in select list"}
-			}
-			sorts[i].item = len(exprs)
-			exprs = append(exprs, sorts[i].expr)
-			names = append(names, "?column?")
-		}
+	}
+	if len(ons) > 0 && !distinctOnLeads(ons, sorts) {
+		return relation{}, b.errAt("bind", nodeLoc(sel.DistinctClause[0]), "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
 	}
 	proj := b.project(node, exprs, names)
 	node = proj
 	if distinct {
 		node = distinctOf(node)
+	}
+	if len(ons) > 0 {
+		node = b.firstOfGroups(proj, names, ons, sorts)
 	}
 	if len(sorts) > 0 {
 		keys := make([]plan.SortKey, len(sorts))
@@ -227,8 +250,9 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 	if node, err = b.limit(node, sel); err != nil {
 		return relation{}, err
 	}
-	if len(exprs) > len(items) {
-		// Drop the ORDER BY-only columns.
+	if len(exprs) > len(items) || len(ons) > 0 {
+		// Drop the ORDER BY-only (and DISTINCT ON-only) columns, and
+		// DISTINCT ON's row numbers.
 		keep := make([]plan.Expr, len(items))
 		for i := range items {
 			keep[i] = refName(proj.Cols[i], names[i])
@@ -236,6 +260,54 @@ func (b *binder) simpleSelect(sel *pg.SelectStmt, outer *scope) (relation, error
 		node = &plan.Project{Input: node, Exprs: keep, Cols: slices.Clone(proj.Cols[:len(items)])}
 	}
 	return relation{node: node, names: names[:len(items)]}, nil
+}
+
+// distinctOnLeads checks PostgreSQL's rule for DISTINCT ON: an ORDER BY
+// must begin with the DISTINCT ON expressions (in any order), so that the
+// row each group keeps is the first in the order asked for. Both are
+// resolved to projected columns (item) by then.
+func distinctOnLeads(ons, sorts []sortSpec) bool {
+	if len(sorts) == 0 {
+		return true
+	}
+	keys := map[int]bool{}
+	for _, o := range ons {
+		keys[o.item] = true
+	}
+	if len(sorts) < len(keys) {
+		return false
+	}
+	lead := map[int]bool{}
+	for _, s := range sorts[:len(keys)] {
+		lead[s.item] = true
+	}
+	for k := range keys {
+		if !lead[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// firstOfGroups keeps, of proj's rows, the first of each group equal on
+// the DISTINCT ON keys ons in the order of sorts: a Window numbering the
+// rows of each group, and a Filter on number 1. The caller drops the
+// number with the other columns the select list does not have.
+func (b *binder) firstOfGroups(proj *plan.Project, names []string, ons, sorts []sortSpec) plan.Node {
+	call := &plan.WindowCall{Func: plan.WinRowNumber, Frame: plan.DefaultFrame, Typ: plan.Int64}
+	for _, o := range ons {
+		call.PartitionBy = append(call.PartitionBy, refName(proj.Cols[o.item], names[o.item]))
+	}
+	for _, s := range sorts {
+		if slices.ContainsFunc(ons, func(o sortSpec) bool { return o.item == s.item }) {
+			continue // one value in each group
+		}
+		call.OrderBy = append(call.OrderBy, plan.SortKey{Expr: refName(proj.Cols[s.item], names[s.item]), Desc: s.desc, NullsFirst: s.nullsFirst})
+	}
+	rn := plan.Column{ID: b.ids.Next(), Name: "row_number", Type: plan.Int64}
+	w := &plan.Window{Input: proj, Calls: []*plan.WindowCall{call}, Cols: plan.Schema{rn}}
+	first := &plan.Binary{Op: plan.OpEq, L: rn.Ref(), R: &plan.Literal{Typ: plan.Int64, Val: int64(1)}, Typ: plan.Bool}
+	return &plan.Filter{Input: w, Pred: first}
 }
 
 // aliasScope extends sc, for ORDER BY expressions, with the select-list
