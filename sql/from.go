@@ -242,10 +242,12 @@ func (b *binder) join(j *pg.JoinExpr, outer *scope, left []scopeCol) (plan.Node,
 			}
 		}
 	}
+	// A FULL JOIN's merged USING columns are COALESCE(left, right),
+	// projected above the join (PostgreSQL's rule): either side may be
+	// the one present.
+	var merged []plan.Expr
+	var mergedNames []string
 	if len(using) > 0 {
-		if kind == plan.JoinFull {
-			return nil, nil, &Error{Kind: "bind", Msg: "FULL JOIN with USING or NATURAL is not supported; use ON"}
-		}
 		var conds []plan.Expr
 		for _, name := range using {
 			li, err := usingSide(cols[:len(lcols)], name, "left")
@@ -265,16 +267,30 @@ func (b *binder) join(j *pg.JoinExpr, outer *scope, left []scopeCol) (plan.Node,
 			}
 			conds = append(conds, eq)
 			// The merged column is the left one, except for RIGHT JOIN
-			// where only the right side is guaranteed to be present.
-			if kind == plan.JoinRight {
+			// where only the right side is guaranteed to be present, and
+			// FULL JOIN, where it is the first present of the two.
+			switch kind {
+			case plan.JoinRight:
 				cols[li].hidden = true
-			} else {
+			case plan.JoinFull:
+				t, ok := plan.CommonType(lc.Type, rc.Type)
+				if !ok {
+					return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("JOIN/USING types %s and %s of column %q cannot be matched", plan.TypeName(lc.Type), plan.TypeName(rc.Type), name)}
+				}
+				args := []plan.Expr{coerce(lc.Ref(), t), coerce(rc.Ref(), t)}
+				merged = append(merged, &plan.Func{Name: "coalesce", Args: args, Typ: t})
+				mergedNames = append(mergedNames, name)
+				cols[li].hidden, cols[ri].hidden = true, true
+			default:
 				cols[ri].hidden = true
 			}
 		}
 		cond = plan.Conjunction(conds)
 		// As in PostgreSQL, SELECT * lists the merged columns first.
 		var first, rest []scopeCol
+		if len(merged) > 0 {
+			first = make([]scopeCol, len(merged)) // set once projected, below
+		}
 		for _, c := range cols {
 			if !c.hidden && slices.Contains(using, c.name) {
 				first = append(first, c)
@@ -295,11 +311,35 @@ func (b *binder) join(j *pg.JoinExpr, outer *scope, left []scopeCol) (plan.Node,
 		if len(j.Alias.Colnames) > 0 {
 			return nil, nil, &Error{Kind: "bind", Msg: "column aliases on a JOIN are not supported"}
 		}
+		// The alias names the join's visible columns; the ones USING
+		// merged away are no longer reachable, by any name.
 		for i := range cols {
 			cols[i].table = j.Alias.Aliasname
+			if cols[i].hidden {
+				cols[i].table = ""
+			}
 		}
 	}
-	return &plan.Join{Kind: kind, Left: l, Right: r, Cond: cond}, cols, nil
+	var node plan.Node = &plan.Join{Kind: kind, Left: l, Right: r, Cond: cond}
+	if len(merged) > 0 {
+		in := node.Schema()
+		exprs := make([]plan.Expr, 0, len(in)+len(merged))
+		names := make([]string, 0, len(in)+len(merged))
+		for _, c := range in {
+			exprs, names = append(exprs, c.Ref()), append(names, c.Name)
+		}
+		exprs, names = append(exprs, merged...), append(names, mergedNames...)
+		p := b.project(node, exprs, names)
+		table := ""
+		if j.Alias != nil {
+			table = j.Alias.Aliasname
+		}
+		for i := range merged {
+			cols[i] = scopeCol{table: table, name: mergedNames[i], col: p.Cols[len(in)+i]}
+		}
+		node = p
+	}
+	return node, cols, nil
 }
 
 // usingSide finds the single visible column name on one side of a USING join.
