@@ -255,6 +255,15 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		switch opName {
 		case "~", "~*", "!~", "!~*":
 			return b.regexOp(opName, l, r, x.Location)
+		case "^":
+			// Exponentiation, in DOUBLE as PostgreSQL's float8 ^ (and
+			// DuckDB's): power().
+			for _, e := range []plan.Expr{l, r} {
+				if t := e.Type(); !plan.IsNumeric(t) && t.ID() != plan.Null.ID() {
+					return nil, b.errAt("type", x.Location, "cannot apply ^ to %s", plan.TypeName(t))
+				}
+			}
+			return &plan.Func{Name: "power", Args: []plan.Expr{coerce(l, plan.Float64), coerce(r, plan.Float64)}, Typ: plan.Float64}, nil
 		}
 		return nil, b.errAt("bind", x.Location, "unsupported operator %s", opName)
 	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
@@ -428,6 +437,22 @@ func (b *binder) arith(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr, 
 			r = v
 		}
 	}
+	// An untyped string next to a number is a number too, as PostgreSQL
+	// resolves an unknown literal by the other operand: an integer beside
+	// integers, a double beside doubles, a decimal of its own digits
+	// beside decimals.
+	if isStringLit(l) && plan.IsNumeric(r.Type()) {
+		var err error
+		if l, err = b.numericText(l.(*plan.Literal), r.Type(), loc); err != nil {
+			return nil, err
+		}
+	}
+	if isStringLit(r) && plan.IsNumeric(l.Type()) {
+		var err error
+		if r, err = b.numericText(r.(*plan.Literal), l.Type(), loc); err != nil {
+			return nil, err
+		}
+	}
 	lt, rt := l.Type(), r.Type()
 	if lt.ID() == plan.Null.ID() {
 		l, lt = coerce(l, rt), rt
@@ -480,6 +505,25 @@ func (b *binder) arith(op plan.BinaryOp, l, r plan.Expr, loc int32) (plan.Expr, 
 		return v, nil
 	}
 	return &plan.Binary{Op: op, L: l, R: r, Typ: typ}, nil
+}
+
+// numericText reads the untyped string literal lit as a number beside an
+// operand of type other (see arith), or fails as PostgreSQL does.
+func (b *binder) numericText(lit *plan.Literal, other arrowType, loc int32) (plan.Expr, error) {
+	s := lit.Val.(string)
+	var v *plan.Literal
+	ok := false
+	switch {
+	case plan.IsInteger(other), other.ID() == plan.Float64.ID():
+		v, ok = stringTo(s, other)
+	default:
+		v, ok = numberLiteral(strings.TrimSpace(s))
+		ok = ok && v.Typ.ID() != plan.Float64.ID()
+	}
+	if !ok {
+		return nil, b.errAt("type", loc, "invalid input syntax for type %s: %q", plan.TypeName(other), s)
+	}
+	return v, nil
 }
 
 // mayHoldTime reports whether interval expression e may hold a time of
