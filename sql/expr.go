@@ -255,6 +255,8 @@ func (b *binder) aExpr(x *pg.A_Expr, c ectx) (plan.Expr, error) {
 		switch opName {
 		case "~", "~*", "!~", "!~*":
 			return b.regexOp(opName, l, r, x.Location)
+		case "->", "->>":
+			return b.jsonArrow(opName, l, r, x.Location)
 		case "^":
 			// Exponentiation, in DOUBLE as PostgreSQL's float8 ^ (and
 			// DuckDB's): power().

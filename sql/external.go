@@ -490,7 +490,8 @@ func typeFromName(name string, mods []int) (arrow.DataType, error) {
 			return plan.Decimal(int32(mods[0]), int32(mods[1])), nil
 		}
 		return nil, fmt.Errorf("DECIMAL takes at most two modifiers")
-	case "varchar", "char", "bpchar", "text", "string", "character":
+	case "varchar", "char", "bpchar", "text", "string", "character", "json", "jsonb":
+		// JSON is kept as its text (a cast to json checks it).
 		return plan.Utf8, nil
 	case "date":
 		return plan.Date32, nil

@@ -154,6 +154,7 @@ func init() {
 	addStringFunctions(functions)
 	addDateFunctions(functions)
 	addMiscFunctions(functions)
+	addJSONFunctions(functions)
 }
 
 // Functions lists every signature of every function, sorted by name.

@@ -92,6 +92,11 @@ func isStringLit(e plan.Expr) bool {
 // typeCast binds CAST(x AS t) and x::t; typed literals (DATE '...',
 // INTERVAL '...') are evaluated here.
 func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
+	if names := stringList(tc.TypeName.Names); len(tc.TypeName.ArrayBounds) == 0 && len(names) > 0 {
+		if n := strings.ToLower(names[len(names)-1]); n == "json" || n == "jsonb" {
+			return b.jsonCast(tc, c)
+		}
+	}
 	try := b.isTryCast(tc)
 	to, isInterval, mods, err := b.typeName(tc.TypeName)
 	if err != nil {
