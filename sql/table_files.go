@@ -42,6 +42,13 @@ func (b *binder) fileFunction(rf *pg.RangeFunction, f *pg.FuncCall, name string)
 	opts := catalog.CSVOptions{}
 	headerKnown := false
 	for _, a := range f.Args {
+		if havePath {
+			// DuckDB writes options as name = value; PostgreSQL's grammar
+			// reads that as a comparison with a column.
+			if na := optionAsComparison(a); na != nil {
+				a = &pg.Node{Node: &pg.Node_NamedArgExpr{NamedArgExpr: na}}
+			}
+		}
 		if na := a.GetNamedArgExpr(); na != nil {
 			if format != catalog.FormatCSV {
 				return nil, nil, b.errAt("bind", na.Location, "%s takes no options (read_csv does)", shown)
@@ -106,6 +113,26 @@ func (b *binder) fileFunction(rf *pg.RangeFunction, f *pg.FuncCall, name string)
 		return nil, nil, err
 	}
 	return scan, relationScope(r, qual), nil
+}
+
+// optionAsComparison reads name = constant as the named argument name =>
+// constant, or returns nil.
+func optionAsComparison(n *pg.Node) *pg.NamedArgExpr {
+	e := n.GetAExpr()
+	if e == nil || e.Kind != pg.A_Expr_Kind_AEXPR_OP {
+		return nil
+	}
+	if op := stringList(e.Name); len(op) != 1 || op[0] != "=" {
+		return nil
+	}
+	ref := e.Lexpr.GetColumnRef()
+	if ref == nil || len(ref.Fields) != 1 || ref.Fields[0].GetString_() == nil {
+		return nil
+	}
+	if _, ok := constText(e.Rexpr); !ok {
+		return nil
+	}
+	return &pg.NamedArgExpr{Name: ref.Fields[0].GetString_().GetSval(), Arg: e.Rexpr, Location: ref.Location}
 }
 
 // constText is the text of a string, number or boolean constant (TRUE and
