@@ -728,7 +728,7 @@ func newAggMinMax(t arrow.DataType, isMax bool) (aggAccumulator, error) {
 			value: func(a arrow.Array, i int) arrow.Timestamp { return a.(*array.Timestamp).Value(i) },
 			app:   func(b array.Builder, v arrow.Timestamp) { b.(*array.TimestampBuilder).Append(v) }}, nil
 	case arrow.FLOAT64:
-		return &aggMinMax[float64]{typ: t, isMax: isMax, width: 8, less: cmp.Less[float64],
+		return &aggMinMax[float64]{typ: t, isMax: isMax, width: 8, less: func(a, b float64) bool { return expr.CompareFloats(a, b) < 0 },
 			value: func(a arrow.Array, i int) float64 { return a.(*array.Float64).Value(i) },
 			app:   func(b array.Builder, v float64) { b.(*array.Float64Builder).Append(v) }}, nil
 	case arrow.DECIMAL128:

@@ -3,8 +3,10 @@ package physical
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
+	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
 
@@ -54,7 +56,18 @@ func newGroupKeyStore(t arrow.DataType) (groupKeyStore, error) {
 	case arrow.DATE32:
 		return &groupFixedKeys[arrow.Date32]{typ: t, get: func(a arrow.Array) []arrow.Date32 { return a.(*array.Date32).Date32Values() }}, nil
 	case arrow.FLOAT64:
-		return &groupFixedKeys[float64]{typ: t, get: func(a arrow.Array) []float64 { return a.(*array.Float64).Float64Values() }}, nil
+		// Doubles are grouped by expr.FloatKey, which makes every NaN
+		// one group and -0 the group of 0 (== would give each NaN a
+		// group); the groups' keys come back as doubles.
+		var keys []uint64
+		return &groupFixedKeys[uint64]{typ: t, get: func(a arrow.Array) []uint64 {
+			v := a.(*array.Float64).Float64Values()
+			keys = slices.Grow(keys[:0], len(v))[:len(v)]
+			for i, f := range v {
+				keys[i] = expr.FloatKey(f)
+			}
+			return keys
+		}}, nil
 	case arrow.DECIMAL128:
 		return &groupFixedKeys[decimal128.Num]{typ: t, get: func(a arrow.Array) []decimal128.Num { return a.(*array.Decimal128).Values() }}, nil
 	case arrow.STRING:
@@ -195,7 +208,7 @@ func (s *groupFixedKeys[T]) build(start, end int, mem memory.Allocator) arrow.Ar
 		case *array.Date32Builder:
 			bb.UnsafeAppend(any(s.vals[i]).(arrow.Date32))
 		case *array.Float64Builder:
-			bb.UnsafeAppend(any(s.vals[i]).(float64))
+			bb.UnsafeAppend(math.Float64frombits(any(s.vals[i]).(uint64)))
 		case *array.Decimal128Builder:
 			bb.UnsafeAppend(any(s.vals[i]).(decimal128.Num))
 		}

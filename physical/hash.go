@@ -3,11 +3,12 @@ package physical
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cespare/xxhash/v2"
+
+	"sluice/physical/expr"
 )
 
 // nullHash is what a NULL contributes to a row hash.
@@ -87,11 +88,8 @@ func hashColumn(col arrow.Array, hashes []uint64) error {
 			if nulls && a.IsNull(i) {
 				hashes[i] = combine(hashes[i], nullHash)
 			} else {
-				f := v[i]
-				if f == 0 {
-					f = 0 // -0 and +0 are equal
-				}
-				hashes[i] = combine(hashes[i], math.Float64bits(f))
+				// -0 and 0 are equal, and so are all NaNs.
+				hashes[i] = combine(hashes[i], expr.FloatKey(v[i]))
 			}
 		}
 	case *array.Decimal128:

@@ -611,7 +611,7 @@ func joinKeyEqual(t arrow.DataType) (func(b, p arrow.Array) func(i, j int) bool,
 	case arrow.FLOAT64:
 		return func(b, p arrow.Array) func(i, j int) bool {
 			bv, pv := b.(*array.Float64).Float64Values(), p.(*array.Float64).Float64Values()
-			return func(i, j int) bool { return bv[i] == pv[j] }
+			return func(i, j int) bool { return expr.FloatsEqual(bv[i], pv[j]) }
 		}, nil
 	case arrow.DECIMAL128:
 		return func(b, p arrow.Array) func(i, j int) bool {

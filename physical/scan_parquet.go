@@ -647,6 +647,11 @@ func provablyFalse(st catalog.ColumnStats, rows int64, typ arrow.DataType, p Col
 	if !st.HasMinMax {
 		return false
 	}
+	if typ.ID() == arrow.FLOAT64 && (p.Op == plan.OpGt || p.Op == plan.OpGtEq || p.Op == plan.OpNotEq) {
+		// NaN is greater than every number (expr.CompareFloats), so it
+		// satisfies these; writers leave NaN out of min and max.
+		return false
+	}
 	cMin, ok1 := compareStat(st.Min, typ, p.Value)
 	cMax, ok2 := compareStat(st.Max, typ, p.Value)
 	if !ok1 || !ok2 {

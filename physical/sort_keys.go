@@ -95,7 +95,12 @@ func orderedValues[T cmp.Ordered](a arrow.Array) []T {
 }
 
 func (c *orderedKeyColumn[T]) compare(a, b kernels.RowRef) int {
-	return cmp.Compare(c.vals[a.Batch][a.Row], c.vals[b.Batch][b.Row])
+	x, y := c.vals[a.Batch][a.Row], c.vals[b.Batch][b.Row]
+	if x != x || y != y {
+		// A NaN (only a float is unequal to itself): after every number.
+		return expr.CompareFloats(any(x).(float64), any(y).(float64))
+	}
+	return cmp.Compare(x, y)
 }
 
 type stringKeyColumn struct {

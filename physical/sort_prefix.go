@@ -189,11 +189,11 @@ func keyWord(c *rowComparator, k int, r kernels.RowRef) (uint64, bool) {
 	return w, exact
 }
 
-// floatWord orders floats as cmp.Compare does: NaN first (not exact:
-// every NaN is equal), -0 equal to 0.
+// floatWord orders floats as kernels.CompareFloats does: NaN last (not
+// exact: it shares its word with nothing but says so), -0 equal to 0.
 func floatWord(f float64) (uint64, bool) {
 	if f != f {
-		return 0, false
+		return math.MaxUint64, false
 	}
 	if f == 0 {
 		f = 0

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -70,4 +71,22 @@ func append2(dst []byte, v int64) []byte {
 		dst = append(dst, '0')
 	}
 	return strconv.AppendInt(dst, v, 10)
+}
+
+// AppendFloatText appends x as text the way sluice casts a DOUBLE to
+// text: without an exponent in the usual range (1e-4 up to 1e15), with one
+// beyond it, and the infinities as PostgreSQL spells them (Infinity,
+// -Infinity). The binder folds constant casts with it, and the cast kernel
+// uses it per row, so a cast gives the same text either way.
+func AppendFloatText(dst []byte, x float64) []byte {
+	if math.IsInf(x, 0) {
+		if x < 0 {
+			dst = append(dst, '-')
+		}
+		return append(dst, "Infinity"...)
+	}
+	if ax := math.Abs(x); ax == 0 || (ax >= 1e-4 && ax < 1e15) {
+		return strconv.AppendFloat(dst, x, 'f', -1, 64)
+	}
+	return strconv.AppendFloat(dst, x, 'g', -1, 64)
 }

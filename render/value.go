@@ -4,6 +4,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,14 @@ func FormatValue(a arrow.Array, i int) (s string, ok bool) {
 	case *array.Int32:
 		return strconv.FormatInt(int64(a.Value(i)), 10), true
 	case *array.Float64:
-		return strconv.FormatFloat(a.Value(i), 'f', -1, 64), true
+		switch v := a.Value(i); {
+		case math.IsInf(v, 1):
+			return "Infinity", true // PostgreSQL's spelling, not Go's +Inf
+		case math.IsInf(v, -1):
+			return "-Infinity", true
+		default:
+			return strconv.FormatFloat(v, 'f', -1, 64), true
+		}
 	case *array.Decimal128:
 		return a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale), true
 	case *array.Date32:

@@ -305,7 +305,7 @@ func convertLiteral(l *plan.Literal, to arrowType) (*plan.Literal, bool) {
 		return intTo(v.BigInt(), l.Typ.(*arrow.Decimal128Type).Scale, to)
 	case float64:
 		if to.ID() == arrow.STRING {
-			return &plan.Literal{Typ: to, Val: strconv.FormatFloat(v, 'g', -1, 64)}, true
+			return &plan.Literal{Typ: to, Val: string(plan.AppendFloatText(nil, v))}, true
 		}
 		return nil, false
 	case bool:

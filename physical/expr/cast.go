@@ -481,7 +481,7 @@ func castToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 		f = func(i int) []byte { return strconv.AppendInt(tmp[:0], vals[i], 10) }
 	case arrow.FLOAT64:
 		vals := values[float64](a)
-		f = func(i int) []byte { return appendFloat(tmp[:0], vals[i]) }
+		f = func(i int) []byte { return plan.AppendFloatText(tmp[:0], vals[i]) }
 	case arrow.DECIMAL128:
 		vals := values[decimal128.Num](a)
 		s := a.DataType().(*arrow.Decimal128Type).Scale
@@ -513,13 +513,6 @@ func castToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 	return b.finish(), nil
 }
 
-// appendFloat prints floats without exponent in the usual range.
-func appendFloat(dst []byte, x float64) []byte {
-	if ax := math.Abs(x); ax == 0 || (ax >= 1e-4 && ax < 1e15) {
-		return strconv.AppendFloat(dst, x, 'f', -1, 64)
-	}
-	return strconv.AppendFloat(dst, x, 'g', -1, 64)
-}
 
 func appendDate(dst []byte, d int32) []byte {
 	y, m, day := civilFromDays(int64(d))

@@ -78,6 +78,7 @@ func compareInto(op plan.BinaryOp, l, r operand, out []byte) error {
 			return err
 		}
 		cmpKernel(op, a, b, sb, out)
+		fixNaNs(op, a, b, sb, out)
 	case (lt.ID() == arrow.INT32 || lt.ID() == arrow.DATE32) && (rt.ID() == arrow.INT32 || rt.ID() == arrow.DATE32):
 		a, _, err := i32View(l)
 		if err != nil {
@@ -109,6 +110,25 @@ func compareInto(op plan.BinaryOp, l, r operand, out []byte) error {
 		return fmt.Errorf("internal: cannot compare %s with %s", plan.TypeName(lt), plan.TypeName(rt))
 	}
 	return nil
+}
+
+// fixNaNs redoes the rows of a float comparison where a NaN takes part:
+// the IEEE comparison cmpKernel made is false for them (true for <>),
+// where PostgreSQL's order (CompareFloats) has NaN equal to NaN and
+// greater than every number.
+func fixNaNs(op plan.BinaryOp, a, b []float64, sb int, out []byte) {
+	t := cmpTable(op)
+	for i, x := range a {
+		y := b[i*sb]
+		if x == x && y == y {
+			continue
+		}
+		if t[CompareFloats(x, y)+1] {
+			out[i>>3] |= 1 << (i & 7)
+		} else {
+			out[i>>3] &^= 1 << (i & 7)
+		}
+	}
 }
 
 // cmpKernel sets bit i of out when a[i] op b[i*sb]; out's bits past those
