@@ -150,6 +150,9 @@ func ArithmeticType(op BinaryOp, l, r arrow.DataType) (arrow.DataType, error) {
 	if l.ID() == arrow.DATE32 && r.ID() == arrow.DATE32 && op == OpSub {
 		return Int32, nil
 	}
+	if l.ID() == arrow.TIMESTAMP && r.ID() == arrow.TIMESTAMP && op == OpSub {
+		return Interval, nil
+	}
 	if !IsNumeric(l) || !IsNumeric(r) {
 		return nil, fmt.Errorf("cannot apply %s to %s and %s", op, TypeName(l), TypeName(r))
 	}

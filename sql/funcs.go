@@ -643,8 +643,19 @@ func bindExtract(c *fcall) (plan.Expr, error) {
 	case plan.Date32.ID(), plan.Timestamp.ID():
 	case plan.Null.ID():
 		x = coerce(x, plan.Timestamp)
+	case plan.Interval.ID():
+		// The seconds an interval spans, a month counted as 30 days
+		// (PostgreSQL's rule): extract(epoch from t2 - t1).
+		if field != "epoch" {
+			return nil, c.b.errAt("type", c.at(1), "EXTRACT from an INTERVAL takes epoch only, not %s", field)
+		}
+		typ := plan.Decimal(38, 6)
+		if c.name == "date_part" {
+			typ = plan.Float64
+		}
+		return &plan.Func{Name: "extract_epoch", Args: []plan.Expr{x}, Typ: typ}, nil
 	default:
-		return nil, c.b.errAt("type", c.at(1), "EXTRACT needs a DATE or TIMESTAMP, not %s", plan.TypeName(x.Type()))
+		return nil, c.b.errAt("type", c.at(1), "EXTRACT needs a DATE, TIMESTAMP or INTERVAL, not %s", plan.TypeName(x.Type()))
 	}
 	typ := plan.Int32
 	switch field {

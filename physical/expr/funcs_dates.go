@@ -62,6 +62,9 @@ func tsView(o operand) ([]int64, int, error) {
 // natural type and cast to the declared one (DECIMAL for EXTRACT, DOUBLE
 // for date_part).
 func extractMore(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	if operandType(ops[0]).ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return intervalEpoch(e, ops, n, mem)
+	}
 	ts, s, err := tsView(ops[0])
 	if err != nil {
 		return nil, err
@@ -114,6 +117,28 @@ func extractMore(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Arr
 			return 0, fmt.Errorf("internal: unknown field %s", field)
 		})
 	}
+	if err != nil {
+		return nil, err
+	}
+	return castResult(out, e.Type, mem)
+}
+
+// intervalEpoch is extract(epoch from interval): its microseconds, read
+// at scale 6 as seconds, a month counted as 30 days as PostgreSQL does.
+func intervalEpoch(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	var iv []arrow.MonthDayNanoInterval
+	si := 0
+	if ops[0].isScalar() {
+		iv = []arrow.MonthDayNanoInterval{ops[0].lit.Val.(arrow.MonthDayNanoInterval)}
+	} else {
+		iv, si = values[arrow.MonthDayNanoInterval](ops[0].arr), 1
+	}
+	dt := plan.Decimal(38, 6)
+	out, err := fixedRows(dt, ops, n, mem, func(i int) (decimal128.Num, error) {
+		x := iv[i*si]
+		days := decimal128.FromI64(int64(x.Months)*30 + int64(x.Days))
+		return days.Mul(decimal128.FromI64(microsPerDay)).Add(decimal128.FromI64(x.Nanoseconds / 1000)), nil
+	})
 	if err != nil {
 		return nil, err
 	}

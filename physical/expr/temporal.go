@@ -112,6 +112,28 @@ func temporalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem
 			out[i] = int32(d)
 		}
 		return makeArray(rt, n, valid, nulls, buf), nil
+	case lt.ID() == arrow.TIMESTAMP && rtp.ID() == arrow.TIMESTAMP && op == plan.OpSub && rt.ID() == arrow.INTERVAL_MONTH_DAY_NANO:
+		// PostgreSQL's timestamp - timestamp: whole days, then the rest
+		// as time, both with the difference's sign ('1 day 01:30:00').
+		a, sa, err := i64View(l)
+		if err != nil {
+			return fail(err)
+		}
+		b, sb, err := i64View(r)
+		if err != nil {
+			return fail(err)
+		}
+		buf, out := allocValues[arrow.MonthDayNanoInterval](mem, n)
+		for i := range out {
+			x, y := a[i*sa], b[i*sb]
+			d := x - y
+			if (y < 0 && d < x || y > 0 && d > x) && validAt(valid, i) {
+				buf.Release()
+				return fail(NewDataError("interval out of range"))
+			}
+			out[i] = arrow.MonthDayNanoInterval{Days: int32(d / microsPerDay), Nanoseconds: d % microsPerDay * 1000}
+		}
+		return makeArray(rt, n, valid, nulls, buf), nil
 	case lt.ID() == arrow.DATE32 && plan.IsInteger(rtp) && rt.ID() == arrow.DATE32:
 		a, sa, err := i32View(l)
 		if err != nil {
