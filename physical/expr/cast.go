@@ -513,7 +513,6 @@ func castToString(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 	return b.finish(), nil
 }
 
-
 func appendDate(dst []byte, d int32) []byte {
 	y, m, day := civilFromDays(int64(d))
 	return fmt.Appendf(dst, "%04d-%02d-%02d", y, m, day)

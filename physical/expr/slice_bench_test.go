@@ -127,3 +127,20 @@ func BenchmarkFilterDecimalBetween(b *testing.B) {
 func BenchmarkDecimalMul(b *testing.B) {
 	benchExpr(b, bin(plan.OpMul, benchPrice, bin(plan.OpSub, dec("1", 1, 0), benchDisc)))
 }
+
+// BenchmarkCompareFloats is x > 0.5 over 1M doubles in PostgreSQL's order
+// (NaN above every number).
+func BenchmarkCompareFloats(b *testing.B) {
+	const n = 1 << 20
+	a := make([]float64, n)
+	for i := range a {
+		a[i] = float64(i%1000) / 1000
+	}
+	c := []float64{0.5}
+	out := make([]byte, n/8)
+	b.SetBytes(n)
+	for i := 0; i < b.N; i++ {
+		clear(out)
+		compareFloatsInto(plan.OpGt, a, c, 0, out)
+	}
+}
