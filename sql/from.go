@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -67,8 +68,50 @@ func (b *binder) fromItem(n *pg.Node, outer *scope, left []scopeCol) (plan.Node,
 		return b.join(n.JoinExpr, outer, left)
 	case *pg.Node_RangeFunction:
 		return b.rangeFunction(n.RangeFunction)
+	case *pg.Node_RangeTableSample:
+		return b.tableSample(n.RangeTableSample, outer, left)
 	}
 	return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("unsupported FROM item %T", n.Node)}
+}
+
+// tableSample binds t TABLESAMPLE BERNOULLI (p) and SYSTEM (p): each row
+// of t is kept with probability p percent, independently (a Filter on
+// random()). PostgreSQL's SYSTEM samples pages instead; rows kept one by
+// one are a sample of the same expected size. REPEATABLE is refused: the
+// sample is new on every run.
+func (b *binder) tableSample(ts *pg.RangeTableSample, outer *scope, left []scopeCol) (plan.Node, []scopeCol, error) {
+	method := ""
+	if names := stringList(ts.Method); len(names) > 0 {
+		method = strings.ToLower(names[len(names)-1])
+	}
+	if method != "bernoulli" && method != "system" {
+		return nil, nil, b.errAt("bind", ts.Location, "tablesample method %q does not exist (use BERNOULLI or SYSTEM)", method)
+	}
+	if ts.Repeatable != nil {
+		return nil, nil, b.errAt("bind", nodeLoc(ts.Repeatable), "TABLESAMPLE ... REPEATABLE is not supported: each run draws a new sample")
+	}
+	if len(ts.Args) != 1 {
+		return nil, nil, b.errAt("bind", ts.Location, "TABLESAMPLE %s takes one argument, the percentage of rows to keep", strings.ToUpper(method))
+	}
+	pe, err := b.expr(ts.Args[0], ectx{sc: &scope{}, clause: "TABLESAMPLE"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var pct float64
+	lit, ok := coerce(pe, plan.Float64).(*plan.Literal)
+	if ok {
+		pct, ok = lit.Val.(float64)
+	}
+	if !ok || pct < 0 || pct > 100 {
+		return nil, nil, b.errAt("bind", nodeLoc(ts.Args[0]), "sample percentage must be a constant between 0 and 100")
+	}
+	node, cols, err := b.fromItem(ts.Relation, outer, left)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := &plan.Binary{Op: plan.OpLt, L: &plan.Func{Name: "random", Typ: plan.Float64},
+		R: &plan.Literal{Typ: plan.Float64, Val: pct / 100}, Typ: plan.Bool}
+	return &plan.Filter{Input: node, Pred: keep}, cols, nil
 }
 
 // renameColumns applies column aliases (t(a, b, ...)) to a relation.
