@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // IsGlob reports whether path is a glob pattern (it holds *, ? or [), as in
@@ -171,6 +173,13 @@ func AbsLocation(loc string) string {
 // A CSV file's delimiter is detected (DetectCSVDelimiter) unless csvOpts
 // has one, and its header (DetectCSVHeader) unless headerKnown.
 func OpenPath(path string, format FileFormat, csvOpts CSVOptions, headerKnown bool) (Table, error) {
+	return OpenPathAs(path, format, csvOpts, headerKnown, nil)
+}
+
+// OpenPathAs is OpenPath reading CSV files with the given columns (names
+// and types, in the files' order) instead of inferring them; nil infers.
+// COPY table FROM reads files as the table's columns.
+func OpenPathAs(path string, format FileFormat, csvOpts CSVOptions, headerKnown bool, csvSchema *arrow.Schema) (Table, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, fmt.Errorf("empty file path")
 	}
@@ -198,7 +207,7 @@ func OpenPath(path string, format FileFormat, csvOpts CSVOptions, headerKnown bo
 			csvOpts.Header, err = DetectCSVHeader(loc, csvOpts)
 		}
 		if err == nil {
-			t, err = OpenCSV(loc, csvOpts, nil)
+			t, err = OpenCSV(loc, csvOpts, csvSchema)
 		}
 	default:
 		return nil, fmt.Errorf("%s: %w %q", path, ErrUnknownFormat, format)

@@ -100,6 +100,16 @@ func (b *binder) fileFunction(rf *pg.RangeFunction, f *pg.FuncCall, name string)
 		qual = rf.Alias.Aliasname
 		aliases = stringList(rf.Alias.Colnames)
 	}
+	r, err := renameColumns(b.fileScan(path, t, qual), aliases, qual)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.node, relationScope(r, qual), nil
+}
+
+// fileScan is the relation of every column of the table t opened from
+// path, its columns qualified by qual.
+func (b *binder) fileScan(path string, t catalog.Table, qual string) relation {
 	fields := t.Schema().Fields()
 	scan := &plan.Scan{TableName: path, Table: t, Projection: make([]int, len(fields)), Cols: make(plan.Schema, len(fields))}
 	names := make([]string, len(fields))
@@ -108,11 +118,7 @@ func (b *binder) fileFunction(rf *pg.RangeFunction, f *pg.FuncCall, name string)
 		scan.Cols[i] = plan.Column{ID: b.ids.Next(), Name: fl.Name, Table: qual, Type: fl.Type, Nullable: fl.Nullable}
 		names[i] = fl.Name
 	}
-	r, err := renameColumns(relation{node: scan, names: names}, aliases, qual)
-	if err != nil {
-		return nil, nil, err
-	}
-	return scan, relationScope(r, qual), nil
+	return relation{node: scan, names: names}
 }
 
 // optionAsComparison reads name = constant as the named argument name =>

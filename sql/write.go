@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"sluice/catalog"
@@ -54,8 +55,7 @@ func (*Write) bound() {}
 // copyStmt binds COPY (query) TO 'dir' (options) and COPY table TO 'dir'.
 func (b *binder) copyStmt(c *pg.CopyStmt) (Bound, error) {
 	if c.IsFrom {
-		return nil, &Error{Kind: "bind", Msg: "COPY FROM is not supported",
-			Hint: "register the files with CREATE EXTERNAL TABLE name STORED AS PARQUET|CSV LOCATION 'path'"}
+		return b.copyFrom(c)
 	}
 	if c.IsProgram {
 		return nil, &Error{Kind: "bind", Msg: "COPY TO PROGRAM is not supported"}
@@ -87,6 +87,98 @@ func (b *binder) copyStmt(c *pg.CopyStmt) (Bound, error) {
 		return nil, err
 	}
 	return w, w.check()
+}
+
+// copyFrom binds COPY table [(cols)] FROM 'path' (options): the rows of
+// the file (a directory or glob too) appended as INSERT appends them. A
+// CSV file is read as the columns it fills, by position, with their
+// types, so '007' stays text in a text column (inferring a number first
+// would drop the zeros); a Parquet file's columns are assigned by
+// position with INSERT's casts. FORMAT (csv or parquet; else from the
+// extension), HEADER (else detected) and DELIMITER as for read_csv.
+func (b *binder) copyFrom(c *pg.CopyStmt) (Bound, error) {
+	if c.IsProgram || c.Filename == "" {
+		return nil, &Error{Kind: "bind", Msg: "COPY FROM takes a file path: COPY FROM PROGRAM and STDIN are not supported"}
+	}
+	if c.Relation == nil || c.Query != nil {
+		return nil, &Error{Kind: "bind", Msg: "COPY FROM needs a table to copy into"}
+	}
+	if c.WhereClause != nil {
+		return nil, &Error{Kind: "bind", Msg: "COPY FROM ... WHERE is not supported",
+			Hint: "INSERT INTO table SELECT * FROM 'path' WHERE ..."}
+	}
+	w, t, err := b.insertTable(c.Relation.GetRelname())
+	if err != nil {
+		return nil, err
+	}
+	target, err := b.insertColumns(t, w.Table, c.Attlist)
+	if err != nil {
+		return nil, err
+	}
+	var format catalog.FileFormat
+	opts := catalog.CSVOptions{}
+	headerKnown := false
+	for _, o := range c.Options {
+		d := o.GetDefElem()
+		if d == nil {
+			return nil, &Error{Kind: "bind", Msg: "unexpected COPY option"}
+		}
+		name := strings.ToLower(d.Defname)
+		val := ""
+		switch a := d.Arg.GetNode().(type) {
+		case *pg.Node_String_:
+			val = a.String_.Sval
+		case *pg.Node_Boolean:
+			val = strconv.FormatBool(a.Boolean.Boolval)
+		case *pg.Node_Integer:
+			val = strconv.Itoa(int(a.Integer.Ival))
+		case nil:
+			val = "true" // HEADER alone
+		}
+		switch name {
+		case "format":
+			switch strings.ToLower(val) {
+			case "csv":
+				format = catalog.FormatCSV
+			case "parquet":
+				format = catalog.FormatParquet
+			default:
+				return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY FROM reads csv or parquet, not %q", val)}
+			}
+		case "header":
+			h, err := strconv.ParseBool(strings.ToLower(val))
+			if err != nil {
+				return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option HEADER wants true or false, not %s", val)}
+			}
+			opts.Header, headerKnown = h, true
+		case "delimiter", "delim", "sep":
+			if utf8.RuneCountInString(val) != 1 || val == "\n" || val == "\r" || val == `"` {
+				return nil, &Error{Kind: "bind", Msg: "COPY option DELIMITER must be a single character other than a quote or line break"}
+			}
+			opts.Delimiter, _ = utf8.DecodeRuneInString(val)
+		default:
+			return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY FROM option %s is not supported (it knows FORMAT, HEADER and DELIMITER)", strings.ToUpper(name))}
+		}
+	}
+	if format == "" {
+		if format, err = catalog.FormatOf(catalog.AbsLocation(c.Filename)); err != nil {
+			return nil, &Error{Kind: "bind", Msg: err.Error(), Hint: "name the format: COPY t FROM 'path' (FORMAT csv)"}
+		}
+	}
+	var csvSchema *arrow.Schema
+	if format == catalog.FormatCSV {
+		fields := make([]arrow.Field, len(target))
+		for i, ti := range target {
+			f := t.Schema().Field(ti)
+			fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: true}
+		}
+		csvSchema = arrow.NewSchema(fields, nil)
+	}
+	file, err := catalog.OpenPathAs(c.Filename, format, opts, headerKnown, csvSchema)
+	if err != nil {
+		return nil, &Error{Kind: "bind", Msg: err.Error()}
+	}
+	return b.insertRows(w, t, target, b.fileScan(c.Filename, file, ""))
 }
 
 // tableQuery binds SELECT cols FROM rel (every column when cols is empty).
@@ -244,31 +336,9 @@ func (b *binder) insertStmt(ins *pg.InsertStmt) (Bound, error) {
 	if ins.OnConflictClause != nil || len(ins.ReturningList) > 0 {
 		return nil, &Error{Kind: "bind", Msg: "INSERT ... ON CONFLICT and RETURNING are not supported"}
 	}
-	name := ins.Relation.GetRelname()
-	t, ok := b.cat.Table(name)
-	if !ok {
-		e := &Error{Kind: "bind", Msg: fmt.Sprintf("table %q does not exist", name), Near: name}
-		if c := closest(name, b.cat.Names()); c != "" {
-			e.Hint = fmt.Sprintf("did you mean %q?", c)
-		}
-		return nil, e
-	}
-	w := &Write{Kind: WriteInsert, Table: name, Delimiter: ','}
-	switch tt := t.(type) {
-	case *catalog.ParquetTable:
-		w.Format, w.Location = "parquet", tt.Path()
-	case *catalog.CSVTable:
-		w.Format, w.Location = "csv", tt.Path()
-		w.Header = tt.Options().Header
-		if d := tt.Options().Delimiter; d != 0 {
-			w.Delimiter = d
-		}
-	default:
-		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is not backed by Parquet or CSV files; INSERT appends files to an external table's directory", name)}
-	}
-	if !insertableDir(t, w.Location) {
-		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is backed by the single file %s; INSERT adds files to a directory", name, w.Location),
-			Hint: "create the table over a directory (LOCATION 'dir/'), which INSERT can add files to"}
+	w, t, err := b.insertTable(ins.Relation.GetRelname())
+	if err != nil {
+		return nil, err
 	}
 	if ins.SelectStmt == nil {
 		return nil, &Error{Kind: "bind", Msg: "INSERT ... DEFAULT VALUES is not supported"}
@@ -283,49 +353,104 @@ func (b *binder) insertStmt(ins *pg.InsertStmt) (Bound, error) {
 		}
 		sel.WithClause = ins.WithClause
 	}
+	target, err := b.insertColumns(t, w.Table, ins.Cols)
+	if err != nil {
+		return nil, err
+	}
 	r, err := b.selectStmt(sel, nil)
 	if err != nil {
 		return nil, err
 	}
+	return b.insertRows(w, t, target, r)
+}
+
+// insertTable checks that table name can take an INSERT (or COPY FROM):
+// an external or managed table over a directory of Parquet or CSV files.
+// The Write appends to it in its format.
+func (b *binder) insertTable(name string) (*Write, catalog.Table, error) {
+	t, ok := b.cat.Table(name)
+	if !ok {
+		e := &Error{Kind: "bind", Msg: fmt.Sprintf("table %q does not exist", name), Near: name}
+		if c := closest(name, b.cat.Names()); c != "" {
+			e.Hint = fmt.Sprintf("did you mean %q?", c)
+		}
+		return nil, nil, e
+	}
+	w := &Write{Kind: WriteInsert, Table: name, Delimiter: ','}
+	switch tt := t.(type) {
+	case *catalog.ParquetTable:
+		w.Format, w.Location = "parquet", tt.Path()
+	case *catalog.CSVTable:
+		w.Format, w.Location = "csv", tt.Path()
+		w.Header = tt.Options().Header
+		if d := tt.Options().Delimiter; d != 0 {
+			w.Delimiter = d
+		}
+	default:
+		return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is not backed by Parquet or CSV files; INSERT appends files to an external table's directory", name)}
+	}
+	if !insertableDir(t, w.Location) {
+		return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is backed by the single file %s; INSERT adds files to a directory", name, w.Location),
+			Hint: "create the table over a directory (LOCATION 'dir/'), which INSERT can add files to"}
+	}
+	return w, t, nil
+}
+
+// insertColumns resolves an INSERT's (or COPY's) column list, ResTargets
+// or plain names, to the table columns the rows fill, in order; every
+// column when the list is empty.
+func (b *binder) insertColumns(t catalog.Table, name string, cols []*pg.Node) ([]int, error) {
+	tcols := t.Schema().Fields()
+	target := make([]int, 0, len(tcols)) // table column of each query column
+	if len(cols) == 0 {
+		for i := range tcols {
+			target = append(target, i)
+		}
+		return target, nil
+	}
+	used := map[int]bool{}
+	for _, c := range cols {
+		col, loc := "", int32(-1)
+		if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) == 0 {
+			col, loc = rt.Name, rt.Location
+		} else if s := c.GetString_(); s != nil {
+			col = s.Sval
+		} else {
+			return nil, &Error{Kind: "bind", Msg: "INSERT column list must name plain columns"}
+		}
+		idx := -1
+		for i, f := range tcols {
+			if strings.EqualFold(f.Name, col) {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return nil, b.errAt("bind", loc, "column %q of table %q does not exist", col, name)
+		}
+		if used[idx] {
+			return nil, b.errAt("bind", loc, "column %q specified more than once", col)
+		}
+		used[idx] = true
+		target = append(target, idx)
+	}
+	return target, nil
+}
+
+// insertRows makes w's query: the rows of r, one column per target table
+// column (target[i] is the table column of r's column i), assigned with
+// PostgreSQL's assignment casts; the other columns NULL.
+func (b *binder) insertRows(w *Write, t catalog.Table, target []int, r relation) (Bound, error) {
 	if err := checkArrayUse(r.node); err != nil {
 		return nil, err
 	}
 	tcols := t.Schema().Fields()
-	target := make([]int, 0, len(tcols)) // table column of each query column
-	if len(ins.Cols) == 0 {
-		for i := range tcols {
-			target = append(target, i)
-		}
-	} else {
-		used := map[int]bool{}
-		for _, c := range ins.Cols {
-			rt := c.GetResTarget()
-			if rt == nil || len(rt.Indirection) > 0 {
-				return nil, &Error{Kind: "bind", Msg: "INSERT column list must name plain columns"}
-			}
-			idx := -1
-			for i, f := range tcols {
-				if strings.EqualFold(f.Name, rt.Name) {
-					idx = i
-					break
-				}
-			}
-			if idx < 0 {
-				return nil, b.errAt("bind", rt.Location, "column %q of table %q does not exist", rt.Name, name)
-			}
-			if used[idx] {
-				return nil, b.errAt("bind", rt.Location, "column %q specified more than once", rt.Name)
-			}
-			used[idx] = true
-			target = append(target, idx)
-		}
-	}
 	schema := r.node.Schema()
 	if len(schema) > len(target) {
-		return nil, &Error{Kind: "bind", Msg: "INSERT has more expressions than target columns"}
+		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("%s has more expressions than target columns", w.Kind)}
 	}
 	if len(schema) < len(target) {
-		return nil, &Error{Kind: "bind", Msg: "INSERT has more target columns than expressions"}
+		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("%s has more target columns than expressions", w.Kind)}
 	}
 	exprs := make([]plan.Expr, len(tcols))
 	names := make([]string, len(tcols))

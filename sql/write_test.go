@@ -65,7 +65,8 @@ func TestBindWrites(t *testing.T) {
 func TestWriteErrors(t *testing.T) {
 	tests := []struct{ sql, msg string }{
 		{"COPY nation TO STDOUT", "COPY TO STDOUT is not supported"},
-		{"COPY nation FROM '/x'", "COPY FROM is not supported"},
+		{"COPY nation FROM '/x'", "is not backed by Parquet or CSV files"},
+		{"COPY nation FROM STDIN", "COPY FROM takes a file path"},
 		{"COPY nation TO '/x' (FORMAT orc)", `COPY format "orc" is not supported`},
 		{"COPY nation TO '/x' (COMPRESSION zstd)", "COPY option COMPRESSION is not supported"},
 		{"COPY nation TO '/x' (HEADER maybe)", "takes a boolean"},
