@@ -761,6 +761,9 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	case KindAggregate:
 		return b.aggCall(f, def.agg, name, c)
 	case KindTable:
+		if name == "generate_series" && c.srf != nil {
+			return b.seriesCall(f, c)
+		}
 		return nil, b.errAt("bind", f.Location, "%s is a table function: use it in FROM", name)
 	}
 	if _, ok := windowFuncs[name]; ok {

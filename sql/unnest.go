@@ -48,6 +48,32 @@ func (b *binder) unnestCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	return &plan.ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}, nil
 }
 
+// seriesCall binds generate_series(start, stop[, step]) of integers in a
+// select list, as PostgreSQL runs a set-returning function there: one row
+// per value (per input row), as unnest(series_array(...)) gives.
+func (b *binder) seriesCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
+	if f.Over != nil || f.AggStar || f.AggDistinct || f.AggFilter != nil || len(f.AggOrder) > 0 || len(f.Args) < 2 || len(f.Args) > 3 {
+		return nil, b.errAt("bind", f.Location, "generate_series in a select list takes start, stop and an optional step")
+	}
+	args, err := b.exprs(f.Args, ectx{sc: c.sc, agg: c.agg, win: c.win, clause: "generate_series arguments"})
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range args {
+		if t := a.Type(); !plan.IsInteger(t) && t.ID() != plan.Null.ID() {
+			e := b.errAt("type", nodeLoc(f.Args[i]), "generate_series in a select list takes integers, not %s", plan.TypeName(t))
+			e.Hint = "for dates and timestamps, use it in FROM"
+			return nil, e
+		}
+		args[i] = coerce(a, plan.Int64)
+	}
+	arr := &plan.Func{Name: "series_array", Args: args, Typ: plan.ArrayOf(plan.Int64)}
+	col := plan.Column{ID: b.ids.Next(), Name: "generate_series", Type: plan.Int64, Nullable: true}
+	c.srf.args = append(c.srf.args, arr)
+	c.srf.cols = append(c.srf.cols, col)
+	return &plan.ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}, nil
+}
+
 // unnestColumn checks unnest's argument and returns its element column.
 func (b *binder) unnestColumn(arg plan.Expr, f *pg.FuncCall) (plan.Column, error) {
 	if hasSubquery(arg) {

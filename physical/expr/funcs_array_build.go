@@ -183,3 +183,71 @@ func materializeAll(ops []operand, n int, mem memory.Allocator) ([]arrow.Array, 
 	}
 	return args, nil
 }
+
+// maxSeriesValues bounds the values series_array makes for one batch
+// (a variable so that tests can lower it).
+var maxSeriesValues = 1 << 26
+
+// seriesArray is series_array(start, stop[, step]), what
+// generate_series(start, stop[, step]) in a select list unnests: per row,
+// the BIGINT list start, start+step, ... up to stop (down to it for a
+// negative step); empty when the step points away from stop; NULL when an
+// argument is NULL. A zero step is an error, as in PostgreSQL.
+func seriesArray(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	var views [3][]int64
+	var strides [3]int
+	var valid [3]validity
+	steps := [3]bool{true, true, len(ops) > 2}
+	for k := range ops {
+		v, s, err := i64View(ops[k])
+		if err != nil {
+			return nil, err
+		}
+		views[k], strides[k] = v, s
+		if ops[k].arr != nil {
+			valid[k] = validityOf(ops[k].arr)
+		}
+	}
+	b := array.NewListBuilder(mem, e.Type.(*arrow.ListType).Elem())
+	defer b.Release()
+	vb := b.ValueBuilder().(*array.Int64Builder)
+	total := 0
+	for i := 0; i < n; i++ {
+		null := false
+		for k, used := range steps {
+			if used && k < len(ops) && (ops[k].isNullScalar() || !valid[k].valid(i)) {
+				null = true
+			}
+		}
+		if null {
+			b.AppendNull()
+			continue
+		}
+		start, stop, step := views[0][i*strides[0]], views[1][i*strides[1]], int64(1)
+		if len(ops) > 2 {
+			step = views[2][i*strides[2]]
+		}
+		if step == 0 {
+			return nil, NewDataError("step size cannot equal zero")
+		}
+		b.Append(true)
+		if step > 0 && start > stop || step < 0 && start < stop {
+			continue
+		}
+		count := (stop-start)/step + 1 // both differences have step's sign
+		if count <= 0 || total+int(count) > maxSeriesValues || count > int64(maxSeriesValues) {
+			return nil, dataErrorf("generate_series in a select list made more than %d values for one batch: use it in FROM", maxSeriesValues)
+		}
+		total += int(count)
+		vb.Reserve(int(count))
+		for v, c := start, int64(0); c < count; v, c = v+step, c+1 {
+			vb.UnsafeAppend(v)
+		}
+	}
+	return b.NewArray(), nil
+}
+
+func init() {
+	funcArity["series_array"] = [2]int{2, 3}
+	opFuncs["series_array"] = seriesArray
+}
