@@ -56,6 +56,7 @@ func ParseTimestamp(s string) (int64, error) {
 	}
 	var tod int64
 	if rest != "" {
+		rest = trimUTC(rest)
 		if tod, err = parseTimeOfDay(rest); err != nil {
 			return 0, err
 		}
@@ -65,6 +66,24 @@ func ParseTimestamp(s string) (int64, error) {
 		return 0, errDateRange
 	}
 	return days*MicrosPerDay + tod, nil
+}
+
+// utcDesignators are the suffixes that mark a time as UTC, as ISO 8601
+// writers (JSON, logs, exports) add them: '2024-01-01T10:00:00Z'.
+var utcDesignators = []string{"Z", "z", "+00:00", "+0000", "+00", "-00:00", "-0000", "-00", "UTC"}
+
+// trimUTC drops a UTC designator after the time of day: the time is UTC
+// already, as a TIMESTAMP is. Other offsets stay, and fail to parse:
+// PostgreSQL ignores them and DuckDB converts, so either reading would
+// surprise someone.
+func trimUTC(s string) string {
+	s = strings.TrimSpace(s)
+	for _, z := range utcDesignators {
+		if strings.HasSuffix(s, z) {
+			return strings.TrimSpace(strings.TrimSuffix(s, z))
+		}
+	}
+	return s
 }
 
 // parseYMD reads Y-M-D at the start of s and returns the day number and what

@@ -78,3 +78,22 @@ func TestParseTimestamp(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTimestampUTCDesignator(t *testing.T) {
+	want, err := ParseTimestamp("2024-01-01 10:00:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"2024-01-01T10:00:00Z", "2024-01-01T10:00:00z", "2024-01-01 10:00:00+00", "2024-01-01 10:00:00+00:00",
+		"2024-01-01 10:00:00+0000", "2024-01-01 10:00:00-00", "2024-01-01 10:00:00 UTC", " 2024-01-01T10:00:00Z "} {
+		got, err := ParseTimestamp(s)
+		if err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"2024-01-01T10:00:00+02:00", "2024-01-01T10:00:00-05", "2024-01-01Z", "2024-01-01T10:00:00ZZ"} {
+		if _, err := ParseTimestamp(s); err == nil {
+			t.Errorf("%q: no error", s)
+		}
+	}
+}
