@@ -189,8 +189,8 @@ func keyWord(c *rowComparator, k int, r kernels.RowRef) (uint64, bool) {
 	return w, exact
 }
 
-// floatWord orders floats as kernels.CompareFloats does: NaN last (not
-// exact: it shares its word with nothing but says so), -0 equal to 0.
+// floatWord orders floats as expr.CompareFloats does: NaN last (not
+// exact: a NULL sorted last has the same word), -0 equal to 0.
 func floatWord(f float64) (uint64, bool) {
 	if f != f {
 		return math.MaxUint64, false

@@ -164,8 +164,8 @@ func fixNaNs(op plan.BinaryOp, a, b []float64, sb int, out []byte) {
 }
 
 // hasNaN reports whether a holds a NaN, in integer operations without a
-// branch per value (a float comparison per value doubled the cost of a
-// comparison of doubles): x is NaN when its bits without the sign exceed
+// branch per value (a float comparison per value costs as much as the
+// comparison being mended): x is NaN when its bits without the sign exceed
 // infinity's, that is when adding nanCarry to them carries into the top bit.
 func hasNaN(a []float64) bool {
 	if len(a) == 0 {
