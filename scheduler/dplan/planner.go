@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"sluice/physical"
-	physplanner "sluice/physical/planner"
 	"sluice/physical/expr"
+	physplanner "sluice/physical/planner"
 	"sluice/rpc"
 )
 
