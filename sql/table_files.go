@@ -66,10 +66,9 @@ func (b *binder) fileFunction(rf *pg.RangeFunction, f *pg.FuncCall, name string)
 				}
 				opts.Header, headerKnown = h, true
 			case "delim", "delimiter", "sep":
-				if utf8.RuneCountInString(val) != 1 || val == "\n" || val == "\r" || val == `"` {
+				if opts.Delimiter, ok = readDelimiter(val); !ok {
 					return nil, nil, b.errAt("bind", nodeLoc(na.Arg), "option %s must be a single character other than a quote or line break", opt)
 				}
-				opts.Delimiter, _ = utf8.DecodeRuneInString(val)
 			default:
 				return nil, nil, b.errAt("bind", na.Location, "unknown option %q of %s (it knows header and delim)", na.Name, name)
 			}
@@ -119,6 +118,16 @@ func (b *binder) fileScan(path string, t catalog.Table, qual string) relation {
 		names[i] = fl.Name
 	}
 	return relation{node: scan, names: names}
+}
+
+// readDelimiter reads a CSV delimiter to read files with: one character,
+// not a quote or a line break.
+func readDelimiter(val string) (rune, bool) {
+	if utf8.RuneCountInString(val) != 1 || val == "\n" || val == "\r" || val == `"` {
+		return 0, false
+	}
+	r, _ := utf8.DecodeRuneInString(val)
+	return r, true
 }
 
 // optionAsComparison reads name = constant as the named argument name =>

@@ -118,46 +118,33 @@ func (b *binder) copyFrom(c *pg.CopyStmt) (Bound, error) {
 	var format catalog.FileFormat
 	opts := catalog.CSVOptions{}
 	headerKnown := false
-	for _, o := range c.Options {
-		d := o.GetDefElem()
-		if d == nil {
-			return nil, &Error{Kind: "bind", Msg: "unexpected COPY option"}
-		}
-		name := strings.ToLower(d.Defname)
-		val := ""
-		switch a := d.Arg.GetNode().(type) {
-		case *pg.Node_String_:
-			val = a.String_.Sval
-		case *pg.Node_Boolean:
-			val = strconv.FormatBool(a.Boolean.Boolval)
-		case *pg.Node_Integer:
-			val = strconv.Itoa(int(a.Integer.Ival))
-		case nil:
-			val = "true" // HEADER alone
-		}
-		switch name {
+	list, err := copyOpts(c.Options)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range list {
+		switch o.name {
 		case "format":
-			switch strings.ToLower(val) {
+			switch strings.ToLower(o.val) {
 			case "csv":
 				format = catalog.FormatCSV
 			case "parquet":
 				format = catalog.FormatParquet
 			default:
-				return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY FROM reads csv or parquet, not %q", val)}
+				return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY FROM reads csv or parquet, not %q", o.val)}
 			}
 		case "header":
-			h, err := strconv.ParseBool(strings.ToLower(val))
-			if err != nil {
-				return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option HEADER wants true or false, not %s", val)}
+			if opts.Header, err = o.boolean(); err != nil {
+				return nil, err
 			}
-			opts.Header, headerKnown = h, true
+			headerKnown = true
 		case "delimiter", "delim", "sep":
-			if utf8.RuneCountInString(val) != 1 || val == "\n" || val == "\r" || val == `"` {
+			var ok bool
+			if opts.Delimiter, ok = readDelimiter(o.val); !ok {
 				return nil, &Error{Kind: "bind", Msg: "COPY option DELIMITER must be a single character other than a quote or line break"}
 			}
-			opts.Delimiter, _ = utf8.DecodeRuneInString(val)
 		default:
-			return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY FROM option %s is not supported (it knows FORMAT, HEADER and DELIMITER)", strings.ToUpper(name))}
+			return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY FROM option %s is not supported (it knows FORMAT, HEADER and DELIMITER)", strings.ToUpper(o.name))}
 		}
 	}
 	if format == "" {
@@ -207,67 +194,38 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 // copyOptions reads COPY's generic options: FORMAT parquet|csv,
 // PARTITION_BY (cols), HEADER, DELIMITER and OVERWRITE.
 func copyOptions(w *Write, opts []*pg.Node) error {
-	for _, o := range opts {
-		d := o.GetDefElem()
-		if d == nil {
-			return &Error{Kind: "bind", Msg: "unexpected COPY option"}
-		}
-		name := strings.ToLower(d.Defname)
-		var val string
-		var list []string
-		if d.Arg != nil {
-			switch a := d.Arg.Node.(type) {
-			case *pg.Node_String_:
-				val = a.String_.Sval
-			case *pg.Node_Integer:
-				val = strconv.Itoa(int(a.Integer.Ival))
-			case *pg.Node_Boolean:
-				val = strconv.FormatBool(a.Boolean.Boolval)
-			case *pg.Node_List:
-				list = stringList(a.List.Items)
-			default:
-				return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s: unsupported value", strings.ToUpper(name))}
-			}
-		}
-		boolVal := func() (bool, error) {
-			if d.Arg == nil {
-				return true, nil
-			}
-			switch strings.ToLower(val) {
-			case "true", "on", "1":
-				return true, nil
-			case "false", "off", "0":
-				return false, nil
-			}
-			return false, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s takes a boolean, not %q", strings.ToUpper(name), val)}
-		}
-		var err error
-		switch name {
+	list, err := copyOpts(opts)
+	if err != nil {
+		return err
+	}
+	for _, o := range list {
+		switch o.name {
 		case "format":
-			f := strings.ToLower(val)
+			f := strings.ToLower(o.val)
 			if f != "parquet" && f != "csv" {
-				return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY format %q is not supported (want parquet or csv)", val)}
+				return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY format %q is not supported (want parquet or csv)", o.val)}
 			}
 			w.Format = f
 		case "partition_by":
-			if list == nil && val != "" {
-				list = []string{val}
+			cols := o.list
+			if cols == nil && o.val != "" {
+				cols = []string{o.val}
 			}
-			if len(list) == 0 {
+			if len(cols) == 0 {
 				return &Error{Kind: "bind", Msg: "PARTITION_BY needs a list of columns: PARTITION_BY (col, ...)"}
 			}
-			w.PartitionBy = list
+			w.PartitionBy = cols
 		case "header":
-			w.Header, err = boolVal()
+			w.Header, err = o.boolean()
 		case "overwrite", "overwrite_or_ignore":
-			w.Overwrite, err = boolVal()
+			w.Overwrite, err = o.boolean()
 		case "delimiter", "delim", "sep":
-			if utf8.RuneCountInString(val) != 1 {
+			if utf8.RuneCountInString(o.val) != 1 {
 				return &Error{Kind: "bind", Msg: "COPY option DELIMITER must be a single character"}
 			}
-			w.Delimiter, _ = utf8.DecodeRuneInString(val)
+			w.Delimiter, _ = utf8.DecodeRuneInString(o.val)
 		default:
-			return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s is not supported", strings.ToUpper(name)),
+			return &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s is not supported", strings.ToUpper(o.name)),
 				Hint: "COPY takes FORMAT parquet|csv, PARTITION_BY (cols), HEADER, DELIMITER and OVERWRITE"}
 		}
 		if err != nil {
@@ -275,6 +233,58 @@ func copyOptions(w *Write, opts []*pg.Node) error {
 		}
 	}
 	return nil
+}
+
+// copyOpt is one of COPY's generic options: its name in lower case and
+// its value as text (a list of names for PARTITION_BY (a, b)); bare is an
+// option given without a value (HEADER alone).
+type copyOpt struct {
+	name, val string
+	list      []string
+	bare      bool
+}
+
+// copyOpts reads COPY's generic options.
+func copyOpts(opts []*pg.Node) ([]copyOpt, error) {
+	out := make([]copyOpt, 0, len(opts))
+	for _, o := range opts {
+		d := o.GetDefElem()
+		if d == nil {
+			return nil, &Error{Kind: "bind", Msg: "unexpected COPY option"}
+		}
+		c := copyOpt{name: strings.ToLower(d.Defname), bare: d.Arg == nil}
+		if d.Arg != nil {
+			switch a := d.Arg.Node.(type) {
+			case *pg.Node_String_:
+				c.val = a.String_.Sval
+			case *pg.Node_Integer:
+				c.val = strconv.Itoa(int(a.Integer.Ival))
+			case *pg.Node_Boolean:
+				c.val = strconv.FormatBool(a.Boolean.Boolval)
+			case *pg.Node_List:
+				c.list = stringList(a.List.Items)
+			default:
+				return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s: unsupported value", strings.ToUpper(c.name))}
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// boolean reads the option as PostgreSQL reads a boolean option: true,
+// on, 1, false, off, 0, or true when given bare.
+func (o copyOpt) boolean() (bool, error) {
+	if o.bare {
+		return true, nil
+	}
+	switch strings.ToLower(o.val) {
+	case "true", "on", "1":
+		return true, nil
+	case "false", "off", "0":
+		return false, nil
+	}
+	return false, &Error{Kind: "bind", Msg: fmt.Sprintf("COPY option %s takes a boolean, not %q", strings.ToUpper(o.name), o.val)}
 }
 
 // check validates what every write needs: supported column types, unique
