@@ -103,22 +103,31 @@ func jsonParsePath(p string) ([]jsonStep, error) {
 }
 
 // jsonWalk returns the text of the value at steps in doc, or ok false when
-// a step finds nothing; a doc that is not JSON is an error.
+// a step finds nothing; a doc that is not JSON is an error. The first
+// step's Unmarshal checks the whole document; a walk that makes none (no
+// steps, or a first step that finds nothing in a scalar) checks it with
+// json.Valid, so that invalid text fails whatever the path, and is not
+// scanned twice when it is checked anyway.
 func jsonWalk(doc []byte, steps []jsonStep) (raw []byte, ok bool, err error) {
-	if !json.Valid(doc) {
-		return nil, false, jsonInvalid(doc)
+	checked := false
+	missing := func() ([]byte, bool, error) {
+		if !checked && !json.Valid(doc) {
+			return nil, false, jsonInvalid(doc)
+		}
+		return nil, false, nil
 	}
 	cur := bytes.TrimSpace(doc)
 	for _, s := range steps {
 		switch {
 		case len(cur) > 0 && cur[0] == '{':
 			if s.isIdx {
-				return nil, false, nil
+				return missing()
 			}
 			var obj map[string]json.RawMessage
 			if err := json.Unmarshal(cur, &obj); err != nil {
 				return nil, false, jsonInvalid(doc)
 			}
+			checked = true
 			v, found := obj[s.key]
 			if !found {
 				return nil, false, nil
@@ -129,7 +138,7 @@ func jsonWalk(doc []byte, steps []jsonStep) (raw []byte, ok bool, err error) {
 			if !s.isIdx {
 				n, err := strconv.ParseInt(s.key, 10, 64)
 				if !s.loose || err != nil {
-					return nil, false, nil
+					return missing()
 				}
 				idx = n
 			}
@@ -137,6 +146,7 @@ func jsonWalk(doc []byte, steps []jsonStep) (raw []byte, ok bool, err error) {
 			if err := json.Unmarshal(cur, &arr); err != nil {
 				return nil, false, jsonInvalid(doc)
 			}
+			checked = true
 			if idx < 0 {
 				idx += int64(len(arr))
 			}
@@ -145,8 +155,11 @@ func jsonWalk(doc []byte, steps []jsonStep) (raw []byte, ok bool, err error) {
 			}
 			cur = bytes.TrimSpace(arr[idx])
 		default:
-			return nil, false, nil
+			return missing()
 		}
+	}
+	if !checked && !json.Valid(doc) {
+		return nil, false, jsonInvalid(doc)
 	}
 	return cur, true, nil
 }
@@ -176,17 +189,38 @@ func jsonText(raw []byte) ([]byte, bool, error) {
 	return raw, true, nil
 }
 
-// jsonStepOf turns argument k of row i into a path step: an integer index,
-// or a key (a path when pathy and it starts with '$' or '/').
-func jsonStepsOf(a rowArg, i int, loose, pathy bool) ([]jsonStep, error) {
+// jsonSteps turns one argument of row after row into path steps: an
+// integer index, or a key (a path when pathy and it starts with '$' or
+// '/'). It remembers the last text it read, so a constant path is parsed
+// once, not once per row.
+type jsonSteps struct {
+	key   string
+	steps []jsonStep
+	known bool
+}
+
+func (c *jsonSteps) of(a rowArg, i int, loose, pathy bool) ([]jsonStep, error) {
 	if a.ints != nil {
-		return []jsonStep{{index: a.int(i), isIdx: true}}, nil
+		c.known = false
+		c.steps = append(c.steps[:0], jsonStep{index: a.int(i), isIdx: true})
+		return c.steps, nil
 	}
-	k := string(a.str(i))
-	if pathy && (strings.HasPrefix(k, "$") || strings.HasPrefix(k, "/")) {
-		return jsonParsePath(k)
+	k := a.str(i)
+	if c.known && string(k) == c.key {
+		return c.steps, nil
 	}
-	return []jsonStep{{key: k, loose: loose}}, nil
+	c.key, c.known = string(k), false
+	if pathy && (strings.HasPrefix(c.key, "$") || strings.HasPrefix(c.key, "/")) {
+		steps, err := jsonParsePath(c.key)
+		if err != nil {
+			return nil, err
+		}
+		c.steps = steps
+	} else {
+		c.steps = append(c.steps[:0], jsonStep{key: c.key, loose: loose})
+	}
+	c.known = true
+	return c.steps, nil
 }
 
 // jsonGetKernel computes the json_get family: text says whether the value
@@ -196,14 +230,15 @@ func jsonGetKernel(text, loose, pathy bool) rowKernel {
 	return func(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
 		b := newStringBuilder(mem, n, 0)
 		var steps []jsonStep
+		readers := make([]jsonSteps, len(args))
 		for i := 0; i < n; i++ {
 			if !allValid(args, i) {
 				b.b.AppendNull()
 				continue
 			}
 			steps = steps[:0]
-			for _, a := range args[1:] {
-				s, err := jsonStepsOf(a, i, loose, pathy)
+			for k, a := range args[1:] {
+				s, err := readers[k].of(a, i, loose, pathy)
 				if err != nil {
 					b.b.Release()
 					return nil, err
@@ -290,6 +325,7 @@ func jsonValid(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) 
 // array; a value that is not an array is an error (PostgreSQL's rule), a
 // path that finds nothing NULL.
 func jsonArrayLength(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+	var path jsonSteps
 	b := array.NewInt64Builder(mem)
 	defer b.Release()
 	b.Reserve(n)
@@ -301,7 +337,7 @@ func jsonArrayLength(args []rowArg, n int, mem memory.Allocator) (arrow.Array, e
 		var steps []jsonStep
 		if len(args) > 1 {
 			var err error
-			if steps, err = jsonStepsOf(args[1], i, true, true); err != nil {
+			if steps, err = path.of(args[1], i, true, true); err != nil {
 				return nil, err
 			}
 		}
