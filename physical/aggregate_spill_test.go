@@ -88,6 +88,17 @@ func jaSpillAgg(t *testing.T, in Operator) *HashAggregate {
 	return op
 }
 
+// jaStage is an aggregate of the given mode over in with single's group
+// keys and functions: the partial or final half of single.
+func jaStage(t *testing.T, in Operator, mode AggMode, single *HashAggregate) *HashAggregate {
+	t.Helper()
+	op, err := NewHashAggregate(in, mode, single.groupBy, single.groupNames, single.aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
 // TestHashAggregateSplitsBucketsAgain: under a (random) limit far below
 // a sixteenth of its groups, a spilled aggregate's bucket that does not
 // fit spills again, split by other bits of the hash, and the answer is
@@ -331,14 +342,8 @@ func TestHashAggregatePartialHalvesBatches(t *testing.T) {
 	defer src.release()
 	single := jaSpillAgg(t, src)
 	want := jaCollect(t, single, jaTC(mem, 256, 0))
-	partial, err := NewHashAggregate(src, AggPartial, single.groupBy, single.groupNames, single.aggs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final, err := NewHashAggregate(partial, AggFinal, single.groupBy, single.groupNames, single.aggs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	partial := jaStage(t, src, AggPartial, single)
+	final := jaStage(t, partial, AggFinal, single)
 	var limits []int64
 	for limit := int64(36_000) + rand.Int64N(1_000); limit < 44_000; limit += 600 + rand.Int64N(400) {
 		limits = append(limits, limit)
@@ -413,10 +418,7 @@ func TestHashAggregatePartialStarved(t *testing.T) {
 	defer src.release()
 	single := jaSpillAgg(t, src)
 	want := jaCollect(t, single, jaTC(mem, 256, 0))
-	partial, err := NewHashAggregate(src, AggPartial, single.groupBy, single.groupNames, single.aggs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	partial := jaStage(t, src, AggPartial, single)
 	for _, slack := range []int64{0, rand.Int64N(2048)} {
 		const limit = 1 << 20
 		tc := jaTC(mem, 512, limit)
@@ -434,11 +436,7 @@ func TestHashAggregatePartialStarved(t *testing.T) {
 			t.Errorf("slack %d: memory pool still holds %d bytes", slack, u)
 		}
 		states := &jaSource{schema: partial.Schema(), parts: [][]arrow.RecordBatch{passed}}
-		final, err := NewHashAggregate(states, AggFinal, single.groupBy, single.groupNames, single.aggs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := jaCollect(t, final, jaTC(mem, 256, 0))
+		got := jaCollect(t, jaStage(t, states, AggFinal, single), jaTC(mem, 256, 0))
 		states.release()
 		if !slices.Equal(got, want) {
 			t.Fatalf("slack %d: %d rows differ from the unlimited %d", slack, len(got), len(want))
