@@ -197,7 +197,6 @@ func seriesArray(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Arr
 	var views [3][]int64
 	var strides [3]int
 	var valid [3]validity
-	steps := [3]bool{true, true, len(ops) > 2}
 	for k := range ops {
 		v, s, err := i64View(ops[k])
 		if err != nil {
@@ -214,10 +213,8 @@ func seriesArray(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Arr
 	total := 0
 	for i := 0; i < n; i++ {
 		null := false
-		for k, used := range steps {
-			if used && k < len(ops) && (ops[k].isNullScalar() || !valid[k].valid(i)) {
-				null = true
-			}
+		for k := range ops {
+			null = null || !valid[k].valid(i)
 		}
 		if null {
 			b.AppendNull()
