@@ -37,6 +37,8 @@ type EmbeddedConfig struct {
 	Compression exchange.Compression
 	// TaskFailureHook is passed to every executor (tests only).
 	TaskFailureHook func(task *rpc.TaskDefinition) error
+	// TaskReportHook is passed to every executor (tests only).
+	TaskReportHook func(st *rpc.TaskStatus)
 	// Catalog holds the tables queries see (default: empty).
 	Catalog *catalog.Catalog
 	// Warehouse keeps managed tables' files (default: a temporary
@@ -212,7 +214,7 @@ func (e *Embedded) AddExecutor(ctx context.Context) (*Executor, error) {
 	x, err := StartExecutor(ctx, ExecutorConfig{
 		SchedulerAddr: e.sched.Addr(), BindAddr: "127.0.0.1:0", FlightAddr: "127.0.0.1:0",
 		Vcores: e.cfg.VcoresPerExecutor, WorkDir: dir, Compression: e.cfg.Compression, ID: id, HeartbeatInterval: e.cfg.HeartbeatInterval,
-		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, Logger: e.cfg.Logger, Security: e.cfg.Security,
+		Policy: e.cfg.Policy, TaskFailureHook: e.cfg.TaskFailureHook, TaskReportHook: e.cfg.TaskReportHook, Logger: e.cfg.Logger, Security: e.cfg.Security,
 		MemoryLimit: e.executorMemoryLimit(), HeldOutputBytes: e.cfg.HeldOutputBytes, Peers: e.peers, local: e.local,
 	})
 	if err != nil {

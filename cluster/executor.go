@@ -102,6 +102,9 @@ type ExecutorConfig struct {
 	// an error it returns fails that task (a panic is recovered like any
 	// task panic).
 	TaskFailureHook func(task *rpc.TaskDefinition) error
+	// TaskReportHook is for tests: it is called with each task's final
+	// status before the executor reports it (to delay the report).
+	TaskReportHook func(st *rpc.TaskStatus)
 	// Logger receives one line per important event (nil: discarded).
 	Logger *slog.Logger
 	// Security is the cluster's token and TLS (nil: none): the executor

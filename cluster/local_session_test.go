@@ -213,3 +213,44 @@ func TestSessionDirectStreamEndsWithScheduler(t *testing.T) {
 		t.Errorf("a call after the scheduler stopped: %v, want Unavailable", err)
 	}
 }
+
+// A pipelined query's last rows can reach the session before its tasks'
+// reports reach the scheduler. Closing the result then waits for the job
+// to succeed rather than ending its status stream, which would cancel a
+// job that is finishing (and log a successful statement as cancelled).
+func TestSessionClosesAfterTheJobSucceeds(t *testing.T) {
+	for _, wire := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wire=%v", wire), func(t *testing.T) {
+			var logged syncBuffer
+			delay := func(st *rpc.TaskStatus) {
+				if st.State == rpc.TaskState_TASK_SUCCESSFUL {
+					time.Sleep(300 * time.Millisecond)
+				}
+			}
+			emb, cat := startCluster(t, EmbeddedConfig{Executors: 2, ControlOverGRPC: wire, FlightBetweenExecutors: wire,
+				TaskReportHook: delay, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			s, err := session.ConnectInProcess(emb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := testContext(t, 60*time.Second)
+			settings := maps.Clone(clusterSettings)
+			settings["execution.mode"] = "pipelined"
+			for k, v := range settings {
+				if err := s.Settings.Set(k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sameRows(t, "pipelined", sessionRows(t, ctx, s, heavyQuery), localRows(t, cat, heavyQuery), true)
+			for _, line := range strings.Split(logged.String(), "\n") {
+				if strings.Contains(line, `msg="job ended"`) && !strings.Contains(line, "state=JOB_SUCCESSFUL") {
+					t.Errorf("the job did not succeed: %s", line)
+				}
+			}
+			if !strings.Contains(logged.String(), "state=JOB_SUCCESSFUL") {
+				t.Errorf("no job succeeded:\n%s", logged.String())
+			}
+		})
+	}
+}

@@ -384,6 +384,9 @@ const reportAttempts = 5
 // scheduler will consider the task lost with this executor if it cannot
 // reach it either.
 func (e *Executor) report(st *rpc.TaskStatus) {
+	if hook := e.cfg.TaskReportHook; hook != nil {
+		hook(st)
+	}
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)

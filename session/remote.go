@@ -609,6 +609,10 @@ func (w *jobStream) jobError() error {
 	return nil
 }
 
+// endWait bounds how long Close waits, after the last row, for the job's
+// status stream to say it succeeded.
+const endWait = 5 * time.Second
+
 func (w *jobStream) Close() {
 	if w.inner != nil {
 		w.inner.Close()
@@ -616,6 +620,14 @@ func (w *jobStream) Close() {
 	w.cancelRead()
 	if !w.done {
 		w.job.cancelJob()
+	} else if w.watchEnded != nil {
+		// Every row was read, but the last tasks' reports may still be on
+		// their way to the scheduler: ending the status stream now would
+		// cancel a job that is finishing. Wait for its success a while.
+		select {
+		case <-w.watchEnded:
+		case <-time.After(endWait):
+		}
 	}
 	w.job.cancelStream()
 	w.watchers.Wait()
