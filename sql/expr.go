@@ -68,6 +68,8 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.IsNull{X: arg, Negated: x.NullTest.Nulltesttype == pg.NullTestType_IS_NOT_NULL}, nil
+	case *pg.Node_BooleanTest:
+		return b.booleanTest(x.BooleanTest, c)
 	case *pg.Node_CaseExpr:
 		return b.caseExpr(x.CaseExpr, c)
 	case *pg.Node_CoalesceExpr:
@@ -166,6 +168,34 @@ func (b *binder) exprs(ns []*pg.Node, c ectx) ([]plan.Expr, error) {
 		out[i] = e
 	}
 	return out, nil
+}
+
+// booleanTest binds x IS [NOT] TRUE | FALSE | UNKNOWN, which is never
+// NULL: IS TRUE is CASE WHEN x THEN true ELSE false END, and so on.
+func (b *binder) booleanTest(x *pg.BooleanTest, c ectx) (plan.Expr, error) {
+	what := map[pg.BoolTestType]string{
+		pg.BoolTestType_IS_TRUE: "IS TRUE", pg.BoolTestType_IS_NOT_TRUE: "IS NOT TRUE",
+		pg.BoolTestType_IS_FALSE: "IS FALSE", pg.BoolTestType_IS_NOT_FALSE: "IS NOT FALSE",
+		pg.BoolTestType_IS_UNKNOWN: "IS UNKNOWN", pg.BoolTestType_IS_NOT_UNKNOWN: "IS NOT UNKNOWN",
+	}[x.Booltesttype]
+	if what == "" {
+		return nil, b.errAt("bind", x.Location, "unsupported boolean test %s", x.Booltesttype)
+	}
+	arg, err := b.boolExpr(x.Arg, ectx{sc: c.sc, agg: c.agg, win: c.win, clause: what})
+	if err != nil {
+		return nil, err
+	}
+	lit := func(v bool) plan.Expr { return &plan.Literal{Typ: plan.Bool, Val: v} }
+	switch x.Booltesttype {
+	case pg.BoolTestType_IS_UNKNOWN, pg.BoolTestType_IS_NOT_UNKNOWN:
+		return &plan.IsNull{X: arg, Negated: x.Booltesttype == pg.BoolTestType_IS_NOT_UNKNOWN}, nil
+	case pg.BoolTestType_IS_FALSE, pg.BoolTestType_IS_NOT_FALSE:
+		arg = &plan.Not{X: arg}
+	}
+	// The arm holds for TRUE (IS TRUE) or FALSE (IS FALSE) only; NULL
+	// falls to ELSE.
+	positive := x.Booltesttype == pg.BoolTestType_IS_TRUE || x.Booltesttype == pg.BoolTestType_IS_FALSE
+	return &plan.Case{Whens: []plan.When{{Cond: arg, Then: lit(positive)}}, Else: lit(!positive), Typ: plan.Bool}, nil
 }
 
 func (b *binder) boolOp(x *pg.BoolExpr, c ectx) (plan.Expr, error) {
@@ -775,6 +805,8 @@ func nodeLoc(n *pg.Node) int32 {
 		return x.BoolExpr.Location
 	case *pg.Node_NullTest:
 		return x.NullTest.Location
+	case *pg.Node_BooleanTest:
+		return x.BooleanTest.Location
 	case *pg.Node_CaseExpr:
 		return x.CaseExpr.Location
 	case *pg.Node_CoalesceExpr:
