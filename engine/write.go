@@ -29,6 +29,10 @@ type Write struct {
 	// schema is the written columns' schema (declared for CSV tables).
 	schema *arrow.Schema
 	cat    *catalog.Catalog
+	// replaced are the files a DELETE or UPDATE rewrites: the table's
+	// files when the statement was planned, removed once the new ones
+	// are committed.
+	replaced []string
 }
 
 // Finish ends the write. On success it commits files (the commit task's
@@ -40,6 +44,12 @@ func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 		if err := write.CommitFiles(&w.Spec, files); err != nil {
 			_ = write.RemoveLeftovers(&w.Spec, true)
 			return fmt.Errorf("%s: committing the written files: %w", w.stmt.Kind, err)
+		}
+		if err := write.RemoveReplaced(&w.Spec, w.replaced); err != nil {
+			// The new files are in place beside some of the old ones:
+			// the table must be repaired by hand.
+			return fmt.Errorf("%s %s: the rewritten rows were committed, but %w; the table now reads both, remove the files not named part-%s-* from %s",
+				w.stmt.Kind, w.stmt.Table, err, w.Spec.WriteID, w.Spec.Dir)
 		}
 	}
 	cleanErr := write.RemoveLeftovers(&w.Spec, !success)
@@ -61,7 +71,7 @@ func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 			return fmt.Errorf("CREATE TABLE %s: the files were written to %s: %w", w.stmt.Table, w.Spec.Dir, err)
 		}
 		removeManaged(orphan)
-	case sql.WriteInsert:
+	case sql.WriteInsert, sql.WriteDelete, sql.WriteUpdate:
 		old, ok := w.cat.Table(w.stmt.Table)
 		var keep catalog.Table
 		if ok {
@@ -69,7 +79,7 @@ func (w *Write) Finish(success bool, files []physical.CommitFile) error {
 		}
 		t, err := w.open(keep)
 		if err != nil {
-			return fmt.Errorf("INSERT INTO %s: the rows were written to %s but the table cannot be reopened: %w", w.stmt.Table, w.Spec.Dir, err)
+			return fmt.Errorf("%s %s: the rows were written to %s but the table cannot be reopened: %w", w.stmt.Kind, w.stmt.Table, w.Spec.Dir, err)
 		}
 		if err := w.cat.RegisterTable(w.stmt.Table, t, true); err != nil {
 			return err
@@ -126,8 +136,21 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 		Dir: dir, Format: st.Format, Header: st.Header, Delimiter: st.Delimiter,
 		Names: append([]string(nil), st.Query.Names...), WriteID: write.NewID(), Overwrite: st.Overwrite,
 	}
+	rewrite := st.Kind == sql.WriteDelete || st.Kind == sql.WriteUpdate
+	var replaced []string
+	if rewrite {
+		// The query's last column marks the rows changed.
+		spec.Names = spec.Names[:len(spec.Names)-1]
+		spec.Mark = write.MarkDeleted
+		if st.Kind == sql.WriteUpdate {
+			spec.Mark = write.MarkUpdated
+		}
+		if replaced, err = rewrittenFiles(st, q.Logical); err != nil {
+			return nil, err
+		}
+	}
 	partitionBy := st.PartitionBy
-	if st.Kind == sql.WriteInsert {
+	if st.Kind == sql.WriteInsert || rewrite {
 		// Rows appended to a directory laid out in col=value/ directories
 		// go where they belong, so the layout stays one that readers of
 		// Hive partitions accept.
@@ -140,7 +163,7 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 			}
 		}
 	}
-	if err := write.CheckTarget(&spec, st.Kind == sql.WriteInsert, st.Kind); err != nil {
+	if err := write.CheckTarget(&spec, st.Kind == sql.WriteInsert || rewrite, st.Kind); err != nil {
 		return nil, err
 	}
 	if spec.Overwrite {
@@ -158,8 +181,47 @@ func (e *Engine) PlanWrite(st *sql.Write, settings *Settings) (*Outcome, error) 
 	}
 	return &Outcome{Query: &Query{
 		Logical: q.Logical, Physical: commit, Schema: commit.Schema(),
-		Write: &Write{Spec: spec, stmt: st, schema: q.Schema, cat: e.Catalog},
+		Write: &Write{Spec: spec, stmt: st, schema: writtenSchema(q.Schema, len(spec.Names)), cat: e.Catalog, replaced: replaced},
 	}}, nil
+}
+
+// rewrittenFiles lists the files a DELETE or UPDATE replaces: those of
+// the table as bound, which must be the table its query's scans read
+// (another statement may have replaced it in the catalog meanwhile).
+func rewrittenFiles(st *sql.Write, query plan.Node) ([]string, error) {
+	lister, ok := st.Target.(interface{ FileInfos() []catalog.FileInfo })
+	if !ok {
+		return nil, fmt.Errorf("%s: table %q is not backed by files", st.Kind, st.Table)
+	}
+	var read, other bool
+	var walk func(n plan.Node)
+	walk = func(n plan.Node) {
+		if s, ok := n.(*plan.Scan); ok && strings.EqualFold(s.TableName, st.Table) {
+			read = read || s.Table == st.Target
+			other = other || s.Table != st.Target
+		}
+		for _, c := range n.Children() {
+			walk(c)
+		}
+	}
+	walk(query)
+	if !read || other {
+		return nil, fmt.Errorf("%s: table %q changed while the statement was planned; run it again", st.Kind, st.Table)
+	}
+	var files []string
+	for _, f := range lister.FileInfos() {
+		files = append(files, f.Path)
+	}
+	return files, nil
+}
+
+// writtenSchema is the schema of the first n columns of a write's query:
+// the columns written, without a rewrite's mark.
+func writtenSchema(s *arrow.Schema, n int) *arrow.Schema {
+	if s.NumFields() == n {
+		return s
+	}
+	return arrow.NewSchema(s.Fields()[:n], nil)
 }
 
 // writeDir is the statement's target directory as every task will name

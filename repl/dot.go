@@ -73,6 +73,7 @@ func (r *Runner) dotHelp(context.Context, []string) error {
 	}
 	fmt.Fprintf(r.Err, "psql's %s work too, and a bare exit or quit.\n", strings.Join(psqlCommandNames, " "))
 	fmt.Fprintln(r.Err, "SQL: SELECT ..., EXPLAIN ..., CREATE TABLE t (col type, ...) | AS SELECT ..., INSERT INTO t ...,")
+	fmt.Fprintln(r.Err, "     DELETE FROM t WHERE ..., UPDATE t SET col = expr WHERE ..., TRUNCATE t,")
 	fmt.Fprintln(r.Err, "     CREATE EXTERNAL TABLE t STORED AS PARQUET|CSV LOCATION 'path', COPY (query) TO 'dir',")
 	fmt.Fprintln(r.Err, "     CREATE VIEW, DROP TABLE|VIEW, SHOW TABLES, DESCRIBE t|query, SET key = value, SHOW ALL,\n     RESET key|ALL, SHOW FUNCTIONS.")
 	return nil

@@ -4790,15 +4790,18 @@ func (x *SetOpNode) GetSchema() *Schema {
 
 // Where and how a write (COPY TO, CREATE TABLE AS, INSERT) puts its files.
 type WriteSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
-	Format        string                 `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"` // "parquet" or "csv"
-	Header        bool                   `protobuf:"varint,3,opt,name=header,proto3" json:"header,omitempty"`
-	Delimiter     int32                  `protobuf:"varint,4,opt,name=delimiter,proto3" json:"delimiter,omitempty"`
-	Names         []string               `protobuf:"bytes,5,rep,name=names,proto3" json:"names,omitempty"`
-	PartitionBy   []int32                `protobuf:"varint,6,rep,packed,name=partition_by,json=partitionBy,proto3" json:"partition_by,omitempty"`
-	WriteId       string                 `protobuf:"bytes,7,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
-	Overwrite     bool                   `protobuf:"varint,8,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Dir         string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	Format      string                 `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"` // "parquet" or "csv"
+	Header      bool                   `protobuf:"varint,3,opt,name=header,proto3" json:"header,omitempty"`
+	Delimiter   int32                  `protobuf:"varint,4,opt,name=delimiter,proto3" json:"delimiter,omitempty"`
+	Names       []string               `protobuf:"bytes,5,rep,name=names,proto3" json:"names,omitempty"`
+	PartitionBy []int32                `protobuf:"varint,6,rep,packed,name=partition_by,json=partitionBy,proto3" json:"partition_by,omitempty"`
+	WriteId     string                 `protobuf:"bytes,7,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
+	Overwrite   bool                   `protobuf:"varint,8,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	// "deleted" or "updated": the input's last column marks the rows a
+	// DELETE or UPDATE changes (write.Spec.Mark).
+	Mark          string `protobuf:"bytes,9,opt,name=mark,proto3" json:"mark,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4889,8 +4892,15 @@ func (x *WriteSpec) GetOverwrite() bool {
 	return false
 }
 
+func (x *WriteSpec) GetMark() string {
+	if x != nil {
+		return x.Mark
+	}
+	return ""
+}
+
 // Writes each input partition to files under temporary names; outputs
-// one row per file (temp, final, rows).
+// one row per file (temp, final, rows, marked).
 type FileSinkNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         *PhysicalPlan          `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -6269,7 +6279,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05right\x18\x02 \x01(\v2\x14.sluice.PhysicalPlanR\x05right\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\x05R\x04kind\x12\x10\n" +
 	"\x03all\x18\x04 \x01(\bR\x03all\x12&\n" +
-	"\x06schema\x18\x05 \x01(\v2\x0e.sluice.SchemaR\x06schema\"\xdd\x01\n" +
+	"\x06schema\x18\x05 \x01(\v2\x0e.sluice.SchemaR\x06schema\"\xf1\x01\n" +
 	"\tWriteSpec\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x16\n" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
@@ -6278,7 +6288,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x05names\x18\x05 \x03(\tR\x05names\x12!\n" +
 	"\fpartition_by\x18\x06 \x03(\x05R\vpartitionBy\x12\x19\n" +
 	"\bwrite_id\x18\a \x01(\tR\awriteId\x12\x1c\n" +
-	"\toverwrite\x18\b \x01(\bR\toverwrite\"a\n" +
+	"\toverwrite\x18\b \x01(\bR\toverwrite\x12\x12\n" +
+	"\x04mark\x18\t \x01(\tR\x04mark\"a\n" +
 	"\fFileSinkNode\x12*\n" +
 	"\x05input\x18\x01 \x01(\v2\x14.sluice.PhysicalPlanR\x05input\x12%\n" +
 	"\x04spec\x18\x02 \x01(\v2\x11.sluice.WriteSpecR\x04spec\"d\n" +

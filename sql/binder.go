@@ -111,23 +111,32 @@ func (st *binder) statement(s Statement) (Bound, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ins, ok := n.ExplainStmt.Query.Node.(*pg.Node_InsertStmt); ok {
+		var bindWrite func() (Bound, error)
+		switch q := n.ExplainStmt.Query.Node.(type) {
+		case *pg.Node_InsertStmt:
+			bindWrite = func() (Bound, error) { return st.insertStmt(q.InsertStmt) }
+		case *pg.Node_DeleteStmt:
+			bindWrite = func() (Bound, error) { return st.deleteStmt(q.DeleteStmt) }
+		case *pg.Node_UpdateStmt:
+			bindWrite = func() (Bound, error) { return st.updateStmt(q.UpdateStmt) }
+		}
+		if bindWrite != nil {
 			if analyze {
 				return nil, explainAnalyzeWrite()
 			}
-			b, err := st.insertStmt(ins.InsertStmt)
+			b, err := bindWrite()
 			if err != nil {
 				return nil, err
 			}
 			w, ok := b.(*Write)
 			if !ok {
-				return nil, fmt.Errorf("internal: INSERT bound to %T", b)
+				return nil, fmt.Errorf("internal: a write bound to %T", b)
 			}
 			return &Explain{Write: w}, nil
 		}
 		sel, ok := n.ExplainStmt.Query.Node.(*pg.Node_SelectStmt)
 		if !ok {
-			return nil, &Error{Kind: "bind", Msg: "EXPLAIN supports queries, COPY, CREATE TABLE AS and INSERT"}
+			return nil, &Error{Kind: "bind", Msg: "EXPLAIN supports queries, COPY, CREATE TABLE AS, INSERT, DELETE and UPDATE"}
 		}
 		q, err := st.query(sel.SelectStmt)
 		if err != nil {
@@ -138,6 +147,16 @@ func (st *binder) statement(s Statement) (Bound, error) {
 		return st.copyStmt(n.CopyStmt)
 	case *pg.Node_InsertStmt:
 		return st.insertStmt(n.InsertStmt)
+	case *pg.Node_DeleteStmt:
+		return st.deleteStmt(n.DeleteStmt)
+	case *pg.Node_UpdateStmt:
+		return st.updateStmt(n.UpdateStmt)
+	case *pg.Node_TruncateStmt:
+		// TRUNCATE t is DELETE FROM t, one table at a time.
+		if len(n.TruncateStmt.Relations) != 1 {
+			return nil, &Error{Kind: "bind", Msg: "TRUNCATE takes one table"}
+		}
+		return st.deleteStmt(&pg.DeleteStmt{Relation: n.TruncateStmt.Relations[0].GetRangeVar()})
 	case *pg.Node_CreateTableAsStmt:
 		if n.CreateTableAsStmt.Objtype == pg.ObjectType_OBJECT_TABLE {
 			return nil, createTableRefused()

@@ -181,6 +181,10 @@ func (b *binder) booleanTest(x *pg.BooleanTest, c ectx) (plan.Expr, error) {
 	if what == "" {
 		return nil, b.errAt("bind", x.Location, "unsupported boolean test %s", x.Booltesttype)
 	}
+	if x.Location < 0 {
+		// DELETE's and UPDATE's mark (rewrite.go) tests the WHERE clause.
+		what = "WHERE"
+	}
 	arg, err := b.boolExpr(x.Arg, ectx{sc: c.sc, agg: c.agg, win: c.win, clause: what})
 	if err != nil {
 		return nil, err

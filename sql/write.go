@@ -20,14 +20,18 @@ const (
 	WriteCopy   = "COPY"
 	WriteCreate = "CREATE TABLE"
 	WriteInsert = "INSERT"
+	WriteDelete = "DELETE"
+	WriteUpdate = "UPDATE"
 )
 
 // Write is a statement that writes a query's rows to files under a
 // directory: COPY ... TO, CREATE TABLE ... STORED AS ... AS SELECT, or
-// INSERT INTO an external table. Query's columns are exactly the columns
-// written, in order, with the types written.
+// INSERT INTO an external table, DELETE and UPDATE (which rewrite a
+// table). Query's columns are exactly the columns written, in order, with
+// the types written; a DELETE's and an UPDATE's have one more, last: the
+// boolean that marks the rows the statement deletes or changes.
 type Write struct {
-	Kind     string // WriteCopy, WriteCreate or WriteInsert
+	Kind     string // WriteCopy, WriteCreate, WriteInsert, WriteDelete or WriteUpdate
 	Query    *Query
 	Location string // the target directory, as written
 	Format   string // "parquet" or "csv"
@@ -48,6 +52,9 @@ type Write struct {
 	// location to the table's directory under its warehouse, and the
 	// catalog owns the files (DROP TABLE removes them).
 	Managed bool
+	// Target is the table a DELETE or UPDATE rewrites, as bound: its
+	// files are the ones the statement replaces.
+	Target catalog.Table
 }
 
 func (*Write) bound() {}
@@ -107,7 +114,7 @@ func (b *binder) copyFrom(c *pg.CopyStmt) (Bound, error) {
 		return nil, &Error{Kind: "bind", Msg: "COPY FROM ... WHERE is not supported",
 			Hint: "INSERT INTO table SELECT * FROM 'path' WHERE ..."}
 	}
-	w, t, err := b.insertTable(c.Relation.GetRelname())
+	w, t, err := b.targetTable(c.Relation.GetRelname(), WriteInsert)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +353,7 @@ func (b *binder) insertStmt(ins *pg.InsertStmt) (Bound, error) {
 	if ins.OnConflictClause != nil || len(ins.ReturningList) > 0 {
 		return nil, &Error{Kind: "bind", Msg: "INSERT ... ON CONFLICT and RETURNING are not supported"}
 	}
-	w, t, err := b.insertTable(ins.Relation.GetRelname())
+	w, t, err := b.targetTable(ins.Relation.GetRelname(), WriteInsert)
 	if err != nil {
 		return nil, err
 	}
@@ -374,19 +381,28 @@ func (b *binder) insertStmt(ins *pg.InsertStmt) (Bound, error) {
 	return b.insertRows(w, t, target, r)
 }
 
-// insertTable checks that table name can take an INSERT (or COPY FROM):
-// an external or managed table over a directory of Parquet or CSV files.
-// The Write appends to it in its format.
-func (b *binder) insertTable(name string) (*Write, catalog.Table, error) {
+// targetTable checks that table name can take an INSERT (or COPY FROM),
+// a DELETE or an UPDATE (kind): an external or managed table over a
+// directory of Parquet or CSV files. The Write (of that kind) writes to
+// it in its format.
+func (b *binder) targetTable(name, kind string) (*Write, catalog.Table, error) {
 	t, ok := b.cat.Table(name)
 	if !ok {
+		if _, isView := b.cat.View(name); isView {
+			return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("cannot %s view %q", kind, name), Near: name,
+				Hint: "write to the tables the view reads"}
+		}
 		e := &Error{Kind: "bind", Msg: fmt.Sprintf("table %q does not exist", name), Near: name}
 		if c := closest(name, b.cat.Names()); c != "" {
 			e.Hint = fmt.Sprintf("did you mean %q?", c)
 		}
 		return nil, nil, e
 	}
-	w := &Write{Kind: WriteInsert, Table: name, Delimiter: ','}
+	does := "INSERT adds files to"
+	if kind != WriteInsert {
+		does = kind + " rewrites the files of"
+	}
+	w := &Write{Kind: kind, Table: name, Delimiter: ','}
 	switch tt := t.(type) {
 	case *catalog.ParquetTable:
 		w.Format, w.Location = "parquet", tt.Path()
@@ -397,11 +413,11 @@ func (b *binder) insertTable(name string) (*Write, catalog.Table, error) {
 			w.Delimiter = d
 		}
 	default:
-		return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is not backed by Parquet or CSV files; INSERT appends files to an external table's directory", name)}
+		return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is not backed by Parquet or CSV files; %s a table's directory", name, does)}
 	}
 	if !insertableDir(t, w.Location) {
-		return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is backed by the single file %s; INSERT adds files to a directory", name, w.Location),
-			Hint: "create the table over a directory (LOCATION 'dir/'), which INSERT can add files to"}
+		return nil, nil, &Error{Kind: "bind", Msg: fmt.Sprintf("table %q is backed by the single file %s; %s a directory", name, w.Location, does),
+			Hint: "create the table over a directory (LOCATION 'dir/'), or copy it into one with CREATE TABLE ... AS SELECT"}
 	}
 	return w, t, nil
 }
@@ -462,6 +478,19 @@ func (b *binder) insertRows(w *Write, t catalog.Table, target []int, r relation)
 	if len(schema) < len(target) {
 		return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("%s has more target columns than expressions", w.Kind)}
 	}
+	exprs, names, err := assign(tcols, target, r)
+	if err != nil {
+		return nil, err
+	}
+	w.Query = &Query{Plan: b.project(r.node, exprs, names), Names: names, IDs: b.ids}
+	return w, w.check()
+}
+
+// assign returns the table columns' expressions over r (target[i] is the
+// table column r's column i fills), with PostgreSQL's assignment casts,
+// NULL for a column no column of r fills, and the columns' names.
+func assign(tcols []arrow.Field, target []int, r relation) ([]plan.Expr, []string, error) {
+	schema := r.node.Schema()
 	exprs := make([]plan.Expr, len(tcols))
 	names := make([]string, len(tcols))
 	for i, f := range tcols {
@@ -475,7 +504,7 @@ func (b *binder) insertRows(w *Write, t catalog.Table, target []int, r relation)
 		var src plan.Expr = refName(c, r.names[qi])
 		if !typeEq(c.Type, want) {
 			if !assignable(c.Type, want, literalColumn(values, qi)) {
-				return nil, &Error{Kind: "type", Msg: fmt.Sprintf("column %q is of type %s but expression is of type %s",
+				return nil, nil, &Error{Kind: "type", Msg: fmt.Sprintf("column %q is of type %s but expression is of type %s",
 					tcols[ti].Name, plan.TypeName(want), plan.TypeName(c.Type)),
 					Hint: "rewrite or cast the expression"}
 			}
@@ -483,8 +512,7 @@ func (b *binder) insertRows(w *Write, t catalog.Table, target []int, r relation)
 		}
 		exprs[ti] = src
 	}
-	w.Query = &Query{Plan: b.project(r.node, exprs, names), Names: names, IDs: b.ids}
-	return w, w.check()
+	return exprs, names, nil
 }
 
 // assignable reports whether PostgreSQL assigns a value of type from to a

@@ -57,7 +57,7 @@ func specToProto(s Spec) *rpc.WriteSpec {
 	}
 	return &rpc.WriteSpec{
 		Dir: s.Dir, Format: s.Format, Header: s.Header, Delimiter: int32(s.Delimiter),
-		Names: s.Names, PartitionBy: parts, WriteId: s.WriteID, Overwrite: s.Overwrite,
+		Names: s.Names, PartitionBy: parts, WriteId: s.WriteID, Overwrite: s.Overwrite, Mark: s.Mark,
 	}
 }
 
@@ -68,6 +68,6 @@ func specFromProto(m *rpc.WriteSpec) Spec {
 	}
 	return Spec{
 		Dir: m.GetDir(), Format: m.GetFormat(), Header: m.GetHeader(), Delimiter: rune(m.GetDelimiter()),
-		Names: m.GetNames(), PartitionBy: parts, WriteID: m.GetWriteId(), Overwrite: m.GetOverwrite(),
+		Names: m.GetNames(), PartitionBy: parts, WriteID: m.GetWriteId(), Overwrite: m.GetOverwrite(), Mark: m.GetMark(),
 	}
 }

@@ -1,6 +1,7 @@
 package write
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -46,7 +48,19 @@ type Spec struct {
 	// Overwrite: at commit, every file under Dir that this write did not
 	// produce is removed (COPY and CREATE TABLE with OVERWRITE).
 	Overwrite bool
+	// Mark is set by the statements that rewrite a table (DELETE,
+	// UPDATE): the input has one column more than Names, a boolean that
+	// marks the rows the statement changes, and the write's count is of
+	// the marked rows. MarkDeleted rows are not written; MarkUpdated rows
+	// are, like the others.
+	Mark string
 }
+
+// The values of Spec.Mark.
+const (
+	MarkDeleted = "deleted"
+	MarkUpdated = "updated"
+)
 
 // parquetRowGroupRows is the row count of a written Parquet row group:
 // large enough for good compression and few footer entries, small enough
@@ -406,6 +420,43 @@ func removeOthers(spec *Spec) error {
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		_ = os.Remove(dirs[i]) // only empty ones go
+	}
+	return nil
+}
+
+// RemoveReplaced removes, once a table rewrite (DELETE, UPDATE) has
+// committed its files, the files it replaces: the ones the table had when
+// the statement was planned, which its query read. Each must be inside
+// the write's directory; one already gone (a repeated call) is no error.
+// Files added since (another statement's INSERT) stay.
+func RemoveReplaced(spec *Spec, files []string) error {
+	for _, f := range files {
+		if !spec.within(f) || strings.HasPrefix(path.Base(f), "part-"+spec.WriteID+"-") {
+			return fmt.Errorf("%s is not a file the rewrite of %s replaces", f, spec.Dir)
+		}
+	}
+	if spec.remote() {
+		if err := catalog.RemoveS3Objects(context.Background(), files); err != nil {
+			return fmt.Errorf("removing the replaced files of %s: %w", spec.Dir, err)
+		}
+		return nil
+	}
+	for _, f := range files {
+		if err := catalog.CheckAllowed(filepath.Dir(f)); err != nil {
+			return err
+		}
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing the replaced file %s: %w", f, err)
+		}
+	}
+	// Partition directories the rewrite left empty go too (a row's
+	// partition value can change, or all its rows be deleted).
+	for _, f := range files {
+		for dir := filepath.Dir(f); dir != spec.Dir && spec.within(dir); dir = filepath.Dir(dir) {
+			if os.Remove(dir) != nil {
+				break // not empty
+			}
+		}
 	}
 	return nil
 }

@@ -28,9 +28,10 @@ import (
 //	      <query>
 //
 // FileSink writes each input partition to files of its own under
-// temporary names and outputs one row per file: (temp, final, rows).
-// WriteCommit, in the write's single final task, hands the files it is
-// given to the task's physical.CommitList and outputs the row count; whoever runs
+// temporary names and outputs one row per file: (temp, final, rows,
+// marked). WriteCommit, in the write's single final task, hands the files
+// it is given to the task's physical.CommitList and outputs the row count
+// (of the rows written, or of the marked ones for DELETE and UPDATE); whoever runs
 // the job renames them (CommitFiles) once it has succeeded. On a cluster
 // the CoalescePartitions is a stage boundary, so the final task sees the
 // output of exactly one successful attempt of each FileSink task: files of
@@ -44,10 +45,14 @@ var (
 )
 
 // writtenFilesSchema is FileSink's output: one row per file written.
+// marked is the task's count of marked rows (Spec.Mark), on its first
+// row; a task that marked rows but wrote no file lists them on a row of
+// no file (temp and final empty).
 var writtenFilesSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "temp", Type: arrow.BinaryTypes.String},
 	{Name: "final", Type: arrow.BinaryTypes.String},
 	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "marked", Type: arrow.PrimitiveTypes.Int64},
 }, nil)
 
 // writeCountSchema is WriteCommit's output, as DuckDB answers a COPY.
@@ -66,6 +71,16 @@ type FileSink struct {
 // NewFileSink returns a FileSink writing input as spec says.
 func NewFileSink(input physical.Operator, spec Spec) (*FileSink, error) {
 	fields := input.Schema().Fields()
+	switch spec.Mark {
+	case "":
+	case MarkDeleted, MarkUpdated:
+		if len(fields) == 0 || fields[len(fields)-1].Type.ID() != arrow.BOOL {
+			return nil, fmt.Errorf("file sink: the input's last column is not the boolean mark of %s rows", spec.Mark)
+		}
+		fields = fields[:len(fields)-1]
+	default:
+		return nil, fmt.Errorf("file sink: unknown mark %q", spec.Mark)
+	}
 	if len(spec.Names) != len(fields) {
 		return nil, fmt.Errorf("file sink: %d column names for %d columns", len(spec.Names), len(fields))
 	}
@@ -112,6 +127,9 @@ func (s *FileSink) String() string {
 		}
 		fmt.Fprintf(&b, " partition_by=[%s]", strings.Join(names, ", "))
 	}
+	if s.spec.Mark != "" {
+		fmt.Fprintf(&b, " count=%s", s.spec.Mark)
+	}
 	return b.String()
 }
 
@@ -154,6 +172,8 @@ type fileSinkStream struct {
 	files     map[string]*openFile // by partition directory ("" without PartitionBy)
 	order     []string
 	res       *mempool.Reservation
+	// marked counts the input's marked rows (Spec.Mark).
+	marked int64
 }
 
 func (s *fileSinkStream) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -220,7 +240,25 @@ func (s *fileSinkStream) writeBatch(ctx context.Context, b arrow.RecordBatch, me
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b = array.NewRecordBatch(s.sink.fileSchema, b.Columns(), b.NumRows())
+	cols, n := b.Columns(), b.NumRows()
+	if s.sink.spec.Mark != "" {
+		var keep []int32
+		cols, keep = s.unmark(cols)
+		if s.sink.spec.Mark == MarkDeleted && len(keep) < int(n) {
+			if len(keep) == 0 {
+				return nil
+			}
+			all := array.NewRecordBatch(s.sink.fileSchema, cols, n)
+			kept, err := kernels.SelectRows(mem, all, keep)
+			all.Release()
+			if err != nil {
+				return err
+			}
+			defer kept.Release()
+			cols, n = kept.Columns(), kept.NumRows()
+		}
+	}
+	b = array.NewRecordBatch(s.sink.fileSchema, cols, n)
 	defer b.Release()
 	if len(s.sink.spec.PartitionBy) == 0 {
 		return s.writeTo(ctx, "", b)
@@ -249,6 +287,22 @@ func (s *fileSinkStream) writeBatch(ctx context.Context, b arrow.RecordBatch, me
 		}
 	}
 	return nil
+}
+
+// unmark counts the rows the input's last column marks, and returns the
+// other columns and the rows not marked (TRUE marks; FALSE and NULL do
+// not). Only a DELETE needs the rows kept.
+func (s *fileSinkStream) unmark(cols []arrow.Array) ([]arrow.Array, []int32) {
+	mark := cols[len(cols)-1].(*array.Boolean)
+	var keep []int32
+	for i := 0; i < mark.Len(); i++ {
+		if mark.IsValid(i) && mark.Value(i) {
+			s.marked++
+		} else if s.sink.spec.Mark == MarkDeleted {
+			keep = append(keep, int32(i))
+		}
+	}
+	return cols[:len(cols)-1], keep
 }
 
 // partitionKeys returns each row's partition directory, name=value/...
@@ -358,13 +412,29 @@ func (s *fileSinkStream) listing() (arrow.RecordBatch, error) {
 	defer b.Release()
 	keys := append([]string(nil), s.order...)
 	sort.Strings(keys)
-	for _, k := range keys {
+	for i, k := range keys {
 		f := s.files[k]
 		b.Field(0).(*array.StringBuilder).Append(f.temp)
 		b.Field(1).(*array.StringBuilder).Append(f.final)
 		b.Field(2).(*array.Int64Builder).Append(f.rows)
+		b.Field(3).(*array.Int64Builder).Append(s.markedOn(i))
+	}
+	if len(keys) == 0 && s.marked > 0 {
+		b.Field(0).(*array.StringBuilder).Append("")
+		b.Field(1).(*array.StringBuilder).Append("")
+		b.Field(2).(*array.Int64Builder).Append(0)
+		b.Field(3).(*array.Int64Builder).Append(s.marked)
 	}
 	return b.NewRecordBatch(), nil
+}
+
+// markedOn is the marked count the listing's i-th row carries: the
+// task's on its first row.
+func (s *fileSinkStream) markedOn(i int) int64 {
+	if i == 0 {
+		return s.marked
+	}
+	return 0
 }
 
 // abort closes and removes every file this attempt wrote: a failed or
@@ -407,7 +477,7 @@ func (s *fileSinkStream) Close() {
 // WriteCommit decides a write's files: it puts the files its single input
 // partition lists (FileSink's output, coalesced) in the task's physical.CommitList,
 // to be renamed once the job has succeeded, and outputs the number of rows
-// written.
+// written (of rows marked, for a Spec.Mark).
 type WriteCommit struct {
 	input physical.Operator
 	spec  Spec
@@ -485,11 +555,19 @@ func (s *writeCommitStream) Next(ctx context.Context) (arrow.RecordBatch, error)
 		temps := b.Column(0).(*array.String)
 		finals := b.Column(1).(*array.String)
 		counts := b.Column(2).(*array.Int64)
+		marked := b.Column(3).(*array.Int64)
 		for i := 0; i < int(b.NumRows()); i++ {
+			if s.c.spec.Mark != "" {
+				rows += marked.Value(i)
+			} else {
+				rows += counts.Value(i)
+			}
+			if temps.Value(i) == "" {
+				continue // a task's marked rows, without a file
+			}
 			// Value aliases the batch's buffer, which is reused once
 			// the batch is released: keep copies.
 			files = append(files, physical.CommitFile{Temp: strings.Clone(temps.Value(i)), Final: strings.Clone(finals.Value(i))})
-			rows += counts.Value(i)
 		}
 		b.Release()
 	}

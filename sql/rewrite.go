@@ -1,0 +1,226 @@
+package sql
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"sluice/catalog"
+)
+
+// DELETE and UPDATE rewrite the table: the statement becomes a query of
+// every row of the table as it will be, plus a boolean column marking the
+// rows the statement deletes or changes, written back to the table's
+// directory (package physical/datasource/write, Spec.Mark). A deleted
+// row is not written; the statement counts the marked rows. Once the new
+// files are committed, the files the query read are removed, so the
+// table holds the rewritten rows only.
+//
+//	DELETE FROM t WHERE cond
+//	  SELECT c1, ..., cn, (cond) IS TRUE FROM t
+//	UPDATE t SET c2 = e WHERE cond
+//	  SELECT c1, CASE WHEN m THEN e ELSE c2 END, ..., m
+//	  FROM (SELECT c1, ..., cn, (cond) IS TRUE AS m FROM t) AS t
+//
+// The inner query of an UPDATE takes the table's name (or alias), so SET
+// expressions name its columns as they would the table's.
+
+// deleteStmt binds DELETE FROM table [AS alias] [WHERE cond].
+func (b *binder) deleteStmt(d *pg.DeleteStmt) (Bound, error) {
+	if len(d.UsingClause) > 0 {
+		return nil, &Error{Kind: "bind", Msg: "DELETE ... USING is not supported",
+			Hint: "name the other table in a subquery: DELETE FROM t WHERE k IN (SELECT k FROM other WHERE ...)"}
+	}
+	if len(d.ReturningList) > 0 {
+		return nil, &Error{Kind: "bind", Msg: "DELETE ... RETURNING is not supported"}
+	}
+	w, t, err := b.targetTable(d.Relation.GetRelname(), WriteDelete)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkWithNames(d.WithClause, w.Table); err != nil {
+		return nil, err
+	}
+	names := columnNames(t)
+	targets := columnTargets(names)
+	targets = append(targets, pg.MakeResTargetNodeWithNameAndVal(markName(names), markOf(d.WhereClause), -1))
+	sel := &pg.SelectStmt{TargetList: targets, FromClause: []*pg.Node{{Node: &pg.Node_RangeVar{RangeVar: d.Relation}}},
+		WithClause: d.WithClause}
+	return b.rewriteRows(w, t, sel)
+}
+
+// updateStmt binds UPDATE table [AS alias] SET col = expr, ... [WHERE
+// cond].
+func (b *binder) updateStmt(u *pg.UpdateStmt) (Bound, error) {
+	if len(u.FromClause) > 0 {
+		return nil, &Error{Kind: "bind", Msg: "UPDATE ... FROM is not supported",
+			Hint: "read the other table in a subquery: UPDATE t SET c = (SELECT v FROM other WHERE other.k = t.k) WHERE ..."}
+	}
+	if len(u.ReturningList) > 0 {
+		return nil, &Error{Kind: "bind", Msg: "UPDATE ... RETURNING is not supported"}
+	}
+	name := u.Relation.GetRelname()
+	w, t, err := b.targetTable(name, WriteUpdate)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkWithNames(u.WithClause, name); err != nil {
+		return nil, err
+	}
+	names := columnNames(t)
+	set := map[int]*pg.Node{}
+	for _, n := range u.TargetList {
+		rt := n.GetResTarget()
+		if rt == nil {
+			return nil, &Error{Kind: "bind", Msg: "UPDATE: unsupported SET item"}
+		}
+		if _, multi := rt.Val.GetNode().(*pg.Node_MultiAssignRef); multi {
+			return nil, b.errAt("bind", rt.Location, "UPDATE ... SET (a, b) = ... is not supported: assign each column")
+		}
+		if len(rt.Indirection) > 0 {
+			return nil, b.errAt("bind", rt.Location, "UPDATE cannot assign to a part of column %q", rt.Name)
+		}
+		idx := -1
+		for i, c := range names {
+			if strings.EqualFold(c, rt.Name) {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			e := b.errAt("bind", rt.Location, "column %q of table %q does not exist", rt.Name, name)
+			if c := closest(rt.Name, names); c != "" {
+				e.Hint = "did you mean " + quoteIdent(c) + "?"
+			}
+			return nil, e
+		}
+		if set[idx] != nil {
+			return nil, b.errAt("bind", rt.Location, "multiple assignments to the same column %q", rt.Name)
+		}
+		set[idx] = rt.Val
+	}
+	mark := markName(names)
+	from := &pg.Node{Node: &pg.Node_RangeVar{RangeVar: u.Relation}}
+	var targets []*pg.Node
+	if u.WhereClause == nil {
+		// Every row changes: the SET expressions read the table itself.
+		for i, c := range names {
+			val := columnRef(c)
+			if set[i] != nil {
+				val = set[i]
+			}
+			targets = append(targets, pg.MakeResTargetNodeWithNameAndVal(c, val, -1))
+		}
+		targets = append(targets, pg.MakeResTargetNodeWithNameAndVal(mark, markOf(nil), -1))
+	} else {
+		// The condition is evaluated once per row, in the inner query.
+		alias := name
+		if u.Relation.Alias != nil {
+			alias = u.Relation.Alias.Aliasname
+		}
+		inner := &pg.SelectStmt{TargetList: append(columnTargets(names), pg.MakeResTargetNodeWithNameAndVal(mark, markOf(u.WhereClause), -1)),
+			FromClause: []*pg.Node{from}}
+		from = &pg.Node{Node: &pg.Node_RangeSubselect{RangeSubselect: &pg.RangeSubselect{
+			Subquery: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: inner}}, Alias: &pg.Alias{Aliasname: alias}}}}
+		for i, c := range names {
+			val := columnRef(c)
+			if set[i] != nil {
+				val = pg.MakeCaseExprNode(nil, []*pg.Node{pg.MakeCaseWhenNode(columnRef(mark), set[i], -1)}, -1)
+				val.GetCaseExpr().Defresult = columnRef(c)
+			}
+			targets = append(targets, pg.MakeResTargetNodeWithNameAndVal(c, val, -1))
+		}
+		targets = append(targets, pg.MakeResTargetNodeWithNameAndVal(mark, columnRef(mark), -1))
+	}
+	sel := &pg.SelectStmt{TargetList: targets, FromClause: []*pg.Node{from}, WithClause: u.WithClause}
+	return b.rewriteRows(w, t, sel)
+}
+
+// rewriteRows binds sel, the table's columns and the mark, as w's query:
+// the columns assigned to the table's with PostgreSQL's assignment casts.
+func (b *binder) rewriteRows(w *Write, t catalog.Table, sel *pg.SelectStmt) (Bound, error) {
+	w.Target = t
+	r, err := b.selectStmt(sel, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkArrayUse(r.node); err != nil {
+		return nil, err
+	}
+	tcols := t.Schema().Fields()
+	target := make([]int, len(tcols))
+	for i := range target {
+		target[i] = i
+	}
+	exprs, names, err := assign(tcols, target, r)
+	if err != nil {
+		return nil, err
+	}
+	last := len(r.node.Schema()) - 1
+	exprs = append(exprs, refName(r.node.Schema()[last], r.names[last]))
+	names = append(names, r.names[last])
+	w.Query = &Query{Plan: b.project(r.node, exprs, names), Names: names, IDs: b.ids}
+	return w, w.check()
+}
+
+// checkWithNames refuses a WITH query named like the rewritten table: in
+// the query a DELETE or UPDATE becomes, it would stand for the table.
+func (b *binder) checkWithNames(with *pg.WithClause, table string) error {
+	for _, n := range with.GetCtes() {
+		if cte := n.GetCommonTableExpr(); cte != nil && strings.EqualFold(cte.Ctename, table) {
+			e := b.errAt("bind", cte.Location, "WITH query %q has the name of the table the statement changes", cte.Ctename)
+			e.Hint = "rename the WITH query"
+			return e
+		}
+	}
+	return nil
+}
+
+func columnNames(t catalog.Table) []string {
+	fields := t.Schema().Fields()
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return names
+}
+
+func columnRef(name string) *pg.Node {
+	return pg.MakeColumnRefNode([]*pg.Node{pg.MakeStrNode(name)}, -1)
+}
+
+// columnTargets selects the named columns, in order.
+func columnTargets(names []string) []*pg.Node {
+	out := make([]*pg.Node, len(names))
+	for i, c := range names {
+		out[i] = pg.MakeResTargetNodeWithNameAndVal(c, columnRef(c), -1)
+	}
+	return out
+}
+
+// markOf is the mark of the rows cond selects: (cond) IS TRUE, so a row
+// whose condition is NULL is left alone, as PostgreSQL leaves it; TRUE
+// without a condition.
+func markOf(cond *pg.Node) *pg.Node {
+	if cond == nil {
+		return &pg.Node{Node: &pg.Node_AConst{AConst: &pg.A_Const{Val: &pg.A_Const_Boolval{Boolval: &pg.Boolean{Boolval: true}}, Location: -1}}}
+	}
+	return &pg.Node{Node: &pg.Node_BooleanTest{BooleanTest: &pg.BooleanTest{Arg: cond, Booltesttype: pg.BoolTestType_IS_TRUE, Location: -1}}}
+}
+
+// markName names the mark column: a name none of the table's columns has.
+func markName(names []string) string {
+	m := "sluice_row_mark"
+	for {
+		clash := false
+		for _, c := range names {
+			if strings.EqualFold(c, m) {
+				clash = true
+			}
+		}
+		if !clash {
+			return m
+		}
+		m += "_"
+	}
+}
