@@ -264,10 +264,10 @@ func inferCSVSchema(s *csvSample) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, nil), nil
 }
 
-// inferCSVColumn picks the narrowest of int64, float64, date32, bool that
-// every non-empty value of column c parses as, else utf8.
+// inferCSVColumn picks the narrowest of int64, float64, date32, timestamp,
+// bool that every non-empty value of column c parses as, else utf8.
 func inferCSVColumn(rows [][]string, c int) arrow.DataType {
-	isInt, isFloat, isDate, isBool, seen := true, true, true, true, false
+	isInt, isFloat, isDate, isTimestamp, isBool, seen := true, true, true, true, true, false
 	for _, row := range rows {
 		v := row[c]
 		if v == "" {
@@ -282,11 +282,11 @@ func inferCSVColumn(rows [][]string, c int) arrow.DataType {
 		if isFloat && !looksNumeric(v) {
 			isFloat = false
 		}
-		if isDate {
-			if _, err := time.Parse("2006-01-02", v); err != nil || len(v) != 10 {
-				isDate = false
-			}
-		}
+		_, err := time.Parse("2006-01-02", v)
+		date := err == nil && len(v) == 10
+		isDate = isDate && date
+		// A date beside timestamps is midnight.
+		isTimestamp = isTimestamp && (date || looksTimestamp(v))
 		if isBool {
 			switch v {
 			case "true", "false", "TRUE", "FALSE", "True", "False":
@@ -304,10 +304,38 @@ func inferCSVColumn(rows [][]string, c int) arrow.DataType {
 		return typeFloat64
 	case isDate:
 		return typeDate32
+	case isTimestamp:
+		return typeTimestamp
 	case isBool:
 		return typeBool
 	}
 	return typeUtf8
+}
+
+// timestampLayouts are the ISO timestamps inference takes for TIMESTAMP
+// columns (a fraction of a second is optional in each): a subset of what
+// the scan's parser accepts (plan.ParseTimestamp), which reads the column.
+var timestampLayouts = []string{
+	"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04", "2006-01-02T15:04",
+}
+
+// looksTimestamp reports whether v is an ISO date and time, in UTC when it
+// says a zone (a trailing Z or +00:00, as exports write them): a value with
+// another offset is not a TIMESTAMP (without time zone).
+func looksTimestamp(v string) bool {
+	for _, z := range []string{"Z", "+00:00", "+00"} {
+		if strings.HasSuffix(v, z) {
+			v = v[:len(v)-len(z)]
+			break
+		}
+	}
+	for _, l := range timestampLayouts {
+		if _, err := time.Parse(l, v); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // looksNumeric reports whether v is a decimal float literal; it rejects the

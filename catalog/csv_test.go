@@ -43,6 +43,16 @@ func TestOpenCSVInference(t *testing.T) {
 			content: "99999999999999999999,2024-02-30,1\n1,2024-02-01,0\n",
 			want:    "column_1:float64 column_2:utf8 column_3:int64",
 		},
+		{
+			// ISO timestamps as exports write them (T or a space, a
+			// fraction, a UTC designator; a bare date beside them is
+			// midnight); another offset is not a timestamp without zone.
+			name: "timestamps",
+			content: "a,b,c,d\n2024-01-01T10:00:00Z,2024-01-02 11:30:00.25,2024-01-01 10:00,2024-01-01T10:00:00+02:00\n" +
+				"2024-03-01,2024-01-03 00:00:00+00:00,2024-13-01 10:00,2024-01-01T10:00:00Z\n",
+			opts: CSVOptions{Header: true},
+			want: "a:timestamp[us] b:timestamp[us] c:utf8 d:utf8",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

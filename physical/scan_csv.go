@@ -94,7 +94,8 @@ func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize 
 	}
 	defer f.Close()
 	opts := s.table.Options()
-	r := csv.NewReader(catalog.NewCSVRecordLimiter(f), s.table.Schema(),
+	read, text := csvReadSchema(s.table.Schema())
+	r := csv.NewReader(catalog.NewCSVRecordLimiter(f), read,
 		csv.WithHeader(opts.Header),
 		csv.WithComma(opts.Delimiter),
 		csv.WithChunk(batchSize),
@@ -115,11 +116,16 @@ func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize 
 		if err := r.Err(); err != nil {
 			return csvReadError(path, records, rec.NumRows(), err)
 		}
-		records += rec.NumRows()
-		if rec.NumRows() == 0 {
+		n := rec.NumRows()
+		if n == 0 {
 			continue
 		}
-		if err := emit(projectBatch(rec, s.schema, s.projection)); err != nil {
+		out, err := s.convert(rec, text, mem)
+		if err != nil {
+			return csvReadError(path, records, n, err)
+		}
+		records += n
+		if err := emit(out); err != nil {
 			return err
 		}
 	}
@@ -127,6 +133,48 @@ func (s *CSVScan) readFile(ctx context.Context, mem memory.Allocator, batchSize 
 		return csvReadError(path, records, 0, err)
 	}
 	return nil
+}
+
+// csvReadSchema is the schema the CSV reader parses: the table's, with
+// TIMESTAMP columns read as text (text[c]) and converted by sluice's own
+// parser, which takes what a CAST takes (ISO 8601 with 'T' and a UTC
+// designator included; arrow-go's refuses '2024-01-01T10:00:00Z').
+func csvReadSchema(table *arrow.Schema) (*arrow.Schema, []bool) {
+	fields := table.Fields()
+	text := make([]bool, len(fields))
+	for i, f := range fields {
+		if f.Type.ID() == arrow.TIMESTAMP {
+			fields[i].Type, text[i] = arrow.BinaryTypes.String, true
+		}
+	}
+	if !slices.Contains(text, true) {
+		return table, text
+	}
+	return arrow.NewSchema(fields, nil), text
+}
+
+// convert returns a new batch (the caller owns it) of rec's projected
+// columns, the ones read as text converted to the table's types.
+func (s *CSVScan) convert(rec arrow.RecordBatch, text []bool, mem memory.Allocator) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, len(s.projection))
+	var made []arrow.Array
+	defer func() {
+		for _, a := range made {
+			a.Release()
+		}
+	}()
+	for i, c := range s.projection {
+		cols[i] = rec.Column(c)
+		if text[c] {
+			a, err := expr.CastArray(cols[i], s.schema.Field(i).Type, mem)
+			if err != nil {
+				return nil, err
+			}
+			made = append(made, a)
+			cols[i] = a
+		}
+	}
+	return array.NewRecordBatch(s.schema, cols, rec.NumRows()), nil
 }
 
 // csvReadError describes a failure to read path after `before` records,
@@ -155,15 +203,8 @@ func csvReadError(path string, before, n int64, err error) error {
 	case errors.As(err, &rec):
 		return expr.NewDataError(fmt.Sprintf("CSV file %s: %v", path, rec))
 	}
-	return fmt.Errorf("read %s: %w", path, err)
-}
-
-// projectBatch returns a new batch (the caller owns it) holding rec's
-// columns at projection, with the given schema.
-func projectBatch(rec arrow.RecordBatch, schema *arrow.Schema, projection []int) arrow.RecordBatch {
-	cols := make([]arrow.Array, len(projection))
-	for i, c := range projection {
-		cols[i] = rec.Column(c)
+	if msg, ok := expr.UserMessage(err); ok {
+		return expr.NewDataError(fmt.Sprintf("%s: %s", where, msg))
 	}
-	return array.NewRecordBatch(schema, cols, rec.NumRows())
+	return fmt.Errorf("read %s: %w", path, err)
 }

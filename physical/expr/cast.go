@@ -102,6 +102,12 @@ func castSupported(from, to arrow.DataType) bool {
 	return false
 }
 
+// CastArray converts a to type to as CAST does: a value that does not
+// convert is a data error (the caller owns the result).
+func CastArray(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arrow.Array, error) {
+	return castArray(a, to, mem)
+}
+
 // castArray converts a to type to.
 func castArray(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arrow.Array, error) {
 	from := a.DataType()
