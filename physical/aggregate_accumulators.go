@@ -741,6 +741,13 @@ func newAggMinMax(t arrow.DataType, isMax bool) (aggAccumulator, error) {
 			// Copy: the batch's buffers are released after update.
 			value: func(a arrow.Array, i int) string { return a.(*array.String).Value(i) },
 			app:   func(b array.Builder, v string) { b.(*array.StringBuilder).Append(v) }}, nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return &aggMinMax[arrow.MonthDayNanoInterval]{typ: t, isMax: isMax, width: 16,
+			less:  func(a, b arrow.MonthDayNanoInterval) bool { return expr.CompareIntervals(a, b) < 0 },
+			value: func(a arrow.Array, i int) arrow.MonthDayNanoInterval { return a.(*array.MonthDayNanoInterval).Value(i) },
+			app: func(b array.Builder, v arrow.MonthDayNanoInterval) {
+				b.(*array.MonthDayNanoIntervalBuilder).Append(v)
+			}}, nil
 	case arrow.BOOL:
 		return &aggMinMax[bool]{typ: t, isMax: isMax, width: 1,
 			less:  func(a, b bool) bool { return !a && b },

@@ -9,6 +9,7 @@ import (
 	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/physical/mempool"
+	"sluice/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -70,6 +71,8 @@ func newGroupKeyStore(t arrow.DataType) (groupKeyStore, error) {
 		}}, nil
 	case arrow.DECIMAL128:
 		return &groupFixedKeys[decimal128.Num]{typ: t, get: func(a arrow.Array) []decimal128.Num { return a.(*array.Decimal128).Values() }}, nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return newGroupIntervalKeys(), nil
 	case arrow.STRING:
 		return &groupStringKeys{}, nil
 	case arrow.BOOL:
@@ -234,6 +237,67 @@ func sizeOfFixed(v any) int {
 		return 16
 	}
 	return 8
+}
+
+// groupIntervalKeys groups intervals as PostgreSQL does, by
+// expr.IntervalKey ('1 mon', '30 days' and '720:00:00' are one group): the
+// keys are stored and compared as those numbers, and each group's first
+// interval is its key in the output.
+type groupIntervalKeys struct {
+	*groupFixedKeys[decimal128.Num]
+	first []arrow.MonthDayNanoInterval
+	curIv []arrow.MonthDayNanoInterval
+}
+
+func newGroupIntervalKeys() *groupIntervalKeys {
+	var keys []decimal128.Num
+	return &groupIntervalKeys{groupFixedKeys: &groupFixedKeys[decimal128.Num]{typ: plan.Interval, get: func(a arrow.Array) []decimal128.Num {
+		v := a.(*array.MonthDayNanoInterval).MonthDayNanoIntervalValues()
+		keys = slices.Grow(keys[:0], len(v))[:len(v)]
+		for i, x := range v {
+			keys[i] = expr.IntervalKey(x)
+		}
+		return keys
+	}}}
+}
+
+func (s *groupIntervalKeys) prepare(arr arrow.Array) {
+	s.groupFixedKeys.prepare(arr)
+	s.curIv = arr.(*array.MonthDayNanoInterval).MonthDayNanoIntervalValues()
+}
+
+func (s *groupIntervalKeys) add(row int) {
+	s.groupFixedKeys.add(row)
+	s.first = appendDoubling(s.first, s.curIv[row])
+}
+
+func (s *groupIntervalKeys) addRows(rows []int32) {
+	s.groupFixedKeys.addRows(rows)
+	s.first = growKeys(s.first, len(rows))
+	for _, r := range rows {
+		s.first = append(s.first, s.curIv[r])
+	}
+}
+
+func (s *groupIntervalKeys) build(start, end int, mem memory.Allocator) arrow.Array {
+	b := array.NewMonthDayNanoIntervalBuilder(mem)
+	defer b.Release()
+	b.Reserve(end - start)
+	for i := start; i < end; i++ {
+		if s.valid[i] {
+			b.UnsafeAppend(s.first[i])
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewArray()
+}
+
+func (s *groupIntervalKeys) bytesPerGroup() int64 { return s.groupFixedKeys.bytesPerGroup() + 16 }
+
+func (s *groupIntervalKeys) free() {
+	s.groupFixedKeys.free()
+	s.first = freePooled(s.first)
 }
 
 // groupStringKeys stores utf8 keys in one byte arena: group g's key is

@@ -124,6 +124,16 @@ func hashColumn(col arrow.Array, hashes []uint64) error {
 				hashes[i] = combine(hashes[i], 2)
 			}
 		}
+	case *array.MonthDayNanoInterval:
+		for i := 0; i < n; i++ {
+			if nulls && a.IsNull(i) {
+				hashes[i] = combine(hashes[i], nullHash)
+			} else {
+				// Equal intervals ('1 mon', '30 days') hash alike.
+				k := expr.IntervalKey(a.Value(i))
+				hashes[i] = combine(combine(hashes[i], k.LowBits()), uint64(k.HighBits()))
+			}
+		}
 	case *array.Null:
 		for i := 0; i < n; i++ {
 			hashes[i] = combine(hashes[i], nullHash)

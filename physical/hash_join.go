@@ -628,6 +628,12 @@ func joinKeyEqual(t arrow.DataType) (func(b, p arrow.Array) func(i, j int) bool,
 			bs, ps := b.(*array.Boolean), p.(*array.Boolean)
 			return func(i, j int) bool { return bs.Value(i) == ps.Value(j) }
 		}, nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return func(b, p arrow.Array) func(i, j int) bool {
+			bv := b.(*array.MonthDayNanoInterval).MonthDayNanoIntervalValues()
+			pv := p.(*array.MonthDayNanoInterval).MonthDayNanoIntervalValues()
+			return func(i, j int) bool { return expr.CompareIntervals(bv[i], pv[j]) == 0 }
+		}, nil
 	}
 	return nil, fmt.Errorf("join keys of type %s are not supported", plan.TypeName(t))
 }

@@ -176,6 +176,34 @@ func (c *boolKeyColumn) compare(a, b kernels.RowRef) int {
 	return 1
 }
 
+// intervalKeyColumn orders intervals as PostgreSQL does
+// (expr.CompareIntervals).
+type intervalKeyColumn struct {
+	baseKeyColumn
+	vals [][]arrow.MonthDayNanoInterval
+}
+
+func intervalValues(a arrow.Array) []arrow.MonthDayNanoInterval {
+	if a == nil {
+		return nil
+	}
+	return arrow.GetValues[arrow.MonthDayNanoInterval](a.Data(), 1)
+}
+
+func (c *intervalKeyColumn) add(a arrow.Array) {
+	c.addArr(a)
+	c.vals = append(c.vals, intervalValues(a))
+}
+
+func (c *intervalKeyColumn) set(b int, a arrow.Array) {
+	c.setArr(b, a)
+	c.vals[b] = intervalValues(a)
+}
+
+func (c *intervalKeyColumn) compare(a, b kernels.RowRef) int {
+	return expr.CompareIntervals(c.vals[a.Batch][a.Row], c.vals[b.Batch][b.Row])
+}
+
 // nullKeyColumn is a key of the NULL type: every value is NULL.
 type nullKeyColumn struct{ baseKeyColumn }
 
@@ -200,6 +228,8 @@ func newKeyColumn(dt arrow.DataType) (keyColumn, error) {
 		return &boolKeyColumn{}, nil
 	case arrow.NULL:
 		return &nullKeyColumn{}, nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return &intervalKeyColumn{}, nil
 	}
 	return nil, fmt.Errorf("sorting by %s values is not supported", dt)
 }

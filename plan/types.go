@@ -153,6 +153,14 @@ func ArithmeticType(op BinaryOp, l, r arrow.DataType) (arrow.DataType, error) {
 	if l.ID() == arrow.TIMESTAMP && r.ID() == arrow.TIMESTAMP && op == OpSub {
 		return Interval, nil
 	}
+	// Interval arithmetic, as in PostgreSQL.
+	li, ri := l.ID() == arrow.INTERVAL_MONTH_DAY_NANO, r.ID() == arrow.INTERVAL_MONTH_DAY_NANO
+	switch {
+	case li && ri && (op == OpAdd || op == OpSub),
+		li && IsNumeric(r) && (op == OpMul || op == OpDiv),
+		IsNumeric(l) && ri && op == OpMul:
+		return Interval, nil
+	}
 	if !IsNumeric(l) || !IsNumeric(r) {
 		return nil, fmt.Errorf("cannot apply %s to %s and %s", op, TypeName(l), TypeName(r))
 	}

@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -108,9 +107,21 @@ func (b *binder) typeCast(tc *pg.TypeCast, c ectx) (plan.Expr, error) {
 		}
 		s := tc.Arg.GetAConst().GetSval()
 		if s == nil {
-			return nil, b.errAt("bind", nodeLoc(tc.Arg), "INTERVAL needs a quoted constant")
+			// Text computed at run time: cast as PostgreSQL casts it.
+			x, err := b.expr(tc.Arg, c)
+			if err != nil {
+				return nil, err
+			}
+			switch x.Type().ID() {
+			case arrow.STRING, arrow.NULL, arrow.INTERVAL_MONTH_DAY_NANO:
+				return &plan.Cast{X: x, To: plan.Interval, Try: try}, nil
+			}
+			return nil, b.errAt("type", nodeLoc(tc.Arg), "cannot cast %s to INTERVAL", plan.TypeName(x.Type()))
 		}
 		iv, err := parseInterval(s.Sval, mods)
+		if err != nil && try {
+			return &plan.Literal{Typ: plan.Interval}, nil
+		}
 		if err != nil {
 			return nil, b.errAt("bind", nodeLoc(tc.Arg), "invalid interval %q: %v", s.Sval, err)
 		}
@@ -218,7 +229,7 @@ func castAllowed(from, to arrowType) bool {
 	case to.ID() == arrow.STRING:
 		return true
 	case from.ID() == arrow.STRING:
-		return plan.IsNumeric(to) || plan.IsTemporal(to) || to.ID() == arrow.BOOL
+		return plan.IsNumeric(to) || plan.IsTemporal(to) || to.ID() == arrow.BOOL || to.ID() == arrow.INTERVAL_MONTH_DAY_NANO
 	case plan.IsTemporal(from) && plan.IsTemporal(to):
 		return true
 	}
@@ -437,12 +448,10 @@ const (
 	maskSecond = 1 << 12
 )
 
-// parseInterval parses '90' with a field (INTERVAL '90' DAY) or a text like
-// '1 year 2 months 3 days'.
+// parseInterval parses '90' with a field (INTERVAL '90' DAY) or interval
+// text as PostgreSQL reads it (plan.ParseInterval).
 func parseInterval(s string, mods []int) (arrow.MonthDayNanoInterval, error) {
-	var iv arrow.MonthDayNanoInterval
-	fields := strings.Fields(strings.ToLower(s))
-	if len(fields) == 1 && len(mods) > 0 {
+	if f := strings.Fields(s); len(f) == 1 && len(mods) > 0 && !strings.ContainsAny(s, ":-") {
 		unit := ""
 		switch mask := mods[0]; {
 		case mask&maskYear != 0 && mask&maskMonth == 0:
@@ -458,38 +467,11 @@ func parseInterval(s string, mods []int) (arrow.MonthDayNanoInterval, error) {
 		case mask&maskSecond != 0:
 			unit = "second"
 		default:
-			return iv, strconv.ErrSyntax
+			return arrow.MonthDayNanoInterval{}, strconv.ErrSyntax
 		}
-		fields = []string{fields[0], unit}
+		s = f[0] + " " + unit
 	}
-	if len(fields) == 0 || len(fields)%2 != 0 {
-		return iv, strconv.ErrSyntax
-	}
-	for i := 0; i < len(fields); i += 2 {
-		n, err := strconv.ParseInt(fields[i], 10, 32)
-		if err != nil {
-			return iv, err
-		}
-		switch strings.TrimSuffix(fields[i+1], "s") {
-		case "year":
-			iv.Months += int32(n) * 12
-		case "mon", "month":
-			iv.Months += int32(n)
-		case "week":
-			iv.Days += int32(n) * 7
-		case "day":
-			iv.Days += int32(n)
-		case "hour":
-			iv.Nanoseconds += n * int64(time.Hour)
-		case "minute", "min":
-			iv.Nanoseconds += n * int64(time.Minute)
-		case "second", "sec":
-			iv.Nanoseconds += n * int64(time.Second)
-		default:
-			return iv, strconv.ErrSyntax
-		}
-	}
-	return iv, nil
+	return plan.ParseInterval(s)
 }
 
 // foldDateInterval evaluates DATE ± INTERVAL of two literals, so filters

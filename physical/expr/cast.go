@@ -93,7 +93,8 @@ func castSupported(from, to arrow.DataType) bool {
 		return true
 	case from.ID() == arrow.STRING:
 		switch to.ID() {
-		case arrow.INT32, arrow.INT64, arrow.FLOAT64, arrow.DECIMAL128, arrow.DATE32, arrow.TIMESTAMP, arrow.BOOL:
+		case arrow.INT32, arrow.INT64, arrow.FLOAT64, arrow.DECIMAL128, arrow.DATE32, arrow.TIMESTAMP, arrow.BOOL,
+			arrow.INTERVAL_MONTH_DAY_NANO:
 			return true
 		}
 	case plan.IsTemporal(from) && plan.IsTemporal(to):
@@ -453,6 +454,20 @@ func castFromString(a arrow.Array, to arrow.DataType, mem memory.Allocator) (arr
 				buf.Release()
 				return bad(i, fmt.Errorf("not a boolean"))
 			}
+		}
+		return makeArray(to, n, valid, nulls, buf), nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		buf, out := allocValues[arrow.MonthDayNanoInterval](mem, n)
+		for i := 0; i < n; i++ {
+			if !v.valid(i) {
+				continue
+			}
+			iv, err := plan.ParseInterval(string(s.at(i)))
+			if err != nil {
+				buf.Release()
+				return bad(i, err)
+			}
+			out[i] = iv
 		}
 		return makeArray(to, n, valid, nulls, buf), nil
 	}

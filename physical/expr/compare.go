@@ -106,6 +106,8 @@ func compareInto(op plan.BinaryOp, l, r operand, out []byte) error {
 		compareStrings(op, l, r, out)
 	case lt.ID() == arrow.BOOL && rt.ID() == arrow.BOOL:
 		compareBools(op, l, r, out)
+	case lt.ID() == arrow.INTERVAL_MONTH_DAY_NANO && rt.ID() == arrow.INTERVAL_MONTH_DAY_NANO:
+		compareIntervals(op, l, r, out)
 	default:
 		return fmt.Errorf("internal: cannot compare %s with %s", plan.TypeName(lt), plan.TypeName(rt))
 	}

@@ -73,6 +73,9 @@ func addMonths(days, months int64) int64 {
 // date - date.
 func temporalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem memory.Allocator) (arrow.Array, error) {
 	lt, rtp := operandType(l), operandType(r)
+	if rt.ID() == arrow.INTERVAL_MONTH_DAY_NANO && lt.ID() != arrow.TIMESTAMP {
+		return intervalArith(op, l, r, rt, n, mem)
+	}
 	if lt.ID() == arrow.INTERVAL_MONTH_DAY_NANO && op == plan.OpAdd {
 		l, r = r, l
 		lt, rtp = rtp, lt
