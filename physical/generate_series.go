@@ -197,7 +197,7 @@ func (s *seriesStream) advance() error {
 			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05")))
 	}
 	if (s.up && next <= s.cur) || (!s.up && next >= s.cur) {
-		return expr.NewDataError(fmt.Sprintf("generate_series: step %d months %d days does not move from %s", s.interval.Months, s.interval.Days,
+		return expr.NewDataError(fmt.Sprintf("generate_series: step %s does not move from %s", plan.AppendIntervalText(nil, s.interval),
 			arrow.Timestamp(s.cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05")))
 	}
 	s.cur = next

@@ -386,7 +386,8 @@ func (e *Literal) String() string {
 			return "DATE '" + arrow.Date32(v).FormattedString() + "'"
 		}
 	case arrow.MonthDayNanoInterval:
-		return fmt.Sprintf("INTERVAL '%d months %d days'", v.Months, v.Days)
+		// Exact: plans are told apart by their text (SubtreeKeys).
+		return "INTERVAL '" + string(AppendIntervalText(nil, v)) + "'"
 	}
 	return fmt.Sprint(e.Val)
 }
