@@ -11,14 +11,16 @@ import (
 
 // DuckDB's friendlier SQL on PostgreSQL's grammar. pg_query_go parses
 // PostgreSQL 17, which knows none of QUALIFY, * EXCLUDE / REPLACE, GROUP BY
-// ALL, ORDER BY ALL, try_cast, FROM-first queries or [a, b] list literals.
-// rewriteDialect recognises them on the scanner's tokens (so never inside
+// ALL, ORDER BY ALL, try_cast, FROM-first queries, [a, b] list literals or
+// INTERVAL 3 DAYS. rewriteDialect recognises them on the scanner's tokens (so never inside
 // string literals, quoted identifiers or comments) and rewrites the text
 // into something PostgreSQL parses, in three passes:
 //
 //  1. FROM-first: FROM t [SELECT list] ... becomes SELECT list FROM t ...
 //     (SELECT * when there is no SELECT), one query at a time, moving text.
-//  2. List literals: [a, b] in expression position becomes (ARRAY[a, b]).
+//  2. List literals: [a, b] in expression position becomes (ARRAY[a, b]);
+//     then unquoted interval literals, INTERVAL 3 DAYS, are quoted:
+//     INTERVAL '3 DAYS'.
 //  3. Same-length edits: try_cast becomes CAST, the ALL of GROUP BY ALL and
 //     ORDER BY ALL becomes () and 1, and QUALIFY cond and the EXCLUDE /
 //     REPLACE lists after a star are blanked out. The blanked pieces are
@@ -245,6 +247,13 @@ func rewriteDialect(text string, toks []tok) (string, *dialect, error) {
 			return text, d, nil
 		}
 	}
+	if out, l, ok := intervalLiterals(text, toks); ok {
+		d.layers = append(d.layers, l)
+		text = out
+		if toks, err = scanTokens(text); err != nil {
+			return text, d, nil
+		}
+	}
 	text, err = d.clauses(text, toks)
 	if len(d.layers) == 0 && d.empty() && err == nil {
 		return text, nil, nil
@@ -260,6 +269,8 @@ func mayHaveDialect(toks []tok) bool {
 		case t.t == pg.Token_ASCII_91, t.t == pg.Token_FROM:
 			return true
 		case t.word == "qualify", t.word == "exclude", t.word == "replace", t.word == "try_cast":
+			return true
+		case t.t == pg.Token_INTERVAL && i+1 < len(toks) && (toks[i+1].t == pg.Token_ICONST || toks[i+1].t == pg.Token_FCONST):
 			return true
 		case t.t == pg.Token_ALL && i > 0 && toks[i-1].t == pg.Token_BY:
 			return true
@@ -414,6 +425,41 @@ func listLiterals(text string, toks []tok) (string, layer, bool) {
 		e.copy(last, a.at)
 		e.insert(a.text, a.at)
 		last = a.at
+	}
+	e.copy(last, len(text))
+	return e.out.String(), e.segs, true
+}
+
+// intervalUnitWords are the units DuckDB's INTERVAL 3 DAYS may name.
+var intervalUnitWords = map[string]bool{
+	"year": true, "years": true, "month": true, "months": true, "week": true, "weeks": true,
+	"day": true, "days": true, "hour": true, "hours": true, "minute": true, "minutes": true,
+	"second": true, "seconds": true, "millisecond": true, "milliseconds": true,
+	"microsecond": true, "microseconds": true, "decade": true, "decades": true,
+	"century": true, "centuries": true, "millennium": true, "millennia": true,
+}
+
+// intervalLiterals quotes DuckDB's unquoted interval literals, INTERVAL 3
+// DAY(S), into PostgreSQL's INTERVAL '3 DAYS' (pass 2b): a quote before
+// the number and one after the unit.
+func intervalLiterals(text string, toks []tok) (string, layer, bool) {
+	var quotes []int
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].t != pg.Token_INTERVAL || toks[i+1].t != pg.Token_ICONST && toks[i+1].t != pg.Token_FCONST ||
+			!intervalUnitWords[toks[i+2].word] {
+			continue
+		}
+		quotes = append(quotes, toks[i+1].start, toks[i+2].end)
+	}
+	if len(quotes) == 0 {
+		return text, nil, false
+	}
+	e := &editor{src: text}
+	last := 0
+	for _, at := range quotes {
+		e.copy(last, at)
+		e.insert("'", at)
+		last = at
 	}
 	e.copy(last, len(text))
 	return e.out.String(), e.segs, true

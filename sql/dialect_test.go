@@ -36,6 +36,8 @@ WHERE a > 0 /* ORDER BY ALL */`, ""},
 		{`WITH c AS (FROM t SELECT a) FROM c`, `WITH c AS (SELECT a FROM t ) SELECT * FROM c`},
 		{`SELECT [1, 2], [[a], []], [1, 2][1] FROM t`, `SELECT (ARRAY[1, 2]), (ARRAY[(ARRAY[a]), (ARRAY[])]), (ARRAY[1, 2])[1] FROM t`},
 		{`SELECT a FROM t WHERE a = ANY([1, 2])`, `SELECT a FROM t WHERE a = ANY((ARRAY[1, 2]))`},
+		{`SELECT d + INTERVAL 3 DAYS, INTERVAL 1.5 hour FROM t`, `SELECT d + INTERVAL '3 DAYS', INTERVAL '1.5 hour' FROM t`},
+		{`SELECT INTERVAL '3' DAY, INTERVAL 3 parsecs`, ""},
 	}
 	for _, c := range cases {
 		got, d, err := rewriteDialect(c.in, nil)
@@ -104,6 +106,8 @@ func TestDialectErrorPositions(t *testing.T) {
 		{"SELECT a FROM t QUALIFY a = 1 QUALIFY a = 2", 1, 31, "QUALIFY", "only one QUALIFY"},
 		// After the path rewrite and the DuckDB one together.
 		{"FROM 'f.csv' SELECT [1] AS l, a WHERE = 1", 1, 39, "=", "syntax error"},
+		// After an unquoted interval was quoted.
+		{"SELECT INTERVAL 2 DAYS + INTERVAL 1 HOUR FROM t WHERE )", 1, 55, ")", "syntax error"},
 		// The rewrite in a later statement of a script.
 		{"SELECT 1;\n\nFROM t SELECT a WHERE", 3, 22, "", "syntax error at end of input"},
 	}
