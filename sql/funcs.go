@@ -802,11 +802,45 @@ func (b *binder) aggCall(f *pg.FuncCall, af plan.AggFunc, name string, c ectx) (
 		}
 		return nil, b.errAt("bind", f.Location, "aggregate functions are not allowed in %s", c.clause)
 	}
+	if af == plan.AggStringAgg && f.AggDistinct && len(f.Args) == 2 {
+		return b.distinctStringAgg(f, c)
+	}
 	call, err := b.typedAggCall(f, af, name, ectx{sc: c.sc, clause: "aggregate arguments"})
 	if err != nil {
 		return nil, err
 	}
 	return c.agg.add(b.ids, call, name), nil
+}
+
+// distinctStringAgg binds string_agg(DISTINCT x, sep [ORDER BY x]) as
+// array_to_string(array_agg(DISTINCT x ORDER BY x) FILTER (WHERE x IS
+// NOT NULL), sep): the distinct values in order, NULL for a group without
+// any. The separator must be a constant.
+func (b *binder) distinctStringAgg(f *pg.FuncCall, c ectx) (plan.Expr, error) {
+	sep, err := b.expr(f.Args[1], ectx{sc: c.sc, clause: "aggregate arguments"})
+	if err != nil {
+		return nil, err
+	}
+	lit, ok := sep.(*plan.Literal)
+	if !ok || lit.Val == nil || (lit.Typ.ID() != plan.Utf8.ID() && lit.Typ.ID() != plan.Null.ID()) {
+		return nil, b.errAt("bind", nodeLoc(f.Args[1]), "string_agg(DISTINCT ...) needs a constant text separator")
+	}
+	x := f.Args[0]
+	notNull := &pg.Node{Node: &pg.Node_NullTest{NullTest: &pg.NullTest{Arg: x, Nulltesttype: pg.NullTestType_IS_NOT_NULL, Location: -1}}}
+	filter := notNull
+	if f.AggFilter != nil {
+		filter = pg.MakeBoolExprNode(pg.BoolExprType_AND_EXPR, []*pg.Node{f.AggFilter, notNull}, -1)
+	}
+	arr := &pg.FuncCall{Funcname: []*pg.Node{pg.MakeStrNode("array_agg")}, Args: []*pg.Node{x}, AggOrder: f.AggOrder,
+		AggFilter: filter, AggDistinct: true, Location: f.Location}
+	call, err := b.typedAggCall(arr, plan.AggArrayAgg, "array_agg", ectx{sc: c.sc, clause: "aggregate arguments"})
+	if err != nil {
+		return nil, err
+	}
+	if t := call.Arg.Type(); t.ID() != plan.Utf8.ID() {
+		return nil, b.errAt("type", nodeLoc(x), "string_agg needs text arguments, not %s", plan.TypeName(t))
+	}
+	return &plan.Func{Name: "array_to_string", Args: []plan.Expr{c.agg.add(b.ids, call, "string_agg"), lit}, Typ: plan.Utf8}, nil
 }
 
 // typedAggCall binds an aggregate's arguments in argCtx and types the
