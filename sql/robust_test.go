@@ -9,7 +9,6 @@ import (
 // support: each must return an *Error, never panic or bind silently.
 func TestUnsupportedFeaturesFailCleanly(t *testing.T) {
 	queries := []string{
-		"select string_agg(distinct s, ',') from t",
 		"select percentile_cont(a) within group (order by a) from t",
 		"select percentile_cont(array[0.5, 0.9]) within group (order by a) from t",
 		"select percentile_cont(0.5) within group (order by a, b) from t",
