@@ -73,6 +73,14 @@ func (b *binder) quantified(x *pg.A_Expr, opName string, c ectx) (plan.Expr, err
 	if x.Kind == pg.A_Expr_Kind_AEXPR_OP_ALL {
 		word = "ALL"
 	}
+	if kind, ok := likeOps[opName]; ok {
+		if arr := x.Rexpr.GetAArrayExpr(); arr != nil {
+			return b.quantifiedLike(x, kind, arr, c)
+		}
+		e := b.errAt("bind", x.Location, "%s %s needs an ARRAY[...] of patterns", likeNames[opName], word)
+		e.Hint = "x LIKE ANY (ARRAY['a%', 'b%'])"
+		return nil, e
+	}
 	if _, ok := compareOps[opName]; !ok {
 		return nil, b.errAt("bind", x.Location, "operator %s %s (array) is not supported", opName, word)
 	}
@@ -115,6 +123,38 @@ func (b *binder) quantified(x *pg.A_Expr, opName string, c ectx) (plan.Expr, err
 		name = "array_all"
 	}
 	return &plan.Func{Name: name, Args: []plan.Expr{coerce(l, t), r, &plan.Literal{Typ: plan.Utf8, Val: opName}}, Typ: plan.Bool}, nil
+}
+
+// likeOps are the operator names of [NOT] [I]LIKE and the kinds of
+// their expressions; likeNames their SQL.
+var (
+	likeOps = map[string]pg.A_Expr_Kind{
+		"~~": pg.A_Expr_Kind_AEXPR_LIKE, "!~~": pg.A_Expr_Kind_AEXPR_LIKE,
+		"~~*": pg.A_Expr_Kind_AEXPR_ILIKE, "!~~*": pg.A_Expr_Kind_AEXPR_ILIKE,
+	}
+	likeNames = map[string]string{"~~": "LIKE", "!~~": "NOT LIKE", "~~*": "ILIKE", "!~~*": "NOT ILIKE"}
+)
+
+// quantifiedLike binds x [NOT] [I]LIKE ANY | ALL (ARRAY[p1, p2, ...]) as
+// x LIKE p1 OR x LIKE p2 ... (AND for ALL), which has PostgreSQL's answer
+// with NULLs too; an empty array is false for ANY, true for ALL.
+func (b *binder) quantifiedLike(x *pg.A_Expr, kind pg.A_Expr_Kind, arr *pg.A_ArrayExpr, c ectx) (plan.Expr, error) {
+	all := x.Kind == pg.A_Expr_Kind_AEXPR_OP_ALL
+	if len(arr.Elements) == 0 {
+		return &plan.Literal{Typ: plan.Bool, Val: all}, nil
+	}
+	op := pg.BoolExprType_OR_EXPR
+	if all {
+		op = pg.BoolExprType_AND_EXPR
+	}
+	parts := make([]*pg.Node, len(arr.Elements))
+	for i, p := range arr.Elements {
+		parts[i] = &pg.Node{Node: &pg.Node_AExpr{AExpr: &pg.A_Expr{Kind: kind, Name: x.Name, Lexpr: x.Lexpr, Rexpr: p, Location: x.Location}}}
+	}
+	if len(parts) == 1 {
+		return b.expr(parts[0], c)
+	}
+	return b.expr(pg.MakeBoolExprNode(op, parts, x.Location), c)
 }
 
 // arrayConcat binds l || r where one side is an array: array || array

@@ -133,6 +133,8 @@ func init() {
 			sig("VARCHAR, VARCHAR pattern, VARCHAR flags", "BOOLEAN")),
 		"similar_to_escape": scalar(bindSimilarToEscape, sig("VARCHAR pattern", "VARCHAR"), sig("VARCHAR pattern, VARCHAR escape", "VARCHAR")),
 		"string_to_array":   scalar(bindStringToArray, sig("VARCHAR, VARCHAR delimiter", "VARCHAR[]"), sig("VARCHAR, VARCHAR delimiter, VARCHAR null_string", "VARCHAR[]")),
+		"string_split":      scalar(bindStringToArray, sig("VARCHAR, VARCHAR delimiter", "VARCHAR[]")),
+		"str_split":         scalar(bindStringToArray, sig("VARCHAR, VARCHAR delimiter", "VARCHAR[]")),
 		"array_length":      scalar(bindArrayLength, sig("anyarray, BIGINT dimension", "INT")),
 		"cardinality":       scalar(bindCardinality, sig("anyarray", "INT")),
 		"array_to_string":   scalar(bindArrayToString, sig("anyarray, VARCHAR separator", "VARCHAR"), sig("anyarray, VARCHAR separator, VARCHAR null_string", "VARCHAR")),
@@ -771,6 +773,9 @@ func (b *binder) funcCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	}
 	if f.AggStar || f.AggDistinct || f.AggFilter != nil || len(f.AggOrder) > 0 {
 		return nil, b.errAt("bind", f.Location, "%s is not an aggregate function", name)
+	}
+	if name == "make_interval" {
+		return b.makeInterval(f, c)
 	}
 	args, err := b.exprs(f.Args, c)
 	if err != nil {

@@ -3,11 +3,14 @@ package sql
 import (
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	pg "github.com/pganalyze/pg_query_go/v6"
+
 	"sluice/plan"
 )
 
 // More date and time functions: date_diff, make_date, make_timestamp,
-// last_day, to_timestamp, to_char, strftime, and DuckDB's one-field
+// last_day, to_timestamp, to_char, strftime, dayname, monthname, and DuckDB's one-field
 // functions (year(x), dayofweek(x), epoch(x), ...), which are EXTRACT of
 // that field.
 
@@ -32,6 +35,22 @@ func addDateFunctions(fs map[string]*funcDef) {
 	fs["strptime"] = scalar(textTo("strptime", plan.Timestamp, 2, 2), sig("VARCHAR, VARCHAR format", "TIMESTAMP"))
 	fs["to_char"] = scalar(bindFormat, sig("TIMESTAMP, VARCHAR format", "VARCHAR"), sig("DATE, VARCHAR format", "VARCHAR"))
 	fs["strftime"] = scalar(bindFormat, sig("TIMESTAMP, VARCHAR format", "VARCHAR"), sig("DATE, VARCHAR format", "VARCHAR"))
+	fs["make_interval"] = scalar(nil, sig("INT years, INT months, INT weeks, INT days, INT hours, INT mins, DOUBLE secs (each optional, by position or name =>)", "INTERVAL"))
+	fs["dayname"] = scalar(bindNamed("%A"), sig("DATE", "VARCHAR"), sig("TIMESTAMP", "VARCHAR"))
+	fs["monthname"] = scalar(bindNamed("%B"), sig("DATE", "VARCHAR"), sig("TIMESTAMP", "VARCHAR"))
+}
+
+// bindNamed binds DuckDB's dayname(x) and monthname(x): strftime of x in
+// format ('Monday', 'January').
+func bindNamed(format string) func(c *fcall) (plan.Expr, error) {
+	return func(c *fcall) (plan.Expr, error) {
+		if err := c.nargs(1, 1); err != nil {
+			return nil, err
+		}
+		f := &fcall{b: c.b, name: "strftime", args: []plan.Expr{c.args[0], &plan.Literal{Typ: plan.Utf8, Val: format}},
+			argLoc: []int32{c.at(0), c.loc}, loc: c.loc}
+		return bindFormat(f)
+	}
 }
 
 // extractAliases are DuckDB's names of EXTRACT fields.
@@ -166,4 +185,69 @@ func bindFormat(c *fcall) (plan.Expr, error) {
 		return nil, err
 	}
 	return c.fn(c.name, plan.Utf8), nil
+}
+
+// makeIntervalParams are make_interval's parameters, in order, and the
+// interval one unit of each is.
+var makeIntervalParams = []struct {
+	name string
+	unit string
+}{{"years", "1 year"}, {"months", "1 mon"}, {"weeks", "7 days"}, {"days", "1 day"},
+	{"hours", "1 hour"}, {"mins", "1 minute"}, {"secs", "1 second"}}
+
+// makeInterval binds PostgreSQL's make_interval(years, months, weeks,
+// days, hours, mins, secs), each argument optional and given by position
+// or by name (make_interval(days => 3)): the sum of each argument times
+// its unit, so fractions cascade as interval * number does.
+func (b *binder) makeInterval(f *pg.FuncCall, c ectx) (plan.Expr, error) {
+	given := make([]*pg.Node, len(makeIntervalParams))
+	named := false
+	for i, a := range f.Args {
+		k := i
+		if na := a.GetNamedArgExpr(); na != nil {
+			named = true
+			k = -1
+			for j, p := range makeIntervalParams {
+				if strings.EqualFold(p.name, na.Name) {
+					k = j
+				}
+			}
+			if k < 0 {
+				return nil, b.errAt("bind", na.Location, "make_interval has no parameter %q (it takes years, months, weeks, days, hours, mins, secs)", na.Name)
+			}
+			a = na.Arg
+		} else if named {
+			return nil, b.errAt("bind", nodeLoc(a), "make_interval: a positional argument cannot follow a named one")
+		}
+		if k >= len(given) {
+			return nil, b.errAt("bind", nodeLoc(a), "make_interval takes at most %d arguments", len(given))
+		}
+		if given[k] != nil {
+			return nil, b.errAt("bind", nodeLoc(a), "make_interval: %s is given twice", makeIntervalParams[k].name)
+		}
+		given[k] = a
+	}
+	var sum plan.Expr = &plan.Literal{Typ: plan.Interval, Val: arrow.MonthDayNanoInterval{}}
+	for k, a := range given {
+		if a == nil {
+			continue
+		}
+		x, err := b.expr(a, c)
+		if err != nil {
+			return nil, err
+		}
+		if t := x.Type(); t.ID() != plan.Null.ID() && !plan.IsNumeric(t) {
+			return nil, b.errAt("type", nodeLoc(a), "make_interval: %s must be a number, not %s", makeIntervalParams[k].name, plan.TypeName(t))
+		}
+		unit, err := plan.ParseInterval(makeIntervalParams[k].unit)
+		if err != nil {
+			return nil, err
+		}
+		if x.Type().ID() == plan.Null.ID() {
+			x = coerce(x, plan.Int64)
+		}
+		term := &plan.Binary{Op: plan.OpMul, L: &plan.Literal{Typ: plan.Interval, Val: unit}, R: x, Typ: plan.Interval}
+		sum = &plan.Binary{Op: plan.OpAdd, L: sum, R: term, Typ: plan.Interval}
+	}
+	return sum, nil
 }
