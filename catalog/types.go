@@ -50,6 +50,10 @@ func ParseType(sqlType string) (arrow.DataType, error) {
 		return noArgs(typeInt32)
 	case "BIGINT", "INT8":
 		return noArgs(typeInt64)
+	case "HUGEINT", "INT128":
+		// DuckDB's 128-bit integer: a decimal of 38 digits holds it
+		// exactly, up to 10^38.
+		return noArgs(&arrow.Decimal128Type{Precision: 38, Scale: 0})
 	case "DOUBLE", "DOUBLE PRECISION", "FLOAT", "FLOAT8", "REAL", "FLOAT4":
 		return noArgs(typeFloat64)
 	case "VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "TEXT", "STRING":

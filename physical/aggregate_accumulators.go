@@ -21,7 +21,7 @@ var errDecimalOverflow = expr.NewDataError("decimal overflow")
 
 // errSumOverflow is a data error: the same on every executor, so the
 // cluster fails the query at once instead of retrying the task.
-var errSumOverflow = expr.NewDataError("integer overflow in sum")
+var errSumOverflow = expr.NewDataError("integer overflow in sum (sum a wider type: sum(x::DECIMAL(38,0)))")
 
 // aggAccumulator holds one aggregate's per-group state in typed slices,
 // indexed by group id. update and merge take the group id of every row of

@@ -469,6 +469,10 @@ func typeFromName(name string, mods []int) (arrow.DataType, error) {
 		return plan.Int32, nil
 	case "bigint", "int8":
 		return plan.Int64, nil
+	case "hugeint", "int128":
+		// DuckDB's 128-bit integer: a decimal of 38 digits holds it
+		// exactly, up to 10^38.
+		return plan.Decimal(plan.MaxDecimalPrecision, 0), nil
 	case "double", "float", "float8", "float4", "real":
 		return plan.Float64, nil
 	case "decimal", "numeric":

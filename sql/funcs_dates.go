@@ -35,7 +35,7 @@ func addDateFunctions(fs map[string]*funcDef) {
 	fs["strptime"] = scalar(textTo("strptime", plan.Timestamp, 2, 2), sig("VARCHAR, VARCHAR format", "TIMESTAMP"))
 	fs["to_char"] = scalar(bindFormat, sig("TIMESTAMP, VARCHAR format", "VARCHAR"), sig("DATE, VARCHAR format", "VARCHAR"))
 	fs["strftime"] = scalar(bindFormat, sig("TIMESTAMP, VARCHAR format", "VARCHAR"), sig("DATE, VARCHAR format", "VARCHAR"))
-	fs["make_interval"] = scalar(nil, sig("INT years, INT months, INT weeks, INT days, INT hours, INT mins, DOUBLE secs (each optional, by position or name =>)", "INTERVAL"))
+	fs["make_interval"] = scalar(nil, sig("INT years, INT months, INT weeks, INT days, INT hours, INT mins, DOUBLE secs", "INTERVAL"))
 	fs["dayname"] = scalar(bindNamed("%A"), sig("DATE", "VARCHAR"), sig("TIMESTAMP", "VARCHAR"))
 	fs["monthname"] = scalar(bindNamed("%B"), sig("DATE", "VARCHAR"), sig("TIMESTAMP", "VARCHAR"))
 }
