@@ -22,6 +22,9 @@ func decorrelateLateral(j *Join, ctx *OptContext) (Node, error) {
 	if j.Kind != JoinInner && j.Kind != JoinLeft {
 		return nil, fmt.Errorf("LATERAL in a %s join is not supported", strings.ToLower(j.Kind.String()))
 	}
+	if out, ok := lateralRow(j); ok {
+		return out, nil
+	}
 	var proj *Project
 	top := j.Right
 	if p, ok := top.(*Project); ok {
@@ -97,4 +100,63 @@ func lateralAggregate(j *Join, proj *Project, agg *Aggregate, ctx *OptContext) (
 		out = &Filter{Input: out, Pred: j.Cond}
 	}
 	return restoreSchema(out, j.Schema()), nil
+}
+
+// lateralRow rewrites a join whose right side is a query without FROM
+// (Projects and Filters over one row of Values), as in
+// CROSS JOIN LATERAL (SELECT t.a + 1 AS b): that one row is computed from
+// each left row, so the right side is grafted onto the left one, its
+// Values becoming a Project over the left side and its Projects passing
+// the left columns through; the join condition filters above. A LEFT
+// join qualifies only when nothing can drop the row (no Filter, ON true),
+// so it never needs NULLs.
+func lateralRow(j *Join) (Node, bool) {
+	left := j.Left.Schema()
+	filtered := false
+	var graft func(n Node) (Node, bool)
+	graft = func(n Node) (Node, bool) {
+		switch x := n.(type) {
+		case *Values:
+			if len(x.Rows) != 1 {
+				return nil, false
+			}
+			p := passThrough(j.Left, left)
+			for i, c := range x.Cols {
+				p.add(x.Rows[0][i], c)
+			}
+			return p, true
+		case *Project:
+			in, ok := graft(x.Input)
+			if !ok {
+				return nil, false
+			}
+			p := &Project{Input: in, Exprs: append([]Expr(nil), x.Exprs...), Cols: append(Schema(nil), x.Cols...)}
+			for _, c := range left {
+				if p.Cols.IndexOf(c.ID) < 0 {
+					p.add(c.Ref(), c)
+				}
+			}
+			return p, true
+		case *Filter:
+			in, ok := graft(x.Input)
+			if !ok {
+				return nil, false
+			}
+			filtered = true
+			return &Filter{Input: in, Pred: x.Pred}, true
+		}
+		return nil, false
+	}
+	top, ok := graft(j.Right)
+	if !ok {
+		return nil, false
+	}
+	cond := SplitConjunction(j.Cond)
+	if l, isLit := j.Cond.(*Literal); isLit && l.Val == true {
+		cond = nil
+	}
+	if j.Kind == JoinLeft && (filtered || len(cond) > 0) {
+		return nil, false
+	}
+	return filterOver(restoreSchema(top, j.Schema()), cond), true
 }
