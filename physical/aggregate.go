@@ -63,6 +63,9 @@ func (a AggregateExpr) String() string {
 	if (a.Func == plan.AggPercentileCont || a.Func == plan.AggPercentileDisc) && a.Arg2 != nil && len(a.OrderBy) == 1 {
 		return fmt.Sprintf("%s(%s) WITHIN GROUP (ORDER BY %s)", fn, a.Arg2, a.OrderBy[0])
 	}
+	if a.Func == plan.AggMode && len(a.OrderBy) == 1 {
+		return fmt.Sprintf("mode() WITHIN GROUP (ORDER BY %s)", a.OrderBy[0])
+	}
 	if a.Func == plan.AggCountStar {
 		fn, arg = "count", "*"
 	}
@@ -218,7 +221,7 @@ func NewHashAggregate(input Operator, mode AggMode, groupBy []expr.Expr, groupNa
 		if a.Func == plan.AggArrayAgg && a.Distinct && len(a.OrderBy) == 0 {
 			return nil, fmt.Errorf("hash aggregate: %s: DISTINCT array_agg needs its argument as ORDER BY key", a)
 		}
-		if plan.OrderedAgg(a.Func) && a.Func != plan.AggStringAgg && a.Func != plan.AggArrayAgg && (len(a.OrderBy) != 1 || a.Arg2 == nil || a.Distinct) {
+		if plan.OrderedAgg(a.Func) && a.Func != plan.AggStringAgg && a.Func != plan.AggArrayAgg && (len(a.OrderBy) != 1 || (a.Arg2 == nil) != (a.Func == plan.AggMode) || a.Distinct) {
 			return nil, fmt.Errorf("hash aggregate: %s: needs one ORDER BY key and a fraction", a)
 		}
 		acc, err := newAggAccumulator(a, aggArgType(a))

@@ -89,7 +89,7 @@ func newAggAccumulator(a AggregateExpr, argType arrow.DataType) (aggAccumulator,
 			return nil, fmt.Errorf("string_agg needs two text arguments")
 		}
 		return &aggStringAgg{}, nil
-	case plan.AggPercentileCont, plan.AggPercentileDisc:
+	case plan.AggPercentileCont, plan.AggPercentileDisc, plan.AggMode:
 		return newAggPercentile(a)
 	case plan.AggArrayAgg:
 		return newAggArrayAgg(a, argType)

@@ -157,6 +157,9 @@ type aggPercentileDisc struct {
 	frac     float64
 	fracSeen bool
 	fracNull bool
+	// mode: pick the start of the longest run of equal values (the
+	// first in the order among runs as long), not a position.
+	mode bool
 }
 
 func newAggPercentileDisc(a AggregateExpr) (*aggPercentileDisc, error) {
@@ -243,6 +246,10 @@ func (s *aggPercentileDisc) emitFinal(start, end int, mem memory.Allocator) (arr
 			continue
 		}
 		sort.SliceStable(rows, func(i, j int) bool { return s.cmp.compare(rows[i], rows[j]) < 0 })
+		if s.mode {
+			picks = append(picks, rows[longestRun(rows, s.cmp)])
+			continue
+		}
 		picks = append(picks, rows[percentileDiscIndex(s.frac, len(rows))])
 	}
 	out, err := kernels.InterleaveBatches(mem, schema, batches, picks)
@@ -257,9 +264,35 @@ func (s *aggPercentileDisc) emitFinal(start, end int, mem memory.Allocator) (arr
 
 func (s *aggPercentileDisc) memSize() int64 { return int64(cap(s.rows))*24 + s.n*8 + s.bytes }
 
-// newAggPercentile returns the accumulator of percentile_cont or
-// percentile_disc.
+// longestRun returns where the first of the longest runs of equal rows
+// starts in sorted rows.
+func longestRun(rows []kernels.RowRef, cmp *rowComparator) int {
+	best, bestLen, start := 0, 0, 0
+	for i := 1; i <= len(rows); i++ {
+		if i == len(rows) || cmp.compare(rows[i], rows[start]) != 0 {
+			if i-start > bestLen {
+				best, bestLen = start, i-start
+			}
+			start = i
+		}
+	}
+	return best
+}
+
+// newAggPercentile returns the accumulator of percentile_cont,
+// percentile_disc or mode.
 func newAggPercentile(a AggregateExpr) (aggAccumulator, error) {
+	if a.Func == plan.AggMode {
+		if len(a.OrderBy) != 1 {
+			return nil, fmt.Errorf("mode needs one ORDER BY key")
+		}
+		d, err := newAggPercentileDisc(a)
+		if err != nil {
+			return nil, err
+		}
+		d.mode, d.fracSeen = true, true
+		return d, nil
+	}
 	if len(a.OrderBy) != 1 || a.Arg2 == nil {
 		return nil, fmt.Errorf("%s needs one ORDER BY key and a fraction", a.Func)
 	}

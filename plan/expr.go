@@ -198,11 +198,16 @@ const (
 	// NULLs included, as an array. Arg2, when set, is the call's FILTER
 	// condition (a NULL argument cannot stand for a filtered-out row).
 	AggArrayAgg
+	// AggMode is mode() WITHIN GROUP (ORDER BY x) (DuckDB: mode(x)): the
+	// most frequent non-NULL x, the first in OrderBy's order among
+	// equally frequent ones. Like the percentiles it holds every value.
+	AggMode
 )
 
 var aggNames = [...]string{"count(*)", "count", "sum", "avg", "min", "max",
 	"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp",
-	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge", "percentile_cont", "percentile_disc", "arg_max", "arg_min", "array_agg"}
+	"string_agg", "bool_and", "bool_or", "single_value", "avg_merge", "percentile_cont", "percentile_disc", "arg_max", "arg_min", "array_agg",
+	"mode"}
 
 // NumAggFuncs is the number of aggregate functions (AggFunc values are 0 to
 // NumAggFuncs-1).
@@ -214,7 +219,7 @@ func (a AggFunc) String() string { return aggNames[a] }
 // given by the call's OrderBy (string_agg, array_agg, percentile_cont,
 // percentile_disc).
 func OrderedAgg(f AggFunc) bool {
-	return f == AggStringAgg || f == AggPercentileCont || f == AggPercentileDisc || f == AggArrayAgg
+	return f == AggStringAgg || f == AggPercentileCont || f == AggPercentileDisc || f == AggArrayAgg || f == AggMode
 }
 
 // AggCall is an aggregate; it appears only in Aggregate.Aggs. Arg is nil for
@@ -450,6 +455,9 @@ func (e *AggCall) String() string {
 	}
 	if e.Func == AggPercentileCont || e.Func == AggPercentileDisc {
 		return e.Func.String() + "(" + e.Arg2.String() + ") WITHIN GROUP (ORDER BY " + sortKeyList(e.OrderBy) + ")"
+	}
+	if e.Func == AggMode {
+		return "mode() WITHIN GROUP (ORDER BY " + sortKeyList(e.OrderBy) + ")"
 	}
 	d := ""
 	if e.Distinct {

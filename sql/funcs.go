@@ -96,6 +96,7 @@ func init() {
 		"quantile_disc":   agg(plan.AggPercentileDisc, sig("any, DOUBLE fraction", "same as argument")),
 		"quantile":        agg(plan.AggPercentileDisc, sig("any, DOUBLE fraction", "same as argument")),
 		"median":          agg(plan.AggPercentileCont, sig(num, "DOUBLE"), sig("any", "same as argument")),
+		"mode":            agg(plan.AggMode, sig("any", "same as argument"), sig(") WITHIN GROUP (ORDER BY any", "same as argument")),
 
 		"generate_series": {kind: KindTable, sigs: []funcSig{
 			sig("INT start, INT stop", "SETOF INT"),

@@ -16,6 +16,7 @@ import (
 var percentileNames = map[string]bool{
 	"percentile_cont": true, "percentile_disc": true,
 	"quantile_cont": true, "quantile_disc": true, "quantile": true, "median": true,
+	"mode": true,
 }
 
 // percentileCall binds a percentile aggregate (percentileNames) to
@@ -28,6 +29,35 @@ func (b *binder) percentileCall(f *pg.FuncCall, name string, argCtx ectx, filter
 	var key plan.SortKey
 	var fracNode *pg.Node
 	switch name {
+	case "mode":
+		// PostgreSQL's mode() WITHIN GROUP (ORDER BY x), or DuckDB's mode(x).
+		switch {
+		case f.AggWithinGroup && len(f.Args) == 0 && len(f.AggOrder) == 1:
+			specs, err := b.sortSpecs(f.AggOrder, nil, argCtx)
+			if err != nil {
+				return nil, err
+			}
+			key = plan.SortKey{Expr: specs[0].expr, Desc: specs[0].desc, NullsFirst: specs[0].nullsFirst}
+		case !f.AggWithinGroup && len(f.Args) == 1 && len(f.AggOrder) == 0:
+			x, err := b.expr(f.Args[0], argCtx)
+			if err != nil {
+				return nil, err
+			}
+			key = plan.SortKey{Expr: x}
+		default:
+			e := b.errAt("bind", f.Location, "mode takes mode() WITHIN GROUP (ORDER BY x), or mode(x)")
+			return nil, e
+		}
+		t := key.Expr.Type()
+		x := filtered(key.Expr)
+		if t.ID() == plan.Null.ID() {
+			x, t = coerce(x, plan.Utf8), plan.Utf8
+		}
+		if !sortable(t) {
+			return nil, b.errAt("type", f.Location, "mode cannot order values of type %s", plan.TypeName(t))
+		}
+		return &plan.AggCall{Func: plan.AggMode, Arg: x, Typ: t,
+			OrderBy: []plan.SortKey{{Expr: x, Desc: key.Desc, NullsFirst: key.NullsFirst}}}, nil
 	case "percentile_cont", "percentile_disc":
 		if !f.AggWithinGroup {
 			e := b.errAt("bind", f.Location, "%s needs WITHIN GROUP (ORDER BY ...)", name)
