@@ -136,6 +136,9 @@ func (b *binder) rangeVar(rv *pg.RangeVar) (plan.Node, []scopeCol, error) {
 		qual = rv.Alias.Aliasname
 		aliases = stringList(rv.Alias.Colnames)
 	}
+	if strings.EqualFold(rv.Schemaname, "information_schema") {
+		return b.infoSchema(rv, qual, aliases)
+	}
 	if rv.Schemaname == "" {
 		for i := len(b.ctes) - 1; i >= 0; i-- {
 			def := b.ctes[i]
