@@ -116,6 +116,10 @@ func (b *binder) expr(n *pg.Node, c ectx) (plan.Expr, error) {
 			return b.builtinCall("current_date", nil, nil, v.Location)
 		case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP, pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP:
 			return b.builtinCall("current_timestamp", nil, nil, v.Location)
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG:
+			return &plan.Literal{Typ: plan.Utf8, Val: infoCatalog}, nil
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_SCHEMA:
+			return &plan.Literal{Typ: plan.Utf8, Val: infoSchema}, nil
 		}
 		return nil, b.errAt("bind", v.Location, "%s is not supported", strings.TrimPrefix(v.Op.String(), "SVFOP_"))
 	}
@@ -760,6 +764,10 @@ func figureName(n *pg.Node) string {
 			return "current_date"
 		case pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP:
 			return "localtimestamp"
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG:
+			return "current_catalog"
+		case pg.SQLValueFunctionOp_SVFOP_CURRENT_SCHEMA:
+			return "current_schema"
 		}
 		return "current_timestamp"
 	case *pg.Node_AExpr:

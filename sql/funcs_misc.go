@@ -7,7 +7,8 @@ import (
 )
 
 // Functions users of PostgreSQL and DuckDB reach for first: pg_typeof and
-// typeof, gen_random_uuid and uuid, age, and the range table function.
+// typeof, gen_random_uuid and uuid, age, current_schema and
+// current_database, and the range table function.
 
 func addMiscFunctions(fs map[string]*funcDef) {
 	scalar := func(bind func(c *fcall) (plan.Expr, error), sigs ...funcSig) *funcDef {
@@ -17,6 +18,16 @@ func addMiscFunctions(fs map[string]*funcDef) {
 	fs["typeof"] = scalar(bindTypeof(plan.TypeName), sig("any", "VARCHAR (sluice's name of the argument's type)"))
 	uuid := scalar(bindUUID, sig("", "VARCHAR (a random version 4 UUID per row)"))
 	fs["gen_random_uuid"], fs["uuid"] = uuid, uuid
+	constant := func(v string) func(c *fcall) (plan.Expr, error) {
+		return func(c *fcall) (plan.Expr, error) {
+			if err := c.nargs(0, 0); err != nil {
+				return nil, err
+			}
+			return &plan.Literal{Typ: plan.Utf8, Val: v}, nil
+		}
+	}
+	fs["current_schema"] = scalar(constant(infoSchema), sig("", "VARCHAR ('main', the one schema)"))
+	fs["current_database"] = scalar(constant(infoCatalog), sig("", "VARCHAR ('sluice')"))
 	fs["age"] = scalar(bindAge, sig("TIMESTAMP", "INTERVAL (from the argument to today's midnight)"), sig("TIMESTAMP, TIMESTAMP", "INTERVAL"))
 	// unnest is bound by the select list (unnestCall) or as a FROM item
 	// (unnestFrom); the entry is what SHOW FUNCTIONS lists.
