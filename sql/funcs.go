@@ -130,6 +130,8 @@ func init() {
 			sig("VARCHAR, VARCHAR pattern, VARCHAR replacement, VARCHAR flags", "VARCHAR")),
 		"regexp_match": scalar(bindRegexpMatch, sig("VARCHAR, VARCHAR pattern", "VARCHAR[]"),
 			sig("VARCHAR, VARCHAR pattern, VARCHAR flags", "VARCHAR[]")),
+		"regexp_split_to_array": scalar(bindRegexpSplit, sig("VARCHAR, VARCHAR pattern", "VARCHAR[]"),
+			sig("VARCHAR, VARCHAR pattern, VARCHAR flags", "VARCHAR[]")),
 		"regexp_like": scalar(bindRegexpLike, sig("VARCHAR, VARCHAR pattern", "BOOLEAN"),
 			sig("VARCHAR, VARCHAR pattern, VARCHAR flags", "BOOLEAN")),
 		"similar_to_escape": scalar(bindSimilarToEscape, sig("VARCHAR pattern", "VARCHAR"), sig("VARCHAR pattern, VARCHAR escape", "VARCHAR")),
@@ -440,6 +442,31 @@ func bindRegexpMatch(c *fcall) (plan.Expr, error) {
 		}
 	}
 	return c.fn("regexp_match", plan.TextArray), nil
+}
+
+// bindRegexpSplit binds regexp_split_to_array(s, pattern[, flags]); a
+// constant pattern is checked here.
+func bindRegexpSplit(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 3); err != nil {
+		return nil, err
+	}
+	if err := c.kinds("s"); err != nil {
+		return nil, err
+	}
+	pat, ok1 := stringConst(c.args[1])
+	flags, ok2 := "", true
+	if len(c.args) == 3 {
+		flags, ok2 = stringConst(c.args[2])
+		if ok2 && strings.ContainsRune(flags, 'g') {
+			return nil, c.b.errAt("bind", c.at(2), "regexp_split_to_array() does not support the \"global\" option")
+		}
+	}
+	if ok1 && ok2 {
+		if err := checkRegex(pat, flags); err != nil {
+			return nil, c.b.errAt("bind", c.at(1), "%v", err)
+		}
+	}
+	return c.fn("regexp_split_to_array", plan.TextArray), nil
 }
 
 // array checks that argument i is an array.

@@ -61,6 +61,46 @@ func regexpMatch(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error
 	return lb.NewArray(), nil
 }
 
+// regexpSplit is regexp_split_to_array(s, pattern[, flags]), PostgreSQL's:
+// the pieces of s between the pattern's matches; an empty match at the
+// start or the end of s, or right after another match, splits nothing.
+func regexpSplit(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	defer lb.Release()
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	cache := regexCache{}
+	for i := range n {
+		if !allValid(args, i) {
+			lb.AppendNull()
+			continue
+		}
+		flags := ""
+		if len(args) > 2 {
+			flags = string(args[2].str(i))
+		}
+		re, global, err := cache.compile(string(args[1].str(i)), flags)
+		if err != nil {
+			return nil, err
+		}
+		if global {
+			return nil, NewDataError(`regexp_split_to_array() does not support the "global" option`)
+		}
+		s := args[0].str(i)
+		lb.Append(true)
+		last := 0
+		// FindAll already skips an empty match right after a match.
+		for _, m := range re.FindAllIndex(s, -1) {
+			if m[0] == m[1] && (m[0] == 0 || m[0] == len(s)) {
+				continue
+			}
+			vb.BinaryBuilder.Append(s[last:m[0]])
+			last = m[1]
+		}
+		vb.BinaryBuilder.Append(s[last:])
+	}
+	return lb.NewArray(), nil
+}
+
 // listOperand materializes an array operand.
 func listOperand(o operand, n int, mem memory.Allocator) (*array.List, error) {
 	a, err := o.materialize(n, mem)
