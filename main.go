@@ -25,6 +25,7 @@ import (
 	"sluice/repl"
 	"sluice/rpc"
 	"sluice/session"
+	"sluice/sql"
 	"sluice/tpch"
 )
 
@@ -49,6 +50,7 @@ func main() {
 			debug.SetMemoryLimit(m / 10 * 9)
 		}
 	}
+	sql.Version = versionLine()
 	os.Exit(run(os.Args[1:]))
 }
 

@@ -10,6 +10,10 @@ import (
 // typeof, gen_random_uuid and uuid, age, current_schema and
 // current_database, and the range table function.
 
+// Version is what version() answers: the binary's version line (set by
+// main; "sluice dev" in tests).
+var Version = "sluice dev"
+
 func addMiscFunctions(fs map[string]*funcDef) {
 	scalar := func(bind func(c *fcall) (plan.Expr, error), sigs ...funcSig) *funcDef {
 		return &funcDef{kind: KindScalar, bind: bind, sigs: sigs}
@@ -28,6 +32,7 @@ func addMiscFunctions(fs map[string]*funcDef) {
 	}
 	fs["current_schema"] = scalar(constant(infoSchema), sig("", "VARCHAR ('main', the one schema)"))
 	fs["current_database"] = scalar(constant(infoCatalog), sig("", "VARCHAR ('sluice')"))
+	fs["version"] = scalar(func(c *fcall) (plan.Expr, error) { return constant(Version)(c) }, sig("", "VARCHAR (the binary's --version)"))
 	fs["age"] = scalar(bindAge, sig("TIMESTAMP", "INTERVAL (from the argument to today's midnight)"), sig("TIMESTAMP, TIMESTAMP", "INTERVAL"))
 	// unnest is bound by the select list (unnestCall) or as a FROM item
 	// (unnestFrom); the entry is what SHOW FUNCTIONS lists.
