@@ -119,9 +119,88 @@ func newAggSum(argType arrow.DataType) (aggAccumulator, error) {
 		return &aggSumFloat{}, nil
 	case arrow.DECIMAL128:
 		return &aggSumDecimal{typ: plan.SumType(argType).(*arrow.Decimal128Type)}, nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return &aggSumInterval{}, nil
 	}
 	return nil, fmt.Errorf("sum of %s is not supported", argType)
 }
+
+// ---- sum of intervals ----
+
+// errIntervalSum is PostgreSQL's error for a sum of intervals that does
+// not fit an interval.
+var errIntervalSum = expr.NewDataError("interval out of range in sum")
+
+// aggSumInterval sums intervals field by field (months, days, time), as
+// PostgreSQL does; its state is an interval.
+type aggSumInterval struct {
+	months, days, nanos []int64
+	seen                []bool
+}
+
+func (s *aggSumInterval) resize(n int) {
+	s.months = growSlice(s.months, n)
+	s.days = growSlice(s.days, n)
+	s.nanos = growSlice(s.nanos, n)
+	s.seen = growSlice(s.seen, n)
+}
+
+func (s *aggSumInterval) update(gids []int32, arg arrow.Array) error {
+	a, ok := arg.(*array.MonthDayNanoInterval)
+	if !ok {
+		return fmt.Errorf("sum: unexpected argument type %s", arg.DataType())
+	}
+	v := a.MonthDayNanoIntervalValues()
+	for i, g := range gids {
+		if a.IsNull(i) {
+			continue
+		}
+		x := v[i]
+		s.months[g] += int64(x.Months)
+		s.days[g] += int64(x.Days)
+		n := s.nanos[g] + x.Nanoseconds
+		if (n > s.nanos[g]) != (x.Nanoseconds > 0) && x.Nanoseconds != 0 {
+			return errIntervalSum
+		}
+		s.nanos[g] = n
+		s.seen[g] = true
+		if s.months[g] != int64(int32(s.months[g])) || s.days[g] != int64(int32(s.days[g])) {
+			return errIntervalSum
+		}
+	}
+	return nil
+}
+
+func (s *aggSumInterval) merge(gids []int32, states []arrow.Array) error {
+	return s.update(gids, states[0])
+}
+
+func (s *aggSumInterval) stateTypes() []arrow.DataType { return []arrow.DataType{plan.Interval} }
+
+func (s *aggSumInterval) emitStates(start, end int, mem memory.Allocator) ([]arrow.Array, error) {
+	a, err := s.emitFinal(start, end, mem)
+	return []arrow.Array{a}, err
+}
+
+// value is group g's sum (its fields fit int32: update checks).
+func (s *aggSumInterval) value(g int) arrow.MonthDayNanoInterval {
+	return arrow.MonthDayNanoInterval{Months: int32(s.months[g]), Days: int32(s.days[g]), Nanoseconds: s.nanos[g]}
+}
+
+func (s *aggSumInterval) emitFinal(start, end int, mem memory.Allocator) (arrow.Array, error) {
+	b := array.NewMonthDayNanoIntervalBuilder(mem)
+	defer b.Release()
+	for g := start; g < end; g++ {
+		if s.seen[g] {
+			b.Append(s.value(g))
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewArray(), nil
+}
+
+func (s *aggSumInterval) memSize() int64 { return int64(cap(s.months)) * 25 }
 
 // ---- count ----
 
@@ -633,6 +712,22 @@ func (a *aggAvg) emitFinal(start, end int, mem memory.Allocator) (arrow.Array, e
 			v, err := decimalAvg(s.value(g), counts[g], k)
 			if err != nil {
 				return nil, fmt.Errorf("avg: %w", err)
+			}
+			b.Append(v)
+		}
+		return b.NewArray(), nil
+	case *aggSumInterval:
+		// PostgreSQL's avg of intervals: the sum divided by the count.
+		b := array.NewMonthDayNanoIntervalBuilder(mem)
+		defer b.Release()
+		for g := start; g < end; g++ {
+			if counts[g] == 0 {
+				b.AppendNull()
+				continue
+			}
+			v, ok := expr.DivideInterval(s.value(g), float64(counts[g]))
+			if !ok {
+				return nil, errIntervalSum
 			}
 			b.Append(v)
 		}

@@ -206,6 +206,8 @@ func SumType(t arrow.DataType) arrow.DataType {
 	case arrow.DECIMAL128:
 		d := t.(*arrow.Decimal128Type)
 		return Decimal(MaxDecimalPrecision, d.Scale)
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return Interval
 	}
 	return Float64
 }
@@ -215,6 +217,9 @@ func SumType(t arrow.DataType) arrow.DataType {
 func AvgType(t arrow.DataType) arrow.DataType {
 	if d, ok := t.(*arrow.Decimal128Type); ok {
 		return Decimal(MaxDecimalPrecision, min(d.Scale+4, MaxDecimalPrecision))
+	}
+	if t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return Interval
 	}
 	return Float64
 }

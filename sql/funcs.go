@@ -969,7 +969,7 @@ func (b *binder) typedAggCall(f *pg.FuncCall, af plan.AggFunc, name string, argC
 		if t.ID() == plan.Null.ID() {
 			arg, t = coerce(arg, plan.Float64), plan.Float64
 		}
-		if !plan.IsNumeric(t) {
+		if !plan.IsNumeric(t) && t.ID() != plan.Interval.ID() {
 			return nil, b.errAt("type", f.Location, "%s needs a numeric argument, not %s", name, plan.TypeName(t))
 		}
 		if af == plan.AggSum {

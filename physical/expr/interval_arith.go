@@ -56,15 +56,12 @@ func intervalArith(op plan.BinaryOp, l, r operand, rt arrow.DataType, n int, mem
 				continue
 			}
 			factor := f[i*sf]
-			if op == plan.OpDiv {
-				if factor == 0 {
-					err = errDivByZero
-					break
-				}
-				factor = 1 / factor
+			if op == plan.OpDiv && factor == 0 {
+				err = errDivByZero
+				break
 			}
 			var ok bool
-			if out[i], ok = scaleInterval(a[i*sa], factor); !ok {
+			if out[i], ok = scaleInterval(a[i*sa], factor, op == plan.OpDiv); !ok {
 				err = errIntervalRange
 				break
 			}
@@ -108,15 +105,28 @@ func addInt64(a, b int64) (int64, bool) {
 	return s, (s > a) == (b > 0) || b == 0
 }
 
-// scaleInterval multiplies an interval by factor as PostgreSQL's
-// interval_mul does: months and days keep their whole part, and the
-// fractions cascade down (a month is 30 days, a day 24 hours) to days and
-// to the time, which is rounded to microseconds as PostgreSQL keeps it.
-func scaleInterval(v arrow.MonthDayNanoInterval, factor float64) (arrow.MonthDayNanoInterval, bool) {
+// DivideInterval divides an interval by n as PostgreSQL's interval_div
+// does (avg of intervals); false when the result does not fit.
+func DivideInterval(v arrow.MonthDayNanoInterval, n float64) (arrow.MonthDayNanoInterval, bool) {
+	return scaleInterval(v, n, true)
+}
+
+// scaleInterval multiplies (or, with divide, divides) an interval by
+// factor as PostgreSQL's interval_mul and interval_div do: months and days
+// keep their whole part, and the fractions cascade down (a month is 30
+// days, a day 24 hours) to days and to the time, which is rounded to
+// microseconds as PostgreSQL keeps it.
+func scaleInterval(v arrow.MonthDayNanoInterval, factor float64, divide bool) (arrow.MonthDayNanoInterval, bool) {
 	const daysPerMonth, secsPerDay = 30, 86400
+	scale := func(x float64) float64 {
+		if divide {
+			return x / factor
+		}
+		return x * factor
+	}
 	fits32 := func(x float64) bool { return !math.IsNaN(x) && x >= math.MinInt32 && x < math.MaxInt32+1 }
-	months := float64(v.Months) * factor
-	days := float64(v.Days) * factor
+	months := scale(float64(v.Months))
+	days := scale(float64(v.Days))
 	if !fits32(months) || !fits32(days) {
 		return arrow.MonthDayNanoInterval{}, false
 	}
@@ -134,7 +144,7 @@ func scaleInterval(v arrow.MonthDayNanoInterval, factor float64) (arrow.MonthDay
 		return arrow.MonthDayNanoInterval{}, false
 	}
 	out.Days = int32(d)
-	micros := math.RoundToEven(float64(v.Nanoseconds)/1000*factor + secs*1e6)
+	micros := math.RoundToEven(scale(float64(v.Nanoseconds)/1000) + secs*1e6)
 	if math.IsNaN(micros) || micros < math.MinInt64/1000 || micros > math.MaxInt64/1000 {
 		return arrow.MonthDayNanoInterval{}, false
 	}

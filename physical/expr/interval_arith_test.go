@@ -26,12 +26,15 @@ func TestScaleInterval(t *testing.T) {
 		{iv(0, 0, 1000), 0.5, iv(0, 0, 0)}, // a microsecond's half rounds to even
 	}
 	for _, tc := range tests {
-		got, ok := scaleInterval(tc.in, tc.factor)
+		got, ok := scaleInterval(tc.in, tc.factor, false)
 		if !ok || got != tc.want {
 			t.Errorf("%+v * %v = %+v (%v), want %+v", tc.in, tc.factor, got, ok, tc.want)
 		}
 	}
-	if _, ok := scaleInterval(iv(1<<30, 0, 0), 4); ok {
+	if got, ok := DivideInterval(iv(14, 0, 0), 5); !ok || got != iv(2, 24, 0) {
+		t.Errorf("'1 year 2 mons' / 5 = %+v, want 2 mons 24 days", got)
+	}
+	if _, ok := scaleInterval(iv(1<<30, 0, 0), 4, false); ok {
 		t.Error("months overflowing int32 were accepted")
 	}
 	if _, ok := addIntervals(iv(0, 1<<31-1, 0), iv(0, 1, 0), 1); ok {
