@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sluice/catalog"
 )
@@ -22,15 +24,15 @@ import (
 //	  SELECT c1, CASE WHEN m THEN e ELSE c2 END, ..., m
 //	  FROM (SELECT c1, ..., cn, (cond) IS TRUE AS m FROM t) AS t
 //
+// DELETE ... USING s and UPDATE ... FROM s read the other tables in
+// subqueries: the condition becomes EXISTS (SELECT FROM s WHERE cond),
+// and each SET value (SELECT e FROM s WHERE cond).
+//
 // The inner query of an UPDATE takes the table's name (or alias), so SET
 // expressions name its columns as they would the table's.
 
 // deleteStmt binds DELETE FROM table [AS alias] [WHERE cond].
 func (b *binder) deleteStmt(d *pg.DeleteStmt) (Bound, error) {
-	if len(d.UsingClause) > 0 {
-		return nil, &Error{Kind: "bind", Msg: "DELETE ... USING is not supported",
-			Hint: "name the other table in a subquery: DELETE FROM t WHERE k IN (SELECT k FROM other WHERE ...)"}
-	}
 	if len(d.ReturningList) > 0 {
 		return nil, &Error{Kind: "bind", Msg: "DELETE ... RETURNING is not supported"}
 	}
@@ -41,9 +43,15 @@ func (b *binder) deleteStmt(d *pg.DeleteStmt) (Bound, error) {
 	if err := b.checkWithNames(d.WithClause, w.Table); err != nil {
 		return nil, err
 	}
+	where := d.WhereClause
+	if len(d.UsingClause) > 0 {
+		// DELETE FROM t USING s WHERE cond deletes the rows of t some row
+		// of s meets cond with: WHERE EXISTS (SELECT FROM s WHERE cond).
+		where = existsIn(d.UsingClause, where)
+	}
 	names := columnNames(t)
 	targets := columnTargets(names)
-	targets = append(targets, pg.MakeResTargetNodeWithNameAndVal(markName(names), markOf(d.WhereClause), -1))
+	targets = append(targets, pg.MakeResTargetNodeWithNameAndVal(markName(names), markOf(where), -1))
 	sel := &pg.SelectStmt{TargetList: targets, FromClause: []*pg.Node{{Node: &pg.Node_RangeVar{RangeVar: d.Relation}}},
 		WithClause: d.WithClause}
 	return b.rewriteRows(w, t, sel)
@@ -52,10 +60,6 @@ func (b *binder) deleteStmt(d *pg.DeleteStmt) (Bound, error) {
 // updateStmt binds UPDATE table [AS alias] SET col = expr, ... [WHERE
 // cond].
 func (b *binder) updateStmt(u *pg.UpdateStmt) (Bound, error) {
-	if len(u.FromClause) > 0 {
-		return nil, &Error{Kind: "bind", Msg: "UPDATE ... FROM is not supported",
-			Hint: "read the other table in a subquery: UPDATE t SET c = (SELECT v FROM other WHERE other.k = t.k) WHERE ..."}
-	}
 	if len(u.ReturningList) > 0 {
 		return nil, &Error{Kind: "bind", Msg: "UPDATE ... RETURNING is not supported"}
 	}
@@ -98,6 +102,13 @@ func (b *binder) updateStmt(u *pg.UpdateStmt) (Bound, error) {
 			return nil, b.errAt("bind", rt.Location, "multiple assignments to the same column %q", rt.Name)
 		}
 		set[idx] = rt.Val
+		if len(u.FromClause) > 0 {
+			set[idx] = b.fromColumns(rt.Val, u, names)
+		}
+	}
+	if len(u.FromClause) > 0 {
+		// Only the rows some row of s meets cond with change.
+		u.WhereClause = existsIn(u.FromClause, u.WhereClause)
 	}
 	mark := markName(names)
 	from := &pg.Node{Node: &pg.Node_RangeVar{RangeVar: u.Relation}}
@@ -134,6 +145,114 @@ func (b *binder) updateStmt(u *pg.UpdateStmt) (Bound, error) {
 	}
 	sel := &pg.SelectStmt{TargetList: targets, FromClause: []*pg.Node{from}, WithClause: u.WithClause}
 	return b.rewriteRows(w, t, sel)
+}
+
+// fromColumns rewrites a SET value of UPDATE t SET c = e FROM s WHERE
+// cond: each column of s it reads becomes the scalar subquery (SELECT
+// s.x FROM s WHERE cond), the value of the one row of s that meets cond
+// with t's row (it fails if more than one does, where PostgreSQL would
+// take any one of them). A column of s is one qualified by a FROM item's
+// name or alias, or an unqualified name that is not a column of t but is
+// one of a FROM table's. Subqueries inside e are left as they are.
+func (b *binder) fromColumns(e *pg.Node, u *pg.UpdateStmt, tcols []string) *pg.Node {
+	items := map[string]bool{}    // FROM items' names and aliases
+	fromCols := map[string]bool{} // columns of the FROM tables
+	for _, f := range u.FromClause {
+		switch x := f.Node.(type) {
+		case *pg.Node_RangeVar:
+			name := x.RangeVar.Relname
+			if x.RangeVar.Alias != nil {
+				name = x.RangeVar.Alias.Aliasname
+			}
+			items[strings.ToLower(name)] = true
+			if t, ok := b.cat.Table(x.RangeVar.Relname); ok {
+				for _, c := range columnNames(t) {
+					fromCols[strings.ToLower(c)] = true
+				}
+			}
+		case *pg.Node_RangeSubselect:
+			if x.RangeSubselect.Alias != nil {
+				items[strings.ToLower(x.RangeSubselect.Alias.Aliasname)] = true
+			}
+		}
+	}
+	isT := map[string]bool{}
+	for _, c := range tcols {
+		isT[strings.ToLower(c)] = true
+	}
+	ofS := func(cr *pg.ColumnRef) bool {
+		parts := stringList(cr.Fields)
+		switch len(parts) {
+		case 1:
+			c := strings.ToLower(parts[0])
+			return !isT[c] && fromCols[c]
+		case 2:
+			return items[strings.ToLower(parts[0])]
+		}
+		return false
+	}
+	sub := func(cr *pg.Node) *pg.Node {
+		return &pg.Node{Node: &pg.Node_SubLink{SubLink: &pg.SubLink{SubLinkType: pg.SubLinkType_EXPR_SUBLINK,
+			Subselect: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{
+				TargetList: []*pg.Node{pg.MakeResTargetNodeWithVal(cr, -1)}, FromClause: u.FromClause, WhereClause: u.WhereClause}}},
+			Location: -1}}}
+	}
+	if cr := e.GetColumnRef(); cr != nil {
+		if ofS(cr) {
+			return sub(e)
+		}
+		return e
+	}
+	out := proto.Clone(e).(*pg.Node)
+	replaceColumnRefs(out.ProtoReflect(), func(n *pg.Node) *pg.Node {
+		if cr := n.GetColumnRef(); cr != nil && ofS(cr) {
+			return sub(n)
+		}
+		return nil
+	})
+	return out
+}
+
+// replaceColumnRefs replaces, below m, every Node that repl returns a
+// replacement for, without going into subqueries (SubLinks).
+func replaceColumnRefs(m protoreflect.Message, repl func(*pg.Node) *pg.Node) {
+	if n, ok := m.Interface().(*pg.Node); ok && n.GetSubLink() != nil {
+		return
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Message() == nil || fd.IsMap() {
+			return true
+		}
+		if fd.IsList() {
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				if n, ok := l.Get(i).Message().Interface().(*pg.Node); ok {
+					if r := repl(n); r != nil {
+						l.Set(i, protoreflect.ValueOfMessage(r.ProtoReflect()))
+						continue
+					}
+				}
+				replaceColumnRefs(l.Get(i).Message(), repl)
+			}
+			return true
+		}
+		if n, ok := v.Message().Interface().(*pg.Node); ok {
+			if r := repl(n); r != nil {
+				m.Set(fd, protoreflect.ValueOfMessage(r.ProtoReflect()))
+				return true
+			}
+		}
+		replaceColumnRefs(v.Message(), repl)
+		return true
+	})
+}
+
+// existsIn is EXISTS (SELECT FROM from WHERE cond).
+func existsIn(from []*pg.Node, cond *pg.Node) *pg.Node {
+	sel := &pg.SelectStmt{TargetList: []*pg.Node{pg.MakeResTargetNodeWithVal(pg.MakeAConstIntNode(1, -1), -1)},
+		FromClause: from, WhereClause: cond}
+	return &pg.Node{Node: &pg.Node_SubLink{SubLink: &pg.SubLink{SubLinkType: pg.SubLinkType_EXISTS_SUBLINK,
+		Subselect: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}}, Location: -1}}}
 }
 
 // rewriteRows binds sel, the table's columns and the mark, as w's query:
