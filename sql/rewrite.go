@@ -26,7 +26,8 @@ import (
 //
 // DELETE ... USING s and UPDATE ... FROM s read the other tables in
 // subqueries: the condition becomes EXISTS (SELECT FROM s WHERE cond),
-// and each SET value (SELECT e FROM s WHERE cond).
+// and each column of s a SET value reads (SELECT s.x FROM s WHERE cond)
+// (fromColumns).
 //
 // The inner query of an UPDATE takes the table's name (or alias), so SET
 // expressions name its columns as they would the table's.
