@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"sluice/physical/expr"
 	"sluice/physical/kernels"
 	"sluice/plan"
 )
@@ -64,6 +65,7 @@ type winAggArg struct {
 	i64  []int64
 	f64  *array.Float64
 	dec  []decimal128.Num
+	iv   []arrow.MonthDayNanoInterval
 }
 
 // newWinAggArg prepares arr for the aggregate fn.
@@ -84,6 +86,8 @@ func newWinAggArg(fn plan.AggFunc, arr arrow.Array, base int64) (*winAggArg, err
 		a.f64 = x
 	case *array.Decimal128:
 		a.dec = arrow.GetValues[decimal128.Num](x.Data(), 1)
+	case *array.MonthDayNanoInterval:
+		a.iv = x.MonthDayNanoIntervalValues()
 	default:
 		return nil, fmt.Errorf("%s: unexpected argument type %s", fn, arr.DataType())
 	}
@@ -111,6 +115,8 @@ func newWindowAggregator(fn plan.AggFunc, argType, resultType arrow.DataType) (w
 				return nil, fmt.Errorf("%s of %s cannot produce %s", fn, argType, resultType)
 			}
 			return &winSumDecimal{avg: avg, typ: rt, k: rt.Scale - argType.(*arrow.Decimal128Type).Scale}, nil
+		case arrow.INTERVAL_MONTH_DAY_NANO:
+			return &winSumInterval{avg: avg}, nil
 		}
 		return nil, fmt.Errorf("%s of %s is not supported", fn, argType)
 	case plan.AggMin, plan.AggMax:
@@ -283,6 +289,73 @@ func (s *winSumFloat) emit(i int) error {
 }
 func (s *winSumFloat) finish(mem memory.Allocator) (arrow.Array, error) {
 	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	b.AppendValues(s.out, s.outSet)
+	return b.NewArray(), nil
+}
+
+// ---- sum and avg of intervals ----
+
+// winSumInterval sums intervals field by field and averages with
+// expr.DivideInterval, as GROUP BY does (aggSumInterval).
+type winSumInterval struct {
+	avg                 bool
+	months, days, nanos int64
+	cnt                 int64
+	out                 []arrow.MonthDayNanoInterval
+	outSet              []bool
+}
+
+func (s *winSumInterval) outputs(n int) {
+	s.out, s.outSet = make([]arrow.MonthDayNanoInterval, n), make([]bool, n)
+}
+func (s *winSumInterval) reset()           { s.months, s.days, s.nanos, s.cnt = 0, 0, 0, 0 }
+func (s *winSumInterval) release()         {}
+func (s *winSumInterval) invertible() bool { return true }
+
+// step adds (sign 1) or removes (sign -1) row r's interval.
+func (s *winSumInterval) step(a *winAggArg, r int, sign int64) error {
+	if a.iv == nil {
+		return fmt.Errorf("sum: unexpected argument type %s", a.arr.DataType())
+	}
+	if !a.arr.IsValid(r) {
+		return nil
+	}
+	x := a.iv[r]
+	n := s.nanos + sign*x.Nanoseconds
+	if x.Nanoseconds != 0 && (n > s.nanos) != (sign*x.Nanoseconds > 0) {
+		return errIntervalSum
+	}
+	s.months += sign * int64(x.Months)
+	s.days += sign * int64(x.Days)
+	s.nanos = n
+	s.cnt += sign
+	return nil
+}
+
+func (s *winSumInterval) add(a *winAggArg, r int) error    { return s.step(a, r, 1) }
+func (s *winSumInterval) remove(a *winAggArg, r int) error { return s.step(a, r, -1) }
+
+func (s *winSumInterval) emit(i int) error {
+	if s.cnt == 0 {
+		return nil
+	}
+	if s.months != int64(int32(s.months)) || s.days != int64(int32(s.days)) {
+		return errIntervalSum
+	}
+	v := arrow.MonthDayNanoInterval{Months: int32(s.months), Days: int32(s.days), Nanoseconds: s.nanos}
+	if s.avg {
+		var ok bool
+		if v, ok = expr.DivideInterval(v, float64(s.cnt)); !ok {
+			return errIntervalSum
+		}
+	}
+	s.out[i], s.outSet[i] = v, true
+	return nil
+}
+
+func (s *winSumInterval) finish(mem memory.Allocator) (arrow.Array, error) {
+	b := array.NewMonthDayNanoIntervalBuilder(mem)
 	defer b.Release()
 	b.AppendValues(s.out, s.outSet)
 	return b.NewArray(), nil
