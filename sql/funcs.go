@@ -420,6 +420,16 @@ func bindRegexpReplace(c *fcall) (plan.Expr, error) {
 // match's parenthesized groups as VARCHAR[] (the whole match when the
 // pattern has no groups), NULL when nothing matches.
 func bindRegexpMatch(c *fcall) (plan.Expr, error) {
+	return bindRegexpArray(c, "use regexp_replace, or leave out the g flag for the first match")
+}
+
+// bindRegexpSplit binds regexp_split_to_array(s, pattern [, flags]).
+func bindRegexpSplit(c *fcall) (plan.Expr, error) { return bindRegexpArray(c, "") }
+
+// bindRegexpArray binds the functions of (s, pattern [, flags]) that
+// return VARCHAR[] and refuse the g flag (hint says what to do instead);
+// a constant pattern is checked here.
+func bindRegexpArray(c *fcall, hint string) (plan.Expr, error) {
 	if err := c.nargs(2, 3); err != nil {
 		return nil, err
 	}
@@ -431,8 +441,8 @@ func bindRegexpMatch(c *fcall) (plan.Expr, error) {
 	if len(c.args) == 3 {
 		flags, ok2 = stringConst(c.args[2])
 		if ok2 && strings.ContainsRune(flags, 'g') {
-			e := c.b.errAt("bind", c.at(2), "regexp_match() does not support the \"global\" option")
-			e.Hint = "use regexp_replace, or leave out the g flag for the first match"
+			e := c.b.errAt("bind", c.at(2), "%s() does not support the \"global\" option", c.name)
+			e.Hint = hint
 			return nil, e
 		}
 	}
@@ -441,32 +451,7 @@ func bindRegexpMatch(c *fcall) (plan.Expr, error) {
 			return nil, c.b.errAt("bind", c.at(1), "%v", err)
 		}
 	}
-	return c.fn("regexp_match", plan.TextArray), nil
-}
-
-// bindRegexpSplit binds regexp_split_to_array(s, pattern[, flags]); a
-// constant pattern is checked here.
-func bindRegexpSplit(c *fcall) (plan.Expr, error) {
-	if err := c.nargs(2, 3); err != nil {
-		return nil, err
-	}
-	if err := c.kinds("s"); err != nil {
-		return nil, err
-	}
-	pat, ok1 := stringConst(c.args[1])
-	flags, ok2 := "", true
-	if len(c.args) == 3 {
-		flags, ok2 = stringConst(c.args[2])
-		if ok2 && strings.ContainsRune(flags, 'g') {
-			return nil, c.b.errAt("bind", c.at(2), "regexp_split_to_array() does not support the \"global\" option")
-		}
-	}
-	if ok1 && ok2 {
-		if err := checkRegex(pat, flags); err != nil {
-			return nil, c.b.errAt("bind", c.at(1), "%v", err)
-		}
-	}
-	return c.fn("regexp_split_to_array", plan.TextArray), nil
+	return c.fn(c.name, plan.TextArray), nil
 }
 
 // array checks that argument i is an array.

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,11 +15,11 @@ import (
 // from regexp_match and are read with a[i], cardinality, array_length,
 // array_to_string and a cast to text.
 
-// regexpMatch is regexp_match(s, pattern[, flags]): the first match's
-// capture groups (a group that took no part in the match is a NULL
-// element), or the whole match when the pattern has no groups; NULL when
-// nothing matches.
-func regexpMatch(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+// regexpRows builds a VARCHAR[] per row of (s, pattern[, flags]): NULL
+// where an argument is NULL, else what row adds to lb for s and its
+// compiled pattern. name's g flag is refused.
+func regexpRows(name string, args []rowArg, n int, mem memory.Allocator,
+	row func(lb *array.ListBuilder, vb *array.StringBuilder, re *regexp.Regexp, s []byte)) (arrow.Array, error) {
 	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
 	defer lb.Release()
 	vb := lb.ValueBuilder().(*array.StringBuilder)
@@ -37,18 +38,28 @@ func regexpMatch(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error
 			return nil, err
 		}
 		if global {
-			return nil, NewDataError(`regexp_match() does not support the "global" option`)
+			return nil, NewDataError(name + `() does not support the "global" option`)
 		}
-		s := args[0].str(i)
+		row(lb, vb, re, args[0].str(i))
+	}
+	return lb.NewArray(), nil
+}
+
+// regexpMatch is regexp_match(s, pattern[, flags]): the first match's
+// capture groups (a group that took no part in the match is a NULL
+// element), or the whole match when the pattern has no groups; NULL when
+// nothing matches.
+func regexpMatch(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
+	return regexpRows("regexp_match", args, n, mem, func(lb *array.ListBuilder, vb *array.StringBuilder, re *regexp.Regexp, s []byte) {
 		m := re.FindSubmatchIndex(s)
 		if m == nil {
 			lb.AppendNull()
-			continue
+			return
 		}
 		lb.Append(true)
 		if len(m) == 2 {
 			vb.BinaryBuilder.Append(s[m[0]:m[1]])
-			continue
+			return
 		}
 		for g := 2; g < len(m); g += 2 {
 			if m[g] < 0 {
@@ -57,35 +68,14 @@ func regexpMatch(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error
 				vb.BinaryBuilder.Append(s[m[g]:m[g+1]])
 			}
 		}
-	}
-	return lb.NewArray(), nil
+	})
 }
 
 // regexpSplit is regexp_split_to_array(s, pattern[, flags]), PostgreSQL's:
 // the pieces of s between the pattern's matches; an empty match at the
 // start or the end of s, or right after another match, splits nothing.
 func regexpSplit(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error) {
-	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
-	defer lb.Release()
-	vb := lb.ValueBuilder().(*array.StringBuilder)
-	cache := regexCache{}
-	for i := range n {
-		if !allValid(args, i) {
-			lb.AppendNull()
-			continue
-		}
-		flags := ""
-		if len(args) > 2 {
-			flags = string(args[2].str(i))
-		}
-		re, global, err := cache.compile(string(args[1].str(i)), flags)
-		if err != nil {
-			return nil, err
-		}
-		if global {
-			return nil, NewDataError(`regexp_split_to_array() does not support the "global" option`)
-		}
-		s := args[0].str(i)
+	return regexpRows("regexp_split_to_array", args, n, mem, func(lb *array.ListBuilder, vb *array.StringBuilder, re *regexp.Regexp, s []byte) {
 		lb.Append(true)
 		last := 0
 		// FindAll already skips an empty match right after a match.
@@ -97,8 +87,7 @@ func regexpSplit(args []rowArg, n int, mem memory.Allocator) (arrow.Array, error
 			last = m[1]
 		}
 		vb.BinaryBuilder.Append(s[last:])
-	}
-	return lb.NewArray(), nil
+	})
 }
 
 // listOperand materializes an array operand.
