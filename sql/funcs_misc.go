@@ -39,6 +39,8 @@ func addMiscFunctions(fs map[string]*funcDef) {
 	fs["unnest"] = scalar(func(c *fcall) (plan.Expr, error) {
 		return nil, c.b.errAt("bind", c.loc, "set-returning functions are not allowed here")
 	}, sig("anyarray", "SETOF element (one row per element, in the select list or in FROM)"))
+	contains := scalar(bindListContains, sig("anyarray, any element", "BOOLEAN"))
+	fs["list_contains"], fs["array_contains"], fs["list_has"], fs["array_has"] = contains, contains, contains, contains
 	fs["array_cat"] = scalar(bindArrayFunc("array_cat"), sig("anyarray, anyarray", "the arrays' type"))
 	fs["array_append"] = scalar(bindArrayFunc("array_append"), sig("anyarray, any element", "the array's type"))
 	fs["array_prepend"] = scalar(bindArrayFunc("array_prepend"), sig("any element, anyarray", "the array's type"))
@@ -127,6 +129,37 @@ func bindAge(c *fcall) (plan.Expr, error) {
 
 // bindArrayFunc binds array_cat(a, b), array_append(a, e) and
 // array_prepend(e, a) as the || operator they spell.
+// bindListContains binds DuckDB's list_contains(list, x) (and its names
+// array_contains, list_has, array_has): whether x is an element of list,
+// false when it is not (NULL elements do not make it NULL, unlike x =
+// ANY(list)); NULL when list or x is.
+func bindListContains(c *fcall) (plan.Expr, error) {
+	if err := c.nargs(2, 2); err != nil {
+		return nil, err
+	}
+	if err := c.array(0); err != nil {
+		return nil, err
+	}
+	list, x := c.args[0], c.args[1]
+	elem := list.Type().(interface{ Elem() arrowType }).Elem()
+	if lit, ok := x.(*plan.Literal); ok {
+		if v, ok := adaptLiteral(lit, elem); ok {
+			x = v
+		}
+	}
+	if x.Type().ID() == plan.Null.ID() {
+		x = coerce(x, elem)
+	}
+	if t, ok := plan.CommonType(x.Type(), elem); !ok || !typeEq(t, elem) {
+		return nil, c.b.errAt("type", c.at(1), "%s: cannot look for %s among the elements of %s", c.name, plan.TypeName(x.Type()), plan.TypeName(list.Type()))
+	}
+	x = coerce(x, elem)
+	anyEq := &plan.Func{Name: "array_any", Args: []plan.Expr{x, list, &plan.Literal{Typ: plan.Utf8, Val: "="}}, Typ: plan.Bool}
+	null := &plan.Binary{Op: plan.OpOr, L: &plan.IsNull{X: list}, R: &plan.IsNull{X: x}, Typ: plan.Bool}
+	return &plan.Case{Whens: []plan.When{{Cond: null, Then: &plan.Literal{Typ: plan.Bool}}},
+		Else: &plan.Func{Name: "coalesce", Args: []plan.Expr{anyEq, &plan.Literal{Typ: plan.Bool, Val: false}}, Typ: plan.Bool}, Typ: plan.Bool}, nil
+}
+
 func bindArrayFunc(name string) func(c *fcall) (plan.Expr, error) {
 	return func(c *fcall) (plan.Expr, error) {
 		if err := c.nargs(2, 2); err != nil {
