@@ -59,6 +59,9 @@ func (b *binder) seriesCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(args) == 3 && (plan.IsTemporal(args[0].Type()) || plan.IsTemporal(args[1].Type())) {
+		return b.timestampSeries(f, args, c)
+	}
 	for i, a := range args {
 		if t := a.Type(); !plan.IsInteger(t) && t.ID() != plan.Null.ID() {
 			e := b.errAt("type", nodeLoc(f.Args[i]), "generate_series in a select list takes integers, not %s", plan.TypeName(t))
@@ -69,6 +72,33 @@ func (b *binder) seriesCall(f *pg.FuncCall, c ectx) (plan.Expr, error) {
 	}
 	arr := &plan.Func{Name: "series_array", Args: args, Typ: plan.ArrayOf(plan.Int64)}
 	col := plan.Column{ID: b.ids.Next(), Name: "generate_series", Type: plan.Int64, Nullable: true}
+	c.srf.args = append(c.srf.args, arr)
+	c.srf.cols = append(c.srf.cols, col)
+	return &plan.ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}, nil
+}
+
+// timestampSeries binds generate_series(start, stop, step) of dates or
+// timestamps and an interval in a select list: the TIMESTAMP values,
+// dates read as midnight, as PostgreSQL returns them.
+func (b *binder) timestampSeries(f *pg.FuncCall, args []plan.Expr, c ectx) (plan.Expr, error) {
+	for i := range 2 {
+		t := args[i].Type()
+		if lit, ok := args[i].(*plan.Literal); ok && t.ID() == plan.Utf8.ID() {
+			if v, ok := adaptLiteral(lit, plan.Timestamp); ok {
+				args[i], t = v, plan.Timestamp
+			}
+		}
+		if !plan.IsTemporal(t) && t.ID() != plan.Null.ID() {
+			return nil, b.errAt("type", nodeLoc(f.Args[i]), "generate_series of timestamps needs a date or timestamp, not %s", plan.TypeName(t))
+		}
+		args[i] = castExpr(coerce(args[i], plan.Timestamp), plan.Timestamp)
+	}
+	if t := args[2].Type(); t.ID() != plan.Interval.ID() && t.ID() != plan.Null.ID() {
+		return nil, b.errAt("type", nodeLoc(f.Args[2]), "generate_series of timestamps takes an interval step, not %s", plan.TypeName(t))
+	}
+	args[2] = coerce(args[2], plan.Interval)
+	arr := &plan.Func{Name: "series_ts_array", Args: args, Typ: plan.ArrayOf(plan.Timestamp)}
+	col := plan.Column{ID: b.ids.Next(), Name: "generate_series", Type: plan.Timestamp, Nullable: true}
 	c.srf.args = append(c.srf.args, arr)
 	c.srf.cols = append(c.srf.cols, col)
 	return &plan.ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}, nil

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"sluice/plan"
 )
 
 // Functions that build arrays: make_array (ARRAY[a, b, ...]) and
@@ -244,7 +246,66 @@ func seriesArray(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Arr
 	return b.NewArray(), nil
 }
 
+// seriesTimestampArray is series_ts_array(start, stop, step), what
+// generate_series(start, stop, step interval) of timestamps in a select
+// list unnests: per row, start, start+step, start+step+step, ... (each
+// value the last plus step, as PostgreSQL adds) while not past stop; NULL
+// when an argument is NULL. A zero step is an error, and so is a step
+// that does not move a value towards stop ('1 mon -30 days' from some
+// dates).
+func seriesTimestampArray(e *Func, ops []operand, n int, mem memory.Allocator) (arrow.Array, error) {
+	starts, ss, err := i64View(ops[0])
+	if err != nil {
+		return nil, err
+	}
+	stops, st, err := i64View(ops[1])
+	if err != nil {
+		return nil, err
+	}
+	steps, sp := intervalView(ops[2])
+	var valid [3]validity
+	for k := range ops {
+		if ops[k].arr != nil {
+			valid[k] = validityOf(ops[k].arr)
+		}
+	}
+	b := array.NewListBuilder(mem, e.Type.(*arrow.ListType).Elem())
+	defer b.Release()
+	vb := b.ValueBuilder().(*array.TimestampBuilder)
+	total := 0
+	for i := 0; i < n; i++ {
+		if !valid[0].valid(i) || !valid[1].valid(i) || !valid[2].valid(i) {
+			b.AppendNull()
+			continue
+		}
+		cur, stop, step := starts[i*ss], stops[i*st], steps[i*sp]
+		dir := CompareIntervals(step, arrow.MonthDayNanoInterval{})
+		if dir == 0 {
+			return nil, NewDataError("step size cannot equal zero")
+		}
+		b.Append(true)
+		for dir > 0 && cur <= stop || dir < 0 && cur >= stop {
+			if total++; total > maxSeriesValues {
+				return nil, dataErrorf("generate_series in a select list made more than %d values for one batch: use it in FROM", maxSeriesValues)
+			}
+			vb.Append(arrow.Timestamp(cur))
+			next, ok := shiftTimestamp(cur, step, 1)
+			if !ok {
+				break // past the largest timestamp: past stop too
+			}
+			if dir > 0 && next <= cur || dir < 0 && next >= cur {
+				return nil, dataErrorf("generate_series: step %s does not move from %s", plan.AppendIntervalText(nil, step),
+					arrow.Timestamp(cur).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05"))
+			}
+			cur = next
+		}
+	}
+	return b.NewArray(), nil
+}
+
 func init() {
 	funcArity["series_array"] = [2]int{2, 3}
 	opFuncs["series_array"] = seriesArray
+	funcArity["series_ts_array"] = [2]int{3, 3}
+	opFuncs["series_ts_array"] = seriesTimestampArray
 }
