@@ -405,7 +405,7 @@ func stringList(ns []*pg.Node) []string {
 // boolean (EXPLAIN (ANALYZE off) is a plain EXPLAIN). Others are refused.
 // explainAnalyzeWrite refuses EXPLAIN ANALYZE of a write.
 func explainAnalyzeWrite() error {
-	return &Error{Kind: "bind", Msg: "EXPLAIN ANALYZE of COPY, CREATE TABLE AS or INSERT is not supported: it would write the files",
+	return &Error{Kind: "bind", Msg: "EXPLAIN ANALYZE of a write (COPY, CREATE TABLE AS, INSERT, DELETE, UPDATE) is not supported: it would write the files",
 		Hint: "EXPLAIN without ANALYZE shows the write's plan"}
 }
 
