@@ -71,6 +71,9 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 		if c, ok := s.custom.(*createTableAs); ok {
 			return b.bindCreateTableAs(c)
 		}
+		if sm, ok := s.custom.(*summarize); ok {
+			return b.bindSummarize(sm)
+		}
 		return s.custom, nil
 	}
 	if s.tree == nil {

@@ -91,7 +91,7 @@ func isCustom(sql string) bool {
 		return false
 	}
 	switch words[0] {
-	case "describe", "desc":
+	case "describe", "desc", "summarize":
 		return true
 	case "create":
 		for _, w := range words[1:] {
@@ -204,6 +204,16 @@ func parseCustom(sql string, p position) (Bound, error) {
 		return nil, err
 	}
 	f := &frontParser{sql: sql, pos: p, toks: toks}
+	if f.acceptWord("summarize") {
+		name, err := f.name("table or view name")
+		if err != nil {
+			return nil, err
+		}
+		if err := f.end(); err != nil {
+			return nil, err
+		}
+		return &summarize{name: name}, nil
+	}
 	if f.acceptWord("describe") || f.acceptWord("desc") {
 		if f.isWord("select") || f.isWord("with") || f.isWord("values") || f.isWord("from") || f.peek().kind == 'p' && f.peek().text == "(" {
 			return f.describeQuery()
