@@ -54,11 +54,7 @@ func (b *Binder) Bind(s Statement) (Bound, error) {
 	if s.custom != nil {
 		if d, ok := s.custom.(*Describe); ok {
 			if d.query != nil {
-				st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, orig: d.orig, ins: d.ins, duck: d.duck, pos: d.pos, clock: &stmtClock{now: b.Now}, views: new(int)}
-				q, err := st.query(d.query)
-				if err == nil {
-					err = st.dialectApplied()
-				}
+				q, err := b.describedQuery(d)
 				if err != nil {
 					return nil, err
 				}
@@ -184,6 +180,20 @@ func (st *binder) statement(s Statement) (Bound, error) {
 	}
 	word := strings.ToUpper(strings.Fields(s.SQL)[0])
 	return nil, &Error{Kind: "bind", Msg: fmt.Sprintf("unsupported statement %s", word), Line: s.pos.line, Column: s.pos.col, Near: word}
+}
+
+// describedQuery binds the query of DESCRIBE query (or SUMMARIZE query),
+// with positions in the user's text.
+func (b *Binder) describedQuery(d *Describe) (*Query, error) {
+	st := &binder{cat: b.Catalog, ids: &plan.IDGen{}, text: d.text, orig: d.orig, ins: d.ins, duck: d.duck, pos: d.pos, clock: &stmtClock{now: b.Now}, views: new(int)}
+	q, err := st.query(d.query)
+	if err == nil {
+		err = st.dialectApplied()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
 }
 
 // checkRelation reports a bind error when name is neither table nor view.

@@ -205,6 +205,16 @@ func parseCustom(sql string, p position) (Bound, error) {
 	}
 	f := &frontParser{sql: sql, pos: p, toks: toks}
 	if f.acceptWord("summarize") {
+		if f.isWord("select") || f.isWord("with") || f.isWord("values") || f.isWord("from") || f.peek().kind == 'p' && f.peek().text == "(" {
+			// SUMMARIZE query: the query is checked by binding it, and
+			// summarized as a subquery.
+			start := f.peek().off
+			d, err := f.describeQuery()
+			if err != nil {
+				return nil, err
+			}
+			return &summarize{query: strings.TrimRight(strings.TrimSpace(f.sql[start:]), ";"), described: d.(*Describe)}, nil
+		}
 		name, err := f.name("table or view name")
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"fmt"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -37,6 +38,9 @@ func (b *binder) deleteStmt(d *pg.DeleteStmt) (Bound, error) {
 	if len(d.ReturningList) > 0 {
 		return nil, &Error{Kind: "bind", Msg: "DELETE ... RETURNING is not supported"}
 	}
+	if err := readOnly(d.Relation, WriteDelete); err != nil {
+		return nil, err
+	}
 	w, t, err := b.targetTable(d.Relation.GetRelname(), WriteDelete)
 	if err != nil {
 		return nil, err
@@ -63,6 +67,9 @@ func (b *binder) deleteStmt(d *pg.DeleteStmt) (Bound, error) {
 func (b *binder) updateStmt(u *pg.UpdateStmt) (Bound, error) {
 	if len(u.ReturningList) > 0 {
 		return nil, &Error{Kind: "bind", Msg: "UPDATE ... RETURNING is not supported"}
+	}
+	if err := readOnly(u.Relation, WriteUpdate); err != nil {
+		return nil, err
 	}
 	name := u.Relation.GetRelname()
 	w, t, err := b.targetTable(name, WriteUpdate)
@@ -246,6 +253,15 @@ func replaceColumnRefs(m protoreflect.Message, repl func(*pg.Node) *pg.Node) {
 		replaceColumnRefs(v.Message(), repl)
 		return true
 	})
+}
+
+// readOnly refuses a write to information_schema's tables, which are
+// made from the catalog.
+func readOnly(rv *pg.RangeVar, kind string) error {
+	if strings.EqualFold(rv.GetSchemaname(), "information_schema") {
+		return &Error{Kind: "bind", Msg: fmt.Sprintf("%s refused: information_schema.%s is read-only (made from the catalog)", kind, rv.GetRelname())}
+	}
+	return nil
 }
 
 // existsIn is EXISTS (SELECT FROM from WHERE cond).

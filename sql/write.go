@@ -353,6 +353,9 @@ func (b *binder) insertStmt(ins *pg.InsertStmt) (Bound, error) {
 	if ins.OnConflictClause != nil || len(ins.ReturningList) > 0 {
 		return nil, &Error{Kind: "bind", Msg: "INSERT ... ON CONFLICT and RETURNING are not supported"}
 	}
+	if err := readOnly(ins.Relation, WriteInsert); err != nil {
+		return nil, err
+	}
 	w, t, err := b.targetTable(ins.Relation.GetRelname(), WriteInsert)
 	if err != nil {
 		return nil, err
