@@ -158,8 +158,8 @@ func (s *aggSumInterval) update(gids []int32, arg arrow.Array) error {
 		x := v[i]
 		s.months[g] += int64(x.Months)
 		s.days[g] += int64(x.Days)
-		n := s.nanos[g] + x.Nanoseconds
-		if (n > s.nanos[g]) != (x.Nanoseconds > 0) && x.Nanoseconds != 0 {
+		n, ok := expr.AddSigned(s.nanos[g], x.Nanoseconds, 1)
+		if !ok {
 			return errIntervalSum
 		}
 		s.nanos[g] = n

@@ -322,8 +322,8 @@ func (s *winSumInterval) step(a *winAggArg, r int, sign int64) error {
 		return nil
 	}
 	x := a.iv[r]
-	n := s.nanos + sign*x.Nanoseconds
-	if x.Nanoseconds != 0 && (n > s.nanos) != (sign*x.Nanoseconds > 0) {
+	n, ok := expr.AddSigned(s.nanos, x.Nanoseconds, sign)
+	if !ok {
 		return errIntervalSum
 	}
 	s.months += sign * int64(x.Months)

@@ -90,17 +90,23 @@ func intervalView(o operand) ([]arrow.MonthDayNanoInterval, int) {
 func addIntervals(a, b arrow.MonthDayNanoInterval, sign int64) (arrow.MonthDayNanoInterval, bool) {
 	m := int64(a.Months) + sign*int64(b.Months)
 	d := int64(a.Days) + sign*int64(b.Days)
-	ns, ok := addInt64(a.Nanoseconds, sign*b.Nanoseconds)
-	if sign < 0 && b.Nanoseconds == math.MinInt64 {
-		ok = false
-	}
+	ns, ok := AddSigned(a.Nanoseconds, b.Nanoseconds, sign)
 	if m != int64(int32(m)) || d != int64(int32(d)) || !ok {
 		return arrow.MonthDayNanoInterval{}, false
 	}
 	return arrow.MonthDayNanoInterval{Months: int32(m), Days: int32(d), Nanoseconds: ns}, true
 }
 
-func addInt64(a, b int64) (int64, bool) {
+// AddSigned returns a + sign·b (sign is 1 or -1), and false when that
+// overflows int64: the interval sums' time field (here, and in the
+// aggregates' and window functions' sums).
+func AddSigned(a, b, sign int64) (int64, bool) {
+	if sign < 0 {
+		if b == math.MinInt64 {
+			return 0, false
+		}
+		b = -b
+	}
 	s := a + b
 	return s, (s > a) == (b > 0) || b == 0
 }
